@@ -1,0 +1,358 @@
+/* braid.h — the application API of braid (C, stable ABI).
+ *
+ * Rules that hold for every function here (see docs/ABI.md):
+ *  - Every function returns braid_status (BRAID_OK = 0) unless stated; details of the last failure on
+ *    the calling thread come from braid_last_error().
+ *  - Handles are opaque and reference counted (_retain/_release). Out-parameters come last.
+ *  - Option/parameter structs begin with uint32_t struct_size; set it to sizeof(struct) (the
+ *    BRAID_*_INIT macros do). Older callers passing a smaller struct_size get defaults for the rest.
+ *  - All functions are thread-safe unless documented otherwise.
+ *  - Op functions validate and infer shapes synchronously (errors surface at the call), then enqueue
+ *    the work and return; the kernel runs later. Wait with braid_tensor_wait_to_read, a copy to host,
+ *    or braid_wait_all.
+ *  - The API only grows at the end; BRAID_ABI_MINOR increments with each addition.
+ */
+#ifndef BRAID_H_
+#define BRAID_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define BRAID_API __declspec(dllexport)
+#else
+#define BRAID_API __attribute__((visibility("default")))
+#endif
+
+#define BRAID_ABI_MAJOR 1
+#define BRAID_ABI_MINOR 0
+#define BRAID_MAX_DIMS 8
+
+/* ---- status codes --------------------------------------------------------------------------- */
+typedef enum braid_status {
+  BRAID_OK = 0,
+  BRAID_ERR_INVALID_ARGUMENT = 1, /* NULL pointer, bad value, bad handle */
+  BRAID_ERR_SHAPE = 2,            /* shapes do not agree */
+  BRAID_ERR_DTYPE = 3,            /* dtype not accepted by the op */
+  BRAID_ERR_DEVICE = 4,           /* wrong or mixed devices, device failed */
+  BRAID_ERR_OUT_OF_MEMORY = 5,
+  BRAID_ERR_UNSUPPORTED = 6,      /* the backend does not implement this op/dtype */
+  BRAID_ERR_NOT_FOUND = 7,        /* file, plugin, device or symbol not found */
+  BRAID_ERR_ABI_MISMATCH = 8,     /* a plugin of another major version */
+  BRAID_ERR_INVALID_STATE = 9,    /* e.g. wait from an engine thread, context used after fork */
+  BRAID_ERR_KERNEL = 10,          /* a kernel failed while running */
+  BRAID_ERR_IO = 11,              /* file read/write failed, corrupt file */
+  BRAID_ERR_TIMEOUT = 12,
+  BRAID_ERR_INTERNAL = 13
+} braid_status;
+
+/* ---- element types ---------------------------------------------------------------------------- */
+typedef enum braid_dtype {
+  BRAID_FLOAT32 = 0,
+  BRAID_FLOAT64 = 1,
+  BRAID_INT32 = 2,
+  BRAID_INT64 = 3,
+  BRAID_UINT8 = 4,
+  BRAID_FLOAT16 = 5,  /* storage type: copy/cast only */
+  BRAID_BFLOAT16 = 6, /* storage type: copy/cast only */
+  BRAID_DTYPE_COUNT = 7
+} braid_dtype;
+
+/* ---- handles ---------------------------------------------------------------------------------- */
+typedef struct braid_context_t* braid_context;
+typedef struct braid_tensor_t* braid_tensor;
+/* A device is named by its index in the context (0 .. braid_context_device_count-1). */
+typedef int32_t braid_device;
+
+/* ---- version and errors ----------------------------------------------------------------------- */
+/* (BRAID_ABI_MAJOR << 16) | BRAID_ABI_MINOR of the loaded library. Thread-safe, never fails. */
+BRAID_API uint32_t braid_version(void);
+/* Message of the last failed call on this thread ("" if none). Valid until the next failing call on
+ * the same thread. Thread-safe (thread-local). */
+BRAID_API const char* braid_last_error(void);
+/* Static name of a status code, e.g. "BRAID_ERR_SHAPE". Never NULL. */
+BRAID_API const char* braid_status_name(braid_status status);
+/* Static name of a dtype ("float32", ...); "invalid" for an unknown value. */
+BRAID_API const char* braid_dtype_name(braid_dtype dtype);
+/* Size in bytes of one element; 0 for an unknown dtype. */
+BRAID_API size_t braid_dtype_size(braid_dtype dtype);
+
+/* ---- context ---------------------------------------------------------------------------------- */
+typedef enum braid_engine_mode {
+  BRAID_ENGINE_DEFAULT = 0, /* BRAID_ENGINE env var, else async */
+  BRAID_ENGINE_ASYNC = 1,
+  BRAID_ENGINE_SYNC = 2     /* every op runs to completion at push time */
+} braid_engine_mode;
+
+typedef struct braid_context_options {
+  uint32_t struct_size;
+  /* Comma-separated backend names to load ("cpu,vulkan"); NULL = BRAID_BACKENDS env, else all. */
+  const char* backends;
+  /* Extra plugin directory searched after the one next to libbraid; NULL = BRAID_BACKEND_PATH. */
+  const char* backend_path;
+  braid_engine_mode engine_mode;
+  /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
+   * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops and
+   * 1 GiB). UINT64_MAX disables the bound. */
+  uint64_t max_inflight_ops;
+  uint64_t max_inflight_bytes;
+  /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. */
+  const char* profile_path;
+  /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
+  uint64_t seed;
+} braid_context_options;
+#define BRAID_CONTEXT_OPTIONS_INIT {sizeof(braid_context_options), NULL, NULL, BRAID_ENGINE_DEFAULT, 0, 0, NULL, 0}
+
+/* Creates a context: discovers and loads backend plugins and opens their devices. options may be NULL.
+ * A plugin that fails to load is reported by braid_context_backend_info, never fatal. */
+BRAID_API braid_status braid_context_create(const braid_context_options* options, braid_context* out);
+BRAID_API braid_status braid_context_retain(braid_context ctx);
+/* Dropping the last reference waits for all work, writes the profile if one is configured, and
+ * shuts the backends down. */
+BRAID_API braid_status braid_context_release(braid_context ctx);
+
+typedef struct braid_backend_info {
+  uint32_t struct_size;
+  const char* name;       /* owned by the context */
+  const char* path;       /* file the plugin was loaded from; owned by the context */
+  uint32_t abi_major;     /* plugin ABI version the plugin reported (0 if it did not load) */
+  uint32_t abi_minor;
+  int32_t loaded;         /* 1 if the plugin is in use */
+  int32_t device_count;
+  const char* reason;     /* why it has zero devices or did not load; "" otherwise; owned by ctx */
+} braid_backend_info;
+
+BRAID_API braid_status braid_context_backend_count(braid_context ctx, int32_t* out);
+BRAID_API braid_status braid_context_backend_info(braid_context ctx, int32_t index, braid_backend_info* out);
+BRAID_API braid_status braid_context_device_count(braid_context ctx, int32_t* out);
+/* Finds a device by name: "cpu:0", "vulkan:1", "cuda:0". */
+BRAID_API braid_status braid_context_find_device(braid_context ctx, const char* name, braid_device* out);
+
+typedef enum braid_device_kind {
+  BRAID_DEVICE_CPU = 0,
+  BRAID_DEVICE_GPU_DISCRETE = 1,
+  BRAID_DEVICE_GPU_INTEGRATED = 2,
+  BRAID_DEVICE_GPU_VIRTUAL = 3,
+  BRAID_DEVICE_OTHER = 4
+} braid_device_kind;
+
+typedef struct braid_device_info {
+  uint32_t struct_size;
+  const char* id;           /* "cpu:0"; owned by the context */
+  const char* backend;      /* "cpu" */
+  const char* name;         /* model name */
+  braid_device_kind kind;
+  int32_t backend_index;    /* index of the device within its backend */
+  uint8_t uuid[16];         /* all zero if unknown */
+  uint64_t memory_bytes;    /* memory the device can allocate */
+  int32_t compute_units;    /* cores / SMs / CUs */
+  int32_t compute_queues;
+  int32_t transfer_queues;
+  uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
+  uint32_t dtype_mask;      /* bit (1<<dtype) set for each dtype with compute kernels */
+} braid_device_info;
+
+BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device device, braid_device_info* out);
+
+/* Waits for every op pushed so far to finish. Returns the first error of an op since the last
+ * braid_wait_all (and clears it). Must not be called from an engine/backend thread. */
+BRAID_API braid_status braid_wait_all(braid_context ctx);
+
+/* Sets the RNG seed; later random ops draw from counter 0 of the new seed. */
+BRAID_API braid_status braid_context_set_seed(braid_context ctx, uint64_t seed);
+
+/* ---- memory ----------------------------------------------------------------------------------- */
+typedef struct braid_memory_stats {
+  uint32_t struct_size;
+  uint64_t allocated_bytes;      /* in live blocks handed to tensors */
+  uint64_t reserved_bytes;       /* obtained from the backend (allocated + cached) */
+  uint64_t peak_allocated_bytes;
+  uint64_t peak_reserved_bytes;
+  uint64_t alloc_count;          /* allocations served */
+  uint64_t backend_alloc_count;  /* allocations that reached the backend (cache misses) */
+} braid_memory_stats;
+
+BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device device, braid_memory_stats* out);
+/* Returns cached, unused blocks to the backend. */
+BRAID_API braid_status braid_memory_empty_cache(braid_context ctx, braid_device device);
+/* Resets peak_* to the current values. */
+BRAID_API braid_status braid_memory_reset_peak(braid_context ctx, braid_device device);
+
+/* ---- profiler --------------------------------------------------------------------------------- */
+/* Starts recording every op, copy and wait (one track per device queue). */
+BRAID_API braid_status braid_profiler_start(braid_context ctx);
+/* Stops recording, waits for recorded work to finish, and writes Chrome-trace JSON to path. */
+BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path);
+
+/* ---- tensors ---------------------------------------------------------------------------------- */
+/* An uninitialised tensor. */
+BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device, braid_dtype dtype,
+                                          int32_t ndim, const int64_t* shape, braid_tensor* out);
+/* A tensor holding a copy of host data (row-major, bytes must equal numel*dtype size). The data is
+ * copied before the call returns; the caller may reuse it at once. */
+BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device device, braid_dtype dtype,
+                                              int32_t ndim, const int64_t* shape, const void* data,
+                                              size_t bytes, braid_tensor* out);
+BRAID_API braid_status braid_tensor_retain(braid_tensor t);
+/* Drops a reference; storage is freed once the ops that use it have finished. */
+BRAID_API braid_status braid_tensor_release(braid_tensor t);
+
+/* Shape queries need no wait. shape must have room for BRAID_MAX_DIMS values. */
+BRAID_API braid_status braid_tensor_ndim(braid_tensor t, int32_t* out);
+BRAID_API braid_status braid_tensor_shape(braid_tensor t, int64_t* shape);
+BRAID_API braid_status braid_tensor_dtype(braid_tensor t, braid_dtype* out);
+BRAID_API braid_status braid_tensor_device(braid_tensor t, braid_device* out);
+BRAID_API braid_status braid_tensor_numel(braid_tensor t, int64_t* out);
+
+/* Waits until the tensor's last writer has finished. Returns that op's error, if it failed (message
+ * names the op and device); the tensor stays readable. Not callable from an engine thread. */
+BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t);
+/* Waits, then copies the contents (row-major) to host memory; bytes must equal numel*dtype size. */
+BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes);
+/* Overwrites the tensor's contents from host memory (copied before return; ordered after earlier ops). */
+BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);
+
+/* ---- ops: creation ---------------------------------------------------------------------------- */
+BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                  const int64_t* shape, double value, braid_tensor* out);
+/* 1-D [start, stop) with step (ceil((stop-start)/step) elements). */
+BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
+                                    double stop, double step, braid_tensor* out);
+/* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
+ * results do not depend on the device or thread count. float32/float64 only. */
+BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype,
+                                            int32_t ndim, const int64_t* shape, double low, double high,
+                                            braid_tensor* out);
+BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device device, braid_dtype dtype,
+                                           int32_t ndim, const int64_t* shape, double mean, double stddev,
+                                           braid_tensor* out);
+
+/* ---- ops: elementwise ------------------------------------------------------------------------- */
+typedef enum braid_unary_op {
+  BRAID_UNARY_NEG = 0, BRAID_UNARY_ABS, BRAID_UNARY_EXP, BRAID_UNARY_LOG, BRAID_UNARY_SQRT,
+  BRAID_UNARY_RELU, BRAID_UNARY_SIGMOID, BRAID_UNARY_TANH, BRAID_UNARY_SQUARE, BRAID_UNARY_SIGN,
+  BRAID_UNARY_COUNT
+} braid_unary_op;
+
+typedef enum braid_binary_op {
+  BRAID_BINARY_ADD = 0, BRAID_BINARY_SUB, BRAID_BINARY_MUL, BRAID_BINARY_DIV, BRAID_BINARY_POW,
+  BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
+  /* comparisons produce 1 or 0 in the input dtype */
+  BRAID_BINARY_EQUAL, BRAID_BINARY_LESS, BRAID_BINARY_GREATER,
+  BRAID_BINARY_COUNT
+} braid_binary_op;
+
+/* Unary ops on float32/float64 (NEG, ABS, RELU, SQUARE, SIGN also on int32/int64). */
+BRAID_API braid_status braid_unary(braid_unary_op op, braid_tensor x, braid_tensor* out);
+/* Binary op with NumPy broadcasting. Both inputs must have the same dtype and device. */
+BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
+/* x op scalar (reverse = 0) or scalar op x (reverse != 0). */
+BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
+                                           braid_tensor* out);
+
+/* ---- ops: reductions -------------------------------------------------------------------------- */
+typedef enum braid_reduce_op {
+  BRAID_REDUCE_SUM = 0, BRAID_REDUCE_MEAN, BRAID_REDUCE_MAX, BRAID_REDUCE_MIN,
+  BRAID_REDUCE_NORM, /* L2 norm */
+  BRAID_REDUCE_COUNT
+} braid_reduce_op;
+
+/* Reduces over the given axes (naxes = 0: all axes). Negative axes count from the end. */
+BRAID_API braid_status braid_reduce(braid_reduce_op op, braid_tensor x, int32_t naxes, const int32_t* axes,
+                                    int32_t keepdims, braid_tensor* out);
+/* Index of the maximum along one axis; int64 result. */
+BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdims, braid_tensor* out);
+
+/* ---- ops: linear algebra and layout ----------------------------------------------------------- */
+/* op(a) @ op(b) for 2-D a, b, or batched 3-D (batch dims must match, or one side 2-D). float32/64. */
+BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b,
+                                    braid_tensor* out);
+/* Same storage, new shape (one dimension may be -1). */
+BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
+/* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. */
+BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step,
+                                   braid_tensor* out);
+/* Permutes axes (perm has ndim entries). Copies. */
+BRAID_API braid_status braid_transpose(braid_tensor x, const int32_t* perm, braid_tensor* out);
+BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32_t axis, braid_tensor* out);
+/* Copies x to device (the same device makes a clone). Copies between devices run on transfer queues. */
+BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_tensor* out);
+BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tensor* out);
+/* Copies src into dst (same shape and dtype, any devices); dst is written in program order. */
+BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst);
+
+/* ---- ops: neural network ---------------------------------------------------------------------- */
+typedef struct braid_conv2d_params {
+  uint32_t struct_size;
+  int32_t stride[2];   /* h, w; 0 means 1 */
+  int32_t padding[2];  /* h, w */
+} braid_conv2d_params;
+#define BRAID_CONV2D_PARAMS_INIT {sizeof(braid_conv2d_params), {1, 1}, {0, 0}}
+
+/* x: N,C,H,W; w: K,C,R,S; bias: K or NULL. Output N,K,P,Q. params may be NULL (stride 1, no padding). */
+BRAID_API braid_status braid_conv2d(braid_tensor x, braid_tensor w, braid_tensor bias,
+                                    const braid_conv2d_params* params, braid_tensor* out);
+
+typedef enum braid_pool_kind { BRAID_POOL_MAX = 0, BRAID_POOL_AVG = 1 } braid_pool_kind;
+typedef struct braid_pool2d_params {
+  uint32_t struct_size;
+  braid_pool_kind kind;
+  int32_t kernel[2];
+  int32_t stride[2];   /* 0 means equal to kernel */
+  int32_t padding[2];  /* padded cells are ignored by max and excluded from the average */
+  int32_t global;      /* non-zero: pool the whole H,W (kernel/stride/padding ignored) */
+} braid_pool2d_params;
+#define BRAID_POOL2D_PARAMS_INIT {sizeof(braid_pool2d_params), BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}, 0}
+
+BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* params, braid_tensor* out);
+
+typedef struct braid_batch_norm_params {
+  uint32_t struct_size;
+  double eps;          /* 0 means 1e-5 */
+  double momentum;     /* running = (1-momentum)*running + momentum*batch; 0 means 0.1 */
+  int32_t training;    /* use batch statistics and update the running ones */
+} braid_batch_norm_params;
+#define BRAID_BATCH_NORM_PARAMS_INIT {sizeof(braid_batch_norm_params), 1e-5, 0.1, 1}
+
+/* Normalises over all axes but 1 (N,C or N,C,H,W). gamma, beta, running_mean, running_var: shape C.
+ * In training, running_mean/var are updated in place (unbiased variance) and save_mean/save_invstd
+ * (shape C, may be NULL) receive the batch statistics used. */
+BRAID_API braid_status braid_batch_norm(braid_tensor x, braid_tensor gamma, braid_tensor beta,
+                                        braid_tensor running_mean, braid_tensor running_var,
+                                        const braid_batch_norm_params* params, braid_tensor* out,
+                                        braid_tensor* save_mean, braid_tensor* save_invstd);
+
+/* Softmax (log != 0: log-softmax) along axis. */
+BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, braid_tensor* out);
+/* Per-sample loss -log softmax(logits)[label] for logits N,K and int32/int64 labels N. A label outside
+ * [0, K) fails the op (an asynchronous error on the output). */
+BRAID_API braid_status braid_softmax_cross_entropy(braid_tensor logits, braid_tensor labels, braid_tensor* out);
+/* Inverted dropout: y = x * mask / (1 - p), mask ~ Bernoulli(1 - p) from the context RNG. mask may be
+ * NULL; it has x's dtype and holds 0 or 1. */
+BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out, braid_tensor* mask);
+
+/* ---- ops: optimizer updates (in place) -------------------------------------------------------- */
+/* w -= lr * (g + wd * w) */
+BRAID_API braid_status braid_sgd_update(braid_tensor w, braid_tensor g, double lr, double weight_decay);
+/* mom = momentum * mom - lr * (g + wd * w); w += mom */
+BRAID_API braid_status braid_sgd_momentum_update(braid_tensor w, braid_tensor g, braid_tensor mom, double lr,
+                                                 double momentum, double weight_decay);
+typedef struct braid_adam_params {
+  uint32_t struct_size;
+  double lr, beta1, beta2, epsilon, weight_decay;
+  int64_t step;        /* 1-based step for bias correction */
+} braid_adam_params;
+#define BRAID_ADAM_PARAMS_INIT {sizeof(braid_adam_params), 1e-3, 0.9, 0.999, 1e-8, 0.0, 1}
+/* g' = g + wd*w; m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
+ * w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
+BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_tensor m, braid_tensor v,
+                                         const braid_adam_params* params);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+#endif /* BRAID_H_ */

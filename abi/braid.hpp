@@ -1,0 +1,450 @@
+// braid.hpp — header-only C++20 RAII wrapper over the C API in braid.h.
+//
+// Every C call goes through check(), which turns a failed braid_status into a braid::Error carrying
+// the status and braid_last_error(). Handles are owned by value types: copying a Tensor or Context
+// retains the handle, moving transfers it, destruction releases it. Nothing here adds semantics to the
+// C API; read braid.h for what each op does. Arrays cross the boundary as std::span (List below also
+// binds to a braced list, so `reshape(x, {2, -1})` works).
+#ifndef BRAID_HPP_
+#define BRAID_HPP_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <ranges>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "braid.h"
+
+namespace braid {
+
+// ---- errors ---------------------------------------------------------------------------------------
+
+class Error : public std::runtime_error {
+ public:
+  Error(braid_status status, const std::string& message)
+      : std::runtime_error(std::string(braid_status_name(status)) + ": " + message), status_(status) {}
+  braid_status status() const noexcept { return status_; }
+
+ private:
+  braid_status status_;
+};
+
+// Throws braid::Error for any status but BRAID_OK; the message is read at once because it is only
+// valid until the next failing call on this thread.
+inline void check(braid_status status) {
+  if (status != BRAID_OK) throw Error(status, braid_last_error());
+}
+
+// ---- element types --------------------------------------------------------------------------------
+
+template <class T>
+struct dtype_of;  // undefined for types braid does not store
+template <> struct dtype_of<float> : std::integral_constant<braid_dtype, BRAID_FLOAT32> {};
+template <> struct dtype_of<double> : std::integral_constant<braid_dtype, BRAID_FLOAT64> {};
+template <> struct dtype_of<int32_t> : std::integral_constant<braid_dtype, BRAID_INT32> {};
+template <> struct dtype_of<int64_t> : std::integral_constant<braid_dtype, BRAID_INT64> {};
+template <> struct dtype_of<uint8_t> : std::integral_constant<braid_dtype, BRAID_UINT8> {};
+
+template <class T>
+inline constexpr braid_dtype dtype_v = dtype_of<T>::value;
+
+template <class T>
+concept Element = requires { dtype_of<T>::value; };
+
+// A read-only array argument: a std::span that also binds to a braced list ({2, 3}). Like any span
+// it does not own; a braced list lives until the end of the full expression, which covers the call.
+template <class T>
+class List : public std::span<const T> {
+ public:
+  using std::span<const T>::span;
+  List() = default;
+  List(std::span<const T> s) : std::span<const T>(s) {}
+  List(const std::vector<T>& v) : std::span<const T>(v) {}
+  List(std::initializer_list<T> l) : std::span<const T>(l.begin(), l.size()) {}
+};
+
+using Device = braid_device;
+using Shape = std::vector<int64_t>;
+
+// ---- context --------------------------------------------------------------------------------------
+
+class Context {
+ public:
+  // Default options (BRAID_* environment variables apply).
+  Context() { check(braid_context_create(nullptr, &h_)); }
+  explicit Context(const braid_context_options& options) { check(braid_context_create(&options, &h_)); }
+  Context(const Context& o) : h_(o.h_) { if (h_) check(braid_context_retain(h_)); }
+  Context(Context&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Context& operator=(Context o) noexcept { std::swap(h_, o.h_); return *this; }
+  ~Context() { if (h_) braid_context_release(h_); }
+
+  braid_context get() const noexcept { return h_; }
+
+  int32_t device_count() const { int32_t n = 0; check(braid_context_device_count(h_, &n)); return n; }
+  std::vector<Device> devices() const {
+    std::vector<Device> out(static_cast<size_t>(device_count()));
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<Device>(i);
+    return out;
+  }
+  Device find_device(const std::string& name) const {
+    Device d = 0;
+    check(braid_context_find_device(h_, name.c_str(), &d));
+    return d;
+  }
+  // Strings in the result are owned by the context.
+  braid_device_info device_info(Device d) const {
+    braid_device_info info{};
+    info.struct_size = sizeof info;
+    check(braid_context_device_info(h_, d, &info));
+    return info;
+  }
+  int32_t backend_count() const { int32_t n = 0; check(braid_context_backend_count(h_, &n)); return n; }
+  braid_backend_info backend_info(int32_t index) const {
+    braid_backend_info info{};
+    info.struct_size = sizeof info;
+    check(braid_context_backend_info(h_, index, &info));
+    return info;
+  }
+
+  void wait_all() const { check(braid_wait_all(h_)); }
+  void set_seed(uint64_t seed) const { check(braid_context_set_seed(h_, seed)); }
+
+  braid_memory_stats memory_stats(Device d) const {
+    braid_memory_stats s{};
+    s.struct_size = sizeof s;
+    check(braid_memory_stats_get(h_, d, &s));
+    return s;
+  }
+  void empty_cache(Device d) const { check(braid_memory_empty_cache(h_, d)); }
+  void reset_peak(Device d) const { check(braid_memory_reset_peak(h_, d)); }
+
+  void profiler_start() const { check(braid_profiler_start(h_)); }
+  void profiler_stop(const std::string& path) const { check(braid_profiler_stop(h_, path.c_str())); }
+
+ private:
+  braid_context h_ = nullptr;
+};
+
+// ---- tensor ---------------------------------------------------------------------------------------
+
+class Tensor {
+ public:
+  Tensor() = default;  // a null tensor (e.g. "no bias")
+  // Takes over a reference the caller owns (an out-parameter of a C call).
+  static Tensor adopt(braid_tensor h) noexcept { Tensor t; t.h_ = h; return t; }
+  Tensor(const Tensor& o) : h_(o.h_) { if (h_) check(braid_tensor_retain(h_)); }
+  Tensor(Tensor&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Tensor& operator=(Tensor o) noexcept { std::swap(h_, o.h_); return *this; }
+  ~Tensor() { if (h_) braid_tensor_release(h_); }
+
+  braid_tensor get() const noexcept { return h_; }
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+
+  int32_t ndim() const { int32_t n = 0; check(braid_tensor_ndim(h_, &n)); return n; }
+  Shape shape() const {
+    std::array<int64_t, BRAID_MAX_DIMS> dims{};
+    check(braid_tensor_shape(h_, dims.data()));
+    return Shape(dims.begin(), dims.begin() + ndim());
+  }
+  braid_dtype dtype() const { braid_dtype d{}; check(braid_tensor_dtype(h_, &d)); return d; }
+  Device device() const { Device d = 0; check(braid_tensor_device(h_, &d)); return d; }
+  int64_t numel() const { int64_t n = 0; check(braid_tensor_numel(h_, &n)); return n; }
+
+  // Waits for the last writer; throws its error (BRAID_ERR_KERNEL, ...) if it failed.
+  void wait_to_read() const { check(braid_tensor_wait_to_read(h_)); }
+  void to_host(std::span<std::byte> bytes) const { check(braid_tensor_to_host(h_, bytes.data(), bytes.size())); }
+  void write_host(std::span<const std::byte> bytes) const {
+    check(braid_tensor_write_host(h_, bytes.data(), bytes.size()));
+  }
+
+  // Waits and copies the contents out; T must be the tensor's element type.
+  template <Element T>
+  std::vector<T> to_vector() const {
+    if (dtype() != dtype_v<T>)
+      throw Error(BRAID_ERR_DTYPE, std::string("to_vector: tensor is ") + braid_dtype_name(dtype()) +
+                                       ", requested " + braid_dtype_name(dtype_v<T>));
+    std::vector<T> out(static_cast<size_t>(numel()));
+    to_host(std::as_writable_bytes(std::span(out)));
+    return out;
+  }
+  template <std::ranges::contiguous_range R>
+    requires Element<std::ranges::range_value_t<R>>
+  void write(const R& data) const {
+    if (dtype() != dtype_v<std::ranges::range_value_t<R>>)
+      throw Error(BRAID_ERR_DTYPE, "write: element type does not match the tensor");
+    write_host(std::as_bytes(std::span(std::ranges::data(data), std::ranges::size(data))));
+  }
+
+  // ---- creation ----
+  static Tensor empty(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape) {
+    braid_tensor h = nullptr;
+    check(braid_tensor_empty(ctx.get(), d, dtype, ndim_of(shape), shape.data(), &h));
+    return adopt(h);
+  }
+  static Tensor from_host(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
+                          std::span<const std::byte> bytes) {
+    braid_tensor h = nullptr;
+    check(braid_tensor_from_host(ctx.get(), d, dtype, ndim_of(shape), shape.data(), bytes.data(),
+                                 bytes.size(), &h));
+    return adopt(h);
+  }
+  // The element type comes from the range (std::vector<float> makes a float32 tensor).
+  template <std::ranges::contiguous_range R>
+    requires Element<std::ranges::range_value_t<R>>
+  static Tensor from_vector(const Context& ctx, Device d, List<int64_t> shape, const R& data) {
+    using T = std::ranges::range_value_t<R>;
+    return from_host(ctx, d, dtype_v<T>, shape,
+                     std::as_bytes(std::span(std::ranges::data(data), std::ranges::size(data))));
+  }
+  static Tensor full(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape, double value) {
+    braid_tensor h = nullptr;
+    check(braid_full(ctx.get(), d, dtype, ndim_of(shape), shape.data(), value, &h));
+    return adopt(h);
+  }
+  static Tensor zeros(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape) {
+    return full(ctx, d, dtype, shape, 0.0);
+  }
+  static Tensor ones(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape) {
+    return full(ctx, d, dtype, shape, 1.0);
+  }
+  static Tensor arange(const Context& ctx, Device d, braid_dtype dtype, double start, double stop,
+                       double step = 1.0) {
+    braid_tensor h = nullptr;
+    check(braid_arange(ctx.get(), d, dtype, start, stop, step, &h));
+    return adopt(h);
+  }
+  static Tensor random_uniform(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
+                               double low = 0.0, double high = 1.0) {
+    braid_tensor h = nullptr;
+    check(braid_random_uniform(ctx.get(), d, dtype, ndim_of(shape), shape.data(), low, high, &h));
+    return adopt(h);
+  }
+  static Tensor random_normal(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
+                              double mean = 0.0, double stddev = 1.0) {
+    braid_tensor h = nullptr;
+    check(braid_random_normal(ctx.get(), d, dtype, ndim_of(shape), shape.data(), mean, stddev, &h));
+    return adopt(h);
+  }
+
+  // Copies to another device (the same device makes a clone).
+  Tensor copy_to(Device d) const {
+    braid_tensor h = nullptr;
+    check(braid_copy(h_, d, &h));
+    return adopt(h);
+  }
+
+ private:
+  static int32_t ndim_of(List<int64_t> shape) { return static_cast<int32_t>(shape.size()); }
+  braid_tensor h_ = nullptr;
+};
+
+// ---- op helpers -----------------------------------------------------------------------------------
+
+namespace detail {
+// Runs a C op with one output (the last parameter) and wraps the result.
+template <class F, class... Args>
+Tensor call(F f, Args... args) {
+  braid_tensor h = nullptr;
+  check(f(args..., &h));
+  return Tensor::adopt(h);
+}
+}  // namespace detail
+
+// ---- elementwise ----------------------------------------------------------------------------------
+
+inline Tensor unary(braid_unary_op op, const Tensor& x) { return detail::call(braid_unary, op, x.get()); }
+inline Tensor neg(const Tensor& x) { return unary(BRAID_UNARY_NEG, x); }
+inline Tensor abs(const Tensor& x) { return unary(BRAID_UNARY_ABS, x); }
+inline Tensor exp(const Tensor& x) { return unary(BRAID_UNARY_EXP, x); }
+inline Tensor log(const Tensor& x) { return unary(BRAID_UNARY_LOG, x); }
+inline Tensor sqrt(const Tensor& x) { return unary(BRAID_UNARY_SQRT, x); }
+inline Tensor relu(const Tensor& x) { return unary(BRAID_UNARY_RELU, x); }
+inline Tensor sigmoid(const Tensor& x) { return unary(BRAID_UNARY_SIGMOID, x); }
+inline Tensor tanh(const Tensor& x) { return unary(BRAID_UNARY_TANH, x); }
+inline Tensor square(const Tensor& x) { return unary(BRAID_UNARY_SQUARE, x); }
+inline Tensor sign(const Tensor& x) { return unary(BRAID_UNARY_SIGN, x); }
+
+inline Tensor binary(braid_binary_op op, const Tensor& a, const Tensor& b) {
+  return detail::call(braid_binary, op, a.get(), b.get());
+}
+// x op s, or s op x when reverse is true.
+inline Tensor binary(braid_binary_op op, const Tensor& x, double s, bool reverse = false) {
+  return detail::call(braid_binary_scalar, op, x.get(), s, int32_t{reverse});
+}
+inline Tensor add(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_ADD, a, b); }
+inline Tensor sub(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_SUB, a, b); }
+inline Tensor mul(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_MUL, a, b); }
+inline Tensor div(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_DIV, a, b); }
+inline Tensor pow(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_POW, a, b); }
+inline Tensor pow(const Tensor& a, double b) { return binary(BRAID_BINARY_POW, a, b); }
+inline Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_MAXIMUM, a, b); }
+inline Tensor maximum(const Tensor& a, double b) { return binary(BRAID_BINARY_MAXIMUM, a, b); }
+inline Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_MINIMUM, a, b); }
+inline Tensor minimum(const Tensor& a, double b) { return binary(BRAID_BINARY_MINIMUM, a, b); }
+inline Tensor equal(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_EQUAL, a, b); }
+inline Tensor less(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_LESS, a, b); }
+inline Tensor greater(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_GREATER, a, b); }
+
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double s) { return binary(BRAID_BINARY_ADD, a, s); }
+inline Tensor operator-(const Tensor& a, double s) { return binary(BRAID_BINARY_SUB, a, s); }
+inline Tensor operator*(const Tensor& a, double s) { return binary(BRAID_BINARY_MUL, a, s); }
+inline Tensor operator/(const Tensor& a, double s) { return binary(BRAID_BINARY_DIV, a, s); }
+inline Tensor operator+(double s, const Tensor& a) { return binary(BRAID_BINARY_ADD, a, s, true); }
+inline Tensor operator-(double s, const Tensor& a) { return binary(BRAID_BINARY_SUB, a, s, true); }
+inline Tensor operator*(double s, const Tensor& a) { return binary(BRAID_BINARY_MUL, a, s, true); }
+inline Tensor operator/(double s, const Tensor& a) { return binary(BRAID_BINARY_DIV, a, s, true); }
+
+// ---- reductions -----------------------------------------------------------------------------------
+
+// Empty axes reduce over all axes; negative axes count from the end.
+inline Tensor reduce(braid_reduce_op op, const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return detail::call(braid_reduce, op, x.get(), static_cast<int32_t>(axes.size()), axes.data(),
+                      int32_t{keepdims});
+}
+inline Tensor sum(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return reduce(BRAID_REDUCE_SUM, x, axes, keepdims);
+}
+inline Tensor mean(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return reduce(BRAID_REDUCE_MEAN, x, axes, keepdims);
+}
+inline Tensor max(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return reduce(BRAID_REDUCE_MAX, x, axes, keepdims);
+}
+inline Tensor min(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return reduce(BRAID_REDUCE_MIN, x, axes, keepdims);
+}
+inline Tensor norm(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
+  return reduce(BRAID_REDUCE_NORM, x, axes, keepdims);
+}
+inline Tensor argmax(const Tensor& x, int32_t axis, bool keepdims = false) {
+  return detail::call(braid_argmax, x.get(), axis, int32_t{keepdims});
+}
+
+// ---- linear algebra and layout --------------------------------------------------------------------
+
+inline Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false, bool transpose_b = false) {
+  return detail::call(braid_matmul, a.get(), b.get(), int32_t{transpose_a}, int32_t{transpose_b});
+}
+inline Tensor reshape(const Tensor& x, List<int64_t> shape) {
+  return detail::call(braid_reshape, x.get(), static_cast<int32_t>(shape.size()), shape.data());
+}
+// begin/end/step have one entry per axis; an empty step means 1 everywhere.
+inline Tensor slice(const Tensor& x, List<int64_t> begin, List<int64_t> end, List<int64_t> step = {}) {
+  return detail::call(braid_slice, x.get(), begin.data(), end.data(), step.empty() ? nullptr : step.data());
+}
+inline Tensor transpose(const Tensor& x, List<int32_t> perm) {
+  return detail::call(braid_transpose, x.get(), perm.data());
+}
+inline Tensor concat(List<Tensor> xs, int32_t axis) {
+  std::vector<braid_tensor> handles;
+  handles.reserve(xs.size());
+  for (const Tensor& x : xs) handles.push_back(x.get());
+  return detail::call(braid_concat, static_cast<int32_t>(handles.size()), handles.data(), axis);
+}
+inline Tensor copy_to(const Tensor& x, Device d) { return x.copy_to(d); }
+inline Tensor cast(const Tensor& x, braid_dtype dtype) { return detail::call(braid_cast, x.get(), dtype); }
+inline void copy_into(const Tensor& src, const Tensor& dst) { check(braid_copy_into(src.get(), dst.get())); }
+
+// ---- neural network -------------------------------------------------------------------------------
+
+struct Conv2dOptions {
+  std::array<int32_t, 2> stride{1, 1};   // h, w
+  std::array<int32_t, 2> padding{0, 0};  // h, w
+};
+// bias may be a null Tensor.
+inline Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = {}, const Conv2dOptions& o = {}) {
+  braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
+  p.stride[0] = o.stride[0], p.stride[1] = o.stride[1];
+  p.padding[0] = o.padding[0], p.padding[1] = o.padding[1];
+  return detail::call(braid_conv2d, x.get(), w.get(), bias.get(), static_cast<const braid_conv2d_params*>(&p));
+}
+
+struct Pool2dOptions {
+  braid_pool_kind kind = BRAID_POOL_MAX;
+  std::array<int32_t, 2> kernel{2, 2};
+  std::array<int32_t, 2> stride{0, 0};   // 0: equal to kernel
+  std::array<int32_t, 2> padding{0, 0};
+  bool global = false;                   // pool all of H,W
+};
+inline Tensor pool2d(const Tensor& x, const Pool2dOptions& o) {
+  braid_pool2d_params p = BRAID_POOL2D_PARAMS_INIT;
+  p.kind = o.kind;
+  for (int i = 0; i < 2; ++i) p.kernel[i] = o.kernel[i], p.stride[i] = o.stride[i], p.padding[i] = o.padding[i];
+  p.global = o.global ? 1 : 0;
+  return detail::call(braid_pool2d, x.get(), static_cast<const braid_pool2d_params*>(&p));
+}
+
+struct BatchNormOptions {
+  double eps = 1e-5;
+  double momentum = 0.1;
+  bool training = true;
+};
+struct BatchNormResult {
+  Tensor y;
+  Tensor save_mean;    // batch mean (training) or running mean (inference)
+  Tensor save_invstd;  // 1/sqrt(var + eps) of the statistics used
+};
+// In training running_mean/running_var are updated in place.
+inline BatchNormResult batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                                  const Tensor& running_mean, const Tensor& running_var,
+                                  const BatchNormOptions& o = {}) {
+  braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
+  p.eps = o.eps, p.momentum = o.momentum, p.training = o.training ? 1 : 0;
+  braid_tensor y = nullptr, m = nullptr, s = nullptr;
+  check(braid_batch_norm(x.get(), gamma.get(), beta.get(), running_mean.get(), running_var.get(), &p, &y, &m, &s));
+  return {Tensor::adopt(y), Tensor::adopt(m), Tensor::adopt(s)};
+}
+
+inline Tensor softmax(const Tensor& x, int32_t axis = -1) { return detail::call(braid_softmax, x.get(), axis, 0); }
+inline Tensor log_softmax(const Tensor& x, int32_t axis = -1) {
+  return detail::call(braid_softmax, x.get(), axis, 1);
+}
+inline Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels) {
+  return detail::call(braid_softmax_cross_entropy, logits.get(), labels.get());
+}
+
+struct DropoutResult {
+  Tensor y;
+  Tensor mask;  // 0 or 1, x's dtype
+};
+inline DropoutResult dropout(const Tensor& x, double p) {
+  braid_tensor y = nullptr, mask = nullptr;
+  check(braid_dropout(x.get(), p, &y, &mask));
+  return {Tensor::adopt(y), Tensor::adopt(mask)};
+}
+
+// ---- optimizer updates (in place) -----------------------------------------------------------------
+
+inline void sgd_update(const Tensor& w, const Tensor& g, double lr, double weight_decay = 0.0) {
+  check(braid_sgd_update(w.get(), g.get(), lr, weight_decay));
+}
+inline void sgd_momentum_update(const Tensor& w, const Tensor& g, const Tensor& mom, double lr, double momentum,
+                                double weight_decay = 0.0) {
+  check(braid_sgd_momentum_update(w.get(), g.get(), mom.get(), lr, momentum, weight_decay));
+}
+struct AdamOptions {
+  double lr = 1e-3, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, weight_decay = 0.0;
+  int64_t step = 1;  // 1-based, for bias correction
+};
+inline void adam_update(const Tensor& w, const Tensor& g, const Tensor& m, const Tensor& v, const AdamOptions& o) {
+  braid_adam_params p = BRAID_ADAM_PARAMS_INIT;
+  p.lr = o.lr, p.beta1 = o.beta1, p.beta2 = o.beta2, p.epsilon = o.epsilon, p.weight_decay = o.weight_decay;
+  p.step = o.step;
+  check(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &p));
+}
+
+}  // namespace braid
+
+#endif  // BRAID_HPP_

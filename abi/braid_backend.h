@@ -1,0 +1,249 @@
+/* braid_backend.h — the plugin ABI between libbraid (the host) and a backend plugin (C, stable ABI).
+ *
+ * A plugin is a shared library named libbraid-backend-<name>.so that exports one symbol:
+ *
+ *   braid_status braid_backend_query(uint32_t host_major, uint32_t host_minor,
+ *                                    const braid_host_api* host, const braid_backend_api** out);
+ *
+ * Query has no side effects beyond remembering `host`; devices are opened later. The major versions
+ * must match (the plugin returns BRAID_ERR_ABI_MISMATCH otherwise, and the host refuses a table whose
+ * abi_major differs). Minor versions may differ either way: tables only grow at the end and each side
+ * reads only the fields that the other's struct_size covers.
+ *
+ * A plugin whose vendor library (libcuda, the Vulkan loader) is missing still loads: it reports zero
+ * devices and a reason. Vendor libraries are loaded lazily.
+ *
+ * Execution model: a queue runs submitted work in submission order. Each submission may wait on
+ * timeline semaphores of the same backend before it starts and signals one timeline semaphore when it
+ * ends. The host learns about every submission's start and end through the host API callbacks.
+ *
+ * Plugins include this header and nothing else of braid (braid.h provides the shared enums).
+ */
+#ifndef BRAID_BACKEND_H_
+#define BRAID_BACKEND_H_
+
+#include "braid.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BRAID_BACKEND_ABI_MAJOR 1
+#define BRAID_BACKEND_ABI_MINOR 0
+#define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
+
+typedef struct braid_backend_device_t* braid_backend_device;
+typedef struct braid_backend_buffer_t* braid_backend_buffer;
+typedef struct braid_backend_queue_t* braid_backend_queue;
+typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
+
+/* ---- kernel ops ------------------------------------------------------------------------------- *
+ * Semantics, shapes and dtypes are validated by the host before a kernel is submitted; a kernel may
+ * trust its call. Attribute slots (ints = i[], floats = f[]) per op:
+ *
+ *  FILL            out[0]            f0 = value
+ *  ARANGE          out[0] (1-D)      f0 = start, f1 = step            out[k] = start + k*step
+ *  RANDOM_UNIFORM  out[0]            i0 = seed, i1 = draw, f0 = low, f1 = high
+ *  RANDOM_NORMAL   out[0]            i0 = seed, i1 = draw, f0 = mean, f1 = stddev
+ *  COPY            in[0] -> out[0]   same shape, any strides, dtype conversion allowed (cast)
+ *  UNARY           in[0] -> out[0]   i0 = braid_unary_op; same shape
+ *  BINARY          in[0], in[1]      i0 = braid_binary_op; inputs carry the output shape with
+ *                  -> out[0]         stride 0 on broadcast axes
+ *  BINARY_SCALAR   in[0] -> out[0]   i0 = braid_binary_op, i1 = reverse, f0 = scalar
+ *  REDUCE          in[0] -> out[0]   i0 = braid_reduce_op, i1 = bitmask of reduced axes; out has
+ *                                    in's ndim with size 1 on reduced axes
+ *  ARGMAX          in[0] -> out[0]   i0 = axis; out int64, in's ndim with size 1 on axis
+ *  MATMUL          in[0] a [B,M,K] or [B,K,M] (trans), in[1] b [B,K,N] or [B,N,K] (trans)
+ *                  -> out[0] [B,M,N] i0 = trans_a, i1 = trans_b; batch stride 0 = broadcast
+ *  CONV2D          in[0] x NCHW, in[1] w KCRS, in[2] bias K (optional: num_inputs 2 or 3)
+ *                  -> out[0] NKPQ    i0,i1 = stride h,w; i2,i3 = padding h,w
+ *  POOL2D          in[0] NCHW -> out[0]  i0 = braid_pool_kind, i1,i2 = kernel, i3,i4 = stride,
+ *                                    i5,i6 = padding (max ignores padded cells, avg excludes them)
+ *  BATCH_NORM      in: x, gamma, beta, running_mean, running_var; out: y, save_mean, save_invstd
+ *                  f0 = eps, f1 = momentum, i0 = training. Channel axis 1. In training the kernel
+ *                  also updates in[3], in[4] in place (unbiased variance); otherwise it uses them and
+ *                  writes them to save_mean and 1/sqrt(var+eps) to save_invstd.
+ *  SOFTMAX         in[0] -> out[0]   i0 = axis (non-negative), i1 = log
+ *  SOFTMAX_CE      in[0] logits [N,K], in[1] labels [N] int32/int64 -> out[0] loss [N]
+ *                                    a label outside [0,K) fails with BRAID_ERR_KERNEL
+ *  DROPOUT         in[0] -> out[0] y, out[1] mask   f0 = p, i0 = seed, i1 = draw
+ *  SGD_UPDATE      in: w, g; out: w (the same view as in[0])            f0 = lr, f1 = wd
+ *  SGD_MOMENTUM    in: w, g, mom; out: w, mom (same views as in[0], in[2])  f0 = lr, f1 = momentum, f2 = wd
+ *  ADAM_UPDATE     in: w, g, m, v; out: w, m, v (same views)   f0..f4 = lr, beta1, beta2, eps, wd; i0 = step
+ *
+ * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
+ * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
+ * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
+ *  - uniform element i: block j = i / 4, word i % 4; value = low + (high - low) * u.
+ *  - normal element i: block j = i / 2, words 0 and 1 (u1, u2); r = sqrt(-2 ln u1);
+ *    value = mean + stddev * (i even ? r cos(2 pi u2) : r sin(2 pi u2)).
+ *  - dropout element i: uniform u of element i (as above); keep when u >= p.
+ * Computed in double, then rounded to the output dtype.
+ */
+typedef enum braid_kernel_op {
+  BRAID_KOP_FILL = 0,
+  BRAID_KOP_ARANGE,
+  BRAID_KOP_RANDOM_UNIFORM,
+  BRAID_KOP_RANDOM_NORMAL,
+  BRAID_KOP_COPY,
+  BRAID_KOP_UNARY,
+  BRAID_KOP_BINARY,
+  BRAID_KOP_BINARY_SCALAR,
+  BRAID_KOP_REDUCE,
+  BRAID_KOP_ARGMAX,
+  BRAID_KOP_MATMUL,
+  BRAID_KOP_CONV2D,
+  BRAID_KOP_POOL2D,
+  BRAID_KOP_BATCH_NORM,
+  BRAID_KOP_SOFTMAX,
+  BRAID_KOP_SOFTMAX_CE,
+  BRAID_KOP_DROPOUT,
+  BRAID_KOP_SGD_UPDATE,
+  BRAID_KOP_SGD_MOMENTUM,
+  BRAID_KOP_ADAM_UPDATE,
+  BRAID_KOP_COUNT
+} braid_kernel_op;
+
+/* A typed view of a buffer: element strides (may be 0 for broadcast), byte offset of element 0. */
+typedef struct braid_buffer_view {
+  braid_backend_buffer buffer;
+  uint64_t byte_offset;
+  braid_dtype dtype;
+  int32_t ndim;
+  int64_t shape[BRAID_MAX_DIMS];
+  int64_t strides[BRAID_MAX_DIMS];
+} braid_buffer_view;
+
+#define BRAID_KERNEL_MAX_INPUTS 6
+#define BRAID_KERNEL_MAX_OUTPUTS 4
+
+typedef struct braid_kernel_call {
+  uint32_t struct_size;
+  braid_kernel_op op;
+  int32_t num_inputs;
+  int32_t num_outputs;
+  braid_buffer_view inputs[BRAID_KERNEL_MAX_INPUTS];
+  braid_buffer_view outputs[BRAID_KERNEL_MAX_OUTPUTS];
+  int64_t i[8];
+  double f[8];
+} braid_kernel_call;
+
+/* A contiguous copy of bytes. Exactly one of (src_buffer, src_host) and one of (dst_buffer, dst_host)
+ * is set. Host pointers stay valid until the submission ends. src and dst buffers may belong to two
+ * devices of the same backend. */
+typedef struct braid_copy_desc {
+  uint32_t struct_size;
+  braid_backend_buffer src_buffer;
+  uint64_t src_offset;
+  const void* src_host;
+  braid_backend_buffer dst_buffer;
+  uint64_t dst_offset;
+  void* dst_host;
+  uint64_t bytes;
+} braid_copy_desc;
+
+typedef enum braid_work_kind { BRAID_WORK_KERNEL = 0, BRAID_WORK_COPY = 1, BRAID_WORK_MARKER = 2 } braid_work_kind;
+
+#define BRAID_MAX_WAITS 16
+
+/* One submission to a queue. MARKER does nothing but wait and signal. */
+typedef struct braid_work {
+  uint32_t struct_size;
+  braid_work_kind kind;
+  const braid_kernel_call* kernel; /* KERNEL: read during queue_submit only (the plugin copies it) */
+  const braid_copy_desc* copy;     /* COPY: read during queue_submit only */
+  uint32_t num_waits;              /* semaphores of this backend to wait for before starting */
+  braid_backend_semaphore waits[BRAID_MAX_WAITS];
+  uint64_t wait_values[BRAID_MAX_WAITS];
+  braid_backend_semaphore signal;  /* signalled to signal_value when the work ends; may be NULL */
+  uint64_t signal_value;
+  void* token;                     /* passed to host->work_begin/work_end; NULL = no callbacks */
+} braid_work;
+
+typedef enum braid_queue_kind { BRAID_QUEUE_COMPUTE = 0, BRAID_QUEUE_TRANSFER = 1 } braid_queue_kind;
+typedef enum braid_log_level { BRAID_LOG_DEBUG = 0, BRAID_LOG_INFO, BRAID_LOG_WARNING, BRAID_LOG_ERROR } braid_log_level;
+
+/* ---- what the host gives the plugin ----------------------------------------------------------- */
+typedef struct braid_host_api {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor;
+  void (*log)(braid_log_level level, const char* message);
+  /* Called on the backend's thread right before a submission with a token starts (after its waits).
+   * Returns non-zero to run it, 0 to skip it (an input failed earlier); a skipped submission still
+   * calls work_end (with the status the host gave) and signals. Backends that cannot ask before
+   * starting (GPU launches) may not call it; the host then resolves failures in work_end. */
+  int32_t (*work_begin)(void* token);
+  /* Called once per submission with a token when it has ended, before its semaphore is signalled.
+   * message may be NULL when status is BRAID_OK; the host copies it. */
+  void (*work_end)(void* token, braid_status status, const char* message);
+} braid_host_api;
+
+/* ---- what the plugin gives the host ----------------------------------------------------------- */
+typedef struct braid_backend_device_props {
+  uint32_t struct_size;
+  char name[128];
+  braid_device_kind kind;
+  uint8_t uuid[16];
+  uint64_t memory_bytes;
+  int32_t compute_units;
+  int32_t compute_queues;
+  int32_t transfer_queues;
+  uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes;
+  uint32_t dtype_mask;
+  uint32_t host_visible; /* buffers are plain host memory (buffer_host_pointer works) */
+} braid_backend_device_props;
+
+typedef struct braid_backend_api {
+  uint32_t struct_size;
+  uint32_t abi_major, abi_minor;
+  const char* name; /* "cpu", "vulkan", "cuda" */
+
+  /* Devices. device_count sets *reason (static string, may be "") when it reports zero. */
+  braid_status (*device_count)(int32_t* out, const char** reason);
+  braid_status (*device_props)(int32_t index, braid_backend_device_props* out);
+  braid_status (*device_open)(int32_t index, braid_backend_device* out);
+  /* Waits for the device's queues to drain, joins its threads, frees everything it owns. */
+  void (*device_close)(braid_backend_device device);
+
+  /* Memory. */
+  braid_status (*buffer_alloc)(braid_backend_device device, uint64_t bytes, braid_backend_buffer* out);
+  void (*buffer_free)(braid_backend_device device, braid_backend_buffer buffer);
+  /* Host address of a host-visible buffer, NULL otherwise. */
+  void* (*buffer_host_pointer)(braid_backend_buffer buffer);
+
+  /* Queues. */
+  braid_status (*queue_create)(braid_backend_device device, braid_queue_kind kind, braid_backend_queue* out);
+  void (*queue_destroy)(braid_backend_queue queue);
+  /* Enqueues work; returns at once (errors here are synchronous: the work was not enqueued). */
+  braid_status (*queue_submit)(braid_backend_queue queue, const braid_work* work);
+  /* Hint: start recorded work now (backends that batch submissions). */
+  braid_status (*queue_flush)(braid_backend_queue queue);
+
+  /* Timeline semaphores. */
+  braid_status (*semaphore_create)(braid_backend_device device, uint64_t initial, braid_backend_semaphore* out);
+  void (*semaphore_destroy)(braid_backend_semaphore sem);
+  /* Current value; returns the failure status if the semaphore was failed. */
+  braid_status (*semaphore_query)(braid_backend_semaphore sem, uint64_t* value);
+  braid_status (*semaphore_signal)(braid_backend_semaphore sem, uint64_t value);
+  /* Blocks (without spinning) until value is reached, the semaphore fails, or timeout_ns passes. */
+  braid_status (*semaphore_wait)(braid_backend_semaphore sem, uint64_t value, uint64_t timeout_ns);
+  /* Calls fn once, from any thread (possibly inside this call), when value is reached or the
+   * semaphore fails. This is how the host orders work across backends without a busy loop. */
+  braid_status (*semaphore_notify)(braid_backend_semaphore sem, uint64_t value,
+                                   void (*fn)(void* user, braid_status status), void* user);
+  /* Puts the semaphore into a failed state: waits and notifies return status. */
+  void (*semaphore_fail)(braid_backend_semaphore sem, braid_status status);
+
+  /* Non-zero if the backend has a kernel for op with this (first input or output) dtype. */
+  int32_t (*supports)(braid_kernel_op op, braid_dtype dtype);
+  /* Balances one query: the last one releases vendor libraries. All devices must be closed. */
+  void (*shutdown)(void);
+} braid_backend_api;
+
+typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor,
+                                               const braid_host_api* host, const braid_backend_api** out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+#endif /* BRAID_BACKEND_H_ */

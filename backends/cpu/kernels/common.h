@@ -1,0 +1,365 @@
+// Shared machinery of the CPU kernels: dtype dispatch, N-d strided iteration, parallel chunking, and
+// the per-op entry points that dispatch.cpp routes to. Internal to backends/cpu/kernels/.
+//
+// Every kernels/*.cpp includes this header FIRST. The pragma below must precede every function
+// definition in the translation unit: GCC refuses to inline across differing optimize attributes,
+// so a std:: function defined before it could not be inlined into the kernels.
+#pragma once
+#if defined(__GNUC__) && !defined(__clang__)
+// Kernels neither read errno nor FP exception flags. Without these, GCC keeps a libm call for errno
+// beside every sqrt and will not if-convert a select whose arm computes in floating point; either
+// blocks vectorisation of the elementwise loops. (Build-system flags would be the tidier place.)
+#pragma GCC optimize("no-math-errno", "no-trapping-math")
+#endif
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels.h"
+
+namespace braid::cpu::kern {
+
+// ---- dtypes --------------------------------------------------------------------------------------
+
+// 16-bit storage types; arithmetic never happens on them, only conversion (convert.h).
+struct half_t {
+  uint16_t bits;
+};
+struct bf16_t {
+  uint16_t bits;
+};
+
+template <class T> inline constexpr braid_dtype dtype_of = BRAID_DTYPE_COUNT;
+template <> inline constexpr braid_dtype dtype_of<float> = BRAID_FLOAT32;
+template <> inline constexpr braid_dtype dtype_of<double> = BRAID_FLOAT64;
+template <> inline constexpr braid_dtype dtype_of<int32_t> = BRAID_INT32;
+template <> inline constexpr braid_dtype dtype_of<int64_t> = BRAID_INT64;
+template <> inline constexpr braid_dtype dtype_of<uint8_t> = BRAID_UINT8;
+template <> inline constexpr braid_dtype dtype_of<half_t> = BRAID_FLOAT16;
+template <> inline constexpr braid_dtype dtype_of<bf16_t> = BRAID_BFLOAT16;
+
+template <class T> struct Tag {
+  using type = T;
+};
+template <class... Ts> struct Types {};
+using FloatTypes = Types<float, double>;
+using IntTypes = Types<int32_t, int64_t>;
+using NumericTypes = Types<float, double, int32_t, int64_t>;
+using AllTypes = Types<float, double, int32_t, int64_t, uint8_t, half_t, bf16_t>;
+
+// The one dtype dispatch: calls f(Tag<T>{}) for the T of Ts whose dtype is dt; false if none is.
+template <class... Ts, class F>
+inline bool visit_dtype(Types<Ts...>, braid_dtype dt, F&& f) {
+  return ((dt == dtype_of<Ts> && (f(Tag<Ts>{}), true)) || ...);
+}
+
+inline size_t dtype_size(braid_dtype dt) {
+  switch (dt) {
+    case BRAID_FLOAT32: case BRAID_INT32: return 4;
+    case BRAID_FLOAT64: case BRAID_INT64: return 8;
+    case BRAID_UINT8: return 1;
+    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(braid_dtype dt);
+const char* op_name(braid_kernel_op op);
+
+// ---- results -------------------------------------------------------------------------------------
+
+inline KernelResult fail(braid_status status, std::string message) { return {status, std::move(message)}; }
+KernelResult unsupported(braid_kernel_op op, braid_dtype dt, const char* detail = nullptr);
+
+// ---- views ---------------------------------------------------------------------------------------
+
+template <class T> inline T* data_of(const braid_buffer_view& v) { return reinterpret_cast<T*>(view_data(v)); }
+
+inline int64_t numel(const braid_buffer_view& v) {
+  int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+  return n;
+}
+
+// Row-major dense (strides of size-1 axes do not matter).
+inline bool is_contiguous(const braid_buffer_view& v) {
+  int64_t expect = 1;
+  for (int d = v.ndim - 1; d >= 0; --d) {
+    if (v.shape[d] == 1) continue;
+    if (v.strides[d] != expect) return false;
+    expect *= v.shape[d];
+  }
+  return true;
+}
+
+// ---- strided iteration ---------------------------------------------------------------------------
+
+// N operands walked over one shape, with per-operand element strides (0 = broadcast). Axes of
+// size 1 are dropped and neighbours that are contiguous for every operand are merged, so a dense
+// tensor becomes a single row and a broadcast row/column becomes two axes. Axis order is never
+// changed, so the walk is always in row-major order of the logical index (RNG relies on it).
+template <int N>
+struct Layout {
+  int ndim = 1;
+  int64_t numel = 0;
+  int64_t shape[BRAID_MAX_DIMS] = {};
+  int64_t strides[N][BRAID_MAX_DIMS] = {};
+
+  int64_t inner() const { return shape[ndim - 1]; }
+  int64_t inner_stride(int k) const { return strides[k][ndim - 1]; }
+};
+
+template <int N>
+inline Layout<N> make_layout(int ndim, const int64_t* shape, const std::array<const int64_t*, N>& strides) {
+  Layout<N> L;
+  L.ndim = 0;
+  L.numel = 1;
+  for (int d = 0; d < ndim; ++d) L.numel *= shape[d];
+  if (L.numel == 0) {
+    L.ndim = 1;
+    return L;
+  }
+  for (int d = 0; d < ndim; ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = L.ndim > 0;
+    for (int k = 0; k < N && merge; ++k) merge = L.strides[k][L.ndim - 1] == strides[k][d] * shape[d];
+    if (merge) {
+      L.shape[L.ndim - 1] *= shape[d];
+      for (int k = 0; k < N; ++k) L.strides[k][L.ndim - 1] = strides[k][d];
+    } else {
+      L.shape[L.ndim] = shape[d];
+      for (int k = 0; k < N; ++k) L.strides[k][L.ndim] = strides[k][d];
+      ++L.ndim;
+    }
+  }
+  if (L.ndim == 0) {  // a single element
+    L.ndim = 1;
+    L.shape[0] = 1;
+  }
+  return L;
+}
+
+// Layout of views that all carry views[0]'s shape (elementwise ops; broadcast inputs use stride 0).
+template <class... V>
+inline Layout<1 + sizeof...(V)> layout_of(const braid_buffer_view& first, const V&... rest) {
+  return make_layout<1 + sizeof...(V)>(first.ndim, first.shape, {first.strides, rest.strides...});
+}
+
+// Calls row(off, count) for each run of the walk over logical elements [begin, end): off[k] is
+// operand k's element offset of the run's first element, count how many follow along the innermost
+// axis (stride L.inner_stride(k)). One division per call, then an index counter.
+template <int N, class F>
+inline void for_each_row(const Layout<N>& L, int64_t begin, int64_t end, F&& row) {
+  if (begin >= end) return;
+  const int nd = L.ndim;
+  const int64_t inner = L.shape[nd - 1];
+  int64_t idx[BRAID_MAX_DIMS] = {};
+  int64_t off[N];
+  int64_t i0 = begin % inner;
+  int64_t rest = begin / inner;
+  for (int k = 0; k < N; ++k) off[k] = i0 * L.strides[k][nd - 1];
+  for (int d = nd - 2; d >= 0; --d) {
+    idx[d] = rest % L.shape[d];
+    rest /= L.shape[d];
+    for (int k = 0; k < N; ++k) off[k] += idx[d] * L.strides[k][d];
+  }
+  int64_t pos = begin;
+  for (;;) {
+    const int64_t count = std::min(inner - i0, end - pos);
+    row(static_cast<const int64_t*>(off), count);
+    pos += count;
+    if (pos >= end) break;
+    for (int k = 0; k < N; ++k) off[k] -= i0 * L.strides[k][nd - 1];
+    i0 = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      for (int k = 0; k < N; ++k) off[k] += L.strides[k][d];
+      if (++idx[d] < L.shape[d]) break;
+      for (int k = 0; k < N; ++k) off[k] -= L.strides[k][d] * L.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// ---- parallelism ---------------------------------------------------------------------------------
+
+// Elements per task for memory-bound loops (~128 KiB of float32: big enough to amortise a task,
+// small enough to balance two to a few dozen cores).
+inline constexpr int64_t kGrain = 32768;
+// For loops costing tens of cycles per element (transcendentals, RNG).
+inline constexpr int64_t kGrainHeavy = 4096;
+
+// Runs f(begin, end) over [0, n): inline for small n (no std::function, no allocation: the tiny-tensor
+// path), else through the device arena. std::ref keeps the std::function allocation-free.
+template <class F>
+inline void parallel(Exec& ex, int64_t n, int64_t grain, F&& f) {
+  if (n <= 0) return;
+  if (n <= grain || ex.concurrency() <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+  ex.parallel_for(n, grain, std::function<void(int64_t, int64_t)>(std::ref(f)));
+}
+
+// ---- elementwise maps ----------------------------------------------------------------------------
+
+// Bitwise select: unlike `c ? a : b` it never lets GCC sink the computation of a or b into a branch,
+// which (with the default -ftrapping-math) blocks if-conversion and therefore vectorisation.
+template <class T> struct UIntOf;
+template <> struct UIntOf<float> { using type = uint32_t; };
+template <> struct UIntOf<double> { using type = uint64_t; };
+template <class T>
+inline T select(bool c, T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    return c ? a : b;
+  } else {
+    using U = typename UIntOf<T>::type;
+    const U m = U(0) - U(c);
+    return std::bit_cast<T>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m));
+  }
+}
+
+namespace detail {
+// One run with a compile-time stride pattern: bit k of Mask set = operand k advances by 1, clear =
+// stays (broadcast). Constant strides let the compiler vectorise and hoist broadcast loads.
+template <unsigned Mask, class F, class... P, size_t... I>
+void run_fixed(F& f, int64_t n, std::index_sequence<I...>, P* __restrict... p) {
+  for (int64_t i = 0; i < n; ++i) f(p[((Mask >> I) & 1u) ? i : 0]...);
+}
+template <class F, class... P, size_t... I>
+void run_strided(F& f, int64_t n, const int64_t* s, std::index_sequence<I...>, P* __restrict... p) {
+  for (int64_t i = 0; i < n; ++i) f(p[i * s[I]]...);
+}
+template <class F, class... P, unsigned... M>
+constexpr auto fixed_table(std::integer_sequence<unsigned, M...>) {
+  using Fn = void (*)(F&, int64_t, std::index_sequence_for<P...>, P*...);
+  return std::array<Fn, sizeof...(M)>{&run_fixed<M, F, P...>...};
+}
+}  // namespace detail
+
+// Applies f(p0[i], p1[i], ...) to every element of a layout whose operands are typed pointers (to
+// element 0 of each view). f takes references for written operands. Runs whose strides are all 0 or
+// 1 take a specialised, vectorisable loop; anything else a strided loop.
+template <int N, class F, class... P>
+inline void map_range(const Layout<N>& L, int64_t begin, int64_t end, F& f, P*... p) {
+  static_assert(sizeof...(P) == N);
+  using Seq = std::index_sequence_for<P...>;
+  static constexpr auto table =
+      detail::fixed_table<F, P...>(std::make_integer_sequence<unsigned, (1u << N)>{});
+  int64_t s[N];
+  unsigned mask = 0;
+  bool unit = true;
+  for (int k = 0; k < N; ++k) {
+    s[k] = L.inner_stride(k);
+    unit = unit && (s[k] == 0 || s[k] == 1);
+    mask |= unsigned(s[k] == 1) << k;
+  }
+  const auto fn = table[mask];
+  for_each_row(L, begin, end, [&](const int64_t* off, int64_t count) {
+    [&]<size_t... I>(std::index_sequence<I...>) {
+      if (unit)
+        fn(f, count, Seq{}, (p + off[I])...);
+      else
+        detail::run_strided(f, count, s, Seq{}, (p + off[I])...);
+    }(Seq{});
+  });
+}
+
+template <int N, class F, class... P>
+inline void map(Exec& ex, const Layout<N>& L, int64_t grain, F f, P*... p) {
+  parallel(ex, L.numel, grain, [&](int64_t b, int64_t e) { map_range(L, b, e, f, p...); });
+}
+
+// ---- contiguous staging for kernels that need dense operands (copy.cpp) --------------------------
+
+// Strided N-d copy with dtype conversion (the COPY kernel's engine).
+void copy_nd(Exec& ex, int ndim, const int64_t* shape, void* dst, braid_dtype dst_dt, const int64_t* dst_strides,
+             const void* src, braid_dtype src_dt, const int64_t* src_strides);
+
+inline void contiguous_strides(int ndim, const int64_t* shape, int64_t* strides) {
+  int64_t s = 1;
+  for (int d = ndim - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= shape[d];
+  }
+}
+
+// A dense row-major image of an input view: the view itself when it already is, else a packed copy.
+template <class T>
+class DenseIn {
+ public:
+  DenseIn(Exec& ex, const braid_buffer_view& v) {
+    if (is_contiguous(v)) {
+      ptr_ = data_of<const T>(v);
+      return;
+    }
+    buf_.resize(size_t(numel(v)));
+    int64_t st[BRAID_MAX_DIMS];
+    contiguous_strides(v.ndim, v.shape, st);
+    copy_nd(ex, v.ndim, v.shape, buf_.data(), v.dtype, st, view_data(v), v.dtype, v.strides);
+    ptr_ = buf_.data();
+  }
+  const T* get() const { return ptr_; }
+
+ private:
+  const T* ptr_ = nullptr;
+  std::vector<T> buf_;
+};
+
+// A dense row-major output: the view itself when it is, else scratch written back by finish().
+template <class T>
+class DenseOut {
+ public:
+  DenseOut(const braid_buffer_view& v) : view_(v) {
+    if (is_contiguous(v)) {
+      ptr_ = data_of<T>(v);
+    } else {
+      buf_.resize(size_t(numel(v)));
+      ptr_ = buf_.data();
+    }
+  }
+  T* get() const { return ptr_; }
+  void finish(Exec& ex) {
+    if (buf_.empty()) return;
+    int64_t st[BRAID_MAX_DIMS];
+    contiguous_strides(view_.ndim, view_.shape, st);
+    copy_nd(ex, view_.ndim, view_.shape, view_data(view_), view_.dtype, view_.strides, buf_.data(), view_.dtype, st);
+  }
+
+ private:
+  braid_buffer_view view_;
+  T* ptr_ = nullptr;
+  std::vector<T> buf_;
+};
+
+// ---- per-op kernels (one file per concern) -------------------------------------------------------
+
+using Call = braid_kernel_call;
+KernelResult k_fill(const Call&, Exec&);
+KernelResult k_arange(const Call&, Exec&);
+KernelResult k_random(const Call&, Exec&);  // uniform and normal
+KernelResult k_dropout(const Call&, Exec&);
+KernelResult k_copy(const Call&, Exec&);
+KernelResult k_unary(const Call&, Exec&);
+KernelResult k_binary(const Call&, Exec&);
+KernelResult k_binary_scalar(const Call&, Exec&);
+KernelResult k_reduce(const Call&, Exec&);
+KernelResult k_argmax(const Call&, Exec&);
+KernelResult k_matmul(const Call&, Exec&);
+KernelResult k_conv2d(const Call&, Exec&);
+KernelResult k_pool2d(const Call&, Exec&);
+KernelResult k_batch_norm(const Call&, Exec&);
+KernelResult k_softmax(const Call&, Exec&);
+KernelResult k_softmax_ce(const Call&, Exec&);
+KernelResult k_sgd(const Call&, Exec&);
+KernelResult k_sgd_momentum(const Call&, Exec&);
+KernelResult k_adam(const Call&, Exec&);
+
+}  // namespace braid::cpu::kern

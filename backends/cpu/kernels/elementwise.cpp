@@ -1,0 +1,229 @@
+// FILL, ARANGE, UNARY, BINARY, BINARY_SCALAR. All go through map() (common.h): operands are merged
+// into as few axes as possible, and every run whose strides are 0 or 1 (dense, scalar broadcast, row
+// broadcast, column broadcast) takes a loop specialised on that pattern that the compiler vectorises.
+// Integer arithmetic wraps (done in unsigned, so it is defined behaviour).
+#include "common.h"
+// (common.h first: see the note at its top)
+#include <atomic>
+#include <cmath>
+#include <type_traits>
+
+#include "convert.h"
+#include "vmath.h"
+
+namespace braid::cpu::kern {
+namespace {
+
+template <class T> using Unsigned = std::make_unsigned_t<T>;
+template <class T> inline T wrap_add(T a, T b) { return T(Unsigned<T>(a) + Unsigned<T>(b)); }
+template <class T> inline T wrap_sub(T a, T b) { return T(Unsigned<T>(a) - Unsigned<T>(b)); }
+template <class T> inline T wrap_mul(T a, T b) { return T(Unsigned<T>(a) * Unsigned<T>(b)); }
+
+// ---- FILL / ARANGE -------------------------------------------------------------------------------
+
+template <class T>
+void fill_view(Exec& ex, const braid_buffer_view& out, double value) {
+  const T v = convert<T>(value);
+  map(ex, layout_of(out), kGrain, [v](T& o) { o = v; }, data_of<T>(out));
+}
+
+}  // namespace
+
+KernelResult k_fill(const Call& c, Exec& ex) {
+  visit_dtype(AllTypes{}, c.outputs[0].dtype, [&]<class T>(Tag<T>) { fill_view<T>(ex, c.outputs[0], c.f[0]); });
+  return {};
+}
+
+KernelResult k_arange(const Call& c, Exec& ex) {
+  const braid_buffer_view& out = c.outputs[0];
+  const double start = c.f[0], step = c.f[1];
+  const int64_t n = numel(out), s = out.ndim > 0 ? out.strides[out.ndim - 1] : 1;
+  visit_dtype(NumericTypes{}, out.dtype, [&]<class T>(Tag<T>) {
+    T* o = data_of<T>(out);
+    // Each element from its index (no running sum), so chunks agree with a serial loop.
+    parallel(ex, n, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) o[k * s] = convert<T>(start + double(k) * step);
+    });
+  });
+  return {};
+}
+
+// ---- UNARY ---------------------------------------------------------------------------------------
+
+namespace {
+
+template <class T, class F>
+void unary_map(Exec& ex, const Call& c, int64_t grain, F f) {
+  const auto& in = c.inputs[0];
+  const auto& out = c.outputs[0];
+  map(ex, layout_of(out, in), grain, [f](T& o, T x) { o = f(x); }, data_of<T>(out), data_of<const T>(in));
+}
+
+template <class T>
+bool unary_typed(Exec& ex, const Call& c, braid_unary_op op) {
+  if constexpr (std::is_integral_v<T>) {
+    switch (op) {
+      case BRAID_UNARY_NEG: unary_map<T>(ex, c, kGrain, [](T x) { return wrap_sub(T(0), x); }); return true;
+      case BRAID_UNARY_ABS: unary_map<T>(ex, c, kGrain, [](T x) { return x < 0 ? wrap_sub(T(0), x) : x; }); return true;
+      case BRAID_UNARY_RELU: unary_map<T>(ex, c, kGrain, [](T x) { return x < 0 ? T(0) : x; }); return true;
+      case BRAID_UNARY_SQUARE: unary_map<T>(ex, c, kGrain, [](T x) { return wrap_mul(x, x); }); return true;
+      case BRAID_UNARY_SIGN: unary_map<T>(ex, c, kGrain, [](T x) { return T((x > 0) - (x < 0)); }); return true;
+      default: return false;
+    }
+  } else {
+    switch (op) {
+      case BRAID_UNARY_NEG: unary_map<T>(ex, c, kGrain, [](T x) { return -x; }); return true;
+      case BRAID_UNARY_ABS: unary_map<T>(ex, c, kGrain, [](T x) { return std::fabs(x); }); return true;
+      case BRAID_UNARY_EXP: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_exp(x); }); return true;
+      case BRAID_UNARY_LOG: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_log(x); }); return true;
+      case BRAID_UNARY_SQRT: unary_map<T>(ex, c, kGrain, [](T x) { return std::sqrt(x); }); return true;
+      // NaN propagates (the comparison is false), as in PyTorch.
+      case BRAID_UNARY_RELU: unary_map<T>(ex, c, kGrain, [](T x) { return select(x < T(0), T(0), x); }); return true;
+      case BRAID_UNARY_SIGMOID: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_sigmoid(x); }); return true;
+      case BRAID_UNARY_TANH: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_tanh(x); }); return true;
+      case BRAID_UNARY_SQUARE: unary_map<T>(ex, c, kGrain, [](T x) { return x * x; }); return true;
+      case BRAID_UNARY_SIGN:
+        unary_map<T>(ex, c, kGrain, [](T x) { return select(x != x, x, T((x > T(0)) - (x < T(0)))); });
+        return true;
+      default: return false;
+    }
+  }
+}
+
+}  // namespace
+
+KernelResult k_unary(const Call& c, Exec& ex) {
+  const auto op = braid_unary_op(c.i[0]);
+  bool done = false;
+  visit_dtype(NumericTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { done = unary_typed<T>(ex, c, op); });
+  if (!done) return unsupported(c.op, c.inputs[0].dtype, ("unary op " + std::to_string(c.i[0])).c_str());
+  return {};
+}
+
+// ---- BINARY / BINARY_SCALAR ----------------------------------------------------------------------
+
+namespace {
+
+// Integer a / b toward zero, and a ** b by squaring (b < 0: 1 / a^|b| truncated). bad is set for a
+// zero divisor (the caller fails the op) instead of trapping; INT_MIN / -1 wraps.
+template <class T>
+inline T int_div(T a, T b, bool& bad) {
+  if (b == 0) {
+    bad = true;
+    return 0;
+  }
+  return b == -1 ? wrap_sub(T(0), a) : T(a / b);
+}
+template <class T>
+inline T int_pow(T a, T b, bool& bad) {
+  if (b < 0) {
+    if (a == 0) bad = true;
+    return a == 1 ? T(1) : a == -1 ? T((b & 1) ? -1 : 1) : T(0);
+  }
+  T r = 1;
+  for (T base = a; b != 0; b >>= 1, base = wrap_mul(base, base))
+    if (b & 1) r = wrap_mul(r, base);
+  return r;
+}
+
+// Max/min that propagate NaN from either side (PyTorch semantics).
+template <class T> inline T max_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return a > b ? a : b;
+  else return select(a != a || a > b, a, b);
+}
+template <class T> inline T min_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return a < b ? a : b;
+  else return select(a != a || a < b, a, b);
+}
+
+template <class T, class F>
+void binary_map(Exec& ex, const Layout<3>& L, T* o, const T* a, const T* b, F op) {
+  map(ex, L, kGrain, [op](T& r, T x, T y) { r = op(x, y); }, o, a, b);
+}
+
+// Integer DIV/POW: chunk-local error flags, so the lambdas stay free of shared state.
+template <class T, class F>
+bool binary_checked(Exec& ex, const Layout<3>& L, T* o, const T* a, const T* b, F op) {
+  std::atomic<bool> bad{false};
+  parallel(ex, L.numel, kGrain, [&](int64_t begin, int64_t end) {
+    bool local = false;
+    auto f = [&local, op](T& r, T x, T y) { r = op(x, y, local); };
+    map_range(L, begin, end, f, o, a, b);
+    if (local) bad.store(true, std::memory_order_relaxed);
+  });
+  return !bad.load();
+}
+
+template <class T>
+KernelResult binary_typed(Exec& ex, const Call& c, braid_binary_op op, const Layout<3>& L, T* o, const T* a,
+                          const T* b) {
+  auto run = [&](auto f) { binary_map<T>(ex, L, o, a, b, f); };
+  constexpr bool integral = std::is_integral_v<T>;
+  switch (op) {
+    case BRAID_BINARY_ADD:
+      if constexpr (integral) run([](T x, T y) { return wrap_add(x, y); }); else run([](T x, T y) { return x + y; });
+      break;
+    case BRAID_BINARY_SUB:
+      if constexpr (integral) run([](T x, T y) { return wrap_sub(x, y); }); else run([](T x, T y) { return x - y; });
+      break;
+    case BRAID_BINARY_MUL:
+      if constexpr (integral) run([](T x, T y) { return wrap_mul(x, y); }); else run([](T x, T y) { return x * y; });
+      break;
+    case BRAID_BINARY_DIV:
+      if constexpr (integral) {
+        if (!binary_checked<T>(ex, L, o, a, b, int_div<T>))
+          return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer division by zero");
+      } else {
+        run([](T x, T y) { return x / y; });
+      }
+      break;
+    case BRAID_BINARY_POW:
+      if constexpr (integral) {
+        if (!binary_checked<T>(ex, L, o, a, b, int_pow<T>))
+          return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer zero to a negative power");
+      } else {
+        // Cheap exact forms for the exponents that dominate in practice (x**2 from a scalar).
+        run([](T x, T y) { return y == T(2) ? x * x : std::pow(x, y); });
+      }
+      break;
+    case BRAID_BINARY_MAXIMUM: run([](T x, T y) { return max_nan(x, y); }); break;
+    case BRAID_BINARY_MINIMUM: run([](T x, T y) { return min_nan(x, y); }); break;
+    case BRAID_BINARY_EQUAL: run([](T x, T y) { return select(x == y, T(1), T(0)); }); break;
+    case BRAID_BINARY_LESS: run([](T x, T y) { return select(x < y, T(1), T(0)); }); break;
+    case BRAID_BINARY_GREATER: run([](T x, T y) { return select(x > y, T(1), T(0)); }); break;
+    default:
+      return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
+  }
+  return {};
+}
+
+}  // namespace
+
+KernelResult k_binary(const Call& c, Exec& ex) {
+  KernelResult r;
+  const auto& out = c.outputs[0];
+  visit_dtype(NumericTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) {
+    r = binary_typed<T>(ex, c, braid_binary_op(c.i[0]), layout_of(out, c.inputs[0], c.inputs[1]), data_of<T>(out),
+                        data_of<const T>(c.inputs[0]), data_of<const T>(c.inputs[1]));
+  });
+  return r;
+}
+
+// x op s (or s op x): the scalar becomes a stride-0 operand, so this is BINARY's broadcast path.
+KernelResult k_binary_scalar(const Call& c, Exec& ex) {
+  KernelResult r;
+  const auto& out = c.outputs[0];
+  const auto& in = c.inputs[0];
+  const bool reverse = c.i[1] != 0;
+  static constexpr int64_t zeros[BRAID_MAX_DIMS] = {};
+  visit_dtype(NumericTypes{}, in.dtype, [&]<class T>(Tag<T>) {
+    const T s = convert<T>(c.f[0]);
+    const Layout<3> L = make_layout<3>(out.ndim, out.shape, {out.strides, reverse ? zeros : in.strides,
+                                                             reverse ? in.strides : zeros});
+    const T* x = data_of<const T>(in);
+    r = binary_typed<T>(ex, c, braid_binary_op(c.i[0]), L, data_of<T>(out), reverse ? &s : x, reverse ? x : &s);
+  });
+  return r;
+}
+
+}  // namespace braid::cpu::kern

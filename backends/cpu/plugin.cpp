@@ -1,0 +1,227 @@
+// The plugin's one exported symbol and its function table: C entry points that check arguments, turn
+// exceptions into status codes, and hand off to the device, queue and semaphore classes.
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <system_error>
+
+#include "braid_backend.h"
+#include "buffers.h"
+#include "device.h"
+#include "host.h"
+#include "kernels/kernels.h"
+#include "queue.h"
+#include "timeline_semaphore.h"
+#include "topology.h"
+
+namespace braid::cpu {
+namespace {
+
+// Global mutable state (2 of 2, with the host callbacks in host.cpp): how many queries are not yet
+// balanced by shutdown. The first query installs the host's callbacks, the last shutdown removes them.
+std::mutex g_query_mu;
+int g_query_refs = 0;
+
+// Nothing may unwind through the C ABI.
+template <typename F>
+braid_status guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return BRAID_ERR_OUT_OF_MEMORY;
+  } catch (const std::system_error& e) {
+    // std::thread reports a thread it could not start this way.
+    return e.code() == std::errc::resource_unavailable_try_again ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_INTERNAL;
+  } catch (...) {
+    return BRAID_ERR_INTERNAL;
+  }
+}
+
+void log_debug(const char* what, const char* why) {
+  try {
+    host::log(BRAID_LOG_DEBUG, (std::string("cpu: ") + what + ": " + why).c_str());
+  } catch (...) {
+  }
+}
+
+// ---- devices ----
+
+braid_status device_count(int32_t* out, const char** reason) {
+  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = device_count_from_env();
+  if (reason != nullptr) *reason = "";
+  return BRAID_OK;
+}
+
+braid_status device_props(int32_t index, braid_backend_device_props* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    int count = device_count_from_env();
+    if (index < 0 || index >= count) return BRAID_ERR_NOT_FOUND;
+    // Write only what the host's struct covers; major 1 starts at today's size, so less is a host bug.
+    size_t n = std::min<size_t>(out->struct_size, sizeof(braid_backend_device_props));
+    if (n < sizeof(braid_backend_device_props)) return BRAID_ERR_INVALID_ARGUMENT;
+    braid_backend_device_props props = braid::cpu::device_props(device_share(index, count));
+    std::memcpy(out, &props, n);
+    out->struct_size = static_cast<uint32_t>(n);
+    return BRAID_OK;
+  });
+}
+
+braid_status device_open(int32_t index, braid_backend_device* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    int count = device_count_from_env();
+    if (index < 0 || index >= count) return BRAID_ERR_NOT_FOUND;
+    *out = std::make_unique<Device>(device_share(index, count)).release();
+    return BRAID_OK;
+  });
+}
+
+void device_close(braid_backend_device device) {
+  std::unique_ptr<Device> owned(device);  // the destructor drains and joins; it does not throw
+}
+
+// ---- memory ----
+
+braid_status buffer_alloc(braid_backend_device device, uint64_t bytes, braid_backend_buffer* out) {
+  if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return allocate_buffer(bytes, out);
+}
+
+void buffer_free(braid_backend_device, braid_backend_buffer buffer) { free_buffer(buffer); }
+
+void* buffer_host_pointer(braid_backend_buffer buffer) { return buffer != nullptr ? buffer->data : nullptr; }
+
+// ---- queues ----
+
+braid_status queue_create(braid_backend_device device, braid_queue_kind kind, braid_backend_queue* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (device == nullptr || (kind != BRAID_QUEUE_COMPUTE && kind != BRAID_QUEUE_TRANSFER))
+      return BRAID_ERR_INVALID_ARGUMENT;
+    *out = device->create_queue(kind);
+    return BRAID_OK;
+  });
+}
+
+void queue_destroy(braid_backend_queue queue) {
+  if (queue == nullptr) return;
+  // A queue cannot join itself: destroying it from a host callback on its own thread would deadlock,
+  // so refuse (and leak) rather than abort.
+  if (queue->on_own_thread()) {
+    host::log(BRAID_LOG_ERROR, "cpu: queue_destroy called from the queue's own thread; queue leaked");
+    return;
+  }
+  if (!queue->device().destroy_queue(queue)) host::log(BRAID_LOG_ERROR, "cpu: queue_destroy of an unknown queue");
+}
+
+braid_status queue_submit(braid_backend_queue queue, const braid_work* work) {
+  if (queue == nullptr || work == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  const char* why = "";
+  braid_status s = guarded([&] { return queue->submit(*work, &why); });
+  if (s != BRAID_OK) log_debug("queue_submit", why);
+  return s;
+}
+
+// Work starts as soon as it is submitted; there is nothing to flush.
+braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
+
+// ---- semaphores ----
+
+braid_status semaphore_create(braid_backend_device device, uint64_t initial, braid_backend_semaphore* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = std::make_unique<Semaphore>(initial).release();
+    return BRAID_OK;
+  });
+}
+
+void semaphore_destroy(braid_backend_semaphore sem) {
+  std::unique_ptr<Semaphore> owned(sem);  // see ~braid_backend_semaphore_t for pending notifications
+}
+
+braid_status semaphore_query(braid_backend_semaphore sem, uint64_t* value) {
+  if (sem == nullptr || value == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return sem->query(value);
+}
+
+braid_status semaphore_signal(braid_backend_semaphore sem, uint64_t value) {
+  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    sem->signal(value);
+    return BRAID_OK;
+  });
+}
+
+braid_status semaphore_wait(braid_backend_semaphore sem, uint64_t value, uint64_t timeout_ns) {
+  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] { return sem->wait(value, timeout_ns); });
+}
+
+braid_status semaphore_notify(braid_backend_semaphore sem, uint64_t value, void (*fn)(void*, braid_status), void* user) {
+  if (sem == nullptr || fn == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    sem->notify(value, fn, user);
+    return BRAID_OK;
+  });
+}
+
+void semaphore_fail(braid_backend_semaphore sem, braid_status status) {
+  if (sem != nullptr) sem->fail(status);
+}
+
+// ---- kernels and lifetime ----
+
+int32_t supports(braid_kernel_op op, braid_dtype dtype) {
+  if (op < 0 || op >= BRAID_KOP_COUNT || dtype < 0 || dtype >= BRAID_DTYPE_COUNT) return 0;
+  try {
+    return kernel_supports(op, dtype) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+void shutdown() {
+  std::lock_guard lock(g_query_mu);
+  if (g_query_refs == 0) return;  // unbalanced shutdown: ignore rather than underflow
+  if (--g_query_refs == 0) host::uninstall();
+}
+
+constexpr braid_backend_api kApi = {
+    sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "cpu",
+    device_count, device_props, device_open, device_close,
+    buffer_alloc, buffer_free, buffer_host_pointer,
+    queue_create, queue_destroy, queue_submit, queue_flush,
+    semaphore_create, semaphore_destroy, semaphore_query, semaphore_signal, semaphore_wait, semaphore_notify,
+    semaphore_fail,
+    supports, shutdown,
+};
+
+}  // namespace
+}  // namespace braid::cpu
+
+extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, uint32_t host_minor,
+                                                      const braid_host_api* host,
+                                                      const braid_backend_api** out) {
+  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
+  std::lock_guard lock(braid::cpu::g_query_mu);
+  if (braid::cpu::g_query_refs == 0) {
+    braid::cpu::host::install(host);
+  } else if (!braid::cpu::host::matches(host)) {
+    return BRAID_ERR_INVALID_STATE;  // a second, different host in one process: see host.h
+  }
+  ++braid::cpu::g_query_refs;
+  *out = &braid::cpu::kApi;
+  return BRAID_OK;
+}

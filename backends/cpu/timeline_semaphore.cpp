@@ -1,0 +1,104 @@
+#include "timeline_semaphore.h"
+
+#include <chrono>
+#include <utility>
+
+braid_backend_semaphore_t::~braid_backend_semaphore_t() {
+  std::vector<Notification> orphans;
+  braid_status status;
+  {
+    std::unique_lock lock(mu_);
+    destroying_ = true;
+    if (status_ == BRAID_OK) status_ = BRAID_ERR_INVALID_STATE;
+    status = status_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return waiters_ == 0; });
+    orphans.swap(pending_);
+  }
+  // Outside the lock: a callback may call back into this semaphore (query, notify), which still works
+  // and, being failed, fires at once instead of adding to the list.
+  for (const Notification& n : orphans) n.fn(n.user, status);
+}
+
+braid_status braid_backend_semaphore_t::query(uint64_t* value) const {
+  std::lock_guard lock(mu_);
+  *value = value_;
+  return status_;
+}
+
+void braid_backend_semaphore_t::signal(uint64_t value) {
+  std::vector<Notification> ready;
+  {
+    std::lock_guard lock(mu_);
+    if (value <= value_) return;
+    if (!pending_.empty()) {
+      // Reserve before changing anything, so running out of memory leaves the semaphore untouched.
+      size_t n = 0;
+      for (const Notification& p : pending_) n += p.value <= value ? 1 : 0;
+      ready.reserve(n);
+    }
+    value_ = value;
+    // Under the lock: once we unlock, a concurrent destructor may free the condition variable.
+    cv_.notify_all();
+    if (!pending_.empty()) {
+      auto keep = pending_.begin();
+      for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+        if (it->value <= value) {
+          ready.push_back(*it);
+        } else {
+          *keep++ = *it;
+        }
+      }
+      pending_.erase(keep, pending_.end());
+    }
+  }
+  // Outside the lock and without touching `this`: a callback may submit work, signal other semaphores,
+  // or even destroy this one.
+  for (const Notification& n : ready) n.fn(n.user, BRAID_OK);
+}
+
+void braid_backend_semaphore_t::fail(braid_status status) {
+  if (status == BRAID_OK) status = BRAID_ERR_INTERNAL;
+  std::vector<Notification> fired;
+  {
+    std::lock_guard lock(mu_);
+    if (status_ != BRAID_OK) return;
+    status_ = status;
+    cv_.notify_all();
+    fired.swap(pending_);
+  }
+  for (const Notification& n : fired) n.fn(n.user, status);
+}
+
+braid_status braid_backend_semaphore_t::wait(uint64_t value, uint64_t timeout_ns) {
+  std::unique_lock lock(mu_);
+  auto done = [&] { return status_ != BRAID_OK || value_ >= value; };
+  if (!done()) {
+    ++waiters_;
+    // Timeouts beyond ~146 years are forever; this also keeps now() + timeout from overflowing.
+    constexpr uint64_t kForever = uint64_t{1} << 62;
+    if (timeout_ns >= kForever) {
+      cv_.wait(lock, done);
+    } else {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(timeout_ns));
+      cv_.wait_until(lock, deadline, done);
+    }
+    --waiters_;
+    if (destroying_ && waiters_ == 0) cv_.notify_all();
+  }
+  if (status_ != BRAID_OK) return status_;
+  return value_ >= value ? BRAID_OK : BRAID_ERR_TIMEOUT;
+}
+
+void braid_backend_semaphore_t::notify(uint64_t value, NotifyFn fn, void* user) {
+  braid_status status;
+  {
+    std::lock_guard lock(mu_);
+    if (status_ == BRAID_OK && value_ < value) {
+      pending_.push_back({value, fn, user});
+      return;
+    }
+    status = status_;
+  }
+  fn(user, status);
+}

@@ -1,0 +1,175 @@
+#include "work.h"
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+#include "device.h"
+#include "host.h"
+#include "kernels/kernels.h"
+#include "timeline_semaphore.h"
+
+namespace braid::cpu {
+namespace {
+
+// Below this a copy is one memcpy on the queue thread; above it, chunks of kCopyGrain bytes go to the
+// arena's cores, since one core cannot saturate memory bandwidth.
+constexpr int64_t kCopyGrain = int64_t{1} << 20;
+
+bool buffer_range_ok(braid_backend_buffer buffer, uint64_t offset, uint64_t bytes) {
+  return offset <= buffer->size && bytes <= buffer->size - offset;
+}
+
+const char* check_copy(const braid_copy_desc& c) {
+  if ((c.src_buffer != nullptr) == (c.src_host != nullptr) && !(c.bytes == 0 && c.src_buffer == nullptr))
+    return "copy: exactly one of src_buffer and src_host must be set";
+  if ((c.dst_buffer != nullptr) == (c.dst_host != nullptr) && !(c.bytes == 0 && c.dst_buffer == nullptr))
+    return "copy: exactly one of dst_buffer and dst_host must be set";
+  if (c.src_buffer != nullptr && !buffer_range_ok(c.src_buffer, c.src_offset, c.bytes))
+    return "copy: source range exceeds its buffer";
+  if (c.dst_buffer != nullptr && !buffer_range_ok(c.dst_buffer, c.dst_offset, c.bytes))
+    return "copy: destination range exceeds its buffer";
+  return nullptr;
+}
+
+const char* check_kernel(const braid_kernel_call& k) {
+  if (k.op < 0 || k.op >= BRAID_KOP_COUNT) return "kernel: unknown op";
+  if (k.num_inputs < 0 || k.num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
+  if (k.num_outputs < 0 || k.num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
+  for (int32_t i = 0; i < k.num_inputs; ++i)
+    if (k.inputs[i].buffer == nullptr) return "kernel: input without a buffer";
+  for (int32_t i = 0; i < k.num_outputs; ++i)
+    if (k.outputs[i].buffer == nullptr) return "kernel: output without a buffer";
+  return nullptr;
+}
+
+void run_copy(const braid_copy_desc& c, braid_backend_device_t& device) {
+  if (c.bytes == 0) return;
+  const std::byte* src = c.src_buffer != nullptr ? c.src_buffer->data + c.src_offset : static_cast<const std::byte*>(c.src_host);
+  std::byte* dst = c.dst_buffer != nullptr ? c.dst_buffer->data + c.dst_offset : static_cast<std::byte*>(c.dst_host);
+  const auto n = static_cast<size_t>(c.bytes);
+  if (src == dst) return;
+  auto s = reinterpret_cast<uintptr_t>(src);
+  auto d = reinterpret_cast<uintptr_t>(dst);
+  if (s < d + n && d < s + n) {  // overlapping ranges of one buffer: only memmove is correct
+    std::memmove(dst, src, n);
+    return;
+  }
+  if (device.exec().concurrency() == 1 || c.bytes < 2 * static_cast<uint64_t>(kCopyGrain)) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  device.exec().parallel_for(static_cast<int64_t>(n), kCopyGrain, [&](int64_t b, int64_t e) {
+    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
+  });
+}
+
+struct Outcome {
+  braid_status status = BRAID_OK;
+  std::string message;
+};
+
+Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexcept {
+  Outcome out;
+  try {
+    if (const auto* call = std::get_if<braid_kernel_call>(&item.payload)) {
+      KernelResult r;
+      device.arena().execute([&] { r = run_kernel(*call, device.exec()); });
+      out.status = r.status;
+      out.message = std::move(r.message);
+      if (out.status != BRAID_OK && out.message.empty()) out.message = "kernel failed";
+    } else if (const auto* copy = std::get_if<braid_copy_desc>(&item.payload)) {
+      run_copy(*copy, device);
+    }
+  } catch (const std::bad_alloc&) {
+    out = {BRAID_ERR_OUT_OF_MEMORY, "out of memory while running work"};
+  } catch (const std::exception& e) {
+    out = {BRAID_ERR_INTERNAL, std::string("exception while running work: ") + e.what()};
+  } catch (...) {
+    out = {BRAID_ERR_INTERNAL, "unknown exception while running work"};
+  }
+  return out;
+}
+
+}  // namespace
+
+braid_status make_work_item(const braid_work& work, WorkItem& out, const char** why) noexcept {
+  auto invalid = [why](const char* reason) {
+    *why = reason;
+    return BRAID_ERR_INVALID_ARGUMENT;
+  };
+  // Major 1 started with these layouts, so a smaller struct_size is a host bug; a larger one is a newer
+  // host, and we read only the prefix we know.
+  if (work.struct_size < sizeof(braid_work)) return invalid("work: struct_size too small");
+  if (work.num_waits > BRAID_MAX_WAITS) return invalid("work: num_waits exceeds BRAID_MAX_WAITS");
+  for (uint32_t i = 0; i < work.num_waits; ++i)
+    if (work.waits[i] == nullptr) return invalid("work: NULL wait semaphore");
+  switch (work.kind) {
+    case BRAID_WORK_KERNEL: {
+      if (work.kernel == nullptr) return invalid("kernel work without a kernel call");
+      if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");
+      if (const char* bad = check_kernel(*work.kernel)) return invalid(bad);
+      out.payload.emplace<braid_kernel_call>(*work.kernel);
+      break;
+    }
+    case BRAID_WORK_COPY: {
+      if (work.copy == nullptr) return invalid("copy work without a copy desc");
+      if (work.copy->struct_size < sizeof(braid_copy_desc)) return invalid("copy: struct_size too small");
+      if (const char* bad = check_copy(*work.copy)) return invalid(bad);
+      out.payload.emplace<braid_copy_desc>(*work.copy);
+      break;
+    }
+    case BRAID_WORK_MARKER:
+      out.payload.emplace<std::monostate>();
+      break;
+    default:
+      return invalid("work: unknown kind");
+  }
+  out.num_waits = work.num_waits;
+  for (uint32_t i = 0; i < work.num_waits; ++i) {
+    out.waits[i] = work.waits[i];
+    out.wait_values[i] = work.wait_values[i];
+  }
+  out.signal = work.signal;
+  out.signal_value = work.signal_value;
+  out.token = work.token;
+  return BRAID_OK;
+}
+
+void run_work_item(const WorkItem& item, braid_backend_device_t& device) noexcept {
+  Outcome outcome;
+  // Blocking here models a device queue stalled on a semaphore: nothing behind this item may start.
+  for (uint32_t i = 0; i < item.num_waits; ++i) {
+    braid_status s = item.waits[i]->wait(item.wait_values[i], UINT64_MAX);
+    if (s != BRAID_OK) {
+      outcome = {s, "a semaphore this work waited on has failed (status " + std::to_string(s) + ")"};
+      break;
+    }
+  }
+  if (outcome.status == BRAID_OK) {
+    // A skip means the host already knows why (an input failed earlier): we report BRAID_OK, i.e.
+    // "nothing went wrong here", and leave its status in charge.
+    bool run = item.token == nullptr || host::work_begin(item.token);
+    if (run) outcome = run_payload(item, device);
+  }
+  // work_end before the signal, so anyone woken by the semaphore sees the host's bookkeeping done.
+  if (item.token != nullptr)
+    host::work_end(item.token, outcome.status, outcome.status == BRAID_OK ? nullptr : outcome.message.c_str());
+  if (item.signal == nullptr) return;
+  // Without a token the host hears of nothing, so the semaphore is the only channel left to carry the
+  // failure; with one, the host has the error from work_end and the timeline keeps moving.
+  if (outcome.status != BRAID_OK && item.token == nullptr) {
+    item.signal->fail(outcome.status);
+    return;
+  }
+  try {
+    item.signal->signal(item.signal_value);
+  } catch (...) {
+    // Signalling only allocates to collect due notifications; failing keeps waiters from hanging.
+    item.signal->fail(BRAID_ERR_OUT_OF_MEMORY);
+  }
+}
+
+}  // namespace braid::cpu

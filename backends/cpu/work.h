@@ -1,0 +1,33 @@
+// One submission, copied out of the caller's braid_work, and how a queue thread runs it.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <variant>
+
+#include "braid_backend.h"
+
+struct braid_backend_device_t;
+
+namespace braid::cpu {
+
+// Self-contained and trivially copyable: the descs a braid_work points to are only valid during
+// queue_submit, so the kernel call (~1.7 KiB) and copy desc are held by value.
+struct WorkItem {
+  uint32_t num_waits = 0;
+  std::array<braid_backend_semaphore, BRAID_MAX_WAITS> waits{};
+  std::array<uint64_t, BRAID_MAX_WAITS> wait_values{};
+  braid_backend_semaphore signal = nullptr;
+  uint64_t signal_value = 0;
+  void* token = nullptr;
+  std::variant<std::monostate, braid_kernel_call, braid_copy_desc> payload;  // monostate = MARKER
+};
+
+// Validates `work` cheaply and copies it into `out`. On failure returns BRAID_ERR_INVALID_ARGUMENT and
+// sets *why to a static explanation.
+braid_status make_work_item(const braid_work& work, WorkItem& out, const char** why) noexcept;
+
+// Waits, asks the host, runs, reports and signals, in that order. `device` is the queue's device (its
+// arena runs the kernel or a large copy). Never throws.
+void run_work_item(const WorkItem& item, braid_backend_device_t& device) noexcept;
+
+}  // namespace braid::cpu

@@ -1,0 +1,188 @@
+// The C ABI of contexts, devices, memory statistics and the profiler.
+#include <cstring>
+
+#include "context/context.h"
+#include "core/error.h"
+
+using namespace braid;
+
+namespace braid {
+void release_context(Context* ctx) noexcept;
+}
+
+namespace {
+// Copies an out-struct honouring the caller's struct_size (older callers get a prefix).
+template <class T>
+void copy_out(T* out, const T& value, const char* what) {
+  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  uint32_t size = out->struct_size;
+  if (size < sizeof(uint32_t) || size > sizeof(T)) size = sizeof(T);
+  std::memcpy(out, &value, size);
+  out->struct_size = size;
+}
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_context_create(const braid_context_options* options, braid_context* out) {
+  return guard("braid_context_create", [&] {
+    if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = nullptr;
+    braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+    if (options) {
+      if (options->struct_size < sizeof(uint32_t) || options->struct_size > 4096)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", options->struct_size, " is not a valid size");
+      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
+    }
+    *out = std::make_unique<Context>(o).release();  // owned through the handle's reference count
+  });
+}
+
+BRAID_API braid_status braid_context_retain(braid_context ctx) {
+  return guard("braid_context_retain", [&] { checked_context(ctx, "ctx").refs.fetch_add(1); });
+}
+
+BRAID_API braid_status braid_context_release(braid_context ctx) {
+  return guard("braid_context_release", [&] {
+    if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is NULL");
+    if (ctx->magic.load() != Context::kLive) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle");
+    release_context(ctx);
+  });
+}
+
+BRAID_API braid_status braid_context_backend_count(braid_context ctx, int32_t* out) {
+  return guard("braid_context_backend_count", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = static_cast<int32_t>(c.backends.size());
+  });
+}
+
+BRAID_API braid_status braid_context_backend_info(braid_context ctx, int32_t index, braid_backend_info* out) {
+  return guard("braid_context_backend_info", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    if (index < 0 || static_cast<size_t>(index) >= c.backends.size())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "backend index ", index, " out of range (", c.backends.size(), " backends)");
+    const Backend& b = *c.backends[static_cast<size_t>(index)];
+    braid_backend_info info{};
+    info.struct_size = sizeof info;
+    info.name = b.name.c_str();
+    info.path = b.path.c_str();
+    info.abi_major = b.abi_major;
+    info.abi_minor = b.abi_minor;
+    info.loaded = b.loaded ? 1 : 0;
+    info.device_count = b.device_count;
+    info.reason = b.reason.c_str();
+    copy_out(out, info, "out");
+  });
+}
+
+BRAID_API braid_status braid_context_device_count(braid_context ctx, int32_t* out) {
+  return guard("braid_context_device_count", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = static_cast<int32_t>(c.devices.size());
+  });
+}
+
+BRAID_API braid_status braid_context_find_device(braid_context ctx, const char* name, braid_device* out) {
+  return guard("braid_context_find_device", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    if (!name) fail(BRAID_ERR_INVALID_ARGUMENT, "name is NULL");
+    if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
+    for (auto& d : c.devices)
+      if (d->id == name) {
+        *out = d->index;
+        return;
+      }
+    fail(BRAID_ERR_NOT_FOUND, "no device named '", name, "'");
+  });
+}
+
+BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device device, braid_device_info* out) {
+  return guard("braid_context_device_info", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    Device& d = c.device(device, "device");
+    braid_device_info info{};
+    info.struct_size = sizeof info;
+    info.id = d.id.c_str();
+    info.backend = d.backend->name.c_str();
+    info.name = d.props.name;
+    info.kind = d.props.kind;
+    info.backend_index = d.backend_index;
+    std::memcpy(info.uuid, d.props.uuid, sizeof info.uuid);
+    info.memory_bytes = d.props.memory_bytes;
+    info.compute_units = d.props.compute_units;
+    info.compute_queues = d.props.compute_queues;
+    info.transfer_queues = d.props.transfer_queues;
+    info.l1_cache_bytes = d.props.l1_cache_bytes;
+    info.l2_cache_bytes = d.props.l2_cache_bytes;
+    info.l3_cache_bytes = d.props.l3_cache_bytes;
+    info.dtype_mask = d.props.dtype_mask;
+    copy_out(out, info, "out");
+  });
+}
+
+BRAID_API braid_status braid_wait_all(braid_context ctx) {
+  return guard("braid_wait_all", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    int64_t t0 = c.profiler.enabled() ? c.profiler.now() : 0;
+    WaitResult r = c.engine->wait_all(c.device_list);
+    if (t0) c.profiler.record_wait("wait_all", t0, c.profiler.now());
+    if (r.status != BRAID_OK) fail(r.status, r.message);
+  });
+}
+
+BRAID_API braid_status braid_context_set_seed(braid_context ctx, uint64_t seed) {
+  return guard("braid_context_set_seed", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    c.seed.store(seed);
+    c.rng_draw.store(0);
+  });
+}
+
+BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device device, braid_memory_stats* out) {
+  return guard("braid_memory_stats_get", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    MemoryStats s = c.device(device, "device").allocator->stats();
+    braid_memory_stats m{};
+    m.struct_size = sizeof m;
+    m.allocated_bytes = s.allocated;
+    m.reserved_bytes = s.reserved;
+    m.peak_allocated_bytes = s.peak_allocated;
+    m.peak_reserved_bytes = s.peak_reserved;
+    m.alloc_count = s.alloc_count;
+    m.backend_alloc_count = s.backend_alloc_count;
+    copy_out(out, m, "out");
+  });
+}
+
+BRAID_API braid_status braid_memory_empty_cache(braid_context ctx, braid_device device) {
+  return guard("braid_memory_empty_cache", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    c.device(device, "device").allocator->empty_cache();
+  });
+}
+
+BRAID_API braid_status braid_memory_reset_peak(braid_context ctx, braid_device device) {
+  return guard("braid_memory_reset_peak", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    c.device(device, "device").allocator->reset_peak();
+  });
+}
+
+BRAID_API braid_status braid_profiler_start(braid_context ctx) {
+  return guard("braid_profiler_start", [&] { checked_context(ctx, "ctx").profiler.start(); });
+}
+
+BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path) {
+  return guard("braid_profiler_stop", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    if (!path || !*path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL or empty");
+    (void)c.engine->wait_idle(c.device_list);  // recorded work must have its end times
+    c.profiler.stop();
+    c.profiler.write(path, c.device_list);
+  });
+}
+
+}  // extern "C"

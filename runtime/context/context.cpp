@@ -1,0 +1,208 @@
+#include "context/context.h"
+
+#include <pthread.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace braid {
+namespace {
+
+// The one piece of process state: how many fork()s this process has seen. A context remembers the
+// generation it was created in; after fork() the child's copy has no threads behind it, so it is
+// refused, and the child creates a fresh context (DESIGN §5).
+std::atomic<uint64_t> g_fork_generation{0};
+
+void register_fork_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); }); });
+}
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = env(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  unsigned long long x = std::strtoull(v, &end, 10);
+  return end && *end == '\0' ? x : fallback;
+}
+
+}  // namespace
+
+void check_fork(const Context& ctx) {
+  if (ctx.fork_generation != g_fork_generation.load(std::memory_order_relaxed))
+    fail(BRAID_ERR_INVALID_STATE, "this context was created before fork(); create a new context in the child process");
+}
+
+Context& checked_context(braid_context ctx, const char* what) {
+  if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  if (ctx->magic.load(std::memory_order_relaxed) != Context::kLive)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live context handle");
+  check_fork(*ctx);
+  return *ctx;
+}
+
+}  // namespace braid
+
+using namespace braid;
+
+braid_context_t::braid_context_t(const braid_context_options& o) {
+  register_fork_handler();
+  fork_generation = g_fork_generation.load();
+
+  EngineOptions eo;
+  braid_engine_mode mode = o.engine_mode;
+  if (mode == BRAID_ENGINE_DEFAULT) {
+    const char* e = env("BRAID_ENGINE");
+    mode = e && std::strcmp(e, "sync") == 0 ? BRAID_ENGINE_SYNC : BRAID_ENGINE_ASYNC;
+  }
+  if (mode != BRAID_ENGINE_ASYNC && mode != BRAID_ENGINE_SYNC)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options.engine_mode ", static_cast<int>(mode), " is not a braid_engine_mode");
+  eo.sync = mode == BRAID_ENGINE_SYNC;
+  eo.max_inflight_ops = o.max_inflight_ops ? o.max_inflight_ops : env_u64("BRAID_MAX_INFLIGHT_OPS", eo.max_inflight_ops);
+  eo.max_inflight_bytes =
+      o.max_inflight_bytes ? o.max_inflight_bytes : env_u64("BRAID_MAX_INFLIGHT_BYTES", eo.max_inflight_bytes);
+  engine = std::make_unique<Engine>(eo, profiler);
+  seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0);
+  if (o.profile_path) profile_path = o.profile_path;
+  else if (const char* p = env("BRAID_PROFILE")) profile_path = p;
+
+  PluginSearch search;
+  if (o.backends) search.only = split_list(o.backends);
+  else if (const char* b = env("BRAID_BACKENDS")) search.only = split_list(b);
+  if (o.backend_path) search.extra_path = o.backend_path;
+  else if (const char* p = env("BRAID_BACKEND_PATH")) search.extra_path = p;
+  backends = load_backends(search, Engine::host_api());
+  try {
+    for (auto& b : backends)
+      if (b->loaded) open_devices(*b);
+  } catch (...) {
+    close_devices();
+    throw;
+  }
+  if (!profile_path.empty()) profiler.start();
+}
+
+void braid_context_t::open_devices(Backend& b) {
+  const braid_backend_api* api = b.api;
+  int32_t opened = 0;
+  for (int32_t i = 0; i < b.device_count; ++i) {
+    auto d = std::make_unique<Device>();
+    d->backend = &b;
+    d->api = api;
+    d->backend_index = i;
+    d->props.struct_size = sizeof d->props;
+    braid_status st = api->device_props(i, &d->props);
+    if (st == BRAID_OK) st = api->device_open(i, &d->handle);
+    if (st != BRAID_OK) {
+      b.reason = cat("device ", i, " failed to open: ", braid_status_name(st));
+      continue;
+    }
+    d->index = static_cast<int32_t>(devices.size());
+    d->id = cat(b.name, ":", i);
+    Device* dev = d.get();
+    devices.push_back(std::move(d));
+    device_list.push_back(dev);
+    for (Queue* q : {&dev->compute, &dev->transfer}) {
+      q->device = dev;
+      q->kind = q == &dev->compute ? BRAID_QUEUE_COMPUTE : BRAID_QUEUE_TRANSFER;
+      if (api->queue_create(dev->handle, q->kind, &q->handle) != BRAID_OK ||
+          api->semaphore_create(dev->handle, 0, &q->timeline) != BRAID_OK)
+        fail(BRAID_ERR_DEVICE, "cannot create the queues of ", dev->id);
+    }
+    dev->allocator = std::make_unique<CachingAllocator>(
+        [api, h = dev->handle](uint64_t bytes, braid_backend_buffer* out) { return api->buffer_alloc(h, bytes, out); },
+        [api, h = dev->handle](braid_backend_buffer buf) { api->buffer_free(h, buf); },
+        [this, dev] { engine->drain(*dev); });
+    ++opened;
+  }
+  b.device_count = opened;
+}
+
+void braid_context_t::close_devices() noexcept {
+  for (auto& d : devices) {
+    const braid_backend_api* api = d->api;
+    for (Queue* q : {&d->compute, &d->transfer}) {
+      if (q->handle) api->queue_destroy(q->handle);  // drains: no work can still reference memory
+      q->handle = nullptr;
+      q->last.reset();
+    }
+    for (Queue* q : {&d->compute, &d->transfer}) {
+      if (q->timeline) api->semaphore_destroy(q->timeline);
+      q->timeline = nullptr;
+    }
+    d->allocator.reset();
+    if (d->handle) api->device_close(d->handle);
+    d->handle = nullptr;
+  }
+  devices.clear();
+  device_list.clear();
+}
+
+braid_context_t::~braid_context_t() {
+  magic.store(0);
+  if (fork_generation != g_fork_generation.load()) {
+    // A child after fork(): the threads behind this context do not exist here. Leak it rather than
+    // join threads that will never answer.
+    for (auto& d : devices) (void)d.release();
+    for (auto& b : backends) (void)b.release();
+    (void)engine.release();
+    return;
+  }
+  (void)engine->wait_idle(device_list);
+  if (!profile_path.empty()) {
+    try {
+      profiler.write(profile_path, device_list);
+    } catch (...) {  // a destructor cannot report; braid_profiler_stop is the checked way
+    }
+  }
+  close_devices();
+  backends.clear();
+}
+
+Device& braid_context_t::device(braid_device index, const char* what) {
+  if (index < 0 || static_cast<size_t>(index) >= devices.size())
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": device index ", index, " out of range (", devices.size(), " devices)");
+  return *devices[static_cast<size_t>(index)];
+}
+
+TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
+  const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dtype_size(dtype);
+  if (shape.numel() != 0 && bytes / static_cast<uint64_t>(shape.numel()) != dtype_size(dtype))
+    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
+  Block block = dev.allocator->allocate(bytes);
+  auto storage = std::make_shared<Storage>(&dev, block, bytes);
+  Tensor* t = tensors.acquire();
+  t->ctx = this;
+  t->storage = std::move(storage);
+  t->dtype = dtype;
+  t->shape = shape;
+  refs.fetch_add(1);  // a tensor keeps its context alive
+  return TensorRef(t);
+}
+
+TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
+  Tensor* t = tensors.acquire();
+  t->ctx = this;
+  t->storage = base.storage;
+  t->dtype = base.dtype;
+  t->shape = shape;
+  refs.fetch_add(1);
+  return TensorRef(t);
+}
+
+namespace braid {
+void release_context(Context* ctx) noexcept {
+  if (ctx->refs.fetch_sub(1) == 1) {
+    std::unique_ptr<Context> owned(ctx);
+  }
+}
+}  // namespace braid

@@ -1,0 +1,55 @@
+// The context behind braid_context: the loaded backends, their opened devices, the engine, the
+// profiler and the RNG counter. Everything mutable in braid lives in a context (DESIGN: no global
+// state beyond it, except the fork generation, which is the process's own fact).
+#pragma once
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+#include "engine/engine.h"
+#include "plugin/backend.h"
+#include "profiler/profiler.h"
+#include "tensor/tensor.h"
+
+struct braid_context_t {
+  static constexpr uint32_t kLive = 0xc0b7e47;
+  std::atomic<uint32_t> magic{kLive};
+  std::atomic<int32_t> refs{1};
+  uint64_t fork_generation = 0;
+
+  std::vector<std::unique_ptr<braid::Backend>> backends;
+  std::vector<std::unique_ptr<braid::Device>> devices;
+  std::vector<braid::Device*> device_list;  // the same, as a span for engine/profiler calls
+  braid::Profiler profiler;
+  std::unique_ptr<braid::Engine> engine;
+  braid::TensorPool tensors;
+  std::string profile_path;  // written when the context is destroyed
+  std::atomic<uint64_t> seed{0};
+  std::atomic<uint64_t> rng_draw{0};
+
+  explicit braid_context_t(const braid_context_options& options);
+  ~braid_context_t();
+  braid_context_t(const braid_context_t&) = delete;
+  braid_context_t& operator=(const braid_context_t&) = delete;
+
+  braid::Device& device(braid_device index, const char* what);
+  // A new, uninitialised tensor on device (allocates; throws BRAID_ERR_OUT_OF_MEMORY).
+  braid::TensorRef new_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
+  // A new tensor handle over an existing storage (reshape).
+  braid::TensorRef view_tensor(const braid::Tensor& base, const braid::Shape& shape);
+
+ private:
+  void open_devices(braid::Backend& backend);
+  void close_devices() noexcept;
+};
+
+namespace braid {
+using Context = ::braid_context_t;
+
+// Validates a context handle (NULL, released, created before fork()).
+Context& checked_context(braid_context ctx, const char* what);
+// Throws BRAID_ERR_INVALID_STATE if the context was created before a fork() in this process.
+void check_fork(const Context& ctx);
+}  // namespace braid

@@ -1,0 +1,39 @@
+#include "core/dtype.h"
+
+#include "core/error.h"
+
+namespace braid {
+
+size_t dtype_size(braid_dtype dtype) noexcept {
+  switch (dtype) {
+    case BRAID_FLOAT32: case BRAID_INT32: return 4;
+    case BRAID_FLOAT64: case BRAID_INT64: return 8;
+    case BRAID_UINT8: return 1;
+    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
+    default: return 0;
+  }
+}
+
+const char* dtype_name(braid_dtype dtype) noexcept {
+  switch (dtype) {
+    case BRAID_FLOAT32: return "float32";
+    case BRAID_FLOAT64: return "float64";
+    case BRAID_INT32: return "int32";
+    case BRAID_INT64: return "int64";
+    case BRAID_UINT8: return "uint8";
+    case BRAID_FLOAT16: return "float16";
+    case BRAID_BFLOAT16: return "bfloat16";
+    default: return "invalid";
+  }
+}
+
+void check_dtype(int dtype, const char* what) {
+  if (!dtype_valid(dtype)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid dtype value ", dtype);
+}
+
+}  // namespace braid
+
+extern "C" {
+BRAID_API const char* braid_dtype_name(braid_dtype dtype) { return braid::dtype_name(dtype); }
+BRAID_API size_t braid_dtype_size(braid_dtype dtype) { return braid::dtype_size(dtype); }
+}

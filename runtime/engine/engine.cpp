@@ -1,0 +1,350 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include "core/error.h"
+#include "device/device.h"
+#include "plugin/backend.h"
+#include "profiler/profiler.h"
+#include "tensor/storage.h"
+
+namespace braid {
+namespace {
+
+// Set while this thread runs engine callbacks for a backend: a wait from here would wait on the
+// thread that has to make progress, so it is refused instead (DESIGN §5).
+thread_local int t_engine_callback_depth = 0;
+
+struct CallbackScope {
+  CallbackScope() { ++t_engine_callback_depth; }
+  ~CallbackScope() { --t_engine_callback_depth; }
+};
+
+bool is_done(const std::shared_ptr<OpNode>& n) { return n->done.load(std::memory_order_acquire); }
+
+const OpNode* failed_producer(const OpNode& node) {
+  for (uint32_t i = 0; i < node.num_producers; ++i) {
+    const OpNode* p = node.producers[i].get();
+    if (p->done.load(std::memory_order_acquire) && p->status != BRAID_OK) return p;
+  }
+  return nullptr;
+}
+
+void inherit(OpNode& node, const OpNode& failed) {
+  node.status = failed.status;
+  node.message = failed.message;  // already names the op and device that failed
+}
+
+}  // namespace
+
+Engine::Engine(EngineOptions options, Profiler& profiler) : options_(options), profiler_(profiler) {}
+
+const braid_host_api* Engine::host_api() noexcept {
+  static const braid_host_api api = {
+      sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR,
+      [](braid_log_level level, const char* message) {
+        // Plugins log only when asked (BRAID_LOG=1); the library never prints on its own.
+        static const bool enabled = std::getenv("BRAID_LOG") != nullptr;
+        if (enabled && message) std::fprintf(stderr, "braid[%d]: %s\n", static_cast<int>(level), message);
+      },
+      &Engine::work_begin, &Engine::work_end};
+  return &api;
+}
+
+std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) const {
+  auto node = std::make_shared<OpNode>();
+  node->engine = const_cast<Engine*>(this);
+  node->name = name;
+  node->device = &device;
+  node->call.struct_size = sizeof(braid_kernel_call);
+  node->copy.struct_size = sizeof(braid_copy_desc);
+  node->work.struct_size = sizeof(braid_work);
+  return node;
+}
+
+void Engine::throttle(Device& device) {
+  auto over = [&] {
+    uint64_t ops = device.inflight_ops.load(std::memory_order_relaxed);
+    return ops > 0 && (ops >= options_.max_inflight_ops ||
+                       device.inflight_bytes.load(std::memory_order_relaxed) >= options_.max_inflight_bytes);
+  };
+  if (!over()) return;
+  if (t_engine_callback_depth > 0) return;  // never block a backend thread
+  std::unique_lock lock(device.backpressure_mu);
+  device.backpressure_waiters.fetch_add(1);
+  device.backpressure_cv.wait(lock, [&] { return !over(); });
+  device.backpressure_waiters.fetch_sub(1);
+}
+
+void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+                  std::span<Storage* const> writes, braid_queue_kind kind) {
+  OpNode& n = *node;
+  Queue& queue = n.device->queue(kind);
+  n.queue = &queue;
+  if (profiler_.enabled()) {
+    n.profiled = true;
+    n.t_submit = profiler_.now();
+  }
+  auto keep = [&](Storage* s) {
+    for (uint32_t i = 0; i < n.num_keep; ++i)
+      if (n.keep[i].get() == s) return;
+    n.keep[n.num_keep++] = s->shared_from_this();
+  };
+  auto written = [&](Storage* s) { return std::find(writes.begin(), writes.end(), s) != writes.end(); };
+
+  // Dependencies as (queue, value): at most one per queue. Those on this backend that fit in the
+  // submission become device-side waits; the rest are notifications handled on the host.
+  std::array<std::pair<Queue*, uint64_t>, BRAID_MAX_WAITS> device_deps{};
+  uint32_t num_device_deps = 0;
+  std::vector<std::pair<Queue*, uint64_t>> host_deps;
+  auto depend = [&](const std::shared_ptr<OpNode>& d) {
+    if (!d || d->seq == 0 || is_done(d) || d->queue == &queue) return;  // same in-order queue: nothing to do
+    for (uint32_t i = 0; i < num_device_deps; ++i)
+      if (device_deps[i].first == d->queue) {
+        device_deps[i].second = std::max(device_deps[i].second, d->seq);
+        return;
+      }
+    for (auto& h : host_deps)
+      if (h.first == d->queue) {
+        h.second = std::max(h.second, d->seq);
+        return;
+      }
+    if (d->device->backend == n.device->backend && num_device_deps < device_deps.size())
+      device_deps[num_device_deps++] = {d->queue, d->seq};
+    else
+      host_deps.emplace_back(d->queue, d->seq);
+  };
+
+  std::unique_lock lock(mu_);
+  for (Storage* s : reads) {
+    keep(s);
+    const auto& w = s->var.last_writer;
+    if (!w) continue;
+    depend(w);
+    if (is_done(w)) {
+      // An input already known to be poisoned: the op is skipped and inherits the error, but still
+      // takes its place in queue order so later writers stay ordered after earlier readers.
+      if (w->status != BRAID_OK && n.status == BRAID_OK) inherit(n, *w);
+    } else if (n.num_producers < n.producers.size()) {
+      n.producers[n.num_producers++] = w;
+    }
+  }
+  for (Storage* s : writes) {
+    keep(s);
+    depend(s->var.last_writer);
+    for (const auto& r : s->var.readers) depend(r);
+  }
+  // Program order per variable: this op is now the last writer or one more reader.
+  for (Storage* s : reads) {
+    if (written(s)) continue;
+    auto& readers = s->var.readers;
+    if (readers.size() >= 16)  // readers end roughly in order; drop the finished ones now and then
+      std::erase_if(readers, [](const std::shared_ptr<OpNode>& r) { return is_done(r); });
+    readers.push_back(node);
+  }
+  for (Storage* s : writes) {
+    s->var.last_writer = node;
+    s->var.readers.clear();
+  }
+
+  if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
+  n.seq = ++queue.next_seq;
+  queue.last = node;
+  n.self = node;
+  n.device->inflight_ops.fetch_add(1);
+  n.device->inflight_bytes.fetch_add(n.out_bytes);
+
+  braid_work& w = n.work;
+  w.kernel = &n.call;
+  w.copy = &n.copy;
+  w.signal = queue.timeline;
+  w.signal_value = n.seq;
+  w.token = &n;
+  w.num_waits = num_device_deps;
+  for (uint32_t i = 0; i < num_device_deps; ++i) {
+    w.waits[i] = device_deps[i].first->timeline;
+    w.wait_values[i] = device_deps[i].second;
+  }
+
+  if (host_deps.empty() && queue.deferred.empty()) {
+    submit_locked(n);
+    lock.unlock();
+  } else {
+    // Keep queue order: this op and every later one on this queue wait until the host-side
+    // dependencies of those before them have signalled.
+    n.foreign_pending = static_cast<uint32_t>(host_deps.size());
+    queue.deferred.push_back(node);
+    submit_ready_deferred_locked(queue);
+    lock.unlock();
+    // Registered outside the lock: a notification may fire inside semaphore_notify.
+    for (auto& [dq, value] : host_deps) {
+      auto user = std::make_unique<std::weak_ptr<OpNode>>(node);
+      braid_status st = dq->device->api->semaphore_notify(dq->timeline, value, &Engine::foreign_ready, user.get());
+      if (st == BRAID_OK) {
+        (void)user.release();  // owned by foreign_ready now
+      } else {
+        foreign_ready(user.release(), st);
+      }
+    }
+  }
+  if (options_.sync) (void)wait(node);  // errors surface at wait_to_read / wait_all, as in async mode
+}
+
+void Engine::submit_locked(OpNode& n) {
+  const braid_backend_api* api = n.device->api;
+  braid_status st = api->queue_submit(n.queue->handle, &n.work);
+  if (st == BRAID_OK) return;
+  // Refused synchronously: fail the op, but keep the queue's timeline whole with a marker.
+  n.status = st;
+  n.message = cat("op '", n.name, "' on ", n.device->id, " was refused by the backend: ", braid_status_name(st));
+  n.work.kind = BRAID_WORK_MARKER;
+  if (api->queue_submit(n.queue->handle, &n.work) != BRAID_OK) {
+    // The queue is unusable: fail its timeline so nobody waits forever, and end the op here.
+    api->semaphore_fail(n.queue->timeline, BRAID_ERR_DEVICE);
+    finish(n, st, nullptr);
+  }
+}
+
+void Engine::submit_ready_deferred_locked(Queue& queue) {
+  while (!queue.deferred.empty() && queue.deferred.front()->foreign_pending == 0) {
+    std::shared_ptr<OpNode> head = std::move(queue.deferred.front());
+    queue.deferred.pop_front();
+    submit_locked(*head);
+  }
+}
+
+void Engine::foreign_ready(void* user, braid_status status) {
+  std::unique_ptr<std::weak_ptr<OpNode>> owner(static_cast<std::weak_ptr<OpNode>*>(user));
+  std::shared_ptr<OpNode> node = owner->lock();
+  if (!node) return;
+  CallbackScope scope;
+  Engine& e = *node->engine;
+  std::lock_guard lock(e.mu_);
+  if (status != BRAID_OK && node->status == BRAID_OK) {
+    node->status = status;
+    node->message = cat("op '", node->name, "' on ", node->device->id, ": a device it depends on failed");
+  }
+  if (node->foreign_pending > 0) --node->foreign_pending;
+  e.submit_ready_deferred_locked(*node->queue);
+}
+
+int32_t Engine::work_begin(void* token) {
+  CallbackScope scope;
+  OpNode& n = *static_cast<OpNode*>(token);
+  if (n.status == BRAID_OK) {
+    if (const OpNode* p = failed_producer(n)) inherit(n, *p);
+  }
+  if (n.profiled) n.t_begin = n.engine->profiler_.now();
+  return n.status == BRAID_OK ? 1 : 0;
+}
+
+void Engine::work_end(void* token, braid_status status, const char* message) {
+  CallbackScope scope;
+  OpNode& n = *static_cast<OpNode*>(token);
+  n.engine->finish(n, status, message);
+}
+
+void Engine::finish(OpNode& n, braid_status status, const char* message) {
+  if (n.status == BRAID_OK) {
+    if (const OpNode* p = failed_producer(n)) {
+      inherit(n, *p);  // backends that cannot skip still report the inherited error
+    } else if (status != BRAID_OK) {
+      n.status = status;
+      n.message = cat("op '", n.name, "' on ", n.device->id, " failed: ",
+                      message && *message ? message : braid_status_name(status));
+    }
+  }
+  if (n.profiled) {
+    n.t_end = profiler_.now();
+    if (n.t_begin == 0) n.t_begin = n.t_submit;
+    profiler_.record_op(n);
+  }
+  if (n.status != BRAID_OK) record_error(n);
+  // Release what the op held before announcing completion, so a waiter sees memory returned.
+  auto keep = std::move(n.keep);
+  n.producers = {};
+  n.num_keep = n.num_producers = 0;
+  Device& dev = *n.device;
+  std::shared_ptr<OpNode> self = std::move(n.self);
+  for (auto& s : keep) s.reset();
+  dev.inflight_bytes.fetch_sub(n.out_bytes);
+  dev.inflight_ops.fetch_sub(1);
+  if (dev.backpressure_waiters.load() > 0) {
+    std::lock_guard lock(dev.backpressure_mu);
+    dev.backpressure_cv.notify_all();
+  }
+  // Last: a waiter that sees `done` may tear the context down, so nothing of it is touched after.
+  n.done.store(true, std::memory_order_release);
+  // `self` may be the last reference: the node is freed when it goes out of scope here.
+}
+
+void Engine::record_error(const OpNode& n) {
+  std::lock_guard lock(error_mu_);
+  if (first_error_ == BRAID_OK) {
+    first_error_ = n.status;
+    first_error_message_ = n.message;
+  }
+}
+
+WaitResult Engine::wait(const std::shared_ptr<OpNode>& node) {
+  if (!node) return {};
+  if (!is_done(node)) {
+    if (t_engine_callback_depth > 0)
+      return {BRAID_ERR_INVALID_STATE, "a wait was issued from an engine thread; it would deadlock"};
+    const braid_backend_api* api = node->device->api;
+    braid_status st = api->semaphore_wait(node->queue->timeline, node->seq, UINT64_MAX);
+    if (st != BRAID_OK && !is_done(node))
+      return {st, cat("waiting for op '", node->name, "' on ", node->device->id, " failed: the device's queue failed")};
+  }
+  return {node->status, node->message};
+}
+
+WaitResult Engine::wait_to_read(Storage& storage) {
+  std::shared_ptr<OpNode> writer;
+  {
+    std::lock_guard lock(mu_);
+    writer = storage.var.last_writer;
+  }
+  return wait(writer);
+}
+
+WaitResult Engine::wait_all(std::span<Device* const> devices) {
+  WaitResult idle = wait_idle(devices);
+  if (idle.status != BRAID_OK) return idle;
+  std::lock_guard lock(error_mu_);
+  WaitResult r{first_error_, std::move(first_error_message_)};
+  first_error_ = BRAID_OK;
+  first_error_message_.clear();
+  return r;
+}
+
+WaitResult Engine::wait_idle(std::span<Device* const> devices) {
+  std::vector<std::shared_ptr<OpNode>> lasts;
+  {
+    std::lock_guard lock(mu_);
+    for (Device* d : devices) {
+      if (d->compute.last) lasts.push_back(d->compute.last);
+      if (d->transfer.last) lasts.push_back(d->transfer.last);
+    }
+  }
+  for (auto& n : lasts) {
+    WaitResult r = wait(n);
+    if (r.status == BRAID_ERR_INVALID_STATE) return r;
+  }
+  return {};
+}
+
+void Engine::drain(Device& device) {
+  std::shared_ptr<OpNode> a, b;
+  {
+    std::lock_guard lock(mu_);
+    a = device.compute.last;
+    b = device.transfer.last;
+  }
+  (void)wait(a);
+  (void)wait(b);
+}
+
+}  // namespace braid

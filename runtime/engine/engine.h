@@ -1,0 +1,85 @@
+// The dependency engine (DESIGN §5). Every op is pushed with the storages it reads and writes; the
+// engine orders it after earlier writers (and, for writes, earlier readers) of those storages and
+// submits it to a backend queue at once. Dependencies on the same queue need nothing; on another
+// queue of the same backend they become device-side semaphore waits; on another backend the op is
+// submitted when the foreign semaphore signals (a notification, never a busy loop).
+//
+// Threads: push/wait may be called from any application thread (pushes serialise on mu_ only
+// briefly). Backends call work_begin/work_end on their own threads; those never take mu_ unless an
+// op failed or cross-backend work was deferred.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "braid_backend.h"
+#include "engine/node.h"
+
+namespace braid {
+
+struct Device;
+struct Storage;
+class Profiler;
+
+struct EngineOptions {
+  bool sync = false;                   // BRAID_ENGINE=sync: every push waits for its op
+  uint64_t max_inflight_ops = 1024;    // per device
+  uint64_t max_inflight_bytes = 1ull << 30;
+};
+
+struct WaitResult {
+  braid_status status = BRAID_OK;
+  std::string message;
+};
+
+class Engine {
+ public:
+  Engine(EngineOptions options, Profiler& profiler);
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  const EngineOptions& options() const noexcept { return options_; }
+  static const braid_host_api* host_api() noexcept;
+
+  std::shared_ptr<OpNode> make_node(const char* name, Device& device) const;
+  // Blocks while the device has too much work in flight. Call before allocating an op's outputs.
+  void throttle(Device& device);
+  // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
+  // overlap (an in-place op lists a storage in both). Throws braid::Error if the backend refused the
+  // submission synchronously; the op is then failed (its writes poisoned) as if it had run.
+  void push(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+            std::span<Storage* const> writes, braid_queue_kind kind);
+
+  // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
+  // called from an engine/backend thread instead of deadlocking.
+  WaitResult wait(const std::shared_ptr<OpNode>& node);
+  // Waits for the storage's last writer (as of now).
+  WaitResult wait_to_read(Storage& storage);
+  // Waits for everything pushed so far; returns the first failure since the previous wait_all.
+  WaitResult wait_all(std::span<Device* const> devices);
+  // Waits for everything pushed so far, leaving the recorded first failure for wait_all.
+  WaitResult wait_idle(std::span<Device* const> devices);
+  // Waits for the device's queues to drain (allocator out-of-memory path).
+  void drain(Device& device);
+
+ private:
+  static int32_t work_begin(void* token);
+  static void work_end(void* token, braid_status status, const char* message);
+  static void foreign_ready(void* user, braid_status status);
+
+  void submit_locked(OpNode& node);
+  void submit_ready_deferred_locked(Queue& queue);
+  void finish(OpNode& node, braid_status status, const char* message);
+  void record_error(const OpNode& node);
+
+  EngineOptions options_;
+  Profiler& profiler_;
+  std::mutex mu_;  // vars, queue sequence numbers, deferred lists
+  std::mutex error_mu_;
+  braid_status first_error_ = BRAID_OK;
+  std::string first_error_message_;
+};
+
+}  // namespace braid

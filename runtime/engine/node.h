@@ -1,0 +1,74 @@
+// What the engine tracks: one OpNode per pushed op, one Var per storage, one Queue per backend queue.
+#pragma once
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid_backend.h"
+
+namespace braid {
+
+struct Device;
+struct Storage;
+struct OpNode;
+class Engine;
+
+// A backend queue with its own timeline semaphore: the n-th op submitted to the queue signals n.
+struct Queue {
+  Device* device = nullptr;
+  braid_queue_kind kind = BRAID_QUEUE_COMPUTE;
+  braid_backend_queue handle = nullptr;
+  braid_backend_semaphore timeline = nullptr;
+  // Guarded by Engine::mu_:
+  uint64_t next_seq = 0;
+  std::shared_ptr<OpNode> last;                  // last op given a sequence number here
+  std::deque<std::shared_ptr<OpNode>> deferred;  // ops waiting on another backend, in queue order
+};
+
+// The engine variable of one storage: program order of its readers and writers (DESIGN §5).
+// Guarded by Engine::mu_.
+struct Var {
+  std::shared_ptr<OpNode> last_writer;           // may already be done; its status is the var's error
+  std::vector<std::shared_ptr<OpNode>> readers;  // since the last write
+};
+
+struct OpNode {
+  static constexpr size_t kMaxProducers = BRAID_KERNEL_MAX_INPUTS;
+  static constexpr size_t kMaxKeep = BRAID_KERNEL_MAX_INPUTS + BRAID_KERNEL_MAX_OUTPUTS;
+
+  Engine* engine = nullptr;
+  const char* name = "";        // static string: the op's name
+  Device* device = nullptr;
+  Queue* queue = nullptr;
+  uint64_t seq = 0;             // value of queue->timeline once this op has ended; 0 = never submitted
+  uint64_t out_bytes = 0;       // bytes of outputs it allocated (backpressure)
+
+  // Final once done is set (release); read after done (acquire) or after the timeline reached seq.
+  braid_status status = BRAID_OK;
+  std::string message;
+  std::atomic<bool> done{false};
+
+  // Ops whose outputs this op reads: if one failed, this op is skipped and inherits the error.
+  std::array<std::shared_ptr<OpNode>, kMaxProducers> producers;
+  uint32_t num_producers = 0;
+  // Storages this op touches stay alive until it ends (deferred frees).
+  std::array<std::shared_ptr<Storage>, kMaxKeep> keep;
+  uint32_t num_keep = 0;
+  // The backend holds a raw token; this keeps the node alive until work_end.
+  std::shared_ptr<OpNode> self;
+
+  braid_work work{};
+  braid_kernel_call call{};
+  braid_copy_desc copy{};
+  std::vector<std::byte> host_data;  // bytes an upload copies from (owned, so the caller may reuse theirs)
+  uint32_t foreign_pending = 0;      // waits on other backends not yet satisfied (Engine::mu_)
+
+  bool profiled = false;
+  int64_t t_submit = 0, t_begin = 0, t_end = 0;  // ns since the context's epoch
+};
+
+}  // namespace braid

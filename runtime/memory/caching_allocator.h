@@ -1,0 +1,77 @@
+// Per-device caching allocator (DESIGN §6). Tensors get blocks carved out of larger segments obtained
+// from the backend; freed blocks go back to a size-ordered cache and are merged with free neighbours,
+// so steady-state training allocates nothing from the backend. Thread-safe.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "braid_backend.h"
+
+namespace braid {
+
+struct Segment;
+
+// A block handed to a tensor: a byte range of one backend buffer.
+struct Block {
+  braid_backend_buffer buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  Segment* segment = nullptr;
+  explicit operator bool() const noexcept { return buffer != nullptr; }
+};
+
+struct MemoryStats {
+  uint64_t allocated = 0, reserved = 0, peak_allocated = 0, peak_reserved = 0;
+  uint64_t alloc_count = 0, backend_alloc_count = 0;
+};
+
+class CachingAllocator {
+ public:
+  using BackendAlloc = std::function<braid_status(uint64_t, braid_backend_buffer*)>;
+  using BackendFree = std::function<void(braid_backend_buffer)>;
+  // Called once before giving up on an allocation: waits for in-flight work so that deferred frees
+  // land in the cache.
+  using Drain = std::function<void()>;
+
+  CachingAllocator(BackendAlloc alloc, BackendFree free, Drain drain);
+  ~CachingAllocator();  // returns every segment to the backend
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Throws braid::Error(BRAID_ERR_OUT_OF_MEMORY) after draining and trimming the cache.
+  Block allocate(uint64_t bytes);
+  void free(const Block& block) noexcept;
+  void empty_cache() noexcept;
+  void reset_peak() noexcept;
+  MemoryStats stats() const noexcept;
+
+ private:
+  struct FreeKey {
+    uint64_t size;
+    uint64_t serial;  // ties broken by age, so equal-size blocks stay distinct keys
+    bool operator<(const FreeKey& o) const noexcept { return size != o.size ? size < o.size : serial < o.serial; }
+  };
+  struct Span;  // a free or used range inside a segment
+
+  bool try_allocate(uint64_t bytes, Block* out);
+  void release_free_segments_locked() noexcept;
+
+  BackendAlloc backend_alloc_;
+  BackendFree backend_free_;
+  Drain drain_;
+  mutable std::mutex mu_;
+  std::set<std::unique_ptr<Segment>, std::less<>> segments_;
+  using FreeMap = std::map<FreeKey, std::pair<Segment*, uint64_t>>;  // size -> (segment, offset)
+  FreeMap& pool_of(const Segment* seg) noexcept;
+  // Small requests are served from 2 MiB segments shared among them, large ones from their own
+  // segments, so a stream of small tensors never fragments the big blocks.
+  FreeMap free_small_, free_large_;
+  uint64_t serial_ = 0;
+  MemoryStats stats_;
+};
+
+}  // namespace braid

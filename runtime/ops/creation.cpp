@@ -1,0 +1,89 @@
+// Creation ops: full, arange and the counter-based random generators.
+#include <cmath>
+
+#include "ops/op_builder.h"
+
+using namespace braid;
+
+namespace {
+
+braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx, braid_device device,
+                       braid_dtype dtype, int32_t ndim, const int64_t* shape, double a, double b, braid_tensor* out) {
+  return guard(name, [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op(name, kop);
+    op.on_device(ctx, device);
+    check_dtype(dtype, "dtype");
+    if (!dtype_is_float(dtype)) fail(BRAID_ERR_DTYPE, "dtype must be float32 or float64, not ", dtype_name(dtype));
+    if (!std::isfinite(a) || !std::isfinite(b)) fail(BRAID_ERR_INVALID_ARGUMENT, "parameters must be finite");
+    if (kop == BRAID_KOP_RANDOM_NORMAL && b < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "stddev must be non-negative");
+    Shape s = Shape::from(ndim, shape, "shape");
+    op.require_kernel(dtype);
+    op.output(dtype, s);
+    Context& c = op.context();
+    op.call().i[0] = static_cast<int64_t>(c.seed.load());
+    op.call().i[1] = static_cast<int64_t>(c.rng_draw.fetch_add(1));
+    op.call().f[0] = a;
+    op.call().f[1] = b;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                  const int64_t* shape, double value, braid_tensor* out) {
+  return guard("braid_full", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("full", BRAID_KOP_FILL);
+    op.on_device(ctx, device);
+    check_dtype(dtype, "dtype");
+    Shape s = Shape::from(ndim, shape, "shape");
+    op.require_kernel(dtype);
+    op.output(dtype, s);
+    op.call().f[0] = value;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
+                                    double stop, double step, braid_tensor* out) {
+  return guard("braid_arange", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("arange", BRAID_KOP_ARANGE);
+    op.on_device(ctx, device);
+    check_dtype(dtype, "dtype");
+    if (!dtype_is_float(dtype) && !dtype_is_int(dtype))
+      fail(BRAID_ERR_DTYPE, "dtype must be float32, float64, int32 or int64, not ", dtype_name(dtype));
+    if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "start, stop and step must be finite and step non-zero");
+    double count = std::ceil((stop - start) / step);
+    if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
+    int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+    op.require_kernel(dtype);
+    op.output(dtype, Shape::of({&n, 1}));
+    op.call().f[0] = start;
+    op.call().f[1] = step;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                            const int64_t* shape, double low, double high, braid_tensor* out) {
+  return random_op("braid_random_uniform", BRAID_KOP_RANDOM_UNIFORM, ctx, device, dtype, ndim, shape, low, high, out);
+}
+
+BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                           const int64_t* shape, double mean, double stddev, braid_tensor* out) {
+  return random_op("braid_random_normal", BRAID_KOP_RANDOM_NORMAL, ctx, device, dtype, ndim, shape, mean, stddev, out);
+}
+
+}  // extern "C"

@@ -1,0 +1,222 @@
+// Layout and movement: reshape (a view), slice, transpose, concat, cast, and copies within and
+// between devices.
+#include <cstring>
+#include <vector>
+
+#include "ops/op_builder.h"
+#include "ops/shapes.h"
+#include "plugin/backend.h"
+
+using namespace braid;
+
+namespace {
+
+// Pushes a strided COPY kernel from view `from` of src into view `to` of dst (same device). dst is
+// only written: a copy into a whole tensor (or into a fresh one, part by part) needs no old value.
+void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
+                      const braid_buffer_view& to) {
+  OpBuilder op(name, BRAID_KOP_COPY);
+  op.add_input_view(op.operand(&src, "x"), from);
+  op.operand(&dst, "out");
+  op.require_kernel(src.dtype);
+  op.add_overwritten_output(dst, to);
+  op.push();
+}
+
+// Copies all of src into dst on another device: a byte copy on the destination's transfer queue,
+// ordered after src's writer wherever it runs.
+void push_device_copy(Tensor& src, Tensor& dst) {
+  Context& ctx = *dst.ctx;
+  Device &from = src.device(), &to = dst.device();
+  auto node = ctx.engine->make_node("copy", to);
+  node->work.kind = BRAID_WORK_COPY;
+  node->copy.bytes = src.bytes();
+  node->copy.dst_buffer = dst.storage->block.buffer;
+  node->copy.dst_offset = dst.storage->block.offset;
+  if (from.backend == to.backend) {
+    node->copy.src_buffer = src.storage->block.buffer;
+    node->copy.src_offset = src.storage->block.offset;
+  } else if (auto* host = static_cast<std::byte*>(from.api->buffer_host_pointer(src.storage->block.buffer))) {
+    node->copy.src_host = host + src.storage->block.offset;  // host memory: read it directly
+  } else {
+    fail(BRAID_ERR_UNSUPPORTED, "copy from ", from.id, " to ", to.id,
+         ": copies between two backends need host-visible source memory (staged copies come with the GPU backends)");
+  }
+  Storage* s = src.storage.get();
+  Storage* d = dst.storage.get();
+  ctx.engine->throttle(to);
+  ctx.engine->push(node, {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out) {
+  return guard("braid_reshape", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& a = checked_tensor(x, "x");
+    if (ndim < 0 || ndim > BRAID_MAX_DIMS) fail(BRAID_ERR_INVALID_ARGUMENT, "ndim ", ndim, " out of range");
+    if (ndim > 0) require(shape, "shape");
+    Shape s;
+    s.ndim = ndim;
+    int infer = -1;
+    int64_t known = 1;
+    for (int i = 0; i < ndim; ++i) {
+      if (shape[i] == -1) {
+        if (infer >= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "only one dimension may be -1");
+        infer = i;
+      } else if (shape[i] < 0) {
+        fail(BRAID_ERR_INVALID_ARGUMENT, "negative dimension ", shape[i]);
+      } else {
+        s[i] = shape[i];
+        known *= shape[i];
+      }
+    }
+    if (infer >= 0) {
+      if (known == 0 || a.shape.numel() % known != 0)
+        fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " with a -1 dimension into ", known, "-element parts");
+      s[infer] = a.shape.numel() / known;
+    }
+    if (s.numel() != a.shape.numel())
+      fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
+    *out = a.ctx->view_tensor(a, s).release();
+  });
+}
+
+BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step,
+                                   braid_tensor* out) {
+  return guard("braid_slice", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& a = checked_tensor(x, "x");
+    const int nd = a.shape.ndim;
+    if (nd > 0) {
+      require(begin, "begin");
+      require(end, "end");
+    }
+    braid_buffer_view from = a.view();
+    Shape s;
+    s.ndim = nd;
+    for (int i = 0; i < nd; ++i) {
+      int64_t dim = a.shape[i];
+      int64_t b = begin[i] < 0 ? begin[i] + dim : begin[i];
+      int64_t e = end[i] < 0 ? end[i] + dim : end[i];
+      int64_t st = step ? step[i] : 1;
+      if (st <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "slice: step must be positive at axis ", i);
+      if (b < 0 || e > dim || b > e)
+        fail(BRAID_ERR_SHAPE, "slice: [", begin[i], ":", end[i], "] is out of range for axis ", i, " of size ", dim);
+      s[i] = (e - b + st - 1) / st;
+      from.byte_offset += static_cast<uint64_t>(b * from.strides[i]) * dtype_size(a.dtype);
+      from.shape[i] = s[i];
+      from.strides[i] *= st;
+    }
+    TensorRef y = a.ctx->new_tensor(a.device(), a.dtype, s);
+    push_copy_kernel("slice", a, from, *y, y->view());
+    *out = y.release();
+  });
+}
+
+BRAID_API braid_status braid_transpose(braid_tensor x, const int32_t* perm, braid_tensor* out) {
+  return guard("braid_transpose", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& a = checked_tensor(x, "x");
+    const int nd = a.shape.ndim;
+    if (nd > 0) require(perm, "perm");
+    braid_buffer_view src = a.view(), from = src;
+    Shape s;
+    s.ndim = nd;
+    uint32_t seen = 0;
+    for (int i = 0; i < nd; ++i) {
+      int32_t p = normalize_axis(perm[i], nd, "transpose");
+      if (seen & (1u << p)) fail(BRAID_ERR_INVALID_ARGUMENT, "transpose: perm repeats axis ", p);
+      seen |= 1u << p;
+      s[i] = a.shape[p];
+      from.shape[i] = src.shape[p];
+      from.strides[i] = src.strides[p];
+    }
+    TensorRef y = a.ctx->new_tensor(a.device(), a.dtype, s);
+    push_copy_kernel("transpose", a, from, *y, y->view());
+    *out = y.release();
+  });
+}
+
+BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32_t axis, braid_tensor* out) {
+  return guard("braid_concat", [&] {
+    require(out, "out");
+    *out = nullptr;
+    if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "concat: count must be positive");
+    require(xs, "xs");
+    std::vector<Tensor*> parts;
+    for (int32_t i = 0; i < count; ++i) parts.push_back(&checked_tensor(xs[i], "xs[i]"));
+    Tensor& first = *parts[0];
+    int32_t ax = normalize_axis(axis, first.shape.ndim, "concat");
+    Shape s = first.shape;
+    s[ax] = 0;
+    for (Tensor* p : parts) {
+      if (p->dtype != first.dtype) fail(BRAID_ERR_DTYPE, "concat: inputs have different dtypes");
+      if (&p->device() != &first.device()) fail(BRAID_ERR_DEVICE, "concat: inputs are on different devices");
+      if (p->shape.ndim != first.shape.ndim) fail(BRAID_ERR_SHAPE, "concat: inputs have different ranks");
+      for (int d = 0; d < s.ndim; ++d)
+        if (d != ax && p->shape[d] != first.shape[d])
+          fail(BRAID_ERR_SHAPE, "concat: shapes ", first.shape.str(), " and ", p->shape.str(), " differ off axis ", ax);
+      s[ax] += p->shape[ax];
+    }
+    TensorRef y = first.ctx->new_tensor(first.device(), first.dtype, s);
+    braid_buffer_view to = y->view();
+    int64_t offset = 0;
+    for (Tensor* p : parts) {
+      braid_buffer_view part = to;
+      part.shape[ax] = p->shape[ax];
+      part.byte_offset += static_cast<uint64_t>(offset * to.strides[ax]) * dtype_size(first.dtype);
+      if (p->shape.numel() > 0) push_copy_kernel("concat", *p, p->view(), *y, part);
+      offset += p->shape[ax];
+    }
+    *out = y.release();
+  });
+}
+
+BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tensor* out) {
+  return guard("braid_cast", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& a = checked_tensor(x, "x");
+    check_dtype(dtype, "dtype");
+    TensorRef y = a.ctx->new_tensor(a.device(), dtype, a.shape);
+    push_copy_kernel("cast", a, a.view(), *y, y->view());
+    *out = y.release();
+  });
+}
+
+BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_tensor* out) {
+  return guard("braid_copy", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& a = checked_tensor(x, "x");
+    Device& to = a.ctx->device(device, "device");
+    TensorRef y = a.ctx->new_tensor(to, a.dtype, a.shape);
+    if (a.bytes() > 0) {
+      if (&to == &a.device()) push_copy_kernel("copy", a, a.view(), *y, y->view());
+      else push_device_copy(a, *y);
+    }
+    *out = y.release();
+  });
+}
+
+BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst) {
+  return guard("braid_copy_into", [&] {
+    Tensor& a = checked_tensor(src, "src");
+    Tensor& b = checked_tensor(dst, "dst");
+    if (a.ctx != b.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "src and dst belong to different contexts");
+    if (!(a.shape == b.shape)) fail(BRAID_ERR_SHAPE, "src shape ", a.shape.str(), " differs from dst ", b.shape.str());
+    if (a.dtype != b.dtype) fail(BRAID_ERR_DTYPE, "src and dst dtypes differ; use braid_cast");
+    if (a.storage == b.storage) return;
+    if (a.bytes() == 0) return;
+    if (&a.device() == &b.device()) push_copy_kernel("copy_into", a, a.view(), b, b.view());
+    else push_device_copy(a, b);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,191 @@
+// Neural-network ops: conv2d, pooling, batch norm, softmax, softmax cross-entropy, dropout.
+#include <cstring>
+
+#include "ops/op_builder.h"
+#include "ops/shapes.h"
+
+using namespace braid;
+
+namespace {
+// Reads a params struct honouring the caller's struct_size: fields it does not cover keep defaults.
+template <class T>
+T read_params(const T* in, T defaults, const char* what) {
+  if (!in) return defaults;
+  if (in->struct_size < sizeof(uint32_t) || in->struct_size > 4096)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", in->struct_size, " is not a valid size");
+  std::memcpy(&defaults, in, std::min<size_t>(in->struct_size, sizeof(T)));
+  return defaults;
+}
+
+void require_vector(const Tensor& t, int64_t c, braid_dtype dtype, const char* op, const char* what) {
+  if (t.shape.ndim != 1 || t.shape[0] != c)
+    fail(BRAID_ERR_SHAPE, op, ": ", what, " must have shape [", c, "], got ", t.shape.str());
+  if (t.dtype != dtype) fail(BRAID_ERR_DTYPE, op, ": ", what, " must be ", dtype_name(dtype));
+}
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_conv2d(braid_tensor x, braid_tensor w, braid_tensor bias,
+                                    const braid_conv2d_params* params, braid_tensor* out) {
+  return guard("braid_conv2d", [&] {
+    require(out, "out");
+    *out = nullptr;
+    braid_conv2d_params p = read_params<braid_conv2d_params>(params, BRAID_CONV2D_PARAMS_INIT, "params");
+    for (auto* v : {&p.stride[0], &p.stride[1]})
+      if (*v == 0) *v = 1;
+    OpBuilder op("conv2d", BRAID_KOP_CONV2D);
+    Tensor& tx = op.input(x, "x");
+    Tensor& tw = op.input(w, "w");
+    require_float(tx, "conv2d", "x");
+    require_same_dtype(tx, tw, "conv2d");
+    Conv2dGeometry g = conv2d_geometry(tx.shape, tw.shape, p.stride[0], p.stride[1], p.padding[0], p.padding[1]);
+    if (bias) require_vector(op.input(bias, "bias"), g.k, tx.dtype, "conv2d", "bias");
+    op.require_kernel(tx.dtype);
+    const int64_t dims[4] = {g.n, g.k, g.p, g.q};
+    op.output(tx.dtype, Shape::of(dims));
+    auto& c = op.call();
+    c.i[0] = p.stride[0], c.i[1] = p.stride[1], c.i[2] = p.padding[0], c.i[3] = p.padding[1];
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* params, braid_tensor* out) {
+  return guard("braid_pool2d", [&] {
+    require(out, "out");
+    *out = nullptr;
+    braid_pool2d_params p = read_params<braid_pool2d_params>(params, BRAID_POOL2D_PARAMS_INIT, "params");
+    OpBuilder op("pool2d", BRAID_KOP_POOL2D);
+    Tensor& tx = op.input(x, "x");
+    require_float(tx, "pool2d", "x");
+    if (tx.shape.ndim != 4) fail(BRAID_ERR_SHAPE, "pool2d: x must be N,C,H,W, got ", tx.shape.str());
+    if (p.kind != BRAID_POOL_MAX && p.kind != BRAID_POOL_AVG)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "pool2d: invalid braid_pool_kind ", static_cast<int>(p.kind));
+    if (p.global) {
+      p.kernel[0] = static_cast<int32_t>(tx.shape[2]);
+      p.kernel[1] = static_cast<int32_t>(tx.shape[3]);
+      p.stride[0] = p.stride[1] = 1;
+      p.padding[0] = p.padding[1] = 0;
+    }
+    for (int i = 0; i < 2; ++i)
+      if (p.stride[i] == 0) p.stride[i] = p.kernel[i];
+    int64_t ph = pooled_size(tx.shape[2], p.kernel[0], p.stride[0], p.padding[0], "pool2d");
+    int64_t pw = pooled_size(tx.shape[3], p.kernel[1], p.stride[1], p.padding[1], "pool2d");
+    op.require_kernel(tx.dtype);
+    const int64_t dims[4] = {tx.shape[0], tx.shape[1], ph, pw};
+    op.output(tx.dtype, Shape::of(dims));
+    auto& c = op.call();
+    c.i[0] = p.kind, c.i[1] = p.kernel[0], c.i[2] = p.kernel[1], c.i[3] = p.stride[0], c.i[4] = p.stride[1];
+    c.i[5] = p.padding[0], c.i[6] = p.padding[1];
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_batch_norm(braid_tensor x, braid_tensor gamma, braid_tensor beta,
+                                        braid_tensor running_mean, braid_tensor running_var,
+                                        const braid_batch_norm_params* params, braid_tensor* out,
+                                        braid_tensor* save_mean, braid_tensor* save_invstd) {
+  return guard("braid_batch_norm", [&] {
+    require(out, "out");
+    *out = nullptr;
+    if (save_mean) *save_mean = nullptr;
+    if (save_invstd) *save_invstd = nullptr;
+    braid_batch_norm_params p = read_params<braid_batch_norm_params>(params, BRAID_BATCH_NORM_PARAMS_INIT, "params");
+    if (p.eps == 0) p.eps = 1e-5;
+    if (p.momentum == 0) p.momentum = 0.1;
+    if (p.eps < 0 || p.momentum < 0 || p.momentum > 1)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "batch_norm: eps must be positive and momentum in [0, 1]");
+    OpBuilder op("batch_norm", BRAID_KOP_BATCH_NORM);
+    Tensor& tx = op.input(x, "x");
+    require_float(tx, "batch_norm", "x");
+    if (tx.shape.ndim != 2 && tx.shape.ndim != 4)
+      fail(BRAID_ERR_SHAPE, "batch_norm: x must be N,C or N,C,H,W, got ", tx.shape.str());
+    int64_t c = tx.shape[1];
+    const char* names[4] = {"gamma", "beta", "running_mean", "running_var"};
+    braid_tensor handles[4] = {gamma, beta, running_mean, running_var};
+    Tensor* params_t[4];
+    for (int i = 0; i < 4; ++i) {
+      params_t[i] = &op.input(handles[i], names[i]);
+      require_vector(*params_t[i], c, tx.dtype, "batch_norm", names[i]);
+    }
+    if (p.training) {
+      if (tx.shape.numel() / c < 2) fail(BRAID_ERR_SHAPE, "batch_norm: training needs more than one value per channel");
+      op.mark_written(*params_t[2]);
+      op.mark_written(*params_t[3]);
+    }
+    op.require_kernel(tx.dtype);
+    op.output(tx.dtype, tx.shape);
+    op.output(tx.dtype, Shape::of({&c, 1}));
+    op.output(tx.dtype, Shape::of({&c, 1}));
+    auto& call = op.call();
+    call.f[0] = p.eps, call.f[1] = p.momentum, call.i[0] = p.training != 0;
+    op.push();
+    *out = op.release_output(0);
+    if (save_mean) *save_mean = op.release_output(1);
+    if (save_invstd) *save_invstd = op.release_output(2);
+  });
+}
+
+BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, braid_tensor* out) {
+  return guard("braid_softmax", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op(log ? "log_softmax" : "softmax", BRAID_KOP_SOFTMAX);
+    Tensor& tx = op.input(x, "x");
+    require_float(tx, op.name(), "x");
+    int32_t ax = normalize_axis(axis, tx.shape.ndim, op.name());
+    op.require_kernel(tx.dtype);
+    op.output(tx.dtype, tx.shape);
+    op.call().i[0] = ax;
+    op.call().i[1] = log != 0;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_softmax_cross_entropy(braid_tensor logits, braid_tensor labels, braid_tensor* out) {
+  return guard("braid_softmax_cross_entropy", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("softmax_cross_entropy", BRAID_KOP_SOFTMAX_CE);
+    Tensor& tl = op.input(logits, "logits");
+    Tensor& ty = op.input(labels, "labels");
+    require_float(tl, op.name(), "logits");
+    if (!dtype_is_int(ty.dtype)) fail(BRAID_ERR_DTYPE, "labels must be int32 or int64, not ", dtype_name(ty.dtype));
+    if (tl.shape.ndim != 2) fail(BRAID_ERR_SHAPE, "logits must be N,K, got ", tl.shape.str());
+    if (ty.shape.ndim != 1 || ty.shape[0] != tl.shape[0])
+      fail(BRAID_ERR_SHAPE, "labels must have shape [", tl.shape[0], "], got ", ty.shape.str());
+    if (tl.shape[1] == 0) fail(BRAID_ERR_SHAPE, "logits have no classes");
+    op.require_kernel(tl.dtype);
+    int64_t n = tl.shape[0];
+    op.output(tl.dtype, Shape::of({&n, 1}));
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out, braid_tensor* mask) {
+  return guard("braid_dropout", [&] {
+    require(out, "out");
+    *out = nullptr;
+    if (mask) *mask = nullptr;
+    OpBuilder op("dropout", BRAID_KOP_DROPOUT);
+    Tensor& tx = op.input(x, "x");
+    require_float(tx, "dropout", "x");
+    if (!(p >= 0 && p < 1)) fail(BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be in [0, 1), got ", p);
+    op.require_kernel(tx.dtype);
+    op.output(tx.dtype, tx.shape);
+    op.output(tx.dtype, tx.shape);
+    Context& c = op.context();
+    op.call().f[0] = p;
+    op.call().i[0] = static_cast<int64_t>(c.seed.load());
+    op.call().i[1] = static_cast<int64_t>(c.rng_draw.fetch_add(1));
+    op.push();
+    *out = op.release_output(0);
+    if (mask) *mask = op.release_output(1);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,111 @@
+#include "ops/op_builder.h"
+
+namespace braid {
+
+void OpBuilder::set_device(Context& ctx, Device& dev) {
+  if (!device_) {
+    ctx_ = &ctx;
+    device_ = &dev;
+    node_ = ctx.engine->make_node(name_, dev);
+    node_->call.op = kop_;
+    node_->work.kind = BRAID_WORK_KERNEL;
+    return;
+  }
+  if (ctx_ != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name_, ": operands belong to different contexts");
+  if (device_ != &dev)
+    fail(BRAID_ERR_DEVICE, name_, ": operands are on different devices (", device_->id, " and ", dev.id,
+         "); copy one with braid_copy first");
+}
+
+void OpBuilder::on_device(braid_context ctx, braid_device device) {
+  Context& c = checked_context(ctx, "ctx");
+  set_device(c, c.device(device, name_));
+}
+
+void OpBuilder::add_read(Storage* s) {
+  for (size_t i = 0; i < num_reads_; ++i)
+    if (reads_[i] == s) return;
+  reads_[num_reads_++] = s;
+}
+
+void OpBuilder::add_write(Storage* s) {
+  for (size_t i = 0; i < num_writes_; ++i)
+    if (writes_[i] == s) return;
+  writes_[num_writes_++] = s;
+}
+
+Tensor& OpBuilder::operand(braid_tensor t, const char* what) {
+  Tensor& x = checked_tensor(t, what);
+  set_device(*x.ctx, x.device());
+  return x;
+}
+
+Tensor& OpBuilder::input(braid_tensor t, const char* what) {
+  Tensor& x = operand(t, what);
+  add_input_view(x, x.view());
+  return x;
+}
+
+void OpBuilder::add_input_view(Tensor& t, const braid_buffer_view& view) {
+  auto& call = node_->call;
+  if (call.num_inputs >= BRAID_KERNEL_MAX_INPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many inputs");
+  call.inputs[call.num_inputs++] = view;
+  add_read(t.storage.get());
+}
+
+void OpBuilder::add_inplace_output(Tensor& t) {
+  auto& call = node_->call;
+  if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
+  call.outputs[call.num_outputs++] = t.view();
+  add_read(t.storage.get());
+  add_write(t.storage.get());
+}
+
+void OpBuilder::add_overwritten_output(Tensor& t, const braid_buffer_view& view) {
+  auto& call = node_->call;
+  if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
+  call.outputs[call.num_outputs++] = view;
+  add_write(t.storage.get());
+}
+
+Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
+  if (!device_) fail(BRAID_ERR_INTERNAL, name_, ": output before device");
+  if (!throttled_) {
+    ctx_->engine->throttle(*device_);
+    throttled_ = true;
+  }
+  auto& call = node_->call;
+  if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
+  TensorRef ref = ctx_->new_tensor(*device_, dtype, shape);
+  Tensor& t = *ref;
+  node_->out_bytes += t.storage->block.size;
+  call.outputs[call.num_outputs++] = t.view();
+  add_write(t.storage.get());
+  outputs_[static_cast<size_t>(call.num_outputs - 1)] = std::move(ref);
+  ++num_new_outputs_;
+  return t;
+}
+
+void OpBuilder::require_kernel(braid_dtype dtype) {
+  if (!device_->api->supports(kop_, dtype))
+    fail(BRAID_ERR_UNSUPPORTED, name_, ": the ", device_->backend->name, " backend has no ", dtype_name(dtype),
+         " kernel for this op on ", device_->id);
+}
+
+void OpBuilder::push(braid_queue_kind queue) {
+  if (!throttled_) ctx_->engine->throttle(*device_);
+  ctx_->engine->push(node_, {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
+}
+
+void require_float(const Tensor& t, const char* op, const char* what) {
+  if (!dtype_is_float(t.dtype))
+    fail(BRAID_ERR_DTYPE, op, ": ", what, " must be float32 or float64, not ", dtype_name(t.dtype));
+}
+
+void require_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  if (a.dtype != b.dtype)
+    fail(BRAID_ERR_DTYPE, op, ": operands have different dtypes (", dtype_name(a.dtype), " and ", dtype_name(b.dtype),
+         "); cast one with braid_cast");
+}
+
+}  // namespace braid

@@ -1,0 +1,72 @@
+// Builds one kernel op: validates operand handles and devices, allocates outputs, fills the kernel
+// call, and pushes it to the engine with its read and write sets. Every op in ops/ goes through it,
+// so validation, backpressure and dependency tracking happen the same way for all of them.
+#pragma once
+#include <array>
+#include <memory>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/shape.h"
+
+namespace braid {
+
+class OpBuilder {
+ public:
+  OpBuilder(const char* name, braid_kernel_op kop) : name_(name), kop_(kop) {}
+
+  const char* name() const noexcept { return name_; }
+  // For ops without tensor inputs (creation): the device they run on.
+  void on_device(braid_context ctx, braid_device device);
+  // A tensor operand: validated, on the op's device, read by the op. Returns the tensor.
+  Tensor& input(braid_tensor t, const char* what);
+  // A validated operand whose view the caller adds itself (broadcast, batched matmul...).
+  Tensor& operand(braid_tensor t, const char* what);
+  void add_input_view(Tensor& t, const braid_buffer_view& view);
+  // An existing tensor the op overwrites in place (also read): its view becomes an output.
+  void add_inplace_output(Tensor& t);
+  // An existing tensor the op overwrites entirely (not read): its view becomes an output.
+  void add_overwritten_output(Tensor& t, const braid_buffer_view& view);
+  // A tensor the kernel updates in place without it being one of the call's views (batch norm's
+  // running statistics).
+  void mark_written(Tensor& t) { add_write(t.storage.get()); }
+  // A new output tensor; the first allocation waits for backpressure.
+  Tensor& output(braid_dtype dtype, const Shape& shape);
+
+  braid_kernel_call& call() noexcept { return node_->call; }
+  Context& context() noexcept { return *ctx_; }
+  Device& device() noexcept { return *device_; }
+  // Fails with BRAID_ERR_UNSUPPORTED when the device's backend has no kernel for dtype.
+  void require_kernel(braid_dtype dtype);
+  void push(braid_queue_kind queue = BRAID_QUEUE_COMPUTE);
+  // Hands output i to the application (after push).
+  braid_tensor release_output(int i) noexcept { return outputs_[static_cast<size_t>(i)].release(); }
+
+ private:
+  void set_device(Context& ctx, Device& dev);
+  void add_read(Storage* s);
+  void add_write(Storage* s);
+
+  const char* name_;
+  braid_kernel_op kop_;
+  Context* ctx_ = nullptr;
+  Device* device_ = nullptr;
+  std::shared_ptr<OpNode> node_;
+  std::array<Storage*, OpNode::kMaxKeep> reads_{}, writes_{};
+  size_t num_reads_ = 0, num_writes_ = 0;
+  std::array<TensorRef, BRAID_KERNEL_MAX_OUTPUTS> outputs_;
+  int num_new_outputs_ = 0;
+  bool throttled_ = false;
+};
+
+// Checks a pointer argument the caller must provide.
+inline void require(const void* p, const char* what) {
+  if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+}
+// Throws BRAID_ERR_DTYPE unless dtype is float32 or float64.
+void require_float(const Tensor& t, const char* op, const char* what);
+// Throws BRAID_ERR_DTYPE unless a and b have the same dtype.
+void require_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+
+}  // namespace braid

@@ -1,0 +1,54 @@
+// Reductions over axes, and argmax.
+#include "ops/op_builder.h"
+#include "ops/shapes.h"
+
+using namespace braid;
+
+extern "C" {
+
+BRAID_API braid_status braid_reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes,
+                                    int32_t keepdims, braid_tensor* out) {
+  return guard("braid_reduce", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("reduce", BRAID_KOP_REDUCE);
+    Tensor& a = op.input(x, "x");
+    if (rop < 0 || rop >= BRAID_REDUCE_COUNT) fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_reduce_op ", rop);
+    bool int_ok = rop == BRAID_REDUCE_SUM || rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN;
+    if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && int_ok)))
+      fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this reduction");
+    uint32_t mask = reduce_mask(a.shape.ndim, naxes, axes, "reduce");
+    Shape kept = reduce_shape(a.shape, mask, true);
+    if (a.shape.numel() == 0 && (rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN) && kept.numel() != 0)
+      fail(BRAID_ERR_SHAPE, "max/min of an empty axis is undefined");
+    op.require_kernel(a.dtype);
+    Tensor& y = op.output(a.dtype, reduce_shape(a.shape, mask, keepdims != 0));
+    op.call().outputs[0] = reshaped_view(y.view(), kept);  // the kernel sees the keepdims layout
+    op.call().i[0] = rop;
+    op.call().i[1] = mask;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdims, braid_tensor* out) {
+  return guard("braid_argmax", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("argmax", BRAID_KOP_ARGMAX);
+    Tensor& a = op.input(x, "x");
+    if (!dtype_is_float(a.dtype) && !dtype_is_int(a.dtype))
+      fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of argmax");
+    int32_t ax = normalize_axis(axis, a.shape.ndim, "argmax");
+    if (a.shape[ax] == 0) fail(BRAID_ERR_SHAPE, "argmax over an empty axis");
+    Shape kept = reduce_shape(a.shape, 1u << ax, true);
+    op.require_kernel(a.dtype);
+    Tensor& y = op.output(BRAID_INT64, reduce_shape(a.shape, 1u << ax, keepdims != 0));
+    op.call().outputs[0] = reshaped_view(y.view(), kept);
+    op.call().i[0] = ax;
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,176 @@
+// The C ABI of tensors: creation from host data, queries, waits and host copies.
+#include <cstring>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/op_builder.h"
+
+using namespace braid;
+
+namespace {
+
+void check_bytes(const Tensor& t, size_t bytes, const char* what) {
+  if (bytes != t.bytes())
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is ", bytes, " bytes but the tensor of shape ", t.shape.str(), " and dtype ",
+         dtype_name(t.dtype), " holds ", t.bytes());
+}
+
+// Host address of the tensor's data when its device's memory is plain host memory, else NULL.
+std::byte* host_address(const Tensor& t) {
+  auto* base = static_cast<std::byte*>(t.device().api->buffer_host_pointer(t.storage->block.buffer));
+  return base ? base + t.storage->block.offset : nullptr;
+}
+
+// Pushes an upload of host bytes into t (ordered after earlier ops on t). The bytes are copied first.
+void push_upload(Tensor& t, const void* data, size_t bytes) {
+  Context& ctx = *t.ctx;
+  auto node = ctx.engine->make_node("write_host", t.device());
+  node->work.kind = BRAID_WORK_COPY;
+  node->host_data.assign(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + bytes);
+  node->copy.src_host = node->host_data.data();
+  node->copy.dst_buffer = t.storage->block.buffer;
+  node->copy.dst_offset = t.storage->block.offset;
+  node->copy.bytes = bytes;
+  Storage* s = t.storage.get();
+  ctx.engine->throttle(t.device());
+  ctx.engine->push(node, {&s, 1}, {&s, 1}, BRAID_QUEUE_TRANSFER);
+}
+
+void wait_readable(Tensor& t, const char* what) {
+  Context& ctx = *t.ctx;
+  int64_t t0 = ctx.profiler.enabled() ? ctx.profiler.now() : 0;
+  WaitResult r = ctx.engine->wait_to_read(*t.storage);
+  if (t0) ctx.profiler.record_wait(what, t0, ctx.profiler.now());
+  if (r.status != BRAID_OK) fail(r.status, r.message);
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                          const int64_t* shape, braid_tensor* out) {
+  return guard("braid_tensor_empty", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Context& c = checked_context(ctx, "ctx");
+    check_dtype(dtype, "dtype");
+    Shape s = Shape::from(ndim, shape, "shape");
+    Device& d = c.device(device, "device");
+    *out = c.new_tensor(d, dtype, s).release();
+  });
+}
+
+BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                              const int64_t* shape, const void* data, size_t bytes, braid_tensor* out) {
+  return guard("braid_tensor_from_host", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Context& c = checked_context(ctx, "ctx");
+    check_dtype(dtype, "dtype");
+    Shape s = Shape::from(ndim, shape, "shape");
+    Device& d = c.device(device, "device");
+    const uint64_t need = static_cast<uint64_t>(s.numel()) * dtype_size(dtype);
+    if (bytes != need)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "data is ", bytes, " bytes but shape ", s.str(), " of ", dtype_name(dtype),
+           " needs ", need);
+    if (need > 0) require(data, "data");
+    TensorRef t = c.new_tensor(d, dtype, s);
+    if (need > 0) {
+      // A fresh storage has no readers or writers yet, so host memory can be filled directly.
+      if (std::byte* dst = host_address(*t)) std::memcpy(dst, data, need);
+      else push_upload(*t, data, need);
+    }
+    *out = t.release();
+  });
+}
+
+BRAID_API braid_status braid_tensor_retain(braid_tensor t) {
+  return guard("braid_tensor_retain", [&] { checked_tensor(t, "t").refs.fetch_add(1); });
+}
+
+BRAID_API braid_status braid_tensor_release(braid_tensor t) {
+  return guard("braid_tensor_release", [&] { release_tensor(&checked_tensor(t, "t")); });
+}
+
+BRAID_API braid_status braid_tensor_ndim(braid_tensor t, int32_t* out) {
+  return guard("braid_tensor_ndim", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    require(out, "out");
+    *out = x.shape.ndim;
+  });
+}
+
+BRAID_API braid_status braid_tensor_shape(braid_tensor t, int64_t* shape) {
+  return guard("braid_tensor_shape", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    require(shape, "shape");
+    for (int i = 0; i < x.shape.ndim; ++i) shape[i] = x.shape[i];
+  });
+}
+
+BRAID_API braid_status braid_tensor_dtype(braid_tensor t, braid_dtype* out) {
+  return guard("braid_tensor_dtype", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    require(out, "out");
+    *out = x.dtype;
+  });
+}
+
+BRAID_API braid_status braid_tensor_device(braid_tensor t, braid_device* out) {
+  return guard("braid_tensor_device", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    require(out, "out");
+    *out = x.device().index;
+  });
+}
+
+BRAID_API braid_status braid_tensor_numel(braid_tensor t, int64_t* out) {
+  return guard("braid_tensor_numel", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    require(out, "out");
+    *out = x.shape.numel();
+  });
+}
+
+BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t) {
+  return guard("braid_tensor_wait_to_read", [&] { wait_readable(checked_tensor(t, "t"), "wait_to_read"); });
+}
+
+BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes) {
+  return guard("braid_tensor_to_host", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    check_bytes(x, bytes, "bytes");
+    if (bytes == 0) return;
+    require(data, "data");
+    wait_readable(x, "to_host");
+    if (const std::byte* src = host_address(x)) {
+      std::memcpy(data, src, bytes);
+      return;
+    }
+    Context& ctx = *x.ctx;
+    auto node = ctx.engine->make_node("to_host", x.device());
+    node->work.kind = BRAID_WORK_COPY;
+    node->copy.src_buffer = x.storage->block.buffer;
+    node->copy.src_offset = x.storage->block.offset;
+    node->copy.dst_host = data;
+    node->copy.bytes = bytes;
+    Storage* s = x.storage.get();
+    ctx.engine->push(node, {&s, 1}, {}, BRAID_QUEUE_TRANSFER);
+    WaitResult r = ctx.engine->wait(node);
+    if (r.status != BRAID_OK) fail(r.status, r.message);
+  });
+}
+
+BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes) {
+  return guard("braid_tensor_write_host", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    check_bytes(x, bytes, "bytes");
+    if (bytes == 0) return;
+    require(data, "data");
+    push_upload(x, data, bytes);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,26 @@
+// A storage is one allocation on one device, shared by the tensors that view it (reshape), with
+// the engine variable that orders the ops touching it.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "device/device.h"
+#include "engine/node.h"
+#include "memory/caching_allocator.h"
+
+namespace braid {
+
+struct Storage : std::enable_shared_from_this<Storage> {
+  Device* device;
+  Block block;
+  uint64_t bytes;  // requested size
+  Var var;
+
+  Storage(Device* d, Block b, uint64_t n) : device(d), block(b), bytes(n) {}
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  // Runs when the last tensor and the last in-flight op using it let go: the deferred free.
+  ~Storage() { device->allocator->free(block); }
+};
+
+}  // namespace braid

@@ -1,0 +1,82 @@
+#include "tensor/tensor.h"
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+
+namespace braid {
+void release_context(Context* ctx) noexcept;
+
+Tensor* TensorPool::acquire() {
+  std::lock_guard lock(mu_);
+  Tensor* t;
+  if (free_.size() > kQuarantine) {
+    t = free_.front();
+    free_.pop_front();
+  } else {
+    t = &slots_.emplace_back();
+  }
+  t->refs.store(1, std::memory_order_relaxed);
+  t->magic.store(kLive, std::memory_order_release);
+  return t;
+}
+
+void TensorPool::release(Tensor* t) noexcept {
+  std::lock_guard lock(mu_);
+  t->magic.store(kDead, std::memory_order_release);
+  try {
+    free_.push_back(t);
+  } catch (...) {  // the slot is simply not reused
+  }
+}
+
+TensorRef& TensorRef::operator=(TensorRef&& o) noexcept {
+  if (this != &o) {
+    if (t_) release_tensor(t_);
+    t_ = o.t_;
+    o.t_ = nullptr;
+  }
+  return *this;
+}
+
+TensorRef::~TensorRef() {
+  if (t_) release_tensor(t_);
+}
+
+void release_tensor(Tensor* t) noexcept {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Context* ctx = t->ctx;
+  t->storage.reset();  // the storage itself lives on while in-flight ops use it
+  t->ctx = nullptr;
+  ctx->tensors.release(t);
+  release_context(ctx);
+}
+
+Tensor& checked_tensor(braid_tensor t, const char* what) {
+  if (!t) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  uint32_t magic = t->magic.load(std::memory_order_acquire);
+  if (magic == TensorPool::kDead) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is a released tensor handle");
+  if (magic != TensorPool::kLive) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a tensor handle");
+  check_fork(*t->ctx);
+  return *t;
+}
+
+}  // namespace braid
+
+uint64_t braid_tensor_t::bytes() const noexcept {
+  return static_cast<uint64_t>(shape.numel()) * braid::dtype_size(dtype);
+}
+
+braid_buffer_view braid_tensor_t::view() const noexcept {
+  braid_buffer_view v{};
+  v.buffer = storage->block.buffer;
+  v.byte_offset = storage->block.offset;
+  v.dtype = dtype;
+  v.ndim = shape.ndim;
+  auto strides = shape.contiguous_strides();
+  for (int i = 0; i < shape.ndim; ++i) {
+    v.shape[i] = shape[i];
+    v.strides[i] = strides[static_cast<size_t>(i)];
+  }
+  return v;
+}

@@ -1,0 +1,75 @@
+// The tensor handle behind braid_tensor: a dtype and shape over a storage (always row-major
+// contiguous; reshape shares the storage, every other layout change copies).
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+#include "core/shape.h"
+#include "tensor/storage.h"
+
+struct braid_context_t;
+
+struct braid_tensor_t {
+  std::atomic<uint32_t> magic{0};
+  std::atomic<int32_t> refs{0};
+  braid_context_t* ctx = nullptr;
+  std::shared_ptr<braid::Storage> storage;
+  braid_dtype dtype = BRAID_FLOAT32;
+  braid::Shape shape;
+
+  braid::Device& device() const noexcept { return *storage->device; }
+  uint64_t bytes() const noexcept;
+  // A view for a kernel call: the whole tensor, contiguous.
+  braid_buffer_view view() const noexcept;
+};
+
+namespace braid {
+
+using Tensor = braid_tensor_t;
+
+// Owns tensor handle objects for a context. Released handles are quarantined (reused only after
+// many later releases) and marked dead, so a call with a released handle is reported, not a crash.
+class TensorPool {
+ public:
+  static constexpr uint32_t kLive = 0x7e45011e;
+  static constexpr uint32_t kDead = 0xdeadbeef;
+  Tensor* acquire();
+  void release(Tensor* t) noexcept;  // t must have no references left
+
+ private:
+  static constexpr size_t kQuarantine = 4096;
+  std::mutex mu_;
+  std::deque<Tensor> slots_;     // stable addresses
+  std::deque<Tensor*> free_;     // FIFO
+};
+
+// Holds one reference to a tensor; releases it unless handed out with release().
+class TensorRef {
+ public:
+  TensorRef() = default;
+  explicit TensorRef(Tensor* t) noexcept : t_(t) {}
+  TensorRef(TensorRef&& o) noexcept : t_(o.t_) { o.t_ = nullptr; }
+  TensorRef& operator=(TensorRef&& o) noexcept;
+  ~TensorRef();
+  Tensor* get() const noexcept { return t_; }
+  Tensor* operator->() const noexcept { return t_; }
+  Tensor& operator*() const noexcept { return *t_; }
+  Tensor* release() noexcept {
+    Tensor* t = t_;
+    t_ = nullptr;
+    return t;
+  }
+
+ private:
+  Tensor* t_ = nullptr;
+};
+
+// Validates a handle from the application (NULL, released, stale after fork) and returns it.
+Tensor& checked_tensor(braid_tensor t, const char* what);
+// Drops one reference; the last one frees the handle and lets go of the storage and context.
+void release_tensor(Tensor* t) noexcept;
+
+}  // namespace braid

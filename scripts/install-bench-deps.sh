@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Installs the build dependencies plus python3-torch, which braid-bench runs (through /usr/bin/python3)
+# as the comparison anchor of the engine and async suites. PyTorch is never a dependency of braid.
+set -euo pipefail
+exec "$(dirname "${BASH_SOURCE[0]}")/install-deps.sh" --bench "$@"

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Installs everything braid needs to build and test, from Debian 12 (bookworm) packages.
+#
+#   scripts/install-deps.sh            build + test dependencies
+#   scripts/install-deps.sh --bench    also python3-torch, the benchmarks' comparison anchor
+#                                      (never a dependency of braid itself)
+#
+# Idempotent and fast when there is nothing to do: packages already installed (per dpkg-query) are
+# skipped, and apt-get update only runs when something is missing. Runs as root, or through sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config  # toolchain (CMake >= 3.25, Ninja)
+  libopenblas-dev libtbb-dev                           # CPU backend: gemm and the per-device thread pools
+  doctest-dev                                          # unit and conformance tests
+  zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
+  python3 python3-numpy                                # Python bindings and their tests
+)
+for arg in "$@"; do
+  case "$arg" in
+    --bench) packages+=(python3-torch) ;;
+    -h | --help)
+      sed -n '2,9s/^# \{0,1\}//p' "$0"
+      exit 0
+      ;;
+    *)
+      echo "install-deps.sh: unknown argument '$arg'" >&2
+      exit 2
+      ;;
+  esac
+done
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps.sh: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+as_root=()
+if ((EUID != 0)); then
+  if ! command -v sudo >/dev/null; then
+    echo "install-deps.sh: missing packages (${missing[*]}); run as root or install sudo" >&2
+    exit 1
+  fi
+  as_root=(sudo)
+fi
+echo "install-deps.sh: installing ${missing[*]}"
+# env, not export: sudo resets the environment, and apt must never stop to ask a question.
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

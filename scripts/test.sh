@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The full test job (what CI runs, through .ci/run):
+#
+#   1. build/ with warnings as errors; every ctest suite, then again with BRAID_CPU_DEVICES=2
+#      (multi-device paths) and with BRAID_ENGINE=sync (every op completes at push time)
+#   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
+#   3. build-tsan/ (TSan): the runtime and ops suites
+#
+# Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
+# non-zero if any step failed. Sanitizer suppressions live in tests/sanitizers/, each one explained.
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+jobs="$(nproc)"
+supp="$root/tests/sanitizers"
+sanitized_tests='^braid-test-(runtime|ops)$'
+failed=()
+start=$SECONDS
+
+# step NAME COMMAND...: runs and times one step, records a failure without stopping the job.
+step() {
+  local name="$1" t0=$SECONDS
+  shift
+  echo
+  echo "==== $name"
+  if "$@"; then
+    echo "==== $name: ok ($((SECONDS - t0)) s)"
+  else
+    echo "==== $name: FAILED ($((SECONDS - t0)) s)"
+    failed+=("$name")
+  fi
+}
+
+# run_ctest BUILD_DIR [VAR=VALUE...] [ctest args...]: ctest with that environment (test processes
+# inherit it), started through ${launcher[@]} when set. A run that finds no test fails: a suite
+# that silently vanished is not a pass.
+launcher=()
+run_ctest() {
+  local dir="$1" vars=()
+  shift
+  while (($#)) && [[ "$1" == *=* ]]; do vars+=("$1") && shift; done
+  "${launcher[@]}" env "${vars[@]}" ctest --test-dir "$dir" --output-on-failure --no-tests=error --parallel "$jobs" "$@"
+}
+
+# Probes what the sanitizers can do on this kernel, with a tiny program, before trusting them with
+# the real suites:
+#  - LeakSanitizer stops the world with ptrace; where that is forbidden (some containers) it dies on
+#    every exit, so leak checking is turned off there, with a note, rather than failing every test.
+#  - TSan (GCC 12) maps shadow memory at fixed addresses and aborts with "unexpected memory mapping"
+#    on kernels with vm.mmap_rnd_bits > 28; running the tests with ASLR off (setarch -R) avoids it.
+probe_dir="$(mktemp -d)"
+trap 'rm -rf "$probe_dir"' EXIT
+printf 'int main(void) { return 0; }\n' >"$probe_dir/probe.c"
+leaks=1
+if cc -fsanitize=address "$probe_dir/probe.c" -o "$probe_dir/asan" 2>/dev/null &&
+  ! ASAN_OPTIONS=detect_leaks=1 "$probe_dir/asan" >/dev/null 2>&1; then
+  echo "note: LeakSanitizer does not work here (ptrace not permitted?); ASan runs without leak checking"
+  leaks=0
+fi
+tsan_prefix=()
+if cc -fsanitize=thread "$probe_dir/probe.c" -o "$probe_dir/tsan" 2>/dev/null && ! "$probe_dir/tsan" >/dev/null 2>&1; then
+  if setarch "$(uname -m)" -R "$probe_dir/tsan" >/dev/null 2>&1; then
+    echo "note: TSan needs ASLR off on this kernel; its tests run under setarch -R"
+    tsan_prefix=(setarch "$(uname -m)" -R)
+  else
+    echo "note: TSan cannot run on this machine even with ASLR off"
+  fi
+fi
+
+# ---- 1. the normal build, warnings as errors --------------------------------------------------------
+if step "build (build/, -Werror)" scripts/build.sh --werror; then
+  step "ctest" run_ctest build
+  step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2
+  step "ctest, BRAID_ENGINE=sync" run_ctest build BRAID_ENGINE=sync
+fi
+
+# ---- 2. ASan + UBSan ---------------------------------------------------------------------------------
+# No -Werror here: GCC's sanitizer instrumentation changes inlining and emits its own false-positive
+# warnings (-Wmaybe-uninitialized, -Wstringop-overflow); the warning gate is step 1.
+asan_env=(
+  ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+  LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+)
+if step "build (build-asan/, ASan+UBSan)" scripts/build.sh --sanitize address; then
+  step "ctest ASan+UBSan" run_ctest build-asan "${asan_env[@]}" -R "$sanitized_tests"
+fi
+
+# ---- 3. TSan -----------------------------------------------------------------------------------------
+tsan_env=(TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$supp/tsan.supp")
+if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread; then
+  # setarch (when needed) wraps ctest; the no-ASLR personality is inherited by the tests it starts.
+  launcher=("${tsan_prefix[@]}")
+  step "ctest TSan" run_ctest build-tsan "${tsan_env[@]}" -R "$sanitized_tests"
+  launcher=()
+fi
+
+echo
+if ((${#failed[@]})); then
+  echo "test.sh: ${#failed[@]} step(s) FAILED in $((SECONDS - start)) s:"
+  printf '  - %s\n' "${failed[@]}"
+  exit 1
+fi
+echo "test.sh: all steps passed in $((SECONDS - start)) s"

@@ -1,0 +1,318 @@
+// Error paths of every op function of braid.h: NULL handles and outputs, bad enum values and axes,
+// shapes that do not agree, and dtypes the op does not accept. All of them are synchronous.
+#include "errors.h"
+
+using errors::bad_device;
+using errors::Out;
+using errors::tensor;
+
+namespace {
+
+// A float16 tensor (storage only): made by a cast, since creation ops need not support it.
+braid::Tensor half_tensor(braid::List<int64_t> shape) { return braid::cast(tensor(0, BRAID_FLOAT32, shape), BRAID_FLOAT16); }
+
+}  // namespace
+
+TEST_CASE("errors: unary") {
+  Out o;
+  const auto f = tensor(0, BRAID_FLOAT32, {3}), i = tensor(0, BRAID_INT32, {3});
+  CHECK_FAILS(braid_unary(BRAID_UNARY_EXP, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
+  CHECK_FAILS(braid_unary(BRAID_UNARY_EXP, f.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
+  CHECK_FAILS(braid_unary(BRAID_UNARY_COUNT, f.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
+  CHECK_FAILS(braid_unary(static_cast<braid_unary_op>(-1), f.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
+  for (braid_unary_op op : {BRAID_UNARY_EXP, BRAID_UNARY_LOG, BRAID_UNARY_SQRT, BRAID_UNARY_SIGMOID, BRAID_UNARY_TANH}) {
+    INFO("float-only unary op ", static_cast<int>(op), " on int32");
+    CHECK_FAILS(braid_unary(op, i.get(), o.p()), BRAID_ERR_DTYPE, "braid_unary");
+  }
+  CHECK_FAILS(braid_unary(BRAID_UNARY_NEG, half_tensor({3}).get(), o.p()), BRAID_ERR_DTYPE, "braid_unary");
+}
+
+TEST_CASE("errors: binary and binary_scalar") {
+  Out o;
+  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5}), d = tensor(0, BRAID_FLOAT64, {3, 4});
+  const auto t = tensor(0, BRAID_FLOAT32, {4, 3});
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, nullptr, a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), a.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_COUNT, a.get(), a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), b.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_MUL, a.get(), t.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), d.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, tensor(0, BRAID_INT32, {3, 4}).get(), a.get(), o.p()), BRAID_ERR_DTYPE,
+              "braid_binary");
+  const auto h = half_tensor({3, 4});
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, h.get(), h.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
+
+  CHECK_FAILS(braid_binary_scalar(BRAID_BINARY_ADD, nullptr, 1.0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_binary_scalar");
+  CHECK_FAILS(braid_binary_scalar(BRAID_BINARY_ADD, a.get(), 1.0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_binary_scalar");
+  CHECK_FAILS(braid_binary_scalar(static_cast<braid_binary_op>(99), a.get(), 1.0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_binary_scalar");
+  CHECK_FAILS(braid_binary_scalar(BRAID_BINARY_ADD, h.get(), 1.0, 0, o.p()), BRAID_ERR_DTYPE, "braid_binary_scalar");
+}
+
+TEST_CASE("errors: reduce and argmax") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
+  const int32_t ax2[] = {2}, axm3[] = {-3}, dup[] = {0, -2}, nine[9] = {};
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, nullptr, 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 0, nullptr, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_COUNT, x.get(), 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, ax2, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, axm3, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 2, dup, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), -1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 9, nine, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, half_tensor({3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
+              "braid_reduce");
+
+  CHECK_FAILS(braid_argmax(nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
+  CHECK_FAILS(braid_argmax(x.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
+  CHECK_FAILS(braid_argmax(x.get(), 2, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
+  CHECK_FAILS(braid_argmax(x.get(), -3, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
+  CHECK_FAILS(braid_argmax(half_tensor({3}).get(), 0, 0, o.p()), BRAID_ERR_DTYPE, "braid_argmax");
+}
+
+TEST_CASE("errors: matmul") {
+  Out o;
+  const auto a = tensor(0, BRAID_FLOAT32, {2, 3}), b = tensor(0, BRAID_FLOAT32, {4, 5});
+  const auto b34 = tensor(0, BRAID_FLOAT32, {3, 4});
+  CHECK_FAILS(braid_matmul(nullptr, b.get(), 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
+  CHECK_FAILS(braid_matmul(a.get(), nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
+  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
+  CHECK_FAILS(braid_matmul(a.get(), b.get(), 0, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");     // 3 vs 4
+  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 1, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");   // aᵀ: 2 vs 3
+  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 0, 1, o.p()), BRAID_ERR_SHAPE, "braid_matmul");   // bᵀ: 3 vs 4
+  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {3}).get(), b34.get(), 0, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");
+  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {1, 2, 2, 3}).get(), b34.get(), 0, 0, o.p()), BRAID_ERR_SHAPE,
+              "braid_matmul");
+  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {2, 2, 3}).get(), tensor(0, BRAID_FLOAT32, {3, 3, 4}).get(), 0, 0,
+                           o.p()),
+              BRAID_ERR_SHAPE, "braid_matmul");  // batch 2 vs 3
+  CHECK_FAILS(braid_matmul(a.get(), tensor(0, BRAID_FLOAT64, {3, 4}).get(), 0, 0, o.p()), BRAID_ERR_DTYPE, "braid_matmul");
+  CHECK_FAILS(braid_matmul(tensor(0, BRAID_INT32, {2, 3}).get(), tensor(0, BRAID_INT32, {3, 4}).get(), 0, 0, o.p()),
+              BRAID_ERR_DTYPE, "braid_matmul");
+}
+
+TEST_CASE("errors: reshape, slice and transpose") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
+  const int64_t s5x2[] = {5, 2}, two_infer[] = {-1, -1}, neg2[] = {-2, -6}, s5infer[] = {5, -1}, nine[9] = {12, 1, 1, 1, 1, 1, 1, 1, 1};
+  CHECK_FAILS(braid_reshape(nullptr, 2, s5x2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), 2, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), 2, s5x2, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), 2, s5x2, o.p()), BRAID_ERR_SHAPE, "braid_reshape");        // 10 != 12
+  CHECK_FAILS(braid_reshape(x.get(), 2, s5infer, o.p()), BRAID_ERR_SHAPE, "braid_reshape");     // 12 % 5 != 0
+  CHECK_FAILS(braid_reshape(x.get(), 2, two_infer, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), 2, neg2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), 9, nine, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  CHECK_FAILS(braid_reshape(x.get(), -1, s5x2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+
+  const int64_t b0[] = {0, 0}, e_ok[] = {3, 4}, e_far[] = {3, 5}, b_late[] = {2, 0}, e_early[] = {1, 4}, st0[] = {1, 0};
+  CHECK_FAILS(braid_slice(nullptr, b0, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
+  CHECK_FAILS(braid_slice(x.get(), nullptr, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
+  CHECK_FAILS(braid_slice(x.get(), b0, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
+  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
+  CHECK_FAILS(braid_slice(x.get(), b0, e_far, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");       // end past the axis
+  CHECK_FAILS(braid_slice(x.get(), b_late, e_early, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");  // begin > end
+  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");  // step 0
+
+  const int32_t rep[] = {0, 0}, far[] = {0, 2}, ok[] = {1, 0};
+  CHECK_FAILS(braid_transpose(nullptr, ok, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
+  CHECK_FAILS(braid_transpose(x.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
+  CHECK_FAILS(braid_transpose(x.get(), ok, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
+  CHECK_FAILS(braid_transpose(x.get(), rep, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
+  CHECK_FAILS(braid_transpose(x.get(), far, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
+}
+
+TEST_CASE("errors: concat, copy, cast and copy_into") {
+  Out o;
+  const auto a = tensor(0, BRAID_FLOAT32, {2, 3}), b = tensor(0, BRAID_FLOAT32, {2, 4}), c = tensor(0, BRAID_FLOAT32, {2, 3, 1});
+  const auto d = tensor(0, BRAID_FLOAT64, {2, 3});
+  const braid_tensor ab[] = {a.get(), b.get()}, ac[] = {a.get(), c.get()}, ad[] = {a.get(), d.get()}, an[] = {a.get(), nullptr};
+  CHECK_FAILS(braid_concat(0, ab, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(-1, ab, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(2, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(2, an, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(2, ab, 1, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(2, ab, 0, o.p()), BRAID_ERR_SHAPE, "braid_concat");  // 3 vs 4 off the axis
+  CHECK_FAILS(braid_concat(2, ac, 0, o.p()), BRAID_ERR_SHAPE, "braid_concat");  // ranks differ
+  CHECK_FAILS(braid_concat(2, ab, 2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
+  CHECK_FAILS(braid_concat(2, ad, 0, o.p()), BRAID_ERR_DTYPE, "braid_concat");
+
+  CHECK_FAILS(braid_copy(nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");
+  CHECK_FAILS(braid_copy(a.get(), bad_device(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");
+  CHECK_FAILS(braid_copy(a.get(), -1, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");
+  CHECK_FAILS(braid_copy(a.get(), 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");
+
+  CHECK_FAILS(braid_cast(nullptr, BRAID_FLOAT64, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_cast");
+  CHECK_FAILS(braid_cast(a.get(), static_cast<braid_dtype>(17), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_cast");
+  CHECK_FAILS(braid_cast(a.get(), BRAID_DTYPE_COUNT, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_cast");
+  CHECK_FAILS(braid_cast(a.get(), BRAID_FLOAT64, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_cast");
+
+  CHECK_FAILS(braid_copy_into(nullptr, a.get()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy_into");
+  CHECK_FAILS(braid_copy_into(a.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_copy_into");
+  CHECK_FAILS(braid_copy_into(a.get(), b.get()), BRAID_ERR_SHAPE, "braid_copy_into");
+  CHECK_FAILS(braid_copy_into(a.get(), d.get()), BRAID_ERR_DTYPE, "braid_copy_into");
+}
+
+TEST_CASE("errors: conv2d") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {1, 3, 5, 5}), w = tensor(0, BRAID_FLOAT32, {4, 3, 3, 3});
+  const auto bias = tensor(0, BRAID_FLOAT32, {4});
+  braid_conv2d_params neg = BRAID_CONV2D_PARAMS_INIT;
+  neg.padding[0] = -1;
+  braid_conv2d_params negstride = BRAID_CONV2D_PARAMS_INIT;
+  negstride.stride[1] = -2;
+  CHECK_FAILS(braid_conv2d(nullptr, w.get(), nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), nullptr, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 2, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+              "braid_conv2d");  // 3 channels vs 2
+  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_FLOAT32, {3, 5, 5}).get(), w.get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), tensor(0, BRAID_FLOAT32, {3}).get(), nullptr, o.p()), BRAID_ERR_SHAPE,
+              "braid_conv2d");  // bias K=4
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 6, 6}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+              "braid_conv2d");  // kernel larger than the input
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, &neg, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, &negstride, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT64, {4, 3, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_DTYPE,
+              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), tensor(0, BRAID_FLOAT64, {4}).get(), nullptr, o.p()), BRAID_ERR_DTYPE,
+              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_INT32, {1, 3, 5, 5}).get(), tensor(0, BRAID_INT32, {4, 3, 3, 3}).get(), nullptr,
+                           nullptr, o.p()),
+              BRAID_ERR_DTYPE, "braid_conv2d");
+  CHECK(braid_conv2d(x.get(), w.get(), bias.get(), nullptr, o.p()) == BRAID_OK);  // the valid call works
+}
+
+TEST_CASE("errors: pool2d") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {1, 2, 5, 5});
+  braid_pool2d_params p = BRAID_POOL2D_PARAMS_INIT;
+  CHECK_FAILS(braid_pool2d(nullptr, &p, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  CHECK_FAILS(braid_pool2d(x.get(), &p, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  CHECK_FAILS(braid_pool2d(tensor(0, BRAID_FLOAT32, {2, 5, 5}).get(), &p, o.p()), BRAID_ERR_SHAPE, "braid_pool2d");
+  CHECK_FAILS(braid_pool2d(tensor(0, BRAID_INT32, {1, 2, 5, 5}).get(), &p, o.p()), BRAID_ERR_DTYPE, "braid_pool2d");
+  braid_pool2d_params q = p;
+  q.kind = static_cast<braid_pool_kind>(7);
+  CHECK_FAILS(braid_pool2d(x.get(), &q, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  q = p, q.kernel[0] = 0;
+  CHECK_FAILS(braid_pool2d(x.get(), &q, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  q = p, q.stride[1] = -1;
+  CHECK_FAILS(braid_pool2d(x.get(), &q, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  q = p, q.padding[0] = -1;
+  CHECK_FAILS(braid_pool2d(x.get(), &q, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_pool2d");
+  q = p, q.kernel[0] = q.kernel[1] = 6;
+  CHECK_FAILS(braid_pool2d(x.get(), &q, o.p()), BRAID_ERR_SHAPE, "braid_pool2d");  // window larger than 5x5
+  CHECK(braid_pool2d(x.get(), &p, o.p()) == BRAID_OK);
+}
+
+TEST_CASE("errors: batch_norm") {
+  Out y, m, s;
+  const auto x = tensor(0, BRAID_FLOAT32, {4, 3, 2, 2}), c = tensor(0, BRAID_FLOAT32, {3});
+  const auto c4 = tensor(0, BRAID_FLOAT32, {4}), cd = tensor(0, BRAID_FLOAT64, {3});
+  const braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
+  const auto bn = [&](braid_tensor xx, braid_tensor g, braid_tensor b, braid_tensor rm, braid_tensor rv, braid_tensor* out) {
+    return braid_batch_norm(xx, g, b, rm, rv, &p, out, m.p(), s.p());
+  };
+  CHECK_FAILS(bn(nullptr, c.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), nullptr, c.get(), c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c.get(), nullptr, c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c.get(), c.get(), nullptr, c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c.get(), c.get(), c.get(), nullptr, y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c.get(), c.get(), c.get(), c.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c4.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_SHAPE, "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), c.get(), c.get(), c.get(), c4.get(), y.p()), BRAID_ERR_SHAPE, "braid_batch_norm");
+  CHECK_FAILS(bn(tensor(0, BRAID_FLOAT32, {4, 3, 2}).get(), c.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_SHAPE,
+              "braid_batch_norm");
+  CHECK_FAILS(bn(x.get(), cd.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_DTYPE, "braid_batch_norm");
+  CHECK_FAILS(bn(tensor(0, BRAID_INT32, {4, 3}).get(), tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(),
+                 tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(), y.p()),
+              BRAID_ERR_DTYPE, "braid_batch_norm");
+  braid_batch_norm_params negative_eps = p;
+  negative_eps.eps = -1;
+  CHECK_FAILS(braid_batch_norm(x.get(), c.get(), c.get(), c.get(), c.get(), &negative_eps, y.p(), nullptr, nullptr),
+              BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  CHECK(bn(x.get(), c.get(), c.get(), c.get(), c.get(), y.p()) == BRAID_OK);
+}
+
+TEST_CASE("errors: softmax and softmax_cross_entropy") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
+  CHECK_FAILS(braid_softmax(nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_softmax");
+  CHECK_FAILS(braid_softmax(x.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_softmax");
+  CHECK_FAILS(braid_softmax(x.get(), 2, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_softmax");
+  CHECK_FAILS(braid_softmax(x.get(), -3, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_softmax");
+  CHECK_FAILS(braid_softmax(tensor(0, BRAID_INT32, {3, 4}).get(), 0, 0, o.p()), BRAID_ERR_DTYPE, "braid_softmax");
+
+  const auto labels = tensor(0, BRAID_INT32, {3});
+  CHECK_FAILS(braid_softmax_cross_entropy(nullptr, labels.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), labels.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), tensor(0, BRAID_FLOAT32, {3}).get(), o.p()), BRAID_ERR_DTYPE,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), tensor(0, BRAID_UINT8, {3}).get(), o.p()), BRAID_ERR_DTYPE,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(tensor(0, BRAID_INT32, {3, 4}).get(), labels.get(), o.p()), BRAID_ERR_DTYPE,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), tensor(0, BRAID_INT32, {4}).get(), o.p()), BRAID_ERR_SHAPE,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(tensor(0, BRAID_FLOAT32, {3}).get(), labels.get(), o.p()), BRAID_ERR_SHAPE,
+              "braid_softmax_cross_entropy");
+  CHECK_FAILS(braid_softmax_cross_entropy(x.get(), tensor(0, BRAID_INT32, {3, 1}).get(), o.p()), BRAID_ERR_SHAPE,
+              "braid_softmax_cross_entropy");
+}
+
+TEST_CASE("errors: dropout") {
+  Out y, mask;
+  const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
+  CHECK_FAILS(braid_dropout(nullptr, 0.5, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  CHECK_FAILS(braid_dropout(x.get(), 0.5, nullptr, mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  CHECK_FAILS(braid_dropout(x.get(), 1.0, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  CHECK_FAILS(braid_dropout(x.get(), -0.1, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  CHECK_FAILS(braid_dropout(x.get(), NAN, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  CHECK_FAILS(braid_dropout(tensor(0, BRAID_INT32, {3}).get(), 0.5, y.p(), mask.p()), BRAID_ERR_DTYPE, "braid_dropout");
+}
+
+TEST_CASE("errors: sgd_update, sgd_momentum_update and adam_update") {
+  const auto w = tensor(0, BRAID_FLOAT32, {3, 4}), g = tensor(0, BRAID_FLOAT32, {3, 4}), m = tensor(0, BRAID_FLOAT32, {3, 4});
+  const auto v = tensor(0, BRAID_FLOAT32, {3, 4});
+  const auto g5 = tensor(0, BRAID_FLOAT32, {5}), gd = tensor(0, BRAID_FLOAT64, {3, 4});
+  const auto wi = tensor(0, BRAID_INT32, {3, 4});
+  CHECK_FAILS(braid_sgd_update(nullptr, g.get(), 0.1, 0), BRAID_ERR_INVALID_ARGUMENT, "braid_sgd_update");
+  CHECK_FAILS(braid_sgd_update(w.get(), nullptr, 0.1, 0), BRAID_ERR_INVALID_ARGUMENT, "braid_sgd_update");
+  CHECK_FAILS(braid_sgd_update(w.get(), g5.get(), 0.1, 0), BRAID_ERR_SHAPE, "braid_sgd_update");
+  CHECK_FAILS(braid_sgd_update(w.get(), gd.get(), 0.1, 0), BRAID_ERR_DTYPE, "braid_sgd_update");
+  CHECK_FAILS(braid_sgd_update(wi.get(), tensor(0, BRAID_INT32, {3, 4}).get(), 0.1, 0), BRAID_ERR_DTYPE, "braid_sgd_update");
+
+  CHECK_FAILS(braid_sgd_momentum_update(nullptr, g.get(), m.get(), 0.1, 0.9, 0), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_sgd_momentum_update");
+  CHECK_FAILS(braid_sgd_momentum_update(w.get(), g.get(), nullptr, 0.1, 0.9, 0), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_sgd_momentum_update");
+  CHECK_FAILS(braid_sgd_momentum_update(w.get(), g.get(), g5.get(), 0.1, 0.9, 0), BRAID_ERR_SHAPE,
+              "braid_sgd_momentum_update");
+  CHECK_FAILS(braid_sgd_momentum_update(w.get(), g5.get(), m.get(), 0.1, 0.9, 0), BRAID_ERR_SHAPE,
+              "braid_sgd_momentum_update");
+  CHECK_FAILS(braid_sgd_momentum_update(w.get(), g.get(), gd.get(), 0.1, 0.9, 0), BRAID_ERR_DTYPE,
+              "braid_sgd_momentum_update");
+
+  braid_adam_params p = BRAID_ADAM_PARAMS_INIT;
+  CHECK_FAILS(braid_adam_update(nullptr, g.get(), m.get(), v.get(), &p), BRAID_ERR_INVALID_ARGUMENT, "braid_adam_update");
+  CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), nullptr, &p), BRAID_ERR_INVALID_ARGUMENT, "braid_adam_update");
+  CHECK_FAILS(braid_adam_update(w.get(), g.get(), g5.get(), v.get(), &p), BRAID_ERR_SHAPE, "braid_adam_update");
+  CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), gd.get(), &p), BRAID_ERR_DTYPE, "braid_adam_update");
+  braid_adam_params step0 = p;
+  step0.step = 0;  // bias correction is 1-based
+  CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &step0), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_adam_update");
+  CHECK(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &p) == BRAID_OK);
+}

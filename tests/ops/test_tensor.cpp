@@ -1,0 +1,91 @@
+// Conformance: the context's device list and the basic life of a tensor (upload, metadata, download,
+// overwrite) in every dtype on every device.
+#include "harness.h"
+
+using harness::context;
+
+TEST_CASE("context: finds devices and describes each consistently") {
+  const auto devs = harness::devices();
+  // The CPU backend is optional at build time; without any device the suite cannot check anything,
+  // which must be visible rather than a silent pass.
+  WARN_MESSAGE(!devs.empty(), "skipped: no device found; every conformance case below is skipped");
+  for (const auto& dev : devs) {
+    INFO("device ", dev.id);
+    const braid_device_info info = context().device_info(dev.index);
+    CHECK(std::string(info.id).find(':') != std::string::npos);
+    CHECK(std::string(info.backend).size() > 0);
+    CHECK(context().find_device(info.id) == dev.index);
+    CHECK((info.dtype_mask & (1u << BRAID_FLOAT32)) != 0);
+    CHECK((info.dtype_mask & (1u << BRAID_FLOAT64)) != 0);
+    CHECK(info.compute_queues >= 1);
+    CHECK(info.transfer_queues >= 1);
+  }
+  int32_t loaded_devices = 0;
+  for (int32_t b = 0; b < context().backend_count(); ++b) {
+    const braid_backend_info bi = context().backend_info(b);
+    if (bi.loaded) loaded_devices += bi.device_count;
+  }
+  CHECK(loaded_devices == static_cast<int32_t>(devs.size()));
+}
+
+TEST_CASE("context: memory statistics follow an allocation") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    const braid_memory_stats before = context().memory_stats(dev.index);
+    constexpr int64_t kElems = 1 << 18;  // 1 MiB of float32
+    auto t = braid::Tensor::zeros(context(), dev.index, BRAID_FLOAT32, {kElems});
+    t.wait_to_read();
+    const braid_memory_stats during = context().memory_stats(dev.index);
+    CHECK(during.allocated_bytes >= before.allocated_bytes + 4 * kElems);
+    CHECK(during.peak_allocated_bytes >= during.allocated_bytes);
+    CHECK(during.reserved_bytes >= during.allocated_bytes);
+    CHECK(during.alloc_count > before.alloc_count);
+    t = braid::Tensor();
+    context().wait_all();
+    context().empty_cache(dev.index);
+    context().reset_peak(dev.index);
+    const braid_memory_stats after = context().memory_stats(dev.index);
+    CHECK(after.reserved_bytes >= after.allocated_bytes);
+    CHECK(after.peak_allocated_bytes == after.allocated_bytes);
+  }
+}
+
+TEST_CASE("tensor: upload, metadata, download and overwrite in every dtype") {
+  const braid_dtype all[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,    BRAID_INT64,
+                             BRAID_UINT8,   BRAID_FLOAT16, BRAID_BFLOAT16};
+  for (const auto& dev : harness::each_device()) {
+    for (braid_dtype dt : all) {
+      INFO("device ", dev.id, ", dtype ", braid_dtype_name(dt));
+      for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{7}, ref::Shape{3, 33}, ref::Shape{2, 1, 3, 5}}) {
+        INFO("shape ", ref::to_string(shape));
+        const ref::Array a = harness::sample(shape, dt, 2);
+        const braid::Tensor t = harness::upload(dev.index, dt, a);
+        CHECK(t.shape() == shape);
+        CHECK(t.ndim() == static_cast<int32_t>(shape.size()));
+        CHECK(t.dtype() == dt);
+        CHECK(t.device() == dev.index);
+        CHECK(t.numel() == ref::numel(shape));
+        CHECK_CLOSE(harness::download(t), a, 0.0);
+
+        // write_host replaces the contents in program order (u's download gives c's bytes in dt's
+        // encoding, including the 16-bit float formats).
+        const ref::Array c = harness::sample(shape, dt, 3);
+        const braid::Tensor u = harness::upload(dev.index, dt, c);
+        std::vector<std::byte> bytes(static_cast<size_t>(t.numel()) * braid_dtype_size(dt));
+        u.to_host(bytes);
+        t.write_host(bytes);
+        CHECK_CLOSE(harness::download(t), c, 0.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("tensor: a 0-d tensor has shape {} and one element") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    const auto t = braid::Tensor::full(context(), dev.index, BRAID_FLOAT64, {}, 2.5);
+    CHECK(t.ndim() == 0);
+    CHECK(t.numel() == 1);
+    CHECK(t.to_vector<double>() == std::vector<double>{2.5});
+  }
+}

@@ -1,0 +1,81 @@
+// Automatic parallelism, checked from the profiler's timestamps (never wall-clock thresholds):
+// independent ops on two devices overlap, and a copy on a transfer queue overlaps compute.
+#include <unistd.h>
+
+#include "support.h"
+#include "trace.h"
+
+namespace {
+std::string temp_path(const char* name) { return "/tmp/braid-test-" + std::to_string(getpid()) + "-" + name; }
+
+// A chain of matmuls on one device: each depends on the previous, so the chain is serial there.
+void matmul_chain(braid_context ctx, braid_device dev, int n, int length, std::vector<test::T>& keep) {
+  test::T a;
+  std::vector<int64_t> shape = {n, n};
+  BRAID_CHECK_OK(braid_random_uniform(ctx, dev, BRAID_FLOAT32, 2, shape.data(), -0.01, 0.01, a.out()));
+  for (int i = 0; i < length; ++i) {
+    test::T b;
+    BRAID_CHECK_OK(braid_matmul(a.t, a.t, 0, 0, b.out()));
+    a = std::move(b);
+  }
+  keep.push_back(std::move(a));
+}
+}  // namespace
+
+TEST_CASE("parallelism: independent work on two devices overlaps in the trace") {
+  test::Ctx c(2);
+  if (c.devices() < 2) {
+    MESSAGE("skipped: needs two CPU devices (BRAID_CPU_DEVICES=2)");
+    return;
+  }
+  std::string path = temp_path("overlap.json");
+  BRAID_CHECK_OK(braid_profiler_start(c.ctx));
+  std::vector<test::T> keep;
+  matmul_chain(c.ctx, 0, 256, 8, keep);
+  matmul_chain(c.ctx, 1, 256, 8, keep);
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path.c_str()));
+  auto events = test::read_trace(path);
+  std::remove(path.c_str());
+  int on0 = 0, on1 = 0;
+  for (auto& e : events) {
+    on0 += e.name == "matmul" && e.pid == 0;
+    on1 += e.name == "matmul" && e.pid == 1;
+  }
+  CHECK(on0 == 8);
+  CHECK(on1 == 8);
+  CHECK(test::any_overlap(
+      events, [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 0; },
+      [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 1; }));
+}
+
+TEST_CASE("parallelism: a copy on the transfer queue overlaps compute") {
+  test::Ctx c(2);
+  if (c.devices() < 2) {
+    MESSAGE("skipped: needs two CPU devices (BRAID_CPU_DEVICES=2)");
+    return;
+  }
+  std::string path = temp_path("copy.json");
+  // Data to copy exists before profiling starts, so the copy does not wait on anything.
+  test::T big = test::full(c.ctx, 0, BRAID_FLOAT32, {8192, 4096}, 1.5);
+  BRAID_CHECK_OK(braid_tensor_wait_to_read(big.t));
+  BRAID_CHECK_OK(braid_profiler_start(c.ctx));
+  std::vector<test::T> keep;
+  matmul_chain(c.ctx, 1, 384, 6, keep);  // compute on cpu:1's compute queue
+  for (int i = 0; i < 3; ++i) {
+    test::T moved;
+    BRAID_CHECK_OK(braid_copy(big.t, 1, moved.out()));  // cpu:1's transfer queue
+    keep.push_back(std::move(moved));
+  }
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path.c_str()));
+  auto events = test::read_trace(path);
+  std::remove(path.c_str());
+  CHECK(test::any_overlap(
+      events, [](const test::TraceEvent& e) { return e.name == "copy" && e.pid == 1 && e.tid == 1; },
+      [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 1 && e.tid == 0; }));
+  std::vector<float> host(static_cast<size_t>(8192) * 4096);
+  BRAID_CHECK_OK(braid_tensor_to_host(keep.back().t, host.data(), host.size() * sizeof(float)));
+  CHECK(host.front() == 1.5f);
+  CHECK(host.back() == 1.5f);
+}

@@ -1,0 +1,81 @@
+// Shared pieces of braid-bench: the figure a suite reports, the reporter that prints it (table or
+// JSON lines), the run context handed to every suite, and the suites' entry points.
+#pragma once
+#include <braid.h>
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace braid::bench {
+
+// One measured figure. When it is compared with something measured in the same run (PyTorch, a
+// direct OpenBLAS call), baseline names it, and ratio = value / baseline_value.
+struct Figure {
+  std::string suite;
+  std::string name;
+  double value = 0;
+  std::string unit;
+  std::optional<std::string> baseline;
+  double baseline_value = 0;
+};
+
+class Reporter {
+ public:
+  explicit Reporter(bool json) : json_(json) {}
+  // Prints at once (suites take seconds; a partial table is better than none if one fails).
+  void figure(const Figure& f);
+  // A remark for the reader (a skipped comparison, a sanity-check result). Goes to stderr with
+  // --json so that stdout holds nothing but JSON lines.
+  void note(std::string_view suite, std::string_view text);
+
+ private:
+  bool json_;
+  bool header_printed_ = false;
+};
+
+struct Options {
+  bool json = false;
+  std::string device = "cpu:0";
+  int repeat = 0;  // 0: each suite's own default
+};
+
+// What a suite runs against. The context lives for the whole run so suites share its warm pools.
+struct Run {
+  braid_context ctx = nullptr;
+  braid_device device = 0;
+  braid_device_info info{};
+  int host_cores = 1;  // cores this process may run on (its affinity mask)
+  Options options;
+  Reporter* out = nullptr;
+
+  int repeat_or(int suite_default) const { return options.repeat > 0 ? options.repeat : suite_default; }
+};
+
+// A failed braid call ends the suite with the runtime's own message (op, device, cause).
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+void check(braid_status status, std::string_view what);
+
+// Owns one tensor reference; release never fails for a valid handle, so the status is ignored.
+struct TensorRelease {
+  void operator()(braid_tensor t) const noexcept { braid_tensor_release(t); }
+};
+using Tensor = std::unique_ptr<braid_tensor_t, TensorRelease>;
+
+// A float32 tensor of the given 2-D shape filled with value, on the run's device.
+Tensor full_2d(const Run& run, int64_t rows, int64_t cols, double value);
+
+// Cores in this process's affinity mask (what taskset/cgroups leave us), at least 1.
+int affinity_cores();
+
+// The suites. Each reports its figures through run.out and throws Error on a failed call.
+void suite_engine(Run& run);
+void suite_async(Run& run);
+void suite_gemm(Run& run);
+
+}  // namespace braid::bench

@@ -1,0 +1,96 @@
+// Suite `gemm`: a 2000x2000 float32 matmul through braid versus a direct OpenBLAS cblas_sgemm call in
+// the same process and run. braid's CPU backend calls the same OpenBLAS, so the ratio is the cost of
+// going through the runtime (dispatch, allocation, the wait) on a 16-GFLOP op: it should be ~1.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "bench.h"
+#include "stats.h"
+#include "timer.h"
+
+#if BRAID_BENCH_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+
+namespace braid::bench {
+namespace {
+
+constexpr int64_t kN = 2000;
+constexpr int kWarmup = 1;
+constexpr int kDefaultRepeat = 5;
+constexpr double kFlop = 2.0 * kN * kN * kN;
+
+Tensor uniform_2d(const Run& run) {
+  const int64_t shape[2] = {kN, kN};
+  braid_tensor t = nullptr;
+  check(braid_random_uniform(run.ctx, run.device, BRAID_FLOAT32, 2, shape, -1.0, 1.0, &t), "braid_random_uniform");
+  return Tensor(t);
+}
+
+std::vector<float> to_host(braid_tensor t) {
+  std::vector<float> host(static_cast<size_t>(kN * kN));
+  check(braid_tensor_to_host(t, host.data(), host.size() * sizeof(float)), "braid_tensor_to_host");
+  return host;
+}
+
+}  // namespace
+
+void suite_gemm(Run& run) {
+  const int repeat = run.repeat_or(kDefaultRepeat);
+  const Tensor a = uniform_2d(run), b = uniform_2d(run);
+  check(braid_wait_all(run.ctx), "braid_wait_all");
+
+  // braid: push, wait for the result, drop it (the caching allocator hands the block back next run).
+  std::vector<float> braid_c;
+  const tools::Summary braid_s = tools::measure(kWarmup, repeat, [&] {
+    tools::Stopwatch sw;
+    braid_tensor c = nullptr;
+    check(braid_matmul(a.get(), b.get(), 0, 0, &c), "braid_matmul");
+    Tensor owned(c);
+    check(braid_tensor_wait_to_read(c), "braid_tensor_wait_to_read");
+    const double seconds = sw.seconds();
+    if (braid_c.empty()) braid_c = to_host(c);
+    return kFlop / seconds * 1e-9;
+  });
+  Figure f{"gemm", "sgemm_2000", braid_s.median, "GFLOP/s", std::nullopt, 0};
+
+#if BRAID_BENCH_HAVE_OPENBLAS
+  // The baseline gets the cores the CPU backend gives the device (all cores of the affinity mask for a
+  // single device), set the way the backend sets them: openblas_set_num_threads. The setting is
+  // process-wide and the backend shares this libopenblas, so it is changed only when it differs (the
+  // backend has already set it for a single device) and only while braid is idle, and restored after.
+  const int threads = run.info.kind == BRAID_DEVICE_CPU && run.info.compute_units > 0 ? run.info.compute_units
+                                                                                     : run.host_cores;
+  const std::vector<float> ha = to_host(a.get()), hb = to_host(b.get());
+  std::vector<float> hc(ha.size());
+  const int previous_threads = openblas_get_num_threads();
+  if (previous_threads != threads) openblas_set_num_threads(threads);
+  const tools::Summary blas_s = tools::measure(kWarmup, repeat, [&] {
+    tools::Stopwatch sw;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, ha.data(), kN, hb.data(), kN, 0.0f,
+                hc.data(), kN);
+    return kFlop / sw.seconds() * 1e-9;
+  });
+  if (previous_threads != threads) openblas_set_num_threads(previous_threads);
+  f.baseline = "openblas cblas_sgemm (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ")";
+  f.baseline_value = blas_s.median;
+  run.out->figure(f);
+
+  // A fast wrong answer is no answer: compare with the baseline's product.
+  double max_err = 0, max_ref = 0;
+  for (size_t i = 0; i < hc.size(); ++i) {
+    max_err = std::fmax(max_err, std::fabs(static_cast<double>(braid_c[i]) - hc[i]));
+    max_ref = std::fmax(max_ref, std::fabs(static_cast<double>(hc[i])));
+  }
+  const double rel = max_ref > 0 ? max_err / max_ref : max_err;
+  if (rel > 1e-4) throw Error("braid's product differs from OpenBLAS's: max error " + std::to_string(rel) + " (relative)");
+  run.out->note("gemm", "result matches OpenBLAS (max relative error " + std::to_string(rel) +
+                            "); target: >= 0.97x the direct call (median of " + std::to_string(repeat) + " runs)");
+#else
+  run.out->figure(f);
+  run.out->note("gemm", "OpenBLAS baseline skipped: braid-bench was built without OpenBLAS");
+#endif
+}
+
+}  // namespace braid::bench

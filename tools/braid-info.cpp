@@ -1,0 +1,218 @@
+// braid-info: what libbraid found on this machine — the backend plugins (with their ABI versions, and
+// the reason when one has zero devices or did not load) and every device with its properties.
+//
+//   braid-info          human-readable report
+//   braid-info --json   one JSON object: {"version", "backends": [...], "devices": [...]}
+//
+// It honours the context's environment (BRAID_BACKENDS, BRAID_BACKEND_PATH, BRAID_CPU_DEVICES, ...),
+// so it also answers "what would my program see with these settings".
+#include <braid.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "json.h"
+
+namespace {
+
+using braid::tools::JsonObject;
+
+struct Backend {
+  std::string name, path, reason;
+  uint32_t abi_major = 0, abi_minor = 0;
+  bool loaded = false;
+  int32_t devices = 0;
+};
+
+struct Device {
+  braid_device_info info{};
+};
+
+// The context owns every string in the info structs, so the report is gathered while it is alive.
+struct Report {
+  uint32_t version = 0;
+  std::vector<Backend> backends;
+  std::vector<Device> devices;
+};
+
+const char* kind_name(braid_device_kind kind) {
+  switch (kind) {
+    case BRAID_DEVICE_CPU: return "cpu";
+    case BRAID_DEVICE_GPU_DISCRETE: return "gpu-discrete";
+    case BRAID_DEVICE_GPU_INTEGRATED: return "gpu-integrated";
+    case BRAID_DEVICE_GPU_VIRTUAL: return "gpu-virtual";
+    case BRAID_DEVICE_OTHER: return "other";
+  }
+  return "unknown";
+}
+
+std::string abi_string(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
+
+// Canonical 8-4-4-4-12 form; "" when the backend does not know the UUID (all zero).
+std::string uuid_string(const uint8_t (&uuid)[16]) {
+  bool any = false;
+  for (const uint8_t b : uuid) any |= b != 0;
+  if (!any) return "";
+  std::string out;
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", uuid[i]);
+    out += hex;
+  }
+  return out;
+}
+
+std::vector<std::string> dtype_names(uint32_t mask) {
+  std::vector<std::string> names;
+  for (int d = 0; d < BRAID_DTYPE_COUNT; ++d)
+    if (mask & (1u << d)) names.emplace_back(braid_dtype_name(static_cast<braid_dtype>(d)));
+  return names;
+}
+
+std::string human_bytes(uint64_t bytes) {
+  if (bytes == 0) return "unknown";
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes);
+  int u = 0;
+  while (v >= 1024 && u < 4) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+bool fail(const char* what, braid_status s) {
+  std::fprintf(stderr, "braid-info: %s failed: %s: %s\n", what, braid_status_name(s), braid_last_error());
+  return false;
+}
+
+bool gather(braid_context ctx, Report& r) {
+  r.version = braid_version();
+  int32_t n = 0;
+  if (braid_status s = braid_context_backend_count(ctx, &n); s != BRAID_OK) return fail("braid_context_backend_count", s);
+  for (int32_t i = 0; i < n; ++i) {
+    braid_backend_info bi{};
+    bi.struct_size = sizeof bi;
+    if (braid_status s = braid_context_backend_info(ctx, i, &bi); s != BRAID_OK) return fail("braid_context_backend_info", s);
+    r.backends.push_back({bi.name ? bi.name : "", bi.path ? bi.path : "", bi.reason ? bi.reason : "", bi.abi_major,
+                          bi.abi_minor, bi.loaded != 0, bi.device_count});
+  }
+  if (braid_status s = braid_context_device_count(ctx, &n); s != BRAID_OK) return fail("braid_context_device_count", s);
+  for (braid_device d = 0; d < n; ++d) {
+    Device dev;
+    dev.info.struct_size = sizeof dev.info;
+    if (braid_status s = braid_context_device_info(ctx, d, &dev.info); s != BRAID_OK) return fail("braid_context_device_info", s);
+    r.devices.push_back(dev);
+  }
+  return true;
+}
+
+void print_json(const Report& r) {
+  std::vector<std::string> backends, devices;
+  for (const Backend& b : r.backends) {
+    backends.push_back(JsonObject()
+                           .add("name", b.name)
+                           .add("abi", abi_string(b.abi_major, b.abi_minor))
+                           .add("devices", b.devices)
+                           .add("reason", b.reason)
+                           .add("loaded", b.loaded)
+                           .add("path", b.path)
+                           .str());
+  }
+  for (const Device& dev : r.devices) {
+    const braid_device_info& d = dev.info;
+    std::vector<std::string> dtypes;
+    for (const std::string& name : dtype_names(d.dtype_mask)) dtypes.push_back(braid::tools::json_string(name));
+    devices.push_back(JsonObject()
+                          .add("id", d.id)
+                          .add("backend", d.backend)
+                          .add("name", d.name)
+                          .add("kind", kind_name(d.kind))
+                          .add("backend_index", d.backend_index)
+                          .add("uuid", uuid_string(d.uuid))
+                          .add("memory_bytes", d.memory_bytes)
+                          .add("compute_units", d.compute_units)
+                          .add("compute_queues", d.compute_queues)
+                          .add("transfer_queues", d.transfer_queues)
+                          .add("l1_cache_bytes", d.l1_cache_bytes)
+                          .add("l2_cache_bytes", d.l2_cache_bytes)
+                          .add("l3_cache_bytes", d.l3_cache_bytes)
+                          .add_raw("dtypes", braid::tools::json_array(dtypes))
+                          .str());
+  }
+  std::printf("%s\n", JsonObject()
+                          .add("version", abi_string(r.version >> 16, r.version & 0xffffu))
+                          .add_raw("backends", braid::tools::json_array(backends))
+                          .add_raw("devices", braid::tools::json_array(devices))
+                          .str()
+                          .c_str());
+}
+
+void print_human(const Report& r) {
+  std::printf("libbraid ABI %s\n\nBackends (%zu):\n", abi_string(r.version >> 16, r.version & 0xffffu).c_str(),
+              r.backends.size());
+  if (r.backends.empty()) std::printf("  none found (searched next to libbraid and in BRAID_BACKEND_PATH)\n");
+  for (const Backend& b : r.backends) {
+    std::printf("  %-8s ABI %-5s %2d device%s  %s%s\n", b.name.c_str(), abi_string(b.abi_major, b.abi_minor).c_str(),
+                b.devices, b.devices == 1 ? " " : "s", b.loaded ? "" : "[not loaded] ", b.path.c_str());
+    if (!b.reason.empty()) std::printf("           reason: %s\n", b.reason.c_str());
+  }
+  std::printf("\nDevices (%zu):\n", r.devices.size());
+  for (const Device& dev : r.devices) {
+    const braid_device_info& d = dev.info;
+    std::string dtypes;
+    for (const std::string& name : dtype_names(d.dtype_mask)) dtypes += (dtypes.empty() ? "" : " ") + name;
+    const std::string uuid = uuid_string(d.uuid);
+    std::printf("  %s  %s\n", d.id, d.name);
+    std::printf("    backend          %s (device %d of it)\n", d.backend, d.backend_index);
+    std::printf("    kind             %s\n", kind_name(d.kind));
+    std::printf("    memory           %s\n", human_bytes(d.memory_bytes).c_str());
+    std::printf("    compute units    %d\n", d.compute_units);
+    std::printf("    queues           %d compute, %d transfer\n", d.compute_queues, d.transfer_queues);
+    std::printf("    caches           L1 %s, L2 %s, L3 %s\n", human_bytes(d.l1_cache_bytes).c_str(),
+                human_bytes(d.l2_cache_bytes).c_str(), human_bytes(d.l3_cache_bytes).c_str());
+    std::printf("    dtypes           %s\n", dtypes.c_str());
+    std::printf("    uuid             %s\n", uuid.empty() ? "unknown" : uuid.c_str());
+  }
+}
+
+void usage(FILE* f) {
+  std::fprintf(f,
+               "usage: braid-info [--json]\n"
+               "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
+               "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
+               "and BRAID_CPU_DEVICES.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--json") {
+      json = true;
+    } else if (arg == "-h" || arg == "--help") {
+      usage(stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "braid-info: unknown argument '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
+  }
+  braid_context ctx = nullptr;
+  if (braid_status s = braid_context_create(nullptr, &ctx); s != BRAID_OK) {
+    fail("braid_context_create", s);
+    return 1;
+  }
+  Report report;
+  const bool ok = gather(ctx, report);
+  if (ok) json ? print_json(report) : print_human(report);
+  braid_context_release(ctx);
+  return ok ? 0 : 1;
+}
