@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   const double async = run_loop(ctx, x, n, 0);
   printf("y = x + 1 on 2000x2000, %d times\n", n);
   printf("  wait after every op : %7.3f s\n", sync);
-  printf("  one wait at the end : %7.3f s   (%.2fx faster)\n", async, sync / async);
+  printf("  one wait at the end : %7.3f s   (speed-up %.2fx)\n", async, sync / async);
 
   /* Check the answer, not just the clock: a corner of x + 1 holds 2. */
   braid_tensor y = NULL, corner = NULL;

@@ -60,7 +60,7 @@ void async_loop(const Context& ctx, Device dev) {
     if (v != 2.0f) throw braid::Error(BRAID_ERR_INTERNAL, "async loop computed a wrong y");
   std::printf("1. asynchronous computation: y = x + 1 on 2000x2000, %d times\n", kOps);
   std::printf("   wait after every op : %7.3f s\n", sync);
-  std::printf("   one wait at the end : %7.3f s   (%.2fx faster)\n\n", async, sync / async);
+  std::printf("   one wait at the end : %7.3f s   (speed-up %.2fx)\n\n", async, sync / async);
 }
 
 // ---- 2. automatic parallelism -----------------------------------------------------------------------
@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
     }
     for (const Device d : ctx.devices()) {
       const braid_device_info info = ctx.device_info(d);
-      std::printf("device %s: %s, %d cores\n", info.id, info.name, info.compute_units);
+      std::printf("device %s: %s, %d core%s\n", info.id, info.name, info.compute_units,
+                  info.compute_units == 1 ? "" : "s");
     }
     std::printf("\n");
 

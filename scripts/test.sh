@@ -18,7 +18,8 @@ sanitized_tests='^braid-test-(runtime|ops)$'
 failed=()
 start=$SECONDS
 
-# step NAME COMMAND...: runs and times one step, records a failure without stopping the job.
+# step NAME COMMAND...: runs and times one step; a failure is recorded (and returned, so that the
+# steps that need this one can be skipped) without stopping the job.
 step() {
   local name="$1" t0=$SECONDS
   shift
@@ -29,6 +30,7 @@ step() {
   else
     echo "==== $name: FAILED ($((SECONDS - t0)) s)"
     failed+=("$name")
+    return 1
   fi
 }
 

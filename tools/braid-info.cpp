@@ -52,6 +52,9 @@ const char* kind_name(braid_device_kind kind) {
 
 std::string abi_string(uint32_t major, uint32_t minor) { return std::to_string(major) + "." + std::to_string(minor); }
 
+// A plugin that did not load reported no version (0.0, which no ABI uses): shown as unknown.
+std::string plugin_abi_string(const Backend& b) { return b.abi_major == 0 ? "" : abi_string(b.abi_major, b.abi_minor); }
+
 // Canonical 8-4-4-4-12 form; "" when the backend does not know the UUID (all zero).
 std::string uuid_string(const uint8_t (&uuid)[16]) {
   bool any = false;
@@ -116,7 +119,7 @@ void print_json(const Report& r) {
   for (const Backend& b : r.backends) {
     backends.push_back(JsonObject()
                            .add("name", b.name)
-                           .add("abi", abi_string(b.abi_major, b.abi_minor))
+                           .add("abi", plugin_abi_string(b))
                            .add("devices", b.devices)
                            .add("reason", b.reason)
                            .add("loaded", b.loaded)
@@ -157,7 +160,8 @@ void print_human(const Report& r) {
               r.backends.size());
   if (r.backends.empty()) std::printf("  none found (searched next to libbraid and in BRAID_BACKEND_PATH)\n");
   for (const Backend& b : r.backends) {
-    std::printf("  %-8s ABI %-5s %2d device%s  %s%s\n", b.name.c_str(), abi_string(b.abi_major, b.abi_minor).c_str(),
+    const std::string abi = plugin_abi_string(b);
+    std::printf("  %-8s ABI %-5s %2d device%s  %s%s\n", b.name.c_str(), abi.empty() ? "-" : abi.c_str(),
                 b.devices, b.devices == 1 ? " " : "s", b.loaded ? "" : "[not loaded] ", b.path.c_str());
     if (!b.reason.empty()) std::printf("           reason: %s\n", b.reason.c_str());
   }

@@ -14,13 +14,13 @@
 namespace braid::cpu {
 namespace {
 
-// OpenBLAS keeps its own pthread pool, separate from TBB's workers. A GEMM runs on the queue thread
-// inside the device's arena while the arena's other threads sleep, so OpenBLAS may use as many threads
-// as the device has cores, and no more: its default (every core of the machine) would oversubscribe
-// the cores when BRAID_CPU_DEVICES splits the machine, and a kernel that calls GEMM from inside a
-// parallel_for chunk would multiply the thread counts. The setting is process-wide; every device of one
-// split asks for the same number, so only the first open changes it (resizing OpenBLAS's pool while
-// another device runs a GEMM is not safe).
+// OpenBLAS keeps its own pthread pool beside TBB's workers. A kernel calls BLAS from the queue thread
+// (not from inside a parallel_for chunk), while the arena's other threads sleep, so OpenBLAS may use as
+// many threads as the device has cores and no more. Its default, every core of the machine, would put
+// two busy threads on each core as soon as BRAID_CPU_DEVICES splits the machine and the devices run
+// GEMMs at once. The setting is process-wide; every device of one split asks for the same number, so
+// only the first open changes it (resizing OpenBLAS's pool under another device's running GEMM is not
+// safe).
 void limit_openblas_threads(int cores) {
   if (openblas_get_num_threads() != cores) openblas_set_num_threads(cores);
 }
@@ -118,4 +118,9 @@ bool braid_backend_device_t::destroy_queue(braid_backend_queue_t* queue) {
   }
   owned.reset();  // drain and join outside the lock: other queues of the device stay usable meanwhile
   return true;
+}
+
+bool braid_backend_device_t::is_queue_thread() const {
+  std::lock_guard lock(mu_);
+  return std::any_of(queues_.begin(), queues_.end(), [](const auto& q) { return q->on_own_thread(); });
 }

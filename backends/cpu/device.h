@@ -30,6 +30,8 @@ struct braid_backend_device_t {
   braid_backend_queue_t* create_queue(braid_queue_kind kind);
   // Drains and joins the queue. false if it is not one of ours (already destroyed, or foreign).
   bool destroy_queue(braid_backend_queue_t* queue);
+  // Whether the calling thread is one of this device's queue threads (which cannot join themselves).
+  bool is_queue_thread() const;
 
  private:
   const braid::cpu::DeviceShare share_;
@@ -37,7 +39,7 @@ struct braid_backend_device_t {
   tbb::task_scheduler_handle tbb_handle_;
   tbb::task_arena arena_;
   braid::cpu::ArenaExec exec_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<std::unique_ptr<braid_backend_queue_t>> queues_;
   int queues_created_ = 0;
 };

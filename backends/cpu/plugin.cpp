@@ -12,6 +12,7 @@
 #include "braid_backend.h"
 #include "buffers.h"
 #include "device.h"
+#include "enum_value.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "queue.h"
@@ -51,10 +52,12 @@ void log_debug(const char* what, const char* why) {
 // ---- devices ----
 
 braid_status device_count(int32_t* out, const char** reason) {
-  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  *out = device_count_from_env();
-  if (reason != nullptr) *reason = "";
-  return BRAID_OK;
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = device_count_from_env();  // never zero: the CPU is always there
+    if (reason != nullptr) *reason = "";
+    return BRAID_OK;
+  });
 }
 
 braid_status device_props(int32_t index, braid_backend_device_props* out) {
@@ -84,6 +87,13 @@ braid_status device_open(int32_t index, braid_backend_device* out) {
 }
 
 void device_close(braid_backend_device device) {
+  if (device == nullptr) return;
+  // Closing from a host callback on one of the device's own queue threads would join that thread from
+  // itself: refuse (and leak) rather than deadlock or abort.
+  if (device->is_queue_thread()) {
+    host::log(BRAID_LOG_ERROR, "cpu: device_close called from one of the device's queue threads; device leaked");
+    return;
+  }
   std::unique_ptr<Device> owned(device);  // the destructor drains and joins; it does not throw
 }
 
@@ -104,8 +114,8 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    if (device == nullptr || (kind != BRAID_QUEUE_COMPUTE && kind != BRAID_QUEUE_TRANSFER))
-      return BRAID_ERR_INVALID_ARGUMENT;
+    auto k = enum_value(kind);
+    if (device == nullptr || (k != BRAID_QUEUE_COMPUTE && k != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
     *out = device->create_queue(kind);
     return BRAID_OK;
   });
@@ -176,13 +186,18 @@ braid_status semaphore_notify(braid_backend_semaphore sem, uint64_t value, void 
 }
 
 void semaphore_fail(braid_backend_semaphore sem, braid_status status) {
-  if (sem != nullptr) sem->fail(status);
+  if (sem == nullptr) return;
+  // Any non-zero code is a failure; one outside the enum is passed on as BRAID_ERR_INTERNAL.
+  auto code = enum_value(status);
+  sem->fail(code >= 0 && code <= BRAID_ERR_INTERNAL ? status : BRAID_ERR_INTERNAL);
 }
 
 // ---- kernels and lifetime ----
 
 int32_t supports(braid_kernel_op op, braid_dtype dtype) {
-  if (op < 0 || op >= BRAID_KOP_COUNT || dtype < 0 || dtype >= BRAID_DTYPE_COUNT) return 0;
+  auto o = enum_value(op);
+  auto t = enum_value(dtype);
+  if (o < 0 || o >= BRAID_KOP_COUNT || t < 0 || t >= BRAID_DTYPE_COUNT) return 0;
   try {
     return kernel_supports(op, dtype) ? 1 : 0;
   } catch (...) {
@@ -209,11 +224,12 @@ constexpr braid_backend_api kApi = {
 }  // namespace
 }  // namespace braid::cpu
 
-extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, uint32_t host_minor,
+extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
                                                       const braid_host_api* host,
                                                       const braid_backend_api** out) {
   if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
   *out = nullptr;
+  // Only the major must match: either side may have the newer minor, as tables only grow at the end.
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
   std::lock_guard lock(braid::cpu::g_query_mu);
   if (braid::cpu::g_query_refs == 0) {

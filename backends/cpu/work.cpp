@@ -7,6 +7,7 @@
 #include <string>
 
 #include "device.h"
+#include "enum_value.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "timeline_semaphore.h"
@@ -35,7 +36,7 @@ const char* check_copy(const braid_copy_desc& c) {
 }
 
 const char* check_kernel(const braid_kernel_call& k) {
-  if (k.op < 0 || k.op >= BRAID_KOP_COUNT) return "kernel: unknown op";
+  if (auto op = enum_value(k.op); op < 0 || op >= BRAID_KOP_COUNT) return "kernel: unknown op";
   if (k.num_inputs < 0 || k.num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
   if (k.num_outputs < 0 || k.num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
   for (int32_t i = 0; i < k.num_inputs; ++i)
@@ -106,7 +107,7 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
   if (work.num_waits > BRAID_MAX_WAITS) return invalid("work: num_waits exceeds BRAID_MAX_WAITS");
   for (uint32_t i = 0; i < work.num_waits; ++i)
     if (work.waits[i] == nullptr) return invalid("work: NULL wait semaphore");
-  switch (work.kind) {
+  switch (enum_value(work.kind)) {
     case BRAID_WORK_KERNEL: {
       if (work.kernel == nullptr) return invalid("kernel work without a kernel call");
       if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");

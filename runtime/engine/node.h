@@ -61,9 +61,11 @@ struct OpNode {
   // The backend holds a raw token; this keeps the node alive until work_end.
   std::shared_ptr<OpNode> self;
 
-  braid_work work{};
-  braid_kernel_call call{};
-  braid_copy_desc copy{};
+  // Left uninitialised on purpose (2 KB per op): make_node sets the header fields, and only the views
+  // and attributes an op fills are read.
+  braid_work work;
+  braid_kernel_call call;
+  braid_copy_desc copy;
   std::vector<std::byte> host_data;  // bytes an upload copies from (owned, so the caller may reuse theirs)
   uint32_t foreign_pending = 0;      // waits on other backends not yet satisfied (Engine::mu_)
 

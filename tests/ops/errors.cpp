@@ -225,7 +225,7 @@ TEST_CASE("errors: creation ops validate their arguments") {
   CHECK_FAILS(braid_arange(ctx(), 0, BRAID_FLOAT32, 0, 5, 1, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_arange");
 
   for (braid_dtype dt : {BRAID_INT32, BRAID_INT64, BRAID_UINT8}) {
-    INFO("random ops on ", braid_dtype_name(dt), " (float32/float64 only)");
+    INFO("random ops on ", harness::dtype_name(dt), " (float32/float64 only)");
     CHECK_FAILS(braid_random_uniform(ctx(), 0, dt, 2, shape, 0, 1, o.p()), BRAID_ERR_DTYPE, "braid_random_uniform");
     CHECK_FAILS(braid_random_normal(ctx(), 0, dt, 2, shape, 0, 1, o.p()), BRAID_ERR_DTYPE, "braid_random_normal");
   }

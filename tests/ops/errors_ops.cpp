@@ -1,5 +1,7 @@
 // Error paths of every op function of braid.h: NULL handles and outputs, bad enum values and axes,
 // shapes that do not agree, and dtypes the op does not accept. All of them are synchronous.
+#include <cmath>
+
 #include "errors.h"
 
 using errors::bad_device;

@@ -27,6 +27,9 @@ std::vector<DeviceRef> devices();
 //   for (const auto& dev : harness::each_device()) { INFO("device ", dev.id); ... }
 std::vector<DeviceRef> each_device();
 
+// A dtype's name as a std::string: doctest's INFO prints a const char* as an address.
+inline std::string dtype_name(braid_dtype d) { return braid_dtype_name(d); }
+
 // The floating dtypes every op must support, and the integer dtypes some ops accept.
 inline constexpr braid_dtype kFloatTypes[] = {BRAID_FLOAT32, BRAID_FLOAT64};
 inline constexpr braid_dtype kIntTypes[] = {BRAID_INT32, BRAID_INT64};

@@ -24,7 +24,10 @@ std::vector<int64_t> strides_of(const Shape& s) {
 
 std::string to_string(const Shape& s) {
   std::string out = "[";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? "," : "") + std::to_string(s[i]);
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(s[i]);
+  }
   return out + "]";
 }
 

@@ -14,7 +14,7 @@ const braid_dtype kAll[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,    BRAID_
 TEST_CASE("copy: a copy on the same device is an independent clone") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAll) {
-      INFO("device ", dev.id, ", ", braid_dtype_name(dt));
+      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
       const ref::Array x = harness::sample({3, 33}, dt, 101);
       const auto t = harness::upload(dev.index, dt, x);
       const auto c = t.copy_to(dev.index);
@@ -52,7 +52,7 @@ TEST_CASE("copy: between devices [needs 2 devices]") {
     for (const auto& to : devs) {
       if (from.index == to.index) continue;
       for (braid_dtype dt : kAll) {
-        INFO(from.id, " -> ", to.id, ", ", braid_dtype_name(dt));
+        INFO(from.id, " -> ", to.id, ", ", harness::dtype_name(dt));
         const ref::Array x = harness::sample({7, 33}, dt, 103);
         const auto t = harness::upload(from.index, dt, x);
         const auto c = braid::copy_to(t, to.index);

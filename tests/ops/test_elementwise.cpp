@@ -7,11 +7,11 @@ using tol::Kind;
 
 namespace {
 
-const char* unary_name(braid_unary_op op) {
+std::string unary_name(braid_unary_op op) {
   static const char* names[] = {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "square", "sign"};
   return names[op];
 }
-const char* binary_name(braid_binary_op op) {
+std::string binary_name(braid_binary_op op) {
   static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "less", "greater"};
   return names[op];
 }
@@ -78,7 +78,7 @@ TEST_CASE("elementwise: every unary op on float32 and float64") {
       for (int o = 0; o < BRAID_UNARY_COUNT; ++o) {
         const auto op = static_cast<braid_unary_op>(o);
         for (const ref::Shape& s : kShapes) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", unary_name(op), ", shape ", ref::to_string(s));
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op), ", shape ", ref::to_string(s));
           const ref::Array x = unary_input(op, s, dt);
           const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
           CHECK(y.dtype() == dt);
@@ -93,7 +93,7 @@ TEST_CASE("elementwise: neg, abs, relu, square and sign on int32 and int64") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kIntTypes)
       for (braid_unary_op op : ops) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", unary_name(op));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op));
         const ref::Array x = harness::random_ints({3, 33}, -50, 51, 31);
         const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
         CHECK(y.dtype() == dt);
@@ -107,7 +107,7 @@ TEST_CASE("elementwise: every binary op on equal shapes") {
       for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
         const auto op = static_cast<braid_binary_op>(o);
         for (const ref::Shape& s : kShapes) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", binary_name(op), ", shape ", ref::to_string(s));
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", shape ", ref::to_string(s));
           const auto [a, b] = binary_inputs(op, s, s, dt);
           const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
           CHECK(y.dtype() == dt);  // comparisons give 1 or 0 in the input dtype
@@ -141,7 +141,7 @@ TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and d
           for (bool swap : {false, true}) {
             const ref::Shape& sa = swap ? p.b : p.a;
             const ref::Shape& sb = swap ? p.a : p.b;
-            INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa), " with ",
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa), " with ",
                  ref::to_string(sb));
             const auto [a, b] = binary_inputs(op, sa, sb, dt);
             const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
@@ -157,11 +157,11 @@ TEST_CASE("elementwise: integer binary ops where the device computes on integers
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kIntTypes) {
       if ((context().device_info(dev.index).dtype_mask & (1u << dt)) == 0) {
-        MESSAGE("skipped: ", dev.id, " has no ", braid_dtype_name(dt), " kernels");
+        MESSAGE("skipped: ", dev.id, " has no ", harness::dtype_name(dt), " kernels");
         continue;
       }
       for (braid_binary_op op : ops) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", binary_name(op));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op));
         const ref::Array a = harness::random_ints({3, 7}, -20, 21, 41), b = harness::random_ints({7}, -20, 21, 42);
         const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
         CHECK(y.dtype() == dt);
@@ -178,7 +178,7 @@ TEST_CASE("elementwise: every binary op with a scalar, forward and reverse") {
       for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
         const auto op = static_cast<braid_binary_op>(o);
         for (bool reverse : {false, true}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", binary_name(op), reverse ? " (scalar op x)" : " (x op scalar)");
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), reverse ? " (scalar op x)" : " (x op scalar)");
           // A positive x keeps pow and reverse div defined; 1.5 occurs among the inputs for equal.
           ref::Array x = harness::random_array({3, 33}, 0.25, 3.0, dt, 51);
           x.data[5] = 1.5;
@@ -192,7 +192,7 @@ TEST_CASE("elementwise: every binary op with a scalar, forward and reverse") {
 TEST_CASE("elementwise: braid.hpp operators compose like the reference") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes) {
-      INFO("device ", dev.id, ", ", braid_dtype_name(dt));
+      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
       const ref::Array a = harness::random_array({4, 5}, 0.5, 2.0, dt, 61), b = harness::random_array({5}, 0.5, 2.0, dt, 62);
       const braid::Tensor ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
       const braid::Tensor y = (ta + tb) * 2.0 - 1.0 / ta + (-tb) / 4.0;

@@ -19,7 +19,7 @@ TEST_CASE("layout: reshape keeps row-major order, infers -1 and shares storage")
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", ref::to_string(c.from), " -> ", ref::to_string(c.to));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", ref::to_string(c.from), " -> ", ref::to_string(c.to));
         const ref::Array x = harness::sample(c.from, dt, 91);
         const auto y = braid::reshape(harness::upload(dev.index, dt, x), c.to);
         CHECK_CLOSE(harness::download(y), ref::reshape(x, c.to), 0.0);
@@ -53,7 +53,7 @@ TEST_CASE("layout: slice with begin, end and steps along every axis") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", slice of ", ref::to_string(c.shape), " from ",
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", slice of ", ref::to_string(c.shape), " from ",
              ref::to_string(c.begin), " to ", ref::to_string(c.end), " step ", ref::to_string(c.step));
         const ref::Array x = harness::sample(c.shape, dt, 92);
         const auto y = braid::slice(harness::upload(dev.index, dt, x), c.begin, c.end, c.step);
@@ -73,7 +73,7 @@ TEST_CASE("layout: transpose with every permutation of 3 axes and others") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", transpose ", ref::to_string(c.shape));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", transpose ", ref::to_string(c.shape));
         const ref::Array x = harness::sample(c.shape, dt, 93);
         const auto y = braid::transpose(harness::upload(dev.index, dt, x), c.perm);
         CHECK_CLOSE(harness::download(y), ref::transpose(x, c.perm), 0.0);
@@ -93,7 +93,7 @@ TEST_CASE("layout: concat along each axis") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", c.shapes.size(), " inputs on axis ", c.axis);
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", c.shapes.size(), " inputs on axis ", c.axis);
         std::vector<ref::Array> xs;
         std::vector<braid::Tensor> ts;
         for (size_t i = 0; i < c.shapes.size(); ++i) {
@@ -110,7 +110,7 @@ TEST_CASE("layout: cast between floats rounds to nearest even, through float16 a
   for (const auto& dev : harness::each_device())
     for (braid_dtype from : harness::kFloatTypes)
       for (braid_dtype to : targets) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(from), " -> ", braid_dtype_name(to));
+        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
         ref::Array x = harness::random_array({7, 33}, -300.0, 300.0, from, 95);
         // Edge values: the float16 maximum, overflow to infinity, a float16 subnormal, a tie.
         const double edges[] = {65504.0, 70000.0, -1e-6, 1.0 + 0x1p-11, 0.1, -0.0, 3e-41};
@@ -128,7 +128,7 @@ TEST_CASE("layout: cast between integer and float dtypes with integral values") 
   for (const auto& dev : harness::each_device())
     for (braid_dtype from : kAllComputable)
       for (braid_dtype to : kAllComputable) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(from), " -> ", braid_dtype_name(to));
+        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
         // Values every dtype of the pair holds exactly (uint8 limits the range).
         const ref::Array x = harness::random_ints({3, 7}, 0, 256, 96);
         const auto y = braid::cast(harness::upload(dev.index, from, x), to);
@@ -141,7 +141,7 @@ TEST_CASE("layout: float to integer casts truncate toward zero") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype from : harness::kFloatTypes)
       for (braid_dtype to : harness::kIntTypes) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(from), " -> ", braid_dtype_name(to));
+        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
         const ref::Array x({6}, {-2.75, -1.5, -0.25, 0.5, 1.5, 99.99});
         const auto y = braid::cast(harness::upload(dev.index, from, x), to);
         CHECK_CLOSE(harness::download(y), ref::round_to(to, x), 0.0);

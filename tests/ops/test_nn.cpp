@@ -19,7 +19,7 @@ TEST_CASE("nn: conv2d with stride, padding, with and without bias") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k, "x",
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k, "x",
              c.c, "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",",
              c.padding[1], c.bias ? ", bias" : ", no bias");
         const ref::Array x = harness::random_array({c.n, c.c, c.h, c.w}, -1, 1, dt, 111);
@@ -64,7 +64,7 @@ TEST_CASE("nn: max and average pooling with stride and padding") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_pool_kind kind : {BRAID_POOL_MAX, BRAID_POOL_AVG})
         for (const Case& c : cases) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), kind == BRAID_POOL_MAX ? ", max" : ", avg", " pool of ",
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), kind == BRAID_POOL_MAX ? ", max" : ", avg", " pool of ",
                ref::to_string(c.shape), ", kernel ", c.kernel[0], "x", c.kernel[1], ", stride ", c.stride[0], ",",
                c.stride[1], ", padding ", c.padding[0], ",", c.padding[1]);
           // Negative values catch a max that counts padded cells as zeros.
@@ -84,7 +84,7 @@ TEST_CASE("nn: global max and average pooling") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_pool_kind kind : {BRAID_POOL_MAX, BRAID_POOL_AVG})
         for (const ref::Shape& s : {ref::Shape{2, 3, 7, 5}, ref::Shape{1, 1, 1, 1}, ref::Shape{1, 2, 33, 1}}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), kind == BRAID_POOL_MAX ? ", global max of " : ", global avg of ",
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), kind == BRAID_POOL_MAX ? ", global max of " : ", global avg of ",
                ref::to_string(s));
           const ref::Array x = harness::random_array(s, -2, 2, dt, 117);
           // kernel/stride/padding are ignored when global is set; give values that would be invalid.
@@ -100,7 +100,7 @@ TEST_CASE("nn: batch norm in training uses batch statistics and updates the runn
     for (braid_dtype dt : harness::kFloatTypes)
       for (const ref::Shape& s : {ref::Shape{4, 3}, ref::Shape{2, 3, 5, 7}, ref::Shape{2, 1, 1, 1}}) {
         for (const auto& [eps, momentum] : {std::pair{1e-5, 0.1}, std::pair{1e-3, 0.25}}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", x ", ref::to_string(s), ", eps ", eps, ", momentum ", momentum);
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", ref::to_string(s), ", eps ", eps, ", momentum ", momentum);
           const int64_t C = s[1];
           const ref::Array x = harness::random_array(s, -2, 3, dt, 118);
           const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 119), beta = harness::random_array({C}, -1, 1, dt, 120);
@@ -124,7 +124,7 @@ TEST_CASE("nn: batch norm in inference uses and keeps the running statistics") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const ref::Shape& s : {ref::Shape{4, 3}, ref::Shape{2, 3, 5, 7}}) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", x ", ref::to_string(s));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", ref::to_string(s));
         const int64_t C = s[1];
         const ref::Array x = harness::random_array(s, -2, 3, dt, 123);
         const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 124), beta = harness::random_array({C}, -1, 1, dt, 125);
@@ -170,7 +170,7 @@ TEST_CASE("nn: softmax and log-softmax along each axis") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases)
         for (bool log : {false, true}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), log ? ", log_softmax of " : ", softmax of ",
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), log ? ", log_softmax of " : ", softmax of ",
                ref::to_string(c.shape), " along ", c.axis);
           // Wide logits: a kernel that does not subtract the maximum overflows exp().
           const ref::Array x = harness::random_array(c.shape, -60, 60, dt, 131);
@@ -185,7 +185,7 @@ TEST_CASE("nn: softmax cross-entropy with int32 and int64 labels") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_dtype lt : harness::kIntTypes)
         for (const auto& [n, k] : {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {33, 3}, {4, 100}}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), " logits ", n, "x", k, ", ", braid_dtype_name(lt), " labels");
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), " logits ", n, "x", k, ", ", harness::dtype_name(lt), " labels");
           const ref::Array logits = harness::random_array({n, k}, -20, 20, dt, 132);
           const ref::Array labels = harness::random_ints({n}, 0, static_cast<int>(k), 133);
           const auto y = braid::softmax_cross_entropy(harness::upload(dev.index, dt, logits),
@@ -200,7 +200,7 @@ TEST_CASE("nn: dropout draws its mask from the Philox stream") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (double p : {0.0, 0.3, 0.5, 0.9}) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", p ", p);
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", p ", p);
         const ref::Array x = harness::random_array({7, 33}, -2, 2, dt, 134);
         const auto tx = harness::upload(dev.index, dt, x);
         const uint64_t seed = 4242;

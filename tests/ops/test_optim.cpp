@@ -9,7 +9,7 @@ TEST_CASE("optim: sgd_update with and without weight decay") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (double wd : {0.0, 0.01}) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", weight decay ", wd);
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", weight decay ", wd);
         ref::Array w = harness::random_array({7, 33}, -1, 1, dt, 141);
         const auto tw = harness::upload(dev.index, dt, w);
         for (int step = 0; step < 3; ++step) {
@@ -25,7 +25,7 @@ TEST_CASE("optim: sgd_momentum_update keeps its velocity") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (double wd : {0.0, 0.01}) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", weight decay ", wd);
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", weight decay ", wd);
         ref::Array w = harness::random_array({3, 33}, -1, 1, dt, 151), mom({3, 33}, 0.0);
         const auto tw = harness::upload(dev.index, dt, w), tm = harness::upload(dev.index, dt, mom);
         for (int step = 0; step < 4; ++step) {
@@ -42,7 +42,7 @@ TEST_CASE("optim: adam_update with bias correction over several steps") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (double wd : {0.0, 0.01}) {
-        INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", weight decay ", wd);
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", weight decay ", wd);
         ref::Array w = harness::random_array({7, 5}, -1, 1, dt, 161), m({7, 5}, 0.0), v({7, 5}, 0.0);
         const auto tw = harness::upload(dev.index, dt, w), tm = harness::upload(dev.index, dt, m),
                    tv = harness::upload(dev.index, dt, v);

@@ -7,7 +7,7 @@ using tol::Kind;
 
 namespace {
 
-const char* reduce_name(braid_reduce_op op) {
+std::string reduce_name(braid_reduce_op op) {
   static const char* names[] = {"sum", "mean", "max", "min", "norm"};
   return names[op];
 }
@@ -15,7 +15,10 @@ const char* reduce_name(braid_reduce_op op) {
 std::string axes_string(const std::vector<int32_t>& axes) {
   if (axes.empty()) return "all";
   std::string s;
-  for (int32_t a : axes) s += (s.empty() ? "" : ",") + std::to_string(a);
+  for (int32_t a : axes) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(a);
+  }
   return s;
 }
 
@@ -38,7 +41,7 @@ TEST_CASE("reduce: every op over single, multiple and all axes, with and without
         const Kind kind = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN ? Kind::exact : Kind::reduction;
         for (const Case& c : cases)
           for (bool keep : {false, true}) {
-            INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", ", reduce_name(op), " of ", ref::to_string(c.shape),
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", reduce_name(op), " of ", ref::to_string(c.shape),
                  " over ", axes_string(c.axes), keep ? ", keepdims" : "");
             const ref::Array x = harness::random_array(c.shape, -2.0, 2.0, dt, 71);
             const auto y = braid::reduce(op, harness::upload(dev.index, dt, x), c.axes, keep);
@@ -51,7 +54,7 @@ TEST_CASE("reduce: every op over single, multiple and all axes, with and without
 TEST_CASE("reduce: long sums and means stay within the summation tolerance") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes) {
-      INFO("device ", dev.id, ", ", braid_dtype_name(dt));
+      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
       // Positive values: the relative error of any summation order is bounded by n*u, typically sqrt(n)*u.
       const ref::Array x = harness::random_array({1000, 3}, 0.0, 1.0, dt, 72);
       const auto t = harness::upload(dev.index, dt, x);
@@ -73,7 +76,7 @@ TEST_CASE("reduce: argmax along each axis gives int64 indices") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases)
         for (bool keep : {false, true}) {
-          INFO("device ", dev.id, ", ", braid_dtype_name(dt), ", argmax of ", ref::to_string(c.shape), " along ", c.axis,
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", argmax of ", ref::to_string(c.shape), " along ", c.axis,
                keep ? ", keepdims" : "");
           const ref::Array x = harness::random_array(c.shape, -5.0, 5.0, dt, 73);  // ties are improbable
           const auto y = braid::argmax(harness::upload(dev.index, dt, x), c.axis, keep);

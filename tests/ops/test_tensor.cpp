@@ -55,7 +55,7 @@ TEST_CASE("tensor: upload, metadata, download and overwrite in every dtype") {
                              BRAID_UINT8,   BRAID_FLOAT16, BRAID_BFLOAT16};
   for (const auto& dev : harness::each_device()) {
     for (braid_dtype dt : all) {
-      INFO("device ", dev.id, ", dtype ", braid_dtype_name(dt));
+      INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
       for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{7}, ref::Shape{3, 33}, ref::Shape{2, 1, 3, 5}}) {
         INFO("shape ", ref::to_string(shape));
         const ref::Array a = harness::sample(shape, dt, 2);

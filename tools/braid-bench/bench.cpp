@@ -22,9 +22,11 @@ void Reporter::figure(const Figure& f) {
                   "baseline", "ratio");
       header_printed_ = true;
     }
-    std::printf("%-7s %-24s %11.4g %-8s", f.suite.c_str(), f.name.c_str(), f.value, f.unit.c_str());
-    if (f.baseline) std::printf("  %-30s %11.4g %7.3f", f.baseline->c_str(), f.baseline_value, ratio);
-    std::printf("\n");
+    std::printf("%-7s %-24s %11.4g ", f.suite.c_str(), f.name.c_str(), f.value);
+    if (f.baseline)
+      std::printf("%-8s  %-30s %11.4g %7.3f\n", f.unit.c_str(), f.baseline->c_str(), f.baseline_value, ratio);
+    else
+      std::printf("%s\n", f.unit.c_str());
   }
   std::fflush(stdout);
 }

@@ -2,6 +2,7 @@
 // the same process and run. braid's CPU backend calls the same OpenBLAS, so the ratio is the cost of
 // going through the runtime (dispatch, allocation, the wait) on a 16-GFLOP op: it should be ~1.
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -84,8 +85,10 @@ void suite_gemm(Run& run) {
     max_ref = std::fmax(max_ref, std::fabs(static_cast<double>(hc[i])));
   }
   const double rel = max_ref > 0 ? max_err / max_ref : max_err;
-  if (rel > 1e-4) throw Error("braid's product differs from OpenBLAS's: max error " + std::to_string(rel) + " (relative)");
-  run.out->note("gemm", "result matches OpenBLAS (max relative error " + std::to_string(rel) +
+  char rel_text[32];
+  std::snprintf(rel_text, sizeof rel_text, "%.2g", rel);
+  if (rel > 1e-4) throw Error(std::string("braid's product differs from OpenBLAS's: max relative error ") + rel_text);
+  run.out->note("gemm", std::string("result matches OpenBLAS (max relative error ") + rel_text +
                             "); target: >= 0.97x the direct call (median of " + std::to_string(repeat) + " runs)");
 #else
   run.out->figure(f);

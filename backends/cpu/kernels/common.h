@@ -6,11 +6,14 @@
 // so a std:: function defined before it could not be inlined into the kernels.
 #pragma once
 #if defined(__GNUC__) && !defined(__clang__)
-// Kernels neither read errno nor FP exception flags. Without these, GCC keeps a libm call for errno
-// beside every sqrt and will not if-convert a select whose arm computes in floating point; either
-// blocks vectorisation of the elementwise loops. (Build-system flags would be the tidier place.)
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
+// Kernels never read FP exception flags. With the default -ftrapping-math GCC will not if-convert a
+// `c ? a : b` whose arm computes in floating point (the computation might trap), which blocks
+// vectorising selects (relu, max, exp's range clamps). (A build flag would be tidier; note that
+// "no-math-errno" cannot be set this way: GCC decides sqrt's errno semantics from the command line,
+// see v_sqrt in vmath.h.)
+#pragma GCC optimize("no-trapping-math")
 #endif
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -210,49 +213,52 @@ inline void parallel(Exec& ex, int64_t n, int64_t grain, F&& f) {
 
 // ---- elementwise maps ----------------------------------------------------------------------------
 
-// Bitwise select: unlike `c ? a : b` it never lets GCC sink the computation of a or b into a branch,
-// which (with the default -ftrapping-math) blocks if-conversion and therefore vectorisation.
-template <class T> struct UIntOf;
-template <> struct UIntOf<float> { using type = uint32_t; };
-template <> struct UIntOf<double> { using type = uint64_t; };
-template <class T>
-inline T select(bool c, T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    return c ? a : b;
-  } else {
-    using U = typename UIntOf<T>::type;
-    const U m = U(0) - U(c);
-    return std::bit_cast<T>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m));
-  }
-}
+// Hot compute-bound loops (transcendentals, RNG, softmax) also get an AVX2+FMA clone that the loader
+// picks on CPUs that have it (GCC target_clones / ifunc): the baseline build targets x86-64-v2 (SSE4.2),
+// which leaves half or more of a modern core's arithmetic unused. Memory-bound loops gain nothing and
+// stay single-version (code size). Clones may differ from the baseline in the last bit (FMA).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__)
+#define BRAID_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define BRAID_HOT
+#endif
 
 namespace detail {
 // One run with a compile-time stride pattern: bit k of Mask set = operand k advances by 1, clear =
 // stays (broadcast). Constant strides let the compiler vectorise and hoist broadcast loads.
-template <unsigned Mask, class F, class... P, size_t... I>
-void run_fixed(F& f, int64_t n, std::index_sequence<I...>, P* __restrict... p) {
-  for (int64_t i = 0; i < n; ++i) f(p[((Mask >> I) & 1u) ? i : 0]...);
-}
+template <bool Hot, unsigned Mask, class F, class Seq, class... P> struct Fixed;
+template <unsigned Mask, class F, size_t... I, class... P>
+struct Fixed<false, Mask, F, std::index_sequence<I...>, P...> {
+  static void run(F& f, int64_t n, P* __restrict... p) {
+    for (int64_t i = 0; i < n; ++i) f(p[((Mask >> I) & 1u) ? i : 0]...);
+  }
+};
+template <unsigned Mask, class F, size_t... I, class... P>
+struct Fixed<true, Mask, F, std::index_sequence<I...>, P...> {
+  BRAID_HOT static void run(F& f, int64_t n, P* __restrict... p) {
+    for (int64_t i = 0; i < n; ++i) f(p[((Mask >> I) & 1u) ? i : 0]...);
+  }
+};
 template <class F, class... P, size_t... I>
 void run_strided(F& f, int64_t n, const int64_t* s, std::index_sequence<I...>, P* __restrict... p) {
   for (int64_t i = 0; i < n; ++i) f(p[i * s[I]]...);
 }
-template <class F, class... P, unsigned... M>
+template <bool Hot, class F, class... P, unsigned... M>
 constexpr auto fixed_table(std::integer_sequence<unsigned, M...>) {
-  using Fn = void (*)(F&, int64_t, std::index_sequence_for<P...>, P*...);
-  return std::array<Fn, sizeof...(M)>{&run_fixed<M, F, P...>...};
+  using Fn = void (*)(F&, int64_t, P*...);
+  return std::array<Fn, sizeof...(M)>{&Fixed<Hot, M, F, std::index_sequence_for<P...>, P...>::run...};
 }
 }  // namespace detail
 
 // Applies f(p0[i], p1[i], ...) to every element of a layout whose operands are typed pointers (to
 // element 0 of each view). f takes references for written operands. Runs whose strides are all 0 or
-// 1 take a specialised, vectorisable loop; anything else a strided loop.
-template <int N, class F, class... P>
+// 1 take a specialised, vectorisable loop; anything else a strided loop. Hot: see BRAID_HOT.
+template <bool Hot = false, int N, class F, class... P>
 inline void map_range(const Layout<N>& L, int64_t begin, int64_t end, F& f, P*... p) {
   static_assert(sizeof...(P) == N);
   using Seq = std::index_sequence_for<P...>;
   static constexpr auto table =
-      detail::fixed_table<F, P...>(std::make_integer_sequence<unsigned, (1u << N)>{});
+      detail::fixed_table<Hot, F, P...>(std::make_integer_sequence<unsigned, (1u << N)>{});
   int64_t s[N];
   unsigned mask = 0;
   bool unit = true;
@@ -265,16 +271,16 @@ inline void map_range(const Layout<N>& L, int64_t begin, int64_t end, F& f, P*..
   for_each_row(L, begin, end, [&](const int64_t* off, int64_t count) {
     [&]<size_t... I>(std::index_sequence<I...>) {
       if (unit)
-        fn(f, count, Seq{}, (p + off[I])...);
+        fn(f, count, (p + off[I])...);
       else
         detail::run_strided(f, count, s, Seq{}, (p + off[I])...);
     }(Seq{});
   });
 }
 
-template <int N, class F, class... P>
+template <bool Hot = false, int N, class F, class... P>
 inline void map(Exec& ex, const Layout<N>& L, int64_t grain, F f, P*... p) {
-  parallel(ex, L.numel, grain, [&](int64_t b, int64_t e) { map_range(L, b, e, f, p...); });
+  parallel(ex, L.numel, grain, [&](int64_t b, int64_t e) { map_range<Hot>(L, b, e, f, p...); });
 }
 
 // ---- contiguous staging for kernels that need dense operands (copy.cpp) --------------------------

@@ -71,7 +71,7 @@ void conv_typed(Exec& ex, const Call& c) {
   }
 
   const int64_t G = std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, CRS * PQ), 1, N);
-  std::vector<T> col(size_t(CRS * G * PQ));
+  std::vector<T> col(static_cast<size_t>(CRS * G * PQ));
   std::vector<T> tmp(G > 1 ? size_t(K * G * PQ) : 0);
   for (int64_t n0 = 0; n0 < N; n0 += G) {
     const int64_t g = std::min(G, N - n0), ld = g * PQ;

@@ -52,11 +52,16 @@ KernelResult k_arange(const Call& c, Exec& ex) {
 
 namespace {
 
+// Transcendental ops (kGrainHeavy) are compute-bound: they take the AVX2 clone (BRAID_HOT).
 template <class T, class F>
 void unary_map(Exec& ex, const Call& c, int64_t grain, F f) {
   const auto& in = c.inputs[0];
   const auto& out = c.outputs[0];
-  map(ex, layout_of(out, in), grain, [f](T& o, T x) { o = f(x); }, data_of<T>(out), data_of<const T>(in));
+  auto fn = [f](T& o, T x) { o = f(x); };
+  if (grain == kGrainHeavy)
+    map<true>(ex, layout_of(out, in), grain, fn, data_of<T>(out), data_of<const T>(in));
+  else
+    map(ex, layout_of(out, in), grain, fn, data_of<T>(out), data_of<const T>(in));
 }
 
 template <class T>
@@ -76,14 +81,14 @@ bool unary_typed(Exec& ex, const Call& c, braid_unary_op op) {
       case BRAID_UNARY_ABS: unary_map<T>(ex, c, kGrain, [](T x) { return std::fabs(x); }); return true;
       case BRAID_UNARY_EXP: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_exp(x); }); return true;
       case BRAID_UNARY_LOG: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_log(x); }); return true;
-      case BRAID_UNARY_SQRT: unary_map<T>(ex, c, kGrain, [](T x) { return std::sqrt(x); }); return true;
+      case BRAID_UNARY_SQRT: unary_map<T>(ex, c, kGrain, [](T x) { return v_sqrt(x); }); return true;
       // NaN propagates (the comparison is false), as in PyTorch.
-      case BRAID_UNARY_RELU: unary_map<T>(ex, c, kGrain, [](T x) { return select(x < T(0), T(0), x); }); return true;
+      case BRAID_UNARY_RELU: unary_map<T>(ex, c, kGrain, [](T x) { return x < T(0) ? T(0) : x; }); return true;
       case BRAID_UNARY_SIGMOID: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_sigmoid(x); }); return true;
       case BRAID_UNARY_TANH: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_tanh(x); }); return true;
       case BRAID_UNARY_SQUARE: unary_map<T>(ex, c, kGrain, [](T x) { return x * x; }); return true;
       case BRAID_UNARY_SIGN:
-        unary_map<T>(ex, c, kGrain, [](T x) { return select(x != x, x, T((x > T(0)) - (x < T(0)))); });
+        unary_map<T>(ex, c, kGrain, [](T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); });
         return true;
       default: return false;
     }
@@ -129,11 +134,11 @@ inline T int_pow(T a, T b, bool& bad) {
 // Max/min that propagate NaN from either side (PyTorch semantics).
 template <class T> inline T max_nan(T a, T b) {
   if constexpr (std::is_integral_v<T>) return a > b ? a : b;
-  else return select(a != a || a > b, a, b);
+  else return (a != a || a > b) ? a : b;
 }
 template <class T> inline T min_nan(T a, T b) {
   if constexpr (std::is_integral_v<T>) return a < b ? a : b;
-  else return select(a != a || a < b, a, b);
+  else return (a != a || a < b) ? a : b;
 }
 
 template <class T, class F>
@@ -188,9 +193,9 @@ KernelResult binary_typed(Exec& ex, const Call& c, braid_binary_op op, const Lay
       break;
     case BRAID_BINARY_MAXIMUM: run([](T x, T y) { return max_nan(x, y); }); break;
     case BRAID_BINARY_MINIMUM: run([](T x, T y) { return min_nan(x, y); }); break;
-    case BRAID_BINARY_EQUAL: run([](T x, T y) { return select(x == y, T(1), T(0)); }); break;
-    case BRAID_BINARY_LESS: run([](T x, T y) { return select(x < y, T(1), T(0)); }); break;
-    case BRAID_BINARY_GREATER: run([](T x, T y) { return select(x > y, T(1), T(0)); }); break;
+    case BRAID_BINARY_EQUAL: run([](T x, T y) { return x == y ? T(1) : T(0); }); break;
+    case BRAID_BINARY_LESS: run([](T x, T y) { return x < y ? T(1) : T(0); }); break;
+    case BRAID_BINARY_GREATER: run([](T x, T y) { return x > y ? T(1) : T(0); }); break;
     default:
       return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
   }

@@ -39,7 +39,7 @@ struct MaxR {
     if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::lowest();
     else return -std::numeric_limits<T>::infinity();
   }
-  static T add(T a, T x) { return select(x > a || x != x, x, a); }
+  static T add(T a, T x) { return (x > a || x != x) ? x : a; }
   static T merge(T a, T b) { return add(a, b); }
   static T finish(T a, int64_t) { return a; }
 };
@@ -49,7 +49,7 @@ struct MinR : MaxR<T> {
     if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::max();
     else return std::numeric_limits<T>::infinity();
   }
-  static T add(T a, T x) { return select(x < a || x != x, x, a); }
+  static T add(T a, T x) { return (x < a || x != x) ? x : a; }
   static T merge(T a, T b) { return add(a, b); }
 };
 

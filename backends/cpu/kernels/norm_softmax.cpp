@@ -52,13 +52,13 @@ void batch_norm_typed(Exec& ex, const Call& c) {
   T* y = Y.get();
   if (C == 0) return;
 
-  std::vector<double> mean(size_t(C)), invstd(size_t(C));
+  std::vector<double> mean(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
   if (training) {
     const int64_t cnt = N * L;
     // Sums of (x - shift) and its square, shift = the channel's first value: removes the bulk of
     // the cancellation in E[x^2] - E[x]^2 when |mean| >> std. Row groups give fixed-order partials.
     const int64_t G = std::min<int64_t>(N, 32), per = (N + G - 1) / std::max<int64_t>(G, 1);
-    std::vector<double> s1(size_t(G * C)), s2(size_t(G * C)), shift(size_t(C));
+    std::vector<double> s1(static_cast<size_t>(G * C)), s2(static_cast<size_t>(G * C)), shift(static_cast<size_t>(C));
     for (int64_t ch = 0; ch < C; ++ch) shift[size_t(ch)] = cnt > 0 ? double(x[ch * L]) : 0.0;
     parallel(ex, G, 1, [&](int64_t b, int64_t e) {
       for (int64_t g = b; g < e; ++g)
@@ -118,7 +118,7 @@ constexpr int64_t kCols = 256;   // columns handled together when the axis is no
 
 // Sum of exp(x[i] - m) over a dense run, in double.
 template <class T>
-double sum_exp(const T* x, int64_t n, T m) {
+BRAID_HOT double sum_exp(const T* x, int64_t n, T m) {
   T buf[kBuf];
   double s = 0;
   for (int64_t i0 = 0; i0 < n; i0 += kBuf) {
@@ -130,7 +130,7 @@ double sum_exp(const T* x, int64_t n, T m) {
 }
 
 template <class T>
-void softmax_row(const T* x, T* y, int64_t K, bool log) {
+BRAID_HOT void softmax_row(const T* x, T* y, int64_t K, bool log) {
   const T m = fold_run<MaxR<T>>(x, K, 1);
   if (log) {
     const T lse = T(std::log(sum_exp(x, K, m)));
@@ -144,7 +144,7 @@ void softmax_row(const T* x, T* y, int64_t K, bool log) {
 
 // Softmax along the middle axis of [outer, K, inner] for columns [c0, c0 + w) of one outer index.
 template <class T>
-void softmax_cols(const T* x, T* y, int64_t K, int64_t inner, int64_t w, bool log) {
+BRAID_HOT void softmax_cols(const T* x, T* y, int64_t K, int64_t inner, int64_t w, bool log) {
   T m[kCols];
   double s[kCols];
   std::copy_n(x, w, m);

@@ -5,6 +5,8 @@
 // (common.h first: see the note at its top)
 #include <cmath>
 
+#include "vmath.h"
+
 namespace braid::cpu::kern {
 
 KernelResult k_sgd(const Call& c, Exec& ex) {
@@ -46,7 +48,7 @@ KernelResult k_adam(const Call& c, Exec& ex) {
           const T gd = gv + wd * wv;
           mv = beta1 * mv + one_b1 * gd;
           vv = beta2 * vv + one_b2 * gd * gd;
-          wv -= lr * (mv * corr1) / (std::sqrt(vv * corr2) + eps);
+          wv -= lr * (mv * corr1) / (v_sqrt(vv * corr2) + eps);
         },
         data_of<T>(w), data_of<const T>(g), data_of<T>(m), data_of<T>(v));
   });

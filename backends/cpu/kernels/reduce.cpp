@@ -96,7 +96,7 @@ void reduce_rows(Exec& ex, const Split& sp, const T* x, T* y) {
   }
   // Few, long reductions (a full sum): split each into fixed chunks, merge partials in order.
   const int64_t chunks = (count + kChunk - 1) / kChunk;
-  std::vector<Acc> part(size_t(chunks));
+  std::vector<Acc> part(static_cast<size_t>(chunks));
   for (int64_t k = 0; k < outputs; ++k) {
     int64_t oin, oout;
     kept_offsets(sp.kept, k, oin, oout);
@@ -152,7 +152,7 @@ void reduce_columns(Exec& ex, const Split& sp, const T* x, T* y) {
   // chunks with partial blocks, merged in order.
   const int64_t chunks = std::min<int64_t>(64, (count * width + kGrain - 1) / kGrain);
   const int64_t per = (count + chunks - 1) / chunks;
-  std::vector<Acc> part(size_t(chunks * kBlock));
+  std::vector<Acc> part(static_cast<size_t>(chunks * kBlock));
   for (int64_t t = 0; t < tasks; ++t) {
     int64_t xin, yout, c0, w;
     task_origin(t, xin, yout, c0, w);
@@ -226,13 +226,23 @@ void argmax_typed(Exec& ex, const Split& sp, const T* x, int64_t* y) {
     for_each_row(sp.kept, b, e, [&](const int64_t* off, int64_t n) {
       for (int64_t j = 0; j < n; ++j) {
         const T* row = x + off[0] + j * sp.kept.inner_stride(0);
-        T bv = row[0];
         int64_t bi = 0;
-        for (int64_t k = 1; k < K; ++k)
-          if (better(row[k * s], bv)) {
-            bv = row[k * s];
-            bi = k;
-          }
+        if (s == 1) {
+          // Two passes over a row that stays in cache: a vectorised max (NaN wins), then the first
+          // index holding it. Beats one branchy compare-and-track pass several times over.
+          const T m = fold_run<MaxR<T>>(row, K, 1);
+          if (m == m)
+            while (row[bi] != m) ++bi;
+          else
+            while (row[bi] == row[bi]) ++bi;
+        } else {
+          T bv = row[0];
+          for (int64_t k = 1; k < K; ++k)
+            if (better(row[k * s], bv)) {
+              bv = row[k * s];
+              bi = k;
+            }
+        }
         y[off[1] + j * sp.kept.inner_stride(1)] = bi;
       }
     });

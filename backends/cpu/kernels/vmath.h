@@ -1,12 +1,15 @@
 // Vectorisable float32 exp/log/tanh/sigmoid. glibc's scalar expf/logf are accurate but are calls the
 // auto-vectoriser cannot widen; these are straight-line Cephes polynomials (<= 2 ulp in tests) with
-// bitwise selects instead of branches, so loops over them vectorise like `x + 1` does. float64 uses
-// libm: it is rarely hot and Cephes' float64 variants would cost more code than they save.
+// selects instead of branches, so loops over them vectorise like `x + 1` does. float64 uses libm: it
+// is rarely hot and Cephes' float64 variants would cost more code than they save.
 #pragma once
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "common.h"
 
@@ -16,8 +19,8 @@ inline float exp_f32(float x) {
   // exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2. Clamping keeps n in [-150, 128]; 2^n is
   // applied as two factors so results reaching into subnormals and overflow to inf stay correct.
   // NaN survives the clamps (comparisons are false) and poisons the polynomial.
-  float xc = select(x < -104.0f, -104.0f, x);
-  xc = select(xc > 89.0f, 89.0f, xc);
+  float xc = x < -104.0f ? -104.0f : x;
+  xc = xc > 89.0f ? 89.0f : xc;
   // Adding 1.5*2^23 rounds to an integer (nearest even) and leaves it in the low mantissa bits.
   const float t = xc * 1.44269504088896341f + 0x1.8p23f;
   const int32_t n = std::bit_cast<int32_t>(t) - std::bit_cast<int32_t>(0x1.8p23f);
@@ -37,12 +40,12 @@ inline float log_f32(float x) {
   // x = m * 2^e with m in [sqrt(.5), sqrt(2)); log(x) = log1p(m - 1) + e ln2 (Cephes logf).
   uint32_t u = std::bit_cast<uint32_t>(x);
   const bool sub = u < 0x00800000u;  // +0 and subnormals: rescale by 2^23 first
-  u = std::bit_cast<uint32_t>(select(sub, x * 8388608.0f, x));
+  u = std::bit_cast<uint32_t>(sub ? x * 8388608.0f : x);
   const int32_t e = int32_t(u >> 23) - 126 - (sub ? 23 : 0);
   const float m = std::bit_cast<float>((u & 0x007fffffu) | 0x3f000000u);  // [0.5, 1)
   const bool low = m < 0.707106781186547524f;
   const float ef = float(e - int32_t(low));
-  const float f = select(low, m + m - 1.0f, m - 1.0f);
+  const float f = low ? m + m - 1.0f : m - 1.0f;
   const float z = f * f;
   float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f - 1.2420140846e-1f) * f +
                  1.4249322787e-1f) * f - 1.6668057665e-1f) * f + 2.0000714765e-1f) * f - 2.4999993993e-1f) * f +
@@ -52,9 +55,9 @@ inline float log_f32(float x) {
   float r = f + y;
   r += 0.693359375f * ef;
   constexpr float inf = std::numeric_limits<float>::infinity();
-  r = select(x == 0.0f, -inf, r);
-  r = select(x == inf, inf, r);
-  r = select(!(x >= 0.0f), std::numeric_limits<float>::quiet_NaN(), r);  // negative or NaN
+  r = x == 0.0f ? -inf : r;
+  r = x == inf ? inf : r;
+  r = !(x >= 0.0f) ? std::numeric_limits<float>::quiet_NaN() : r;  // negative or NaN
   return r;
 }
 
@@ -66,7 +69,7 @@ inline float tanh_f32(float x) {
   const float small =
       ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
        3.33332819422e-1f) * z * x + x;
-  return select(ax > 0.625f, big, small);
+  return ax > 0.625f ? big : small;
 }
 
 template <class T> inline T v_exp(T x) {
@@ -79,5 +82,17 @@ template <class T> inline T v_tanh(T x) {
   if constexpr (std::is_same_v<T, float>) return tanh_f32(x); else return std::tanh(x);
 }
 template <class T> inline T v_sigmoid(T x) { return T(1) / (T(1) + v_exp(-x)); }
+
+// IEEE square root without errno. Unless the build has -fno-math-errno, GCC pairs every std::sqrt with
+// a libm call that sets errno for x < 0 (~40 ns per negative input, and no vectorisation). The bare
+// instruction gives the same, correctly rounded, result. With -fno-math-errno std::sqrt vectorises.
+template <class T> inline T v_sqrt(T x) {
+#if defined(__SSE2__) && !defined(__NO_MATH_ERRNO__)
+  if constexpr (std::is_same_v<T, float>) return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)));
+  else return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x)));
+#else
+  return std::sqrt(x);
+#endif
+}
 
 }  // namespace braid::cpu::kern
