@@ -46,17 +46,24 @@ inline void check(braid_status status) {
 
 template <class T>
 struct dtype_of;  // undefined for types braid does not store
-template <> struct dtype_of<float> : std::integral_constant<braid_dtype, BRAID_FLOAT32> {};
-template <> struct dtype_of<double> : std::integral_constant<braid_dtype, BRAID_FLOAT64> {};
-template <> struct dtype_of<int32_t> : std::integral_constant<braid_dtype, BRAID_INT32> {};
-template <> struct dtype_of<int64_t> : std::integral_constant<braid_dtype, BRAID_INT64> {};
-template <> struct dtype_of<uint8_t> : std::integral_constant<braid_dtype, BRAID_UINT8> {};
+template <>
+struct dtype_of<float> : std::integral_constant<braid_dtype, BRAID_FLOAT32> {};
+template <>
+struct dtype_of<double> : std::integral_constant<braid_dtype, BRAID_FLOAT64> {};
+template <>
+struct dtype_of<int32_t> : std::integral_constant<braid_dtype, BRAID_INT32> {};
+template <>
+struct dtype_of<int64_t> : std::integral_constant<braid_dtype, BRAID_INT64> {};
+template <>
+struct dtype_of<uint8_t> : std::integral_constant<braid_dtype, BRAID_UINT8> {};
 
 template <class T>
 inline constexpr braid_dtype dtype_v = dtype_of<T>::value;
 
 template <class T>
-concept Element = requires { dtype_of<T>::value; };
+concept Element = requires {
+  dtype_of<T>::value;
+};
 
 // A read-only array argument: a std::span that also binds to a braced list ({2, 3}). Like any span
 // it does not own; a braced list lives until the end of the full expression, which covers the call.
@@ -80,14 +87,25 @@ class Context {
   // Default options (BRAID_* environment variables apply).
   Context() { check(braid_context_create(nullptr, &h_)); }
   explicit Context(const braid_context_options& options) { check(braid_context_create(&options, &h_)); }
-  Context(const Context& o) : h_(o.h_) { if (h_) check(braid_context_retain(h_)); }
+  Context(const Context& o) : h_(o.h_) {
+    if (h_) check(braid_context_retain(h_));
+  }
   Context(Context&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  Context& operator=(Context o) noexcept { std::swap(h_, o.h_); return *this; }
-  ~Context() { if (h_) braid_context_release(h_); }
+  Context& operator=(Context o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~Context() {
+    if (h_) braid_context_release(h_);
+  }
 
   braid_context get() const noexcept { return h_; }
 
-  int32_t device_count() const { int32_t n = 0; check(braid_context_device_count(h_, &n)); return n; }
+  int32_t device_count() const {
+    int32_t n = 0;
+    check(braid_context_device_count(h_, &n));
+    return n;
+  }
   std::vector<Device> devices() const {
     std::vector<Device> out(static_cast<size_t>(device_count()));
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<Device>(i);
@@ -105,7 +123,11 @@ class Context {
     check(braid_context_device_info(h_, d, &info));
     return info;
   }
-  int32_t backend_count() const { int32_t n = 0; check(braid_context_backend_count(h_, &n)); return n; }
+  int32_t backend_count() const {
+    int32_t n = 0;
+    check(braid_context_backend_count(h_, &n));
+    return n;
+  }
   braid_backend_info backend_info(int32_t index) const {
     braid_backend_info info{};
     info.struct_size = sizeof info;
@@ -138,24 +160,51 @@ class Tensor {
  public:
   Tensor() = default;  // a null tensor (e.g. "no bias")
   // Takes over a reference the caller owns (an out-parameter of a C call).
-  static Tensor adopt(braid_tensor h) noexcept { Tensor t; t.h_ = h; return t; }
-  Tensor(const Tensor& o) : h_(o.h_) { if (h_) check(braid_tensor_retain(h_)); }
+  static Tensor adopt(braid_tensor h) noexcept {
+    Tensor t;
+    t.h_ = h;
+    return t;
+  }
+  Tensor(const Tensor& o) : h_(o.h_) {
+    if (h_) check(braid_tensor_retain(h_));
+  }
   Tensor(Tensor&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
-  Tensor& operator=(Tensor o) noexcept { std::swap(h_, o.h_); return *this; }
-  ~Tensor() { if (h_) braid_tensor_release(h_); }
+  Tensor& operator=(Tensor o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~Tensor() {
+    if (h_) braid_tensor_release(h_);
+  }
 
   braid_tensor get() const noexcept { return h_; }
   explicit operator bool() const noexcept { return h_ != nullptr; }
 
-  int32_t ndim() const { int32_t n = 0; check(braid_tensor_ndim(h_, &n)); return n; }
+  int32_t ndim() const {
+    int32_t n = 0;
+    check(braid_tensor_ndim(h_, &n));
+    return n;
+  }
   Shape shape() const {
     std::array<int64_t, BRAID_MAX_DIMS> dims{};
     check(braid_tensor_shape(h_, dims.data()));
     return Shape(dims.begin(), dims.begin() + ndim());
   }
-  braid_dtype dtype() const { braid_dtype d{}; check(braid_tensor_dtype(h_, &d)); return d; }
-  Device device() const { Device d = 0; check(braid_tensor_device(h_, &d)); return d; }
-  int64_t numel() const { int64_t n = 0; check(braid_tensor_numel(h_, &n)); return n; }
+  braid_dtype dtype() const {
+    braid_dtype d{};
+    check(braid_tensor_dtype(h_, &d));
+    return d;
+  }
+  Device device() const {
+    Device d = 0;
+    check(braid_tensor_device(h_, &d));
+    return d;
+  }
+  int64_t numel() const {
+    int64_t n = 0;
+    check(braid_tensor_numel(h_, &n));
+    return n;
+  }
 
   // Waits for the last writer; throws its error (BRAID_ERR_KERNEL, ...) if it failed.
   void wait_to_read() const { check(braid_tensor_wait_to_read(h_)); }
@@ -168,14 +217,14 @@ class Tensor {
   template <Element T>
   std::vector<T> to_vector() const {
     if (dtype() != dtype_v<T>)
-      throw Error(BRAID_ERR_DTYPE, std::string("to_vector: tensor is ") + braid_dtype_name(dtype()) +
-                                       ", requested " + braid_dtype_name(dtype_v<T>));
+      throw Error(BRAID_ERR_DTYPE, std::string("to_vector: tensor is ") + braid_dtype_name(dtype()) + ", requested " +
+                                       braid_dtype_name(dtype_v<T>));
     std::vector<T> out(static_cast<size_t>(numel()));
     to_host(std::as_writable_bytes(std::span(out)));
     return out;
   }
   template <std::ranges::contiguous_range R>
-    requires Element<std::ranges::range_value_t<R>>
+  requires Element<std::ranges::range_value_t<R>>
   void write(const R& data) const {
     if (dtype() != dtype_v<std::ranges::range_value_t<R>>)
       throw Error(BRAID_ERR_DTYPE, "write: element type does not match the tensor");
@@ -191,13 +240,12 @@ class Tensor {
   static Tensor from_host(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
                           std::span<const std::byte> bytes) {
     braid_tensor h = nullptr;
-    check(braid_tensor_from_host(ctx.get(), d, dtype, ndim_of(shape), shape.data(), bytes.data(),
-                                 bytes.size(), &h));
+    check(braid_tensor_from_host(ctx.get(), d, dtype, ndim_of(shape), shape.data(), bytes.data(), bytes.size(), &h));
     return adopt(h);
   }
   // The element type comes from the range (std::vector<float> makes a float32 tensor).
   template <std::ranges::contiguous_range R>
-    requires Element<std::ranges::range_value_t<R>>
+  requires Element<std::ranges::range_value_t<R>>
   static Tensor from_vector(const Context& ctx, Device d, List<int64_t> shape, const R& data) {
     using T = std::ranges::range_value_t<R>;
     return from_host(ctx, d, dtype_v<T>, shape,
@@ -214,20 +262,19 @@ class Tensor {
   static Tensor ones(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape) {
     return full(ctx, d, dtype, shape, 1.0);
   }
-  static Tensor arange(const Context& ctx, Device d, braid_dtype dtype, double start, double stop,
-                       double step = 1.0) {
+  static Tensor arange(const Context& ctx, Device d, braid_dtype dtype, double start, double stop, double step = 1.0) {
     braid_tensor h = nullptr;
     check(braid_arange(ctx.get(), d, dtype, start, stop, step, &h));
     return adopt(h);
   }
-  static Tensor random_uniform(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
-                               double low = 0.0, double high = 1.0) {
+  static Tensor random_uniform(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape, double low = 0.0,
+                               double high = 1.0) {
     braid_tensor h = nullptr;
     check(braid_random_uniform(ctx.get(), d, dtype, ndim_of(shape), shape.data(), low, high, &h));
     return adopt(h);
   }
-  static Tensor random_normal(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape,
-                              double mean = 0.0, double stddev = 1.0) {
+  static Tensor random_normal(const Context& ctx, Device d, braid_dtype dtype, List<int64_t> shape, double mean = 0.0,
+                              double stddev = 1.0) {
     braid_tensor h = nullptr;
     check(braid_random_normal(ctx.get(), d, dtype, ndim_of(shape), shape.data(), mean, stddev, &h));
     return adopt(h);
@@ -310,8 +357,7 @@ inline Tensor operator/(double s, const Tensor& a) { return binary(BRAID_BINARY_
 
 // Empty axes reduce over all axes; negative axes count from the end.
 inline Tensor reduce(braid_reduce_op op, const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
-  return detail::call(braid_reduce, op, x.get(), static_cast<int32_t>(axes.size()), axes.data(),
-                      int32_t{keepdims});
+  return detail::call(braid_reduce, op, x.get(), static_cast<int32_t>(axes.size()), axes.data(), int32_t{keepdims});
 }
 inline Tensor sum(const Tensor& x, List<int32_t> axes = {}, bool keepdims = false) {
   return reduce(BRAID_REDUCE_SUM, x, axes, keepdims);
@@ -374,9 +420,9 @@ inline Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias = {}, 
 struct Pool2dOptions {
   braid_pool_kind kind = BRAID_POOL_MAX;
   std::array<int32_t, 2> kernel{2, 2};
-  std::array<int32_t, 2> stride{0, 0};   // 0: equal to kernel
+  std::array<int32_t, 2> stride{0, 0};  // 0: equal to kernel
   std::array<int32_t, 2> padding{0, 0};
-  bool global = false;                   // pool all of H,W
+  bool global = false;  // pool all of H,W
 };
 inline Tensor pool2d(const Tensor& x, const Pool2dOptions& o) {
   braid_pool2d_params p = BRAID_POOL2D_PARAMS_INIT;
@@ -397,9 +443,8 @@ struct BatchNormResult {
   Tensor save_invstd;  // 1/sqrt(var + eps) of the statistics used
 };
 // In training running_mean/running_var are updated in place.
-inline BatchNormResult batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta,
-                                  const Tensor& running_mean, const Tensor& running_var,
-                                  const BatchNormOptions& o = {}) {
+inline BatchNormResult batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& running_mean,
+                                  const Tensor& running_var, const BatchNormOptions& o = {}) {
   braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
   p.eps = o.eps, p.momentum = o.momentum, p.training = o.training ? 1 : 0;
   braid_tensor y = nullptr, m = nullptr, s = nullptr;
@@ -408,9 +453,7 @@ inline BatchNormResult batch_norm(const Tensor& x, const Tensor& gamma, const Te
 }
 
 inline Tensor softmax(const Tensor& x, int32_t axis = -1) { return detail::call(braid_softmax, x.get(), axis, 0); }
-inline Tensor log_softmax(const Tensor& x, int32_t axis = -1) {
-  return detail::call(braid_softmax, x.get(), axis, 1);
-}
+inline Tensor log_softmax(const Tensor& x, int32_t axis = -1) { return detail::call(braid_softmax, x.get(), axis, 1); }
 inline Tensor softmax_cross_entropy(const Tensor& logits, const Tensor& labels) {
   return detail::call(braid_softmax_cross_entropy, logits.get(), labels.get());
 }

@@ -81,7 +81,7 @@ fi
 # No -Werror here: GCC's sanitizer instrumentation changes inlining and emits its own false-positive
 # warnings (-Wmaybe-uninitialized, -Wstringop-overflow); the warning gate is step 1.
 asan_env=(
-  ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+  ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1"
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )

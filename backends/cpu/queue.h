@@ -1,5 +1,6 @@
 // A queue: one dedicated thread running submitted work in FIFO order.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -34,10 +35,17 @@ struct braid_backend_queue_t {
 
   braid_backend_device_t& device_;
   const braid_queue_kind kind_;
+  // Waits for work: spins briefly, then parks on cv_. Returns false once stopping and drained.
+  bool wait_for_work(std::unique_lock<std::mutex>& lock) noexcept;
+
   std::mutex mu_;
   std::condition_variable cv_;
   braid::cpu::Fifo<braid::cpu::WorkItem> fifo_;
   bool stopping_ = false;
+  // Mirrors fifo_.size() so the spinning thread can watch it without the lock.
+  std::atomic<size_t> queued_{0};
+  // Set (under mu_) while the thread sleeps on cv_: submit only pays for a wake-up then.
+  std::atomic<bool> parked_{false};
   std::thread thread_;  // last: started once everything it touches exists
 };
 

@@ -1,5 +1,6 @@
 #include "work.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -67,34 +68,83 @@ void run_copy(const braid_copy_desc& c, braid_backend_device_t& device) {
   });
 }
 
+// Error paths must not allocate unguarded (they run in noexcept code, possibly out of memory): fixed
+// messages are static strings, and composed ones fall back to a static string if composing fails.
 struct Outcome {
   braid_status status = BRAID_OK;
-  std::string message;
+  const char* fixed = nullptr;
+  std::string composed;
+
+  void set(braid_status s, const char* message) {
+    status = s;
+    fixed = message;
+  }
+  template <typename Compose>
+  void set(braid_status s, const char* fallback, Compose&& compose) {
+    set(s, fallback);
+    try {
+      composed = compose();
+      fixed = nullptr;
+    } catch (...) {
+    }
+  }
+  const char* message() const { return status == BRAID_OK ? nullptr : fixed != nullptr ? fixed : composed.c_str(); }
 };
 
 Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexcept {
   Outcome out;
   try {
-    if (const auto* call = std::get_if<braid_kernel_call>(&item.payload)) {
+    if (item.kind == BRAID_WORK_KERNEL) {
+      const braid_kernel_call* call = &item.call;
       KernelResult r;
       device.arena().execute([&] { r = run_kernel(*call, device.exec()); });
-      out.status = r.status;
-      out.message = std::move(r.message);
-      if (out.status != BRAID_OK && out.message.empty()) out.message = "kernel failed";
-    } else if (const auto* copy = std::get_if<braid_copy_desc>(&item.payload)) {
-      run_copy(*copy, device);
+      if (r.status != BRAID_OK) {
+        if (r.message.empty()) {
+          out.set(r.status, "kernel failed");
+        } else {
+          out.status = r.status;
+          out.composed = std::move(r.message);
+        }
+      }
+    } else if (item.kind == BRAID_WORK_COPY) {
+      run_copy(item.copy, device);
     }
   } catch (const std::bad_alloc&) {
-    out = {BRAID_ERR_OUT_OF_MEMORY, "out of memory while running work"};
+    out.set(BRAID_ERR_OUT_OF_MEMORY, "out of memory while running work");
   } catch (const std::exception& e) {
-    out = {BRAID_ERR_INTERNAL, std::string("exception while running work: ") + e.what()};
+    out.set(BRAID_ERR_INTERNAL, "exception while running work",
+            [&] { return std::string("exception while running work: ") + e.what(); });
   } catch (...) {
-    out = {BRAID_ERR_INTERNAL, "unknown exception while running work"};
+    out.set(BRAID_ERR_INTERNAL, "unknown exception while running work");
   }
   return out;
 }
 
+// Copies the header, the views in use and the attributes; the unused view slots are left alone.
+void copy_kernel_call(const braid_kernel_call& from, braid_kernel_call& to) noexcept {
+  to.struct_size = sizeof to;
+  to.op = from.op;
+  to.num_inputs = from.num_inputs;
+  to.num_outputs = from.num_outputs;
+  std::copy_n(from.inputs, from.num_inputs, to.inputs);
+  std::copy_n(from.outputs, from.num_outputs, to.outputs);
+  std::copy(std::begin(from.i), std::end(from.i), to.i);
+  std::copy(std::begin(from.f), std::end(from.f), to.f);
+}
+
 }  // namespace
+
+void WorkItem::assign(const WorkItem& o) noexcept {
+  kind = o.kind;
+  num_waits = o.num_waits;
+  std::copy_n(o.waits.begin(), o.num_waits, waits.begin());
+  std::copy_n(o.wait_values.begin(), o.num_waits, wait_values.begin());
+  signal = o.signal;
+  signal_value = o.signal_value;
+  token = o.token;
+  if (kind == BRAID_WORK_KERNEL) copy_kernel_call(o.call, call);
+  if (kind == BRAID_WORK_COPY) copy = o.copy;
+}
 
 braid_status make_work_item(const braid_work& work, WorkItem& out, const char** why) noexcept {
   auto invalid = [why](const char* reason) {
@@ -112,18 +162,20 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
       if (work.kernel == nullptr) return invalid("kernel work without a kernel call");
       if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");
       if (const char* bad = check_kernel(*work.kernel)) return invalid(bad);
-      out.payload.emplace<braid_kernel_call>(*work.kernel);
+      out.kind = BRAID_WORK_KERNEL;
+      copy_kernel_call(*work.kernel, out.call);
       break;
     }
     case BRAID_WORK_COPY: {
       if (work.copy == nullptr) return invalid("copy work without a copy desc");
       if (work.copy->struct_size < sizeof(braid_copy_desc)) return invalid("copy: struct_size too small");
       if (const char* bad = check_copy(*work.copy)) return invalid(bad);
-      out.payload.emplace<braid_copy_desc>(*work.copy);
+      out.kind = BRAID_WORK_COPY;
+      out.copy = *work.copy;
       break;
     }
     case BRAID_WORK_MARKER:
-      out.payload.emplace<std::monostate>();
+      out.kind = BRAID_WORK_MARKER;
       break;
     default:
       return invalid("work: unknown kind");
@@ -145,7 +197,9 @@ void run_work_item(const WorkItem& item, braid_backend_device_t& device) noexcep
   for (uint32_t i = 0; i < item.num_waits; ++i) {
     braid_status s = item.waits[i]->wait(item.wait_values[i], UINT64_MAX);
     if (s != BRAID_OK) {
-      outcome = {s, "a semaphore this work waited on has failed (status " + std::to_string(s) + ")"};
+      outcome.set(s, "a semaphore this work waited on has failed", [s] {
+        return "a semaphore this work waited on has failed (status " + std::to_string(s) + ")";
+      });
       break;
     }
   }
@@ -156,8 +210,7 @@ void run_work_item(const WorkItem& item, braid_backend_device_t& device) noexcep
     if (run) outcome = run_payload(item, device);
   }
   // work_end before the signal, so anyone woken by the semaphore sees the host's bookkeeping done.
-  if (item.token != nullptr)
-    host::work_end(item.token, outcome.status, outcome.status == BRAID_OK ? nullptr : outcome.message.c_str());
+  if (item.token != nullptr) host::work_end(item.token, outcome.status, outcome.message());
   if (item.signal == nullptr) return;
   // Without a token the host hears of nothing, so the semaphore is the only channel left to carry the
   // failure; with one, the host has the error from work_end and the timeline keeps moving.

@@ -59,13 +59,13 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   fork_generation = g_fork_generation.load();
 
   EngineOptions eo;
-  braid_engine_mode mode = o.engine_mode;
+  int32_t mode = enum_int(o.engine_mode);
   if (mode == BRAID_ENGINE_DEFAULT) {
     const char* e = env("BRAID_ENGINE");
     mode = e && std::strcmp(e, "sync") == 0 ? BRAID_ENGINE_SYNC : BRAID_ENGINE_ASYNC;
   }
   if (mode != BRAID_ENGINE_ASYNC && mode != BRAID_ENGINE_SYNC)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "options.engine_mode ", static_cast<int>(mode), " is not a braid_engine_mode");
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options.engine_mode ", mode, " is not a braid_engine_mode");
   eo.sync = mode == BRAID_ENGINE_SYNC;
   eo.max_inflight_ops = o.max_inflight_ops ? o.max_inflight_ops : env_u64("BRAID_MAX_INFLIGHT_OPS", eo.max_inflight_ops);
   eo.max_inflight_bytes =

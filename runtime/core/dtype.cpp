@@ -27,8 +27,9 @@ const char* dtype_name(braid_dtype dtype) noexcept {
   }
 }
 
-void check_dtype(int dtype, const char* what) {
-  if (!dtype_valid(dtype)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid dtype value ", dtype);
+void check_dtype(const braid_dtype& dtype, const char* what) {
+  int32_t v = enum_int(dtype);
+  if (!dtype_valid(v)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid dtype value ", v);
 }
 
 }  // namespace braid

@@ -1,6 +1,8 @@
 // Element types: sizes, names and which ones compute kernels accept.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 
 #include "braid.h"
 
@@ -12,7 +14,17 @@ constexpr bool dtype_is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRA
 size_t dtype_size(braid_dtype dtype) noexcept;
 const char* dtype_name(braid_dtype dtype) noexcept;
 
+// The integer a C caller passed where the ABI names an enum. C may pass any int there, and loading an
+// out-of-range value as a C++ enum is undefined, so every enum from the ABI is validated through this.
+template <class E>
+int32_t enum_int(const E& e) noexcept {
+  static_assert(sizeof(E) == sizeof(int32_t));
+  int32_t v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+
 // Throws BRAID_ERR_INVALID_ARGUMENT for a value outside the enum.
-void check_dtype(int dtype, const char* what);
+void check_dtype(const braid_dtype& dtype, const char* what);
 
 }  // namespace braid

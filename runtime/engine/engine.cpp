@@ -110,11 +110,12 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
 
   // Dependencies as (queue, value): at most one per queue. Those on this backend that fit in the
   // submission become device-side waits; the rest are notifications handled on the host.
-  std::array<std::pair<Queue*, uint64_t>, BRAID_MAX_WAITS> device_deps{};
+  std::array<std::pair<Queue*, uint64_t>, BRAID_MAX_WAITS> device_deps;  // first num_device_deps used
   uint32_t num_device_deps = 0;
   std::vector<std::pair<Queue*, uint64_t>> host_deps;
   auto depend = [&](const std::shared_ptr<OpNode>& d) {
-    if (!d || d->seq == 0 || is_done(d) || d->queue == &queue) return;  // same in-order queue: nothing to do
+    // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
+    if (!d || d->queue == &queue || is_done(d)) return;
     for (uint32_t i = 0; i < num_device_deps; ++i)
       if (device_deps[i].first == d->queue) {
         device_deps[i].second = std::max(device_deps[i].second, d->seq);
@@ -154,8 +155,11 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
   for (Storage* s : reads) {
     if (written(s)) continue;
     auto& readers = s->var.readers;
-    if (readers.size() >= 16)  // readers end roughly in order; drop the finished ones now and then
-      std::erase_if(readers, [](const std::shared_ptr<OpNode>& r) { return is_done(r); });
+    // Readers end roughly in push order: dropping the finished ones from the front keeps the list
+    // at about the number in flight, at O(1) amortised cost per push.
+    size_t drop = 0;
+    while (drop < readers.size() && is_done(readers[drop])) ++drop;
+    if (drop > 0 && (drop == readers.size() || drop >= 32)) readers.erase(readers.begin(), readers.begin() + static_cast<std::ptrdiff_t>(drop));
     readers.push_back(node);
   }
   for (Storage* s : writes) {

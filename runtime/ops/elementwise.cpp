@@ -15,8 +15,9 @@ bool binary_allows_int(braid_binary_op op) {
   return op != BRAID_BINARY_DIV && op != BRAID_BINARY_POW;
 }
 
-void check_binary(braid_binary_op op, braid_dtype dtype, const char* name) {
-  if (op < 0 || op >= BRAID_BINARY_COUNT) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": invalid braid_binary_op ", op);
+void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name) {
+  if (int32_t v = enum_int(op); v < 0 || v >= BRAID_BINARY_COUNT)
+    fail(BRAID_ERR_INVALID_ARGUMENT, name, ": invalid braid_binary_op ", v);
   if (!(dtype_is_float(dtype) || (dtype_is_int(dtype) && binary_allows_int(op))))
     fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype), " version of this op");
 }
@@ -31,7 +32,8 @@ BRAID_API braid_status braid_unary(braid_unary_op uop, braid_tensor x, braid_ten
     *out = nullptr;
     OpBuilder op("unary", BRAID_KOP_UNARY);
     Tensor& a = op.input(x, "x");
-    if (uop < 0 || uop >= BRAID_UNARY_COUNT) fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_unary_op ", uop);
+    if (int32_t v = enum_int(uop); v < 0 || v >= BRAID_UNARY_COUNT)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_unary_op ", v);
     if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && unary_allows_int(uop))))
       fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this unary op");
     op.require_kernel(a.dtype);

@@ -60,8 +60,8 @@ BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* p
     Tensor& tx = op.input(x, "x");
     require_float(tx, "pool2d", "x");
     if (tx.shape.ndim != 4) fail(BRAID_ERR_SHAPE, "pool2d: x must be N,C,H,W, got ", tx.shape.str());
-    if (p.kind != BRAID_POOL_MAX && p.kind != BRAID_POOL_AVG)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "pool2d: invalid braid_pool_kind ", static_cast<int>(p.kind));
+    if (int32_t kind = enum_int(p.kind); kind != BRAID_POOL_MAX && kind != BRAID_POOL_AVG)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "pool2d: invalid braid_pool_kind ", kind);
     if (p.global) {
       p.kernel[0] = static_cast<int32_t>(tx.shape[2]);
       p.kernel[1] = static_cast<int32_t>(tx.shape[3]);

@@ -13,7 +13,8 @@ BRAID_API braid_status braid_reduce(braid_reduce_op rop, braid_tensor x, int32_t
     *out = nullptr;
     OpBuilder op("reduce", BRAID_KOP_REDUCE);
     Tensor& a = op.input(x, "x");
-    if (rop < 0 || rop >= BRAID_REDUCE_COUNT) fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_reduce_op ", rop);
+    if (int32_t v = enum_int(rop); v < 0 || v >= BRAID_REDUCE_COUNT)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_reduce_op ", v);
     bool int_ok = rop == BRAID_REDUCE_SUM || rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN;
     if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && int_ok)))
       fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this reduction");

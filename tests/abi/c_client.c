@@ -74,10 +74,11 @@ static int run(void) {
     return 1;
   }
 
+  /* info's strings are owned by the context: use them before releasing it. */
+  printf("c_client: ok on %s (%s)\n", info.id, info.name);
   CHECK_OK(braid_tensor_release(t));
   CHECK_OK(braid_wait_all(ctx));
   CHECK_OK(braid_context_release(ctx));
-  printf("c_client: ok on %s (%s)\n", info.id, info.name);
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // Error paths of the library-level, context, memory, profiler, tensor and creation functions of
 // braid.h. Op error paths are in errors_ops.cpp; device, memory and asynchronous failures in
 // errors_async.cpp.
+#include "errors.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -8,8 +10,6 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
-
-#include "errors.h"
 
 using errors::bad_device;
 using errors::ctx;
@@ -72,14 +72,17 @@ TEST_CASE("errors: context queries") {
 
   CHECK_FAILS(braid_context_find_device(nullptr, "cpu:0", &d), BRAID_ERR_INVALID_ARGUMENT, "braid_context_find_device");
   CHECK_FAILS(braid_context_find_device(ctx(), nullptr, &d), BRAID_ERR_INVALID_ARGUMENT, "braid_context_find_device");
-  CHECK_FAILS(braid_context_find_device(ctx(), "cpu:0", nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_context_find_device");
+  CHECK_FAILS(braid_context_find_device(ctx(), "cpu:0", nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_context_find_device");
   CHECK_FAILS(braid_context_find_device(ctx(), "cpu:99", &d), BRAID_ERR_NOT_FOUND, "braid_context_find_device");
-  CHECK_FAILS(braid_context_find_device(ctx(), "no-such-backend:0", &d), BRAID_ERR_NOT_FOUND, "braid_context_find_device");
+  CHECK_FAILS(braid_context_find_device(ctx(), "no-such-backend:0", &d), BRAID_ERR_NOT_FOUND,
+              "braid_context_find_device");
   CHECK_FAILS(braid_context_find_device(ctx(), "", &d), BRAID_ERR_NOT_FOUND, "braid_context_find_device");
 
   CHECK_FAILS(braid_context_device_info(nullptr, 0, &di), BRAID_ERR_INVALID_ARGUMENT, "braid_context_device_info");
   CHECK_FAILS(braid_context_device_info(ctx(), -1, &di), BRAID_ERR_INVALID_ARGUMENT, "braid_context_device_info");
-  CHECK_FAILS(braid_context_device_info(ctx(), bad_device(), &di), BRAID_ERR_INVALID_ARGUMENT, "braid_context_device_info");
+  CHECK_FAILS(braid_context_device_info(ctx(), bad_device(), &di), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_context_device_info");
   CHECK_FAILS(braid_context_device_info(ctx(), 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_context_device_info");
 
   CHECK_FAILS(braid_wait_all(nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_wait_all");
@@ -115,7 +118,8 @@ TEST_CASE("errors: profiler start/stop, bad paths, and a trace that is written")
     const auto x = braid::Tensor::ones(c, 0, BRAID_FLOAT32, {64, 64});
     (void)braid::matmul(x, x).to_vector<float>();
   }
-  CHECK_FAILS(braid_profiler_stop(c.get(), "/nonexistent-braid-dir/sub/trace.json"), BRAID_ERR_IO, "braid_profiler_stop");
+  CHECK_FAILS(braid_profiler_stop(c.get(), "/nonexistent-braid-dir/sub/trace.json"), BRAID_ERR_IO,
+              "braid_profiler_stop");
 
   const std::string path = "/tmp/braid-test-ops-trace-" + std::to_string(::getpid()) + ".json";
   REQUIRE(braid_profiler_start(c.get()) == BRAID_OK);
@@ -133,18 +137,22 @@ TEST_CASE("errors: tensor_empty and tensor_from_host validate every argument") {
   const int64_t negative[] = {2, -3};
   const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   const float data[6] = {};
-  CHECK_FAILS(braid_tensor_empty(nullptr, 0, BRAID_FLOAT32, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_empty");
+  CHECK_FAILS(braid_tensor_empty(nullptr, 0, BRAID_FLOAT32, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
               "braid_tensor_empty");
-  CHECK_FAILS(braid_tensor_empty(ctx(), -1, BRAID_FLOAT32, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_empty");
+  CHECK_FAILS(braid_tensor_empty(ctx(), -1, BRAID_FLOAT32, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), 0, static_cast<braid_dtype>(99), 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
               "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_DTYPE_COUNT, 2, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
               "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, BRAID_MAX_DIMS + 1, nine, &t), BRAID_ERR_INVALID_ARGUMENT,
               "braid_tensor_empty");
-  CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, -1, shape, &t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_empty");
-  CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, 2, nullptr, &t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_empty");
+  CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, -1, shape, &t), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_tensor_empty");
+  CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, 2, nullptr, &t), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, 2, negative, &t), BRAID_ERR_INVALID_ARGUMENT,
               "braid_tensor_empty");
   CHECK_FAILS(braid_tensor_empty(ctx(), 0, BRAID_FLOAT32, 2, shape, nullptr), BRAID_ERR_INVALID_ARGUMENT,
@@ -208,7 +216,8 @@ TEST_CASE("errors: creation ops validate their arguments") {
   const int64_t negative[] = {-1};
   const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
   CHECK_FAILS(braid_full(nullptr, 0, BRAID_FLOAT32, 2, shape, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_full");
-  CHECK_FAILS(braid_full(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_full");
+  CHECK_FAILS(braid_full(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_full");
   CHECK_FAILS(braid_full(ctx(), 0, static_cast<braid_dtype>(42), 2, shape, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_full");
   CHECK_FAILS(braid_full(ctx(), 0, BRAID_FLOAT32, BRAID_MAX_DIMS + 1, nine, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
@@ -217,7 +226,8 @@ TEST_CASE("errors: creation ops validate their arguments") {
   CHECK_FAILS(braid_full(ctx(), 0, BRAID_FLOAT32, 2, shape, 1.0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_full");
 
   CHECK_FAILS(braid_arange(nullptr, 0, BRAID_FLOAT32, 0, 5, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_arange");
-  CHECK_FAILS(braid_arange(ctx(), bad_device(), BRAID_FLOAT32, 0, 5, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_arange");
+  CHECK_FAILS(braid_arange(ctx(), bad_device(), BRAID_FLOAT32, 0, 5, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_arange");
   CHECK_FAILS(braid_arange(ctx(), 0, static_cast<braid_dtype>(42), 0, 5, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_arange");
   CHECK_FAILS(braid_arange(ctx(), 0, BRAID_FLOAT32, 0, 5, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_arange");
@@ -231,16 +241,16 @@ TEST_CASE("errors: creation ops validate their arguments") {
   }
   CHECK_FAILS(braid_random_uniform(nullptr, 0, BRAID_FLOAT32, 2, shape, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_uniform");
-  CHECK_FAILS(braid_random_uniform(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
-              "braid_random_uniform");
+  CHECK_FAILS(braid_random_uniform(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 0, 1, o.p()),
+              BRAID_ERR_INVALID_ARGUMENT, "braid_random_uniform");
   CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 1, negative, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_uniform");
   CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, 1, nullptr), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_uniform");
   CHECK_FAILS(braid_random_normal(nullptr, 0, BRAID_FLOAT32, 2, shape, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_normal");
-  CHECK_FAILS(braid_random_normal(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
-              "braid_random_normal");
+  CHECK_FAILS(braid_random_normal(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 0, 1, o.p()),
+              BRAID_ERR_INVALID_ARGUMENT, "braid_random_normal");
   CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, BRAID_MAX_DIMS + 1, nine, 0, 1, o.p()),
               BRAID_ERR_INVALID_ARGUMENT, "braid_random_normal");
   CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, 1, nullptr), BRAID_ERR_INVALID_ARGUMENT,

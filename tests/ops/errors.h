@@ -8,6 +8,10 @@
 //   DTYPE             a dtype the op does not accept, or operands of different dtypes
 //   DEVICE            operands on different devices
 //   OUT_OF_MEMORY     an allocation that cannot be served
+//
+// Bad enum values (static_cast<braid_dtype>(99)) stand for what a C caller can pass: C enums are plain
+// ints. The runtime must validate them as integers; loading them as a C++ enum is undefined behaviour,
+// which a UBSan build (-fsanitize=enum) reports.
 #pragma once
 
 #include <string>
@@ -23,7 +27,10 @@ class Out {
   Out(const Out&) = delete;
   Out& operator=(const Out&) = delete;
   ~Out() { reset(); }
-  braid_tensor* p() { reset(); return &h_; }
+  braid_tensor* p() {
+    reset();
+    return &h_;
+  }
   braid_tensor get() const { return h_; }
 
  private:
@@ -59,9 +66,9 @@ inline braid::Device bad_device() { return harness::context().device_count() + 3
 }  // namespace errors
 
 // CHECK_FAILS(braid_matmul(a, b, 0, 0, out.p()), BRAID_ERR_SHAPE, "braid_matmul");
-#define CHECK_FAILS(call, want, function)                                        \
-  do {                                                                           \
-    const braid_status st_ = (call);                                             \
-    const auto j_ = ::errors::judge(st_, (want), (function));                    \
-    CHECK_MESSAGE(j_.ok, #call ": ", j_.text);                                   \
+#define CHECK_FAILS(call, want, function)                     \
+  do {                                                        \
+    const braid_status st_ = (call);                          \
+    const auto j_ = ::errors::judge(st_, (want), (function)); \
+    CHECK_MESSAGE(j_.ok, #call ": ", j_.text);                \
   } while (0)

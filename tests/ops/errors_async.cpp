@@ -49,7 +49,7 @@ TEST_CASE("errors: operands on different devices fail with BRAID_ERR_DEVICE [nee
 
 TEST_CASE("errors: an allocation that cannot be served is BRAID_ERR_OUT_OF_MEMORY, not a crash") {
   Out o;
-  const int64_t huge[] = {int64_t{1} << 40};                         // 4 TiB of float32
+  const int64_t huge[] = {int64_t{1} << 40};                        // 4 TiB of float32
   const int64_t huge2[] = {int64_t{1} << 20, int64_t{1} << 20, 8};  // 64 TiB of float64
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);
@@ -90,7 +90,7 @@ TEST_CASE("errors: a kernel failure is asynchronous, poisons dependents and is r
     REQUIRE(braid_softmax_cross_entropy(logits.get(), labels.get(), &raw) == BRAID_OK);  // fails later
     const auto loss = braid::Tensor::adopt(raw);
     const auto dependent = braid::exp(loss) + 1.0;  // pushed before the failure is known: accepted
-    const auto independent = braid::exp(logits);     // reads nothing poisoned
+    const auto independent = braid::exp(logits);    // reads nothing poisoned
 
     CHECK(braid_tensor_wait_to_read(loss.get()) == BRAID_ERR_KERNEL);
     const std::string msg = braid_last_error();
@@ -115,7 +115,8 @@ TEST_CASE("errors: a kernel failure is asynchronous, poisons dependents and is r
     CHECK(braid_tensor_wait_to_read(loss2.get()) == BRAID_ERR_KERNEL);
     CHECK(braid_wait_all(c.get()) == BRAID_ERR_KERNEL);
     CHECK(braid_wait_all(c.get()) == BRAID_OK);
-    const auto ok = braid::softmax_cross_entropy(logits, braid::Tensor::from_vector(c, d, {3}, std::vector<int64_t>{0, 1, 3}));
+    const auto ok =
+        braid::softmax_cross_entropy(logits, braid::Tensor::from_vector(c, d, {3}, std::vector<int64_t>{0, 1, 3}));
     CHECK(ok.to_vector<float>()[0] == doctest::Approx(std::log(4.0)));
   }
 }

@@ -11,7 +11,9 @@ using errors::tensor;
 namespace {
 
 // A float16 tensor (storage only): made by a cast, since creation ops need not support it.
-braid::Tensor half_tensor(braid::List<int64_t> shape) { return braid::cast(tensor(0, BRAID_FLOAT32, shape), BRAID_FLOAT16); }
+braid::Tensor half_tensor(braid::List<int64_t> shape) {
+  return braid::cast(tensor(0, BRAID_FLOAT32, shape), BRAID_FLOAT16);
+}
 
 }  // namespace
 
@@ -22,7 +24,8 @@ TEST_CASE("errors: unary") {
   CHECK_FAILS(braid_unary(BRAID_UNARY_EXP, f.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
   CHECK_FAILS(braid_unary(BRAID_UNARY_COUNT, f.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
   CHECK_FAILS(braid_unary(static_cast<braid_unary_op>(-1), f.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_unary");
-  for (braid_unary_op op : {BRAID_UNARY_EXP, BRAID_UNARY_LOG, BRAID_UNARY_SQRT, BRAID_UNARY_SIGMOID, BRAID_UNARY_TANH}) {
+  for (braid_unary_op op :
+       {BRAID_UNARY_EXP, BRAID_UNARY_LOG, BRAID_UNARY_SQRT, BRAID_UNARY_SIGMOID, BRAID_UNARY_TANH}) {
     INFO("float-only unary op ", static_cast<int>(op), " on int32");
     CHECK_FAILS(braid_unary(op, i.get(), o.p()), BRAID_ERR_DTYPE, "braid_unary");
   }
@@ -31,7 +34,8 @@ TEST_CASE("errors: unary") {
 
 TEST_CASE("errors: binary and binary_scalar") {
   Out o;
-  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5}), d = tensor(0, BRAID_FLOAT64, {3, 4});
+  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5}),
+             d = tensor(0, BRAID_FLOAT64, {3, 4});
   const auto t = tensor(0, BRAID_FLOAT32, {4, 3});
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, nullptr, a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
@@ -58,14 +62,19 @@ TEST_CASE("errors: reduce and argmax") {
   Out o;
   const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
   const int32_t ax2[] = {2}, axm3[] = {-3}, dup[] = {0, -2}, nine[9] = {};
-  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, nullptr, 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
-  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 0, nullptr, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
-  CHECK_FAILS(braid_reduce(BRAID_REDUCE_COUNT, x.get(), 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, nullptr, 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 0, nullptr, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_COUNT, x.get(), 0, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, ax2, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, axm3, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 2, dup, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
-  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
-  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), -1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_reduce");
+  CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), -1, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 9, nine, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, half_tensor({3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
               "braid_reduce");
@@ -84,16 +93,18 @@ TEST_CASE("errors: matmul") {
   CHECK_FAILS(braid_matmul(nullptr, b.get(), 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
   CHECK_FAILS(braid_matmul(a.get(), nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
   CHECK_FAILS(braid_matmul(a.get(), b34.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_matmul");
-  CHECK_FAILS(braid_matmul(a.get(), b.get(), 0, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");     // 3 vs 4
-  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 1, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");   // aᵀ: 2 vs 3
-  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 0, 1, o.p()), BRAID_ERR_SHAPE, "braid_matmul");   // bᵀ: 3 vs 4
-  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {3}).get(), b34.get(), 0, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");
+  CHECK_FAILS(braid_matmul(a.get(), b.get(), 0, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");    // 3 vs 4
+  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 1, 0, o.p()), BRAID_ERR_SHAPE, "braid_matmul");  // aᵀ: 2 vs 3
+  CHECK_FAILS(braid_matmul(a.get(), b34.get(), 0, 1, o.p()), BRAID_ERR_SHAPE, "braid_matmul");  // bᵀ: 3 vs 4
+  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {3}).get(), b34.get(), 0, 0, o.p()), BRAID_ERR_SHAPE,
+              "braid_matmul");
   CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {1, 2, 2, 3}).get(), b34.get(), 0, 0, o.p()), BRAID_ERR_SHAPE,
               "braid_matmul");
-  CHECK_FAILS(braid_matmul(tensor(0, BRAID_FLOAT32, {2, 2, 3}).get(), tensor(0, BRAID_FLOAT32, {3, 3, 4}).get(), 0, 0,
-                           o.p()),
-              BRAID_ERR_SHAPE, "braid_matmul");  // batch 2 vs 3
-  CHECK_FAILS(braid_matmul(a.get(), tensor(0, BRAID_FLOAT64, {3, 4}).get(), 0, 0, o.p()), BRAID_ERR_DTYPE, "braid_matmul");
+  CHECK_FAILS(
+      braid_matmul(tensor(0, BRAID_FLOAT32, {2, 2, 3}).get(), tensor(0, BRAID_FLOAT32, {3, 3, 4}).get(), 0, 0, o.p()),
+      BRAID_ERR_SHAPE, "braid_matmul");  // batch 2 vs 3
+  CHECK_FAILS(braid_matmul(a.get(), tensor(0, BRAID_FLOAT64, {3, 4}).get(), 0, 0, o.p()), BRAID_ERR_DTYPE,
+              "braid_matmul");
   CHECK_FAILS(braid_matmul(tensor(0, BRAID_INT32, {2, 3}).get(), tensor(0, BRAID_INT32, {3, 4}).get(), 0, 0, o.p()),
               BRAID_ERR_DTYPE, "braid_matmul");
 }
@@ -101,12 +112,13 @@ TEST_CASE("errors: matmul") {
 TEST_CASE("errors: reshape, slice and transpose") {
   Out o;
   const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
-  const int64_t s5x2[] = {5, 2}, two_infer[] = {-1, -1}, neg2[] = {-2, -6}, s5infer[] = {5, -1}, nine[9] = {12, 1, 1, 1, 1, 1, 1, 1, 1};
+  const int64_t s5x2[] = {5, 2}, two_infer[] = {-1, -1}, neg2[] = {-2, -6}, s5infer[] = {5, -1},
+                nine[9] = {12, 1, 1, 1, 1, 1, 1, 1, 1};
   CHECK_FAILS(braid_reshape(nullptr, 2, s5x2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), 2, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), 2, s5x2, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
-  CHECK_FAILS(braid_reshape(x.get(), 2, s5x2, o.p()), BRAID_ERR_SHAPE, "braid_reshape");        // 10 != 12
-  CHECK_FAILS(braid_reshape(x.get(), 2, s5infer, o.p()), BRAID_ERR_SHAPE, "braid_reshape");     // 12 % 5 != 0
+  CHECK_FAILS(braid_reshape(x.get(), 2, s5x2, o.p()), BRAID_ERR_SHAPE, "braid_reshape");     // 10 != 12
+  CHECK_FAILS(braid_reshape(x.get(), 2, s5infer, o.p()), BRAID_ERR_SHAPE, "braid_reshape");  // 12 % 5 != 0
   CHECK_FAILS(braid_reshape(x.get(), 2, two_infer, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), 2, neg2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), 9, nine, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
@@ -117,7 +129,7 @@ TEST_CASE("errors: reshape, slice and transpose") {
   CHECK_FAILS(braid_slice(x.get(), nullptr, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, e_ok, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
-  CHECK_FAILS(braid_slice(x.get(), b0, e_far, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");       // end past the axis
+  CHECK_FAILS(braid_slice(x.get(), b0, e_far, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");  // end past the axis
   CHECK_FAILS(braid_slice(x.get(), b_late, e_early, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");  // begin > end
   CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");  // step 0
 
@@ -131,9 +143,11 @@ TEST_CASE("errors: reshape, slice and transpose") {
 
 TEST_CASE("errors: concat, copy, cast and copy_into") {
   Out o;
-  const auto a = tensor(0, BRAID_FLOAT32, {2, 3}), b = tensor(0, BRAID_FLOAT32, {2, 4}), c = tensor(0, BRAID_FLOAT32, {2, 3, 1});
+  const auto a = tensor(0, BRAID_FLOAT32, {2, 3}), b = tensor(0, BRAID_FLOAT32, {2, 4}),
+             c = tensor(0, BRAID_FLOAT32, {2, 3, 1});
   const auto d = tensor(0, BRAID_FLOAT64, {2, 3});
-  const braid_tensor ab[] = {a.get(), b.get()}, ac[] = {a.get(), c.get()}, ad[] = {a.get(), d.get()}, an[] = {a.get(), nullptr};
+  const braid_tensor ab[] = {a.get(), b.get()}, ac[] = {a.get(), c.get()}, ad[] = {a.get(), d.get()},
+                     an[] = {a.get(), nullptr};
   CHECK_FAILS(braid_concat(0, ab, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
   CHECK_FAILS(braid_concat(-1, ab, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
   CHECK_FAILS(braid_concat(2, nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
@@ -171,24 +185,26 @@ TEST_CASE("errors: conv2d") {
   CHECK_FAILS(braid_conv2d(nullptr, w.get(), nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
   CHECK_FAILS(braid_conv2d(x.get(), nullptr, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
   CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
-  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 2, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 2, 3, 3}).get(), nullptr, nullptr, o.p()),
+              BRAID_ERR_SHAPE,
               "braid_conv2d");  // 3 channels vs 2
-  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_FLOAT32, {3, 5, 5}).get(), w.get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
-              "braid_conv2d");
-  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
-              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_FLOAT32, {3, 5, 5}).get(), w.get(), nullptr, nullptr, o.p()),
+              BRAID_ERR_SHAPE, "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 3}).get(), nullptr, nullptr, o.p()),
+              BRAID_ERR_SHAPE, "braid_conv2d");
   CHECK_FAILS(braid_conv2d(x.get(), w.get(), tensor(0, BRAID_FLOAT32, {3}).get(), nullptr, o.p()), BRAID_ERR_SHAPE,
               "braid_conv2d");  // bias K=4
-  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 6, 6}).get(), nullptr, nullptr, o.p()), BRAID_ERR_SHAPE,
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT32, {4, 3, 6, 6}).get(), nullptr, nullptr, o.p()),
+              BRAID_ERR_SHAPE,
               "braid_conv2d");  // kernel larger than the input
   CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, &neg, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
   CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, &negstride, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_conv2d");
-  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT64, {4, 3, 3, 3}).get(), nullptr, nullptr, o.p()), BRAID_ERR_DTYPE,
-              "braid_conv2d");
+  CHECK_FAILS(braid_conv2d(x.get(), tensor(0, BRAID_FLOAT64, {4, 3, 3, 3}).get(), nullptr, nullptr, o.p()),
+              BRAID_ERR_DTYPE, "braid_conv2d");
   CHECK_FAILS(braid_conv2d(x.get(), w.get(), tensor(0, BRAID_FLOAT64, {4}).get(), nullptr, o.p()), BRAID_ERR_DTYPE,
               "braid_conv2d");
-  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_INT32, {1, 3, 5, 5}).get(), tensor(0, BRAID_INT32, {4, 3, 3, 3}).get(), nullptr,
-                           nullptr, o.p()),
+  CHECK_FAILS(braid_conv2d(tensor(0, BRAID_INT32, {1, 3, 5, 5}).get(), tensor(0, BRAID_INT32, {4, 3, 3, 3}).get(),
+                           nullptr, nullptr, o.p()),
               BRAID_ERR_DTYPE, "braid_conv2d");
   CHECK(braid_conv2d(x.get(), w.get(), bias.get(), nullptr, o.p()) == BRAID_OK);  // the valid call works
 }
@@ -220,9 +236,8 @@ TEST_CASE("errors: batch_norm") {
   const auto x = tensor(0, BRAID_FLOAT32, {4, 3, 2, 2}), c = tensor(0, BRAID_FLOAT32, {3});
   const auto c4 = tensor(0, BRAID_FLOAT32, {4}), cd = tensor(0, BRAID_FLOAT64, {3});
   const braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
-  const auto bn = [&](braid_tensor xx, braid_tensor g, braid_tensor b, braid_tensor rm, braid_tensor rv, braid_tensor* out) {
-    return braid_batch_norm(xx, g, b, rm, rv, &p, out, m.p(), s.p());
-  };
+  const auto bn = [&](braid_tensor xx, braid_tensor g, braid_tensor b, braid_tensor rm, braid_tensor rv,
+                      braid_tensor* out) { return braid_batch_norm(xx, g, b, rm, rv, &p, out, m.p(), s.p()); };
   CHECK_FAILS(bn(nullptr, c.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
   CHECK_FAILS(bn(x.get(), nullptr, c.get(), c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
   CHECK_FAILS(bn(x.get(), c.get(), nullptr, c.get(), c.get(), y.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
@@ -234,9 +249,10 @@ TEST_CASE("errors: batch_norm") {
   CHECK_FAILS(bn(tensor(0, BRAID_FLOAT32, {4, 3, 2}).get(), c.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_SHAPE,
               "braid_batch_norm");
   CHECK_FAILS(bn(x.get(), cd.get(), c.get(), c.get(), c.get(), y.p()), BRAID_ERR_DTYPE, "braid_batch_norm");
-  CHECK_FAILS(bn(tensor(0, BRAID_INT32, {4, 3}).get(), tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(),
-                 tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(), y.p()),
-              BRAID_ERR_DTYPE, "braid_batch_norm");
+  CHECK_FAILS(
+      bn(tensor(0, BRAID_INT32, {4, 3}).get(), tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(),
+         tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(), y.p()),
+      BRAID_ERR_DTYPE, "braid_batch_norm");
   braid_batch_norm_params negative_eps = p;
   negative_eps.eps = -1;
   CHECK_FAILS(braid_batch_norm(x.get(), c.get(), c.get(), c.get(), c.get(), &negative_eps, y.p(), nullptr, nullptr),
@@ -286,7 +302,8 @@ TEST_CASE("errors: dropout") {
 }
 
 TEST_CASE("errors: sgd_update, sgd_momentum_update and adam_update") {
-  const auto w = tensor(0, BRAID_FLOAT32, {3, 4}), g = tensor(0, BRAID_FLOAT32, {3, 4}), m = tensor(0, BRAID_FLOAT32, {3, 4});
+  const auto w = tensor(0, BRAID_FLOAT32, {3, 4}), g = tensor(0, BRAID_FLOAT32, {3, 4}),
+             m = tensor(0, BRAID_FLOAT32, {3, 4});
   const auto v = tensor(0, BRAID_FLOAT32, {3, 4});
   const auto g5 = tensor(0, BRAID_FLOAT32, {5}), gd = tensor(0, BRAID_FLOAT64, {3, 4});
   const auto wi = tensor(0, BRAID_INT32, {3, 4});
@@ -294,7 +311,8 @@ TEST_CASE("errors: sgd_update, sgd_momentum_update and adam_update") {
   CHECK_FAILS(braid_sgd_update(w.get(), nullptr, 0.1, 0), BRAID_ERR_INVALID_ARGUMENT, "braid_sgd_update");
   CHECK_FAILS(braid_sgd_update(w.get(), g5.get(), 0.1, 0), BRAID_ERR_SHAPE, "braid_sgd_update");
   CHECK_FAILS(braid_sgd_update(w.get(), gd.get(), 0.1, 0), BRAID_ERR_DTYPE, "braid_sgd_update");
-  CHECK_FAILS(braid_sgd_update(wi.get(), tensor(0, BRAID_INT32, {3, 4}).get(), 0.1, 0), BRAID_ERR_DTYPE, "braid_sgd_update");
+  CHECK_FAILS(braid_sgd_update(wi.get(), tensor(0, BRAID_INT32, {3, 4}).get(), 0.1, 0), BRAID_ERR_DTYPE,
+              "braid_sgd_update");
 
   CHECK_FAILS(braid_sgd_momentum_update(nullptr, g.get(), m.get(), 0.1, 0.9, 0), BRAID_ERR_INVALID_ARGUMENT,
               "braid_sgd_momentum_update");
@@ -308,8 +326,10 @@ TEST_CASE("errors: sgd_update, sgd_momentum_update and adam_update") {
               "braid_sgd_momentum_update");
 
   braid_adam_params p = BRAID_ADAM_PARAMS_INIT;
-  CHECK_FAILS(braid_adam_update(nullptr, g.get(), m.get(), v.get(), &p), BRAID_ERR_INVALID_ARGUMENT, "braid_adam_update");
-  CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), nullptr, &p), BRAID_ERR_INVALID_ARGUMENT, "braid_adam_update");
+  CHECK_FAILS(braid_adam_update(nullptr, g.get(), m.get(), v.get(), &p), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_adam_update");
+  CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), nullptr, &p), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_adam_update");
   CHECK_FAILS(braid_adam_update(w.get(), g.get(), g5.get(), v.get(), &p), BRAID_ERR_SHAPE, "braid_adam_update");
   CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), gd.get(), &p), BRAID_ERR_DTYPE, "braid_adam_update");
   braid_adam_params step0 = p;

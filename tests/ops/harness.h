@@ -53,14 +53,14 @@ struct Comparison {
 };
 Comparison compare(const ref::Array& got, const ref::Array& want, double tol);
 
-// Uploads/downloads for integer label vectors.
+// The values of a reference array of integers (e.g. labels) as int64.
 std::vector<int64_t> to_int64(const ref::Array& a);
 
 }  // namespace harness
 
 // Checks one device result against the reference; on failure reports the first differing element.
-#define CHECK_CLOSE(got, want, tolerance)                                  \
-  do {                                                                     \
-    const auto cmp_ = ::harness::compare((got), (want), (tolerance));      \
-    CHECK_MESSAGE(cmp_.ok, cmp_.text);                                     \
+#define CHECK_CLOSE(got, want, tolerance)                             \
+  do {                                                                \
+    const auto cmp_ = ::harness::compare((got), (want), (tolerance)); \
+    CHECK_MESSAGE(cmp_.ok, cmp_.text);                                \
   } while (0)

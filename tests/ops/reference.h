@@ -76,8 +76,7 @@ Array transpose(const Array& x, std::span<const int32_t> perm);
 Array concat(std::span<const Array> xs, int32_t axis);
 
 // ---- neural network ----
-Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride,
-             std::array<int, 2> padding);
+Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride, std::array<int, 2> padding);
 Array pool2d(const Array& x, braid_pool_kind kind, std::array<int, 2> kernel, std::array<int, 2> stride,
              std::array<int, 2> padding, bool global);
 

@@ -9,8 +9,7 @@
 
 namespace ref {
 
-Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride,
-             std::array<int, 2> padding) {
+Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride, std::array<int, 2> padding) {
   const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const int64_t K = w.shape[0], R = w.shape[2], S = w.shape[3];
   if (w.shape[1] != C) throw std::invalid_argument("ref::conv2d: channel mismatch");
@@ -82,7 +81,7 @@ BatchNormResult batch_norm(const Array& x, const Array& gamma, const Array& beta
       double ss = 0.0;
       for (int64_t n = 0; n < N; ++n)
         for (int64_t i = 0; i < inner; ++i) ss += (at(n, c, i) - mean) * (at(n, c, i) - mean);
-      var = ss / m;  // biased: used to normalise
+      var = ss / m;                            // biased: used to normalise
       const double unbiased = ss / (m - 1.0);  // stored in the running estimate
       r.running_mean.data[uc] = (1.0 - momentum) * running_mean.data[uc] + momentum * mean;
       r.running_var.data[uc] = (1.0 - momentum) * running_var.data[uc] + momentum * unbiased;

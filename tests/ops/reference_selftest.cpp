@@ -59,7 +59,7 @@ TEST_CASE("reference: rounding to float32, float16, bfloat16 and integers") {
   CHECK(ref::round_to(BRAID_FLOAT16, 1.0) == 1.0);
   CHECK(ref::round_to(BRAID_FLOAT16, 1.0 + 0x1p-11) == 1.0);               // tie to even
   CHECK(ref::round_to(BRAID_FLOAT16, 1.0 + 3 * 0x1p-11) == 1.0 + 0x1p-9);  // tie to even (up)
-  CHECK(ref::round_to(BRAID_FLOAT16, 0.1) == 0.0999755859375);            // 0x2E66
+  CHECK(ref::round_to(BRAID_FLOAT16, 0.1) == 0.0999755859375);             // 0x2E66
   CHECK(ref::round_to(BRAID_FLOAT16, 65504.0) == 65504.0);
   CHECK(ref::round_to(BRAID_FLOAT16, 65519.0) == 65504.0);
   CHECK(std::isinf(ref::round_to(BRAID_FLOAT16, 65520.0)));
@@ -68,7 +68,7 @@ TEST_CASE("reference: rounding to float32, float16, bfloat16 and integers") {
   CHECK(ref::round_to(BRAID_FLOAT16, 3 * 0x1p-26) == 0x1p-24);
   CHECK(ref::round_to(BRAID_FLOAT16, -2.5e-5) == -0x1.a3p-16);  // subnormal: 419 * 2^-24 (419.43 rounds down)
 
-  CHECK(ref::round_to(BRAID_BFLOAT16, 1.0 + 0x1p-8) == 1.0);  // tie to even
+  CHECK(ref::round_to(BRAID_BFLOAT16, 1.0 + 0x1p-8) == 1.0);     // tie to even
   CHECK(ref::round_to(BRAID_BFLOAT16, 3.14159265) == 3.140625);  // 0x4049
   CHECK(ref::round_to(BRAID_BFLOAT16, 1e38) == 0x1.2cp+126);
   CHECK(ref::round_to(BRAID_BFLOAT16, -1.0 - 3 * 0x1p-8) == -1.0 - 0x1p-6);
@@ -152,8 +152,8 @@ TEST_CASE("reference: layout") {
   const Array s = ref::slice(x, b, e, st);
   CHECK(s.shape == ref::Shape{2, 2});
   CHECK(s.data == std::vector<double>{1, 3, 9, 11});
-  CHECK(ref::slice(ref::arange(0, 10, 1), std::vector<int64_t>{1}, std::vector<int64_t>{8},
-                   std::vector<int64_t>{3}).data == std::vector<double>{1, 4, 7});
+  CHECK(ref::slice(ref::arange(0, 10, 1), std::vector<int64_t>{1}, std::vector<int64_t>{8}, std::vector<int64_t>{3})
+            .data == std::vector<double>{1, 4, 7});
 
   const std::vector<int32_t> perm{1, 0};
   const Array t = ref::transpose(Array({2, 3}, {1, 2, 3, 4, 5, 6}), perm);
@@ -172,7 +172,7 @@ TEST_CASE("reference: conv2d and pool2d") {
   const Array x({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   const Array w({1, 1, 2, 2}, 1.0);
   CHECK(ref::conv2d(x, w, nullptr, {1, 1}, {0, 0}).data == std::vector<double>{12, 16, 24, 28});
-  const Array bias({1}, {1.0});
+  const Array bias({1}, 1.0);
   const Array c = ref::conv2d(x, w, &bias, {2, 2}, {1, 1});
   CHECK(c.shape == ref::Shape{1, 1, 2, 2});
   CHECK(c.data == std::vector<double>{2, 6, 12, 29});
@@ -204,8 +204,8 @@ TEST_CASE("reference: batch norm training and inference") {
 
   // N,C,H,W: statistics over N, H and W per channel.
   const Array x4({2, 2, 1, 2}, {1, 2, 10, 20, 3, 4, 30, 40});
-  const auto t4 = ref::batch_norm(x4, Array({2}, 1.0), Array({2}, 0.0), Array({2}, 0.0), Array({2}, 1.0), 0.0, 1.0,
-                                  true);
+  const auto t4 =
+      ref::batch_norm(x4, Array({2}, 1.0), Array({2}, 0.0), Array({2}, 0.0), Array({2}, 1.0), 0.0, 1.0, true);
   CHECK(t4.save_mean.data == std::vector<double>{2.5, 25});
   CHECK(t4.running_var.data[0] == doctest::Approx(5.0 / 3.0));  // values 1,2,3,4: sum sq dev 5, n-1 = 3
 }

@@ -6,7 +6,7 @@ using harness::context;
 
 namespace {
 
-const braid_dtype kAll[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,    BRAID_INT64,
+const braid_dtype kAll[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,   BRAID_INT64,
                             BRAID_UINT8,   BRAID_FLOAT16, BRAID_BFLOAT16};
 
 }  // namespace
@@ -37,7 +37,8 @@ TEST_CASE("copy: copy_into is ordered after earlier writers and before later rea
     braid::copy_into(src, dst);
     const auto doubled = dst * 2.0;  // reads dst after the copy
     braid::copy_into(braid::Tensor::ones(context(), dev.index, BRAID_FLOAT64, {4096}), dst);
-    CHECK_CLOSE(harness::download(doubled), ref::binary_scalar(BRAID_BINARY_MUL, ref::arange(0, 4096, 1), 2.0, false), 0.0);
+    CHECK_CLOSE(harness::download(doubled), ref::binary_scalar(BRAID_BINARY_MUL, ref::arange(0, 4096, 1), 2.0, false),
+                0.0);
     CHECK_CLOSE(harness::download(dst), ref::full({4096}, 1.0), 0.0);
   }
 }
@@ -75,11 +76,14 @@ TEST_CASE("copy: between devices [needs 2 devices]") {
       CHECK(c.device() == from.index);
       const ref::Array want = ref::round_to(
           BRAID_FLOAT32,
-          ref::binary_scalar(BRAID_BINARY_SUB,
-                             ref::round_to(BRAID_FLOAT32, ref::binary_scalar(BRAID_BINARY_MUL,
-                                                                             ref::round_to(BRAID_FLOAT32, ref::binary_scalar(BRAID_BINARY_ADD, x, 1.0, false)),
-                                                                             3.0, false)),
-                             2.0, false));
+          ref::binary_scalar(
+              BRAID_BINARY_SUB,
+              ref::round_to(
+                  BRAID_FLOAT32,
+                  ref::binary_scalar(BRAID_BINARY_MUL,
+                                     ref::round_to(BRAID_FLOAT32, ref::binary_scalar(BRAID_BINARY_ADD, x, 1.0, false)),
+                                     3.0, false)),
+              2.0, false));
       CHECK_CLOSE(harness::download(c), want, 0.0);  // each step rounded to float32 as the device does
     }
 }

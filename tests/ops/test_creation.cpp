@@ -17,7 +17,8 @@ TEST_CASE("creation: full, zeros and ones in every computable dtype") {
         INFO("shape ", ref::to_string(shape));
         CHECK_CLOSE(harness::download(braid::Tensor::zeros(context(), dev.index, dt, shape)), ref::full(shape, 0), 0.0);
         CHECK_CLOSE(harness::download(braid::Tensor::ones(context(), dev.index, dt, shape)), ref::full(shape, 1), 0.0);
-        CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 42)), ref::full(shape, 42), 0.0);
+        CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 42)), ref::full(shape, 42),
+                    0.0);
         // A value off the dtype's grid is rounded like a conversion (truncation for integers).
         CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 0.1)),
                     ref::full(shape, ref::round_to(dt, 0.1)), 0.0);
@@ -35,14 +36,16 @@ TEST_CASE("creation: arange has ceil((stop-start)/step) elements start + k*step"
   for (const auto& dev : harness::each_device()) {
     for (braid_dtype dt : harness::kFloatTypes) {
       for (const Case& c : float_cases) {
-        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step, ")");
+        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
+             ")");
         const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
         CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), tol::of(Kind::compound, dt));
       }
     }
     for (braid_dtype dt : harness::kIntTypes) {
       for (const Case& c : int_cases) {
-        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step, ")");
+        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
+             ")");
         const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
         CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), 0.0);
       }
@@ -89,10 +92,12 @@ TEST_CASE("creation: uniform values lie in (low, high) and normal moments are pl
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);
     context().set_seed(99);
-    const auto u = braid::Tensor::random_uniform(context(), dev.index, BRAID_FLOAT64, {4096}, 2.0, 4.0).to_vector<double>();
+    const auto u =
+        braid::Tensor::random_uniform(context(), dev.index, BRAID_FLOAT64, {4096}, 2.0, 4.0).to_vector<double>();
     CHECK(*std::min_element(u.begin(), u.end()) > 2.0);
     CHECK(*std::max_element(u.begin(), u.end()) < 4.0);
-    const auto n = braid::Tensor::random_normal(context(), dev.index, BRAID_FLOAT64, {4096}, 0.0, 1.0).to_vector<double>();
+    const auto n =
+        braid::Tensor::random_normal(context(), dev.index, BRAID_FLOAT64, {4096}, 0.0, 1.0).to_vector<double>();
     double mean = 0, sq = 0;
     for (double v : n) mean += v, sq += v * v;
     mean /= 4096.0;

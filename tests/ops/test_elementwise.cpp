@@ -21,19 +21,25 @@ Kind unary_kind(braid_unary_op op) {
     case BRAID_UNARY_NEG:
     case BRAID_UNARY_ABS:
     case BRAID_UNARY_RELU:
-    case BRAID_UNARY_SIGN: return Kind::exact;
-    case BRAID_UNARY_SQUARE: return Kind::rounded;
-    default: return Kind::transcend;
+    case BRAID_UNARY_SIGN:
+      return Kind::exact;
+    case BRAID_UNARY_SQUARE:
+      return Kind::rounded;
+    default:
+      return Kind::transcend;
   }
 }
 Kind binary_kind(braid_binary_op op) {
   switch (op) {
-    case BRAID_BINARY_POW: return Kind::transcend;
+    case BRAID_BINARY_POW:
+      return Kind::transcend;
     case BRAID_BINARY_ADD:
     case BRAID_BINARY_SUB:
     case BRAID_BINARY_MUL:
-    case BRAID_BINARY_DIV: return Kind::rounded;
-    default: return Kind::exact;
+    case BRAID_BINARY_DIV:
+      return Kind::rounded;
+    default:
+      return Kind::exact;
   }
 }
 
@@ -41,9 +47,12 @@ Kind binary_kind(braid_binary_op op) {
 ref::Array unary_input(braid_unary_op op, const ref::Shape& s, braid_dtype dt) {
   switch (op) {
     case BRAID_UNARY_LOG:
-    case BRAID_UNARY_SQRT: return harness::random_array(s, 0.01, 10.0, dt, 11);
-    case BRAID_UNARY_EXP: return harness::random_array(s, -10.0, 10.0, dt, 12);
-    default: return harness::random_array(s, -4.0, 4.0, dt, 13);
+    case BRAID_UNARY_SQRT:
+      return harness::random_array(s, 0.01, 10.0, dt, 11);
+    case BRAID_UNARY_EXP:
+      return harness::random_array(s, -10.0, 10.0, dt, 12);
+    default:
+      return harness::random_array(s, -4.0, 4.0, dt, 13);
   }
 }
 
@@ -56,15 +65,16 @@ std::pair<ref::Array, ref::Array> binary_inputs(braid_binary_op op, const ref::S
       return {harness::random_array(sa, 0.1, 3.0, dt, 21), harness::random_array(sb, -2.0, 2.0, dt, 22)};
     case BRAID_BINARY_DIV:
       return {harness::random_array(sa, -3.0, 3.0, dt, 23),
-              ref::round_to(dt, ref::binary_scalar(BRAID_BINARY_ADD, harness::random_array(sb, 0.0, 2.0, dt, 24), 0.5,
-                                                   false))};
+              ref::round_to(
+                  dt, ref::binary_scalar(BRAID_BINARY_ADD, harness::random_array(sb, 0.0, 2.0, dt, 24), 0.5, false))};
     case BRAID_BINARY_MAXIMUM:
     case BRAID_BINARY_MINIMUM:
     case BRAID_BINARY_EQUAL:
     case BRAID_BINARY_LESS:
     case BRAID_BINARY_GREATER:
       return {harness::random_ints(sa, -3, 4, 25), harness::random_ints(sb, -3, 4, 26)};
-    default: return {harness::random_array(sa, -3.0, 3.0, dt, 27), harness::random_array(sb, -3.0, 3.0, dt, 28)};
+    default:
+      return {harness::random_array(sa, -3.0, 3.0, dt, 27), harness::random_array(sb, -3.0, 3.0, dt, 28)};
   }
 }
 
@@ -121,15 +131,15 @@ TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and d
     ref::Shape a, b;
   };
   const Pair pairs[] = {
-      {{3, 7}, {}},           // 0-d operand
-      {{3, 7}, {1}},          // one-element operand
-      {{3, 7}, {7}},          // row, rank 1
-      {{3, 7}, {1, 7}},       // row, rank 2
-      {{3, 7}, {3, 1}},       // column
-      {{3, 1}, {1, 7}},       // both sides broadcast
-      {{2, 3, 7}, {3, 1}},    // rank differs and inner broadcast
-      {{1, 3, 1}, {2, 1, 5}}, // every axis broadcasts on one side
-      {{33}, {5, 1}},         // outer product shape
+      {{3, 7}, {}},            // 0-d operand
+      {{3, 7}, {1}},           // one-element operand
+      {{3, 7}, {7}},           // row, rank 1
+      {{3, 7}, {1, 7}},        // row, rank 2
+      {{3, 7}, {3, 1}},        // column
+      {{3, 1}, {1, 7}},        // both sides broadcast
+      {{2, 3, 7}, {3, 1}},     // rank differs and inner broadcast
+      {{1, 3, 1}, {2, 1, 5}},  // every axis broadcasts on one side
+      {{33}, {5, 1}},          // outer product shape
       {{2, 1, 3, 1}, {4, 1, 5}},
   };
   const braid_binary_op ops[] = {BRAID_BINARY_ADD, BRAID_BINARY_SUB, BRAID_BINARY_DIV, BRAID_BINARY_MAXIMUM,
@@ -141,8 +151,8 @@ TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and d
           for (bool swap : {false, true}) {
             const ref::Shape& sa = swap ? p.b : p.a;
             const ref::Shape& sb = swap ? p.a : p.b;
-            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa), " with ",
-                 ref::to_string(sb));
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa),
+                 " with ", ref::to_string(sb));
             const auto [a, b] = binary_inputs(op, sa, sb, dt);
             const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
             CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), dt));
@@ -178,7 +188,8 @@ TEST_CASE("elementwise: every binary op with a scalar, forward and reverse") {
       for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
         const auto op = static_cast<braid_binary_op>(o);
         for (bool reverse : {false, true}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), reverse ? " (scalar op x)" : " (x op scalar)");
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op),
+               reverse ? " (scalar op x)" : " (x op scalar)");
           // A positive x keeps pow and reverse div defined; 1.5 occurs among the inputs for equal.
           ref::Array x = harness::random_array({3, 33}, 0.25, 3.0, dt, 51);
           x.data[5] = 1.5;
@@ -193,14 +204,16 @@ TEST_CASE("elementwise: braid.hpp operators compose like the reference") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes) {
       INFO("device ", dev.id, ", ", harness::dtype_name(dt));
-      const ref::Array a = harness::random_array({4, 5}, 0.5, 2.0, dt, 61), b = harness::random_array({5}, 0.5, 2.0, dt, 62);
+      const ref::Array a = harness::random_array({4, 5}, 0.5, 2.0, dt, 61),
+                       b = harness::random_array({5}, 0.5, 2.0, dt, 62);
       const braid::Tensor ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
       const braid::Tensor y = (ta + tb) * 2.0 - 1.0 / ta + (-tb) / 4.0;
-      const ref::Array want = ref::binary(
-          BRAID_BINARY_ADD,
-          ref::binary(BRAID_BINARY_SUB, ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
-                      ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
-          ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
+      const ref::Array want =
+          ref::binary(BRAID_BINARY_ADD,
+                      ref::binary(BRAID_BINARY_SUB,
+                                  ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
+                                  ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
+                      ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
       CHECK_CLOSE(harness::download(y), want, 4 * tol::of(Kind::rounded, dt));  // four dependent roundings
     }
 }

@@ -35,7 +35,7 @@ TEST_CASE("large: reductions of tall, wide and long inputs") {
   const Case cases[] = {
       {{100000, 3}, {0}},  // tall: few columns, many rows (row chunks merged in order)
       {{3, 100000}, {1}},  // wide rows
-      {{300, 700}, {0}},   {{300, 700}, {1}}, {{1 << 18}, {}},  {{64, 50, 40}, {0, 2}},
+      {{300, 700}, {0}},  {{300, 700}, {1}}, {{1 << 18}, {}}, {{64, 50, 40}, {0, 2}},
   };
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
@@ -65,8 +65,8 @@ TEST_CASE("large: argmax, softmax along inner and outer axes, transpose") {
       CHECK_CLOSE(harness::download(braid::transpose(t, perm)), ref::transpose(x, perm), 0.0);
       const ref::Array x3 = harness::random_array({40, 50, 60}, -1.0, 1.0, dt, 206);
       const std::vector<int32_t> perm3{2, 0, 1};
-      CHECK_CLOSE(harness::download(braid::transpose(harness::upload(dev.index, dt, x3), perm3)), ref::transpose(x3, perm3),
-                  0.0);
+      CHECK_CLOSE(harness::download(braid::transpose(harness::upload(dev.index, dt, x3), perm3)),
+                  ref::transpose(x3, perm3), 0.0);
     }
 }
 
@@ -94,28 +94,37 @@ TEST_CASE("large: matmul, conv2d, pooling and batch norm on network-sized inputs
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes) {
       INFO("device ", dev.id, ", ", harness::dtype_name(dt));
-      const ref::Array a = harness::random_array({256, 300}, -1, 1, dt, 208), b = harness::random_array({200, 300}, -1, 1, dt, 209);
-      CHECK_CLOSE(harness::download(braid::matmul(harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b), false, true)),
+      const ref::Array a = harness::random_array({256, 300}, -1, 1, dt, 208),
+                       b = harness::random_array({200, 300}, -1, 1, dt, 209);
+      CHECK_CLOSE(harness::download(
+                      braid::matmul(harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b), false, true)),
                   ref::matmul(a, b, false, true), tol::of(Kind::gemm, dt));
-      const ref::Array ba = harness::random_array({8, 64, 128}, -1, 1, dt, 210), bb = harness::random_array({128, 96}, -1, 1, dt, 211);
-      CHECK_CLOSE(harness::download(braid::matmul(harness::upload(dev.index, dt, ba), harness::upload(dev.index, dt, bb))),
-                  ref::matmul(ba, bb, false, false), tol::of(Kind::gemm, dt));
+      const ref::Array ba = harness::random_array({8, 64, 128}, -1, 1, dt, 210),
+                       bb = harness::random_array({128, 96}, -1, 1, dt, 211);
+      CHECK_CLOSE(
+          harness::download(braid::matmul(harness::upload(dev.index, dt, ba), harness::upload(dev.index, dt, bb))),
+          ref::matmul(ba, bb, false, false), tol::of(Kind::gemm, dt));
 
       const ref::Array x = harness::random_array({2, 16, 32, 32}, -1, 1, dt, 212);
-      const ref::Array w = harness::random_array({32, 16, 3, 3}, -1, 1, dt, 213), bias = harness::random_array({32}, -1, 1, dt, 214);
+      const ref::Array w = harness::random_array({32, 16, 3, 3}, -1, 1, dt, 213),
+                       bias = harness::random_array({32}, -1, 1, dt, 214);
       const auto tx = harness::upload(dev.index, dt, x);
-      CHECK_CLOSE(harness::download(braid::conv2d(tx, harness::upload(dev.index, dt, w), harness::upload(dev.index, dt, bias),
-                                                  {.stride = {1, 1}, .padding = {1, 1}})),
-                  ref::conv2d(x, w, &bias, {1, 1}, {1, 1}), tol::of(Kind::gemm, dt));
-      CHECK_CLOSE(harness::download(braid::pool2d(tx, {.kind = BRAID_POOL_MAX, .kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}})),
+      CHECK_CLOSE(
+          harness::download(braid::conv2d(tx, harness::upload(dev.index, dt, w), harness::upload(dev.index, dt, bias),
+                                          {.stride = {1, 1}, .padding = {1, 1}})),
+          ref::conv2d(x, w, &bias, {1, 1}, {1, 1}), tol::of(Kind::gemm, dt));
+      CHECK_CLOSE(harness::download(braid::pool2d(
+                      tx, {.kind = BRAID_POOL_MAX, .kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}})),
                   ref::pool2d(x, BRAID_POOL_MAX, {3, 3}, {2, 2}, {1, 1}, false), 0.0);
       CHECK_CLOSE(harness::download(braid::pool2d(tx, {.kind = BRAID_POOL_AVG, .global = true})),
                   ref::pool2d(x, BRAID_POOL_AVG, {0, 0}, {0, 0}, {0, 0}, true), tol::of(Kind::reduction, dt));
 
-      const ref::Array g = harness::random_array({16}, 0.5, 1.5, dt, 215), be = harness::random_array({16}, -1, 1, dt, 216);
+      const ref::Array g = harness::random_array({16}, 0.5, 1.5, dt, 215),
+                       be = harness::random_array({16}, -1, 1, dt, 216);
       const ref::Array rm({16}, 0.0), rv({16}, 1.0);
       const auto trm = harness::upload(dev.index, dt, rm), trv = harness::upload(dev.index, dt, rv);
-      const auto r = braid::batch_norm(tx, harness::upload(dev.index, dt, g), harness::upload(dev.index, dt, be), trm, trv);
+      const auto r =
+          braid::batch_norm(tx, harness::upload(dev.index, dt, g), harness::upload(dev.index, dt, be), trm, trv);
       const auto want = ref::batch_norm(x, g, be, rm, rv, 1e-5, 0.1, true);
       CHECK_CLOSE(harness::download(r.y), want.y, tol::of(Kind::reduction, dt));
       CHECK_CLOSE(harness::download(trv), want.running_var, tol::of(Kind::reduction, dt));

@@ -14,12 +14,18 @@ TEST_CASE("layout: reshape keeps row-major order, infers -1 and shares storage")
   struct Case {
     ref::Shape from, to;
   };
-  const Case cases[] = {{{3, 4, 5}, {12, -1}}, {{3, 4, 5}, {-1, 5, 2, 2}}, {{3, 4, 5}, {60}}, {{7}, {7, 1}},
-                        {{1}, {}},             {{2, 1, 3}, {3, -1}},        {{33}, {3, 11}}};
+  const Case cases[] = {{{3, 4, 5}, {12, -1}},
+                        {{3, 4, 5}, {-1, 5, 2, 2}},
+                        {{3, 4, 5}, {60}},
+                        {{7}, {7, 1}},
+                        {{1}, {}},
+                        {{2, 1, 3}, {3, -1}},
+                        {{33}, {3, 11}}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", ref::to_string(c.from), " -> ", ref::to_string(c.to));
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", ref::to_string(c.from), " -> ",
+             ref::to_string(c.to));
         const ref::Array x = harness::sample(c.from, dt, 91);
         const auto y = braid::reshape(harness::upload(dev.index, dt, x), c.to);
         CHECK_CLOSE(harness::download(y), ref::reshape(x, c.to), 0.0);
@@ -41,12 +47,12 @@ TEST_CASE("layout: slice with begin, end and steps along every axis") {
     std::vector<int64_t> begin, end, step;  // empty step: NULL (all 1)
   };
   const Case cases[] = {
-      {{33}, {0}, {33}, {}},                    // everything
-      {{33}, {1}, {30}, {4}},                   // stepped 1-D
-      {{33}, {32}, {33}, {}},                   // last element
-      {{7, 33}, {1, 2}, {6, 33}, {2, 5}},       // steps on both axes
-      {{7, 33}, {0, 0}, {7, 1}, {}},            // first column
-      {{3, 4, 5}, {1, 0, 2}, {3, 4, 5}, {}},    // NULL step
+      {{33}, {0}, {33}, {}},                  // everything
+      {{33}, {1}, {30}, {4}},                 // stepped 1-D
+      {{33}, {32}, {33}, {}},                 // last element
+      {{7, 33}, {1, 2}, {6, 33}, {2, 5}},     // steps on both axes
+      {{7, 33}, {0, 0}, {7, 1}, {}},          // first column
+      {{3, 4, 5}, {1, 0, 2}, {3, 4, 5}, {}},  // NULL step
       {{3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {2, 2, 3}},
       {{2, 3, 1, 7}, {1, 0, 0, 3}, {2, 3, 1, 7}, {1, 3, 1, 2}},
   };
@@ -66,9 +72,15 @@ TEST_CASE("layout: transpose with every permutation of 3 axes and others") {
     ref::Shape shape;
     std::vector<int32_t> perm;
   };
-  const Case cases[] = {{{3, 4, 5}, {0, 1, 2}}, {{3, 4, 5}, {0, 2, 1}}, {{3, 4, 5}, {1, 0, 2}},
-                        {{3, 4, 5}, {1, 2, 0}}, {{3, 4, 5}, {2, 0, 1}}, {{3, 4, 5}, {2, 1, 0}},
-                        {{7, 33}, {1, 0}},      {{1, 7}, {1, 0}},       {{2, 3, 1, 5}, {3, 1, 0, 2}},
+  const Case cases[] = {{{3, 4, 5}, {0, 1, 2}},
+                        {{3, 4, 5}, {0, 2, 1}},
+                        {{3, 4, 5}, {1, 0, 2}},
+                        {{3, 4, 5}, {1, 2, 0}},
+                        {{3, 4, 5}, {2, 0, 1}},
+                        {{3, 4, 5}, {2, 1, 0}},
+                        {{7, 33}, {1, 0}},
+                        {{1, 7}, {1, 0}},
+                        {{2, 3, 1, 5}, {3, 1, 0, 2}},
                         {{5}, {0}}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)
@@ -86,9 +98,12 @@ TEST_CASE("layout: concat along each axis") {
     int32_t axis;
   };
   const Case cases[] = {
-      {{{2, 3, 4}, {1, 3, 4}, {3, 3, 4}}, 0}, {{{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, 1},
-      {{{2, 3, 4}, {2, 3, 1}, {2, 3, 7}}, 2}, {{{2, 3, 4}, {2, 3, 2}}, -1},
-      {{{7}, {33}}, 0},                        {{{3, 5}}, 1},  // one input: a copy
+      {{{2, 3, 4}, {1, 3, 4}, {3, 3, 4}}, 0},
+      {{{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, 1},
+      {{{2, 3, 4}, {2, 3, 1}, {2, 3, 7}}, 2},
+      {{{2, 3, 4}, {2, 3, 2}}, -1},
+      {{{7}, {33}}, 0},
+      {{{3, 5}}, 1},  // one input: a copy
   };
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : kAllComputable)

@@ -21,8 +21,8 @@ const Dims kDims[] = {{1, 1, 1}, {3, 7, 5}, {7, 1, 3}, {1, 33, 1}, {33, 17, 9}, 
 
 void check_matmul(const harness::DeviceRef& dev, braid_dtype dt, int64_t batch_a, int64_t batch_b, const Dims& d,
                   bool ta, bool tb) {
-  INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", m,k,n = ", d.m, ",", d.k, ",", d.n, ", batches ", batch_a, "/",
-       batch_b, ", transpose ", int{ta}, int{tb});
+  INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", m,k,n = ", d.m, ",", d.k, ",", d.n, ", batches ", batch_a,
+       "/", batch_b, ", transpose ", int{ta}, int{tb});
   const ref::Array a = harness::random_array(operand(batch_a, d.m, d.k, ta), -1.0, 1.0, dt, 81);
   const ref::Array b = harness::random_array(operand(batch_b, d.k, d.n, tb), -1.0, 1.0, dt, 82);
   const auto y = braid::matmul(harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b), ta, tb);

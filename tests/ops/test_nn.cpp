@@ -11,16 +11,16 @@ TEST_CASE("nn: conv2d with stride, padding, with and without bias") {
     bool bias;
   };
   const Case cases[] = {
-      {1, 1, 5, 5, 1, 3, 3, {1, 1}, {0, 0}, false},  {2, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, true},
-      {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}, true},   {3, 1, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, true},
-      {1, 4, 6, 6, 2, 5, 5, {2, 2}, {2, 2}, false},  {2, 3, 11, 13, 5, 1, 1, {3, 3}, {0, 0}, true},
-      {1, 3, 9, 9, 8, 3, 3, {2, 2}, {1, 1}, false},  {2, 16, 12, 10, 7, 3, 3, {1, 1}, {1, 1}, true},
+      {1, 1, 5, 5, 1, 3, 3, {1, 1}, {0, 0}, false}, {2, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, true},
+      {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}, true},  {3, 1, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, true},
+      {1, 4, 6, 6, 2, 5, 5, {2, 2}, {2, 2}, false}, {2, 3, 11, 13, 5, 1, 1, {3, 3}, {0, 0}, true},
+      {1, 3, 9, 9, 8, 3, 3, {2, 2}, {1, 1}, false}, {2, 16, 12, 10, 7, 3, 3, {1, 1}, {1, 1}, true},
   };
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k, "x",
-             c.c, "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",",
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k,
+             "x", c.c, "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",",
              c.padding[1], c.bias ? ", bias" : ", no bias");
         const ref::Array x = harness::random_array({c.n, c.c, c.h, c.w}, -1, 1, dt, 111);
         const ref::Array w = harness::random_array({c.k, c.c, c.r, c.s}, -1, 1, dt, 112);
@@ -57,23 +57,21 @@ TEST_CASE("nn: max and average pooling with stride and padding") {
       {{2, 3, 7, 7}, {3, 3}, {1, 1}, {1, 1}},  // same-size output
       {{1, 2, 7, 7}, {2, 2}, {2, 2}, {1, 1}},  // odd input, padded border windows
       {{2, 1, 6, 5}, {3, 2}, {2, 1}, {1, 0}},  // non-square everything
-      {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}},
-      {{1, 3, 9, 4}, {4, 4}, {3, 1}, {2, 2}},  // padding of half the kernel
+      {{1, 1, 1, 1}, {1, 1}, {1, 1}, {0, 0}}, {{1, 3, 9, 4}, {4, 4}, {3, 1}, {2, 2}},  // padding of half the kernel
   };
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_pool_kind kind : {BRAID_POOL_MAX, BRAID_POOL_AVG})
         for (const Case& c : cases) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), kind == BRAID_POOL_MAX ? ", max" : ", avg", " pool of ",
-               ref::to_string(c.shape), ", kernel ", c.kernel[0], "x", c.kernel[1], ", stride ", c.stride[0], ",",
-               c.stride[1], ", padding ", c.padding[0], ",", c.padding[1]);
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), kind == BRAID_POOL_MAX ? ", max" : ", avg",
+               " pool of ", ref::to_string(c.shape), ", kernel ", c.kernel[0], "x", c.kernel[1], ", stride ",
+               c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",", c.padding[1]);
           // Negative values catch a max that counts padded cells as zeros.
           const ref::Array x = harness::random_array(c.shape, -3, -1, dt, 116);
-          const auto y = braid::pool2d(harness::upload(dev.index, dt, x),
-                                       {.kind = kind,
-                                        .kernel = {c.kernel[0], c.kernel[1]},
-                                        .stride = {c.stride[0], c.stride[1]},
-                                        .padding = {c.padding[0], c.padding[1]}});
+          const auto y = braid::pool2d(harness::upload(dev.index, dt, x), {.kind = kind,
+                                                                           .kernel = {c.kernel[0], c.kernel[1]},
+                                                                           .stride = {c.stride[0], c.stride[1]},
+                                                                           .padding = {c.padding[0], c.padding[1]}});
           CHECK_CLOSE(harness::download(y), ref::pool2d(x, kind, c.kernel, c.stride, c.padding, false),
                       tol::of(kind == BRAID_POOL_MAX ? Kind::exact : Kind::reduction, dt));
         }
@@ -84,12 +82,13 @@ TEST_CASE("nn: global max and average pooling") {
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_pool_kind kind : {BRAID_POOL_MAX, BRAID_POOL_AVG})
         for (const ref::Shape& s : {ref::Shape{2, 3, 7, 5}, ref::Shape{1, 1, 1, 1}, ref::Shape{1, 2, 33, 1}}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), kind == BRAID_POOL_MAX ? ", global max of " : ", global avg of ",
-               ref::to_string(s));
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt),
+               kind == BRAID_POOL_MAX ? ", global max of " : ", global avg of ", ref::to_string(s));
           const ref::Array x = harness::random_array(s, -2, 2, dt, 117);
           // kernel/stride/padding are ignored when global is set; give values that would be invalid.
-          const auto y = braid::pool2d(harness::upload(dev.index, dt, x),
-                                       {.kind = kind, .kernel = {0, 0}, .stride = {0, 0}, .padding = {0, 0}, .global = true});
+          const auto y =
+              braid::pool2d(harness::upload(dev.index, dt, x),
+                            {.kind = kind, .kernel = {0, 0}, .stride = {0, 0}, .padding = {0, 0}, .global = true});
           CHECK_CLOSE(harness::download(y), ref::pool2d(x, kind, {0, 0}, {0, 0}, {0, 0}, true),
                       tol::of(kind == BRAID_POOL_MAX ? Kind::exact : Kind::reduction, dt));
         }
@@ -99,12 +98,17 @@ TEST_CASE("nn: batch norm in training uses batch statistics and updates the runn
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const ref::Shape& s : {ref::Shape{4, 3}, ref::Shape{2, 3, 5, 7}, ref::Shape{2, 1, 1, 1}}) {
-        for (const auto& [eps, momentum] : {std::pair{1e-5, 0.1}, std::pair{1e-3, 0.25}}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", ref::to_string(s), ", eps ", eps, ", momentum ", momentum);
+        for (const auto& hyper : {std::pair{1e-5, 0.1}, std::pair{1e-3, 0.25}}) {
+          const double eps = hyper.first,
+                       momentum = hyper.second;  // named, not bound: clang < 16 cannot capture bindings in INFO
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", ref::to_string(s), ", eps ", eps,
+               ", momentum ", momentum);
           const int64_t C = s[1];
           const ref::Array x = harness::random_array(s, -2, 3, dt, 118);
-          const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 119), beta = harness::random_array({C}, -1, 1, dt, 120);
-          const ref::Array rm = harness::random_array({C}, -1, 1, dt, 121), rv = harness::random_array({C}, 0.5, 2, dt, 122);
+          const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 119),
+                           beta = harness::random_array({C}, -1, 1, dt, 120);
+          const ref::Array rm = harness::random_array({C}, -1, 1, dt, 121),
+                           rv = harness::random_array({C}, 0.5, 2, dt, 122);
           const auto trm = harness::upload(dev.index, dt, rm), trv = harness::upload(dev.index, dt, rv);
           const auto r = braid::batch_norm(harness::upload(dev.index, dt, x), harness::upload(dev.index, dt, gamma),
                                            harness::upload(dev.index, dt, beta), trm, trv,
@@ -127,8 +131,10 @@ TEST_CASE("nn: batch norm in inference uses and keeps the running statistics") {
         INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", ref::to_string(s));
         const int64_t C = s[1];
         const ref::Array x = harness::random_array(s, -2, 3, dt, 123);
-        const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 124), beta = harness::random_array({C}, -1, 1, dt, 125);
-        const ref::Array rm = harness::random_array({C}, -1, 1, dt, 126), rv = harness::random_array({C}, 0.5, 2, dt, 127);
+        const ref::Array gamma = harness::random_array({C}, 0.5, 1.5, dt, 124),
+                         beta = harness::random_array({C}, -1, 1, dt, 125);
+        const ref::Array rm = harness::random_array({C}, -1, 1, dt, 126),
+                         rv = harness::random_array({C}, 0.5, 2, dt, 127);
         const auto trm = harness::upload(dev.index, dt, rm), trv = harness::upload(dev.index, dt, rv);
         const auto r = braid::batch_norm(harness::upload(dev.index, dt, x), harness::upload(dev.index, dt, gamma),
                                          harness::upload(dev.index, dt, beta), trm, trv, {.training = false});
@@ -149,7 +155,8 @@ TEST_CASE("nn: batch norm with NULL save_mean/save_invstd") {
     const ref::Array x = harness::random_array({5, 2}, -1, 1, BRAID_FLOAT64, 128);
     const ref::Array one({2}, 1.0), zero({2}, 0.0);
     const auto tx = harness::upload(dev.index, BRAID_FLOAT64, x), g = harness::upload(dev.index, BRAID_FLOAT64, one),
-               b = harness::upload(dev.index, BRAID_FLOAT64, zero), rm = harness::upload(dev.index, BRAID_FLOAT64, zero),
+               b = harness::upload(dev.index, BRAID_FLOAT64, zero),
+               rm = harness::upload(dev.index, BRAID_FLOAT64, zero),
                rv = harness::upload(dev.index, BRAID_FLOAT64, one);
     const braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
     braid_tensor out = nullptr;
@@ -165,7 +172,8 @@ TEST_CASE("nn: softmax and log-softmax along each axis") {
     ref::Shape shape;
     int32_t axis;
   };
-  const Case cases[] = {{{1, 7}, -1}, {{3, 33}, 1}, {{3, 33}, 0}, {{2, 3, 5}, 1}, {{2, 3, 5}, 0}, {{2, 3, 5}, -1}, {{1}, 0}};
+  const Case cases[] = {{{1, 7}, -1},   {{3, 33}, 1},    {{3, 33}, 0}, {{2, 3, 5}, 1},
+                        {{2, 3, 5}, 0}, {{2, 3, 5}, -1}, {{1}, 0}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases)
@@ -184,8 +192,10 @@ TEST_CASE("nn: softmax cross-entropy with int32 and int64 labels") {
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (braid_dtype lt : harness::kIntTypes)
-        for (const auto& [n, k] : {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {33, 3}, {4, 100}}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), " logits ", n, "x", k, ", ", harness::dtype_name(lt), " labels");
+        for (const auto& nk : {std::pair<int64_t, int64_t>{5, 7}, {1, 1}, {33, 3}, {4, 100}}) {
+          const int64_t n = nk.first, k = nk.second;
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), " logits ", n, "x", k, ", ", harness::dtype_name(lt),
+               " labels");
           const ref::Array logits = harness::random_array({n, k}, -20, 20, dt, 132);
           const ref::Array labels = harness::random_ints({n}, 0, static_cast<int>(k), 133);
           const auto y = braid::softmax_cross_entropy(harness::upload(dev.index, dt, logits),
@@ -214,6 +224,7 @@ TEST_CASE("nn: dropout draws its mask from the Philox stream") {
         // mask may be NULL; the call still takes the next draw.
         braid_tensor y = nullptr;
         REQUIRE(braid_dropout(tx.get(), p, &y, nullptr) == BRAID_OK);
-        CHECK_CLOSE(harness::download(braid::Tensor::adopt(y)), ref::dropout(x, p, seed, 1).y, tol::of(Kind::compound, dt));
+        CHECK_CLOSE(harness::download(braid::Tensor::adopt(y)), ref::dropout(x, p, seed, 1).y,
+                    tol::of(Kind::compound, dt));
       }
 }

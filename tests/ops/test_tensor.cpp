@@ -23,6 +23,10 @@ TEST_CASE("context: finds devices and describes each consistently") {
   int32_t loaded_devices = 0;
   for (int32_t b = 0; b < context().backend_count(); ++b) {
     const braid_backend_info bi = context().backend_info(b);
+    // A plugin without its vendor library still loads (with zero devices); one that does not load at
+    // all is broken (unresolved symbol, ABI mismatch) and must not pass as "no device, skipped".
+    CHECK_MESSAGE(bi.loaded == 1, "backend ", std::string(bi.name), " at ", std::string(bi.path),
+                  " did not load: ", std::string(bi.reason));
     if (bi.loaded) loaded_devices += bi.device_count;
   }
   CHECK(loaded_devices == static_cast<int32_t>(devs.size()));
@@ -51,7 +55,7 @@ TEST_CASE("context: memory statistics follow an allocation") {
 }
 
 TEST_CASE("tensor: upload, metadata, download and overwrite in every dtype") {
-  const braid_dtype all[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,    BRAID_INT64,
+  const braid_dtype all[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,   BRAID_INT64,
                              BRAID_UINT8,   BRAID_FLOAT16, BRAID_BFLOAT16};
   for (const auto& dev : harness::each_device()) {
     for (braid_dtype dt : all) {

@@ -9,7 +9,8 @@ static_assert(braid::dtype_v<float> == BRAID_FLOAT32 && braid::dtype_v<double> =
 static_assert(braid::dtype_v<int32_t> == BRAID_INT32 && braid::dtype_v<int64_t> == BRAID_INT64);
 static_assert(braid::dtype_v<uint8_t> == BRAID_UINT8);
 static_assert(braid::Element<float> && !braid::Element<char> && !braid::Element<uint16_t>);
-static_assert(std::is_nothrow_move_constructible_v<braid::Tensor> && std::is_nothrow_move_constructible_v<braid::Context>);
+static_assert(std::is_nothrow_move_constructible_v<braid::Tensor> &&
+              std::is_nothrow_move_constructible_v<braid::Context>);
 
 TEST_CASE("braid.hpp: a failed call throws braid::Error with the status and braid_last_error") {
   for (const auto& dev : harness::each_device()) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -109,12 +110,14 @@ inline bool is_contiguous(const braid_buffer_view& v) {
 // size 1 are dropped and neighbours that are contiguous for every operand are merged, so a dense
 // tensor becomes a single row and a broadcast row/column becomes two axes. Axis order is never
 // changed, so the walk is always in row-major order of the logical index (RNG relies on it).
+// Only the first ndim entries of shape/strides are meaningful, and only those are written: this is
+// built on every kernel call, so it is not zero-filled (the tiny-tensor path counts nanoseconds).
 template <int N>
 struct Layout {
-  int ndim = 1;
-  int64_t numel = 0;
-  int64_t shape[BRAID_MAX_DIMS] = {};
-  int64_t strides[N][BRAID_MAX_DIMS] = {};
+  int ndim;
+  int64_t numel;
+  int64_t shape[BRAID_MAX_DIMS];
+  int64_t strides[N][BRAID_MAX_DIMS];
 
   int64_t inner() const { return shape[ndim - 1]; }
   int64_t inner_stride(int k) const { return strides[k][ndim - 1]; }
@@ -128,6 +131,8 @@ inline Layout<N> make_layout(int ndim, const int64_t* shape, const std::array<co
   for (int d = 0; d < ndim; ++d) L.numel *= shape[d];
   if (L.numel == 0) {
     L.ndim = 1;
+    L.shape[0] = 0;
+    for (int k = 0; k < N; ++k) L.strides[k][0] = 0;
     return L;
   }
   for (int d = 0; d < ndim; ++d) {
@@ -146,6 +151,7 @@ inline Layout<N> make_layout(int ndim, const int64_t* shape, const std::array<co
   if (L.ndim == 0) {  // a single element
     L.ndim = 1;
     L.shape[0] = 1;
+    for (int k = 0; k < N; ++k) L.strides[k][0] = 0;
   }
   return L;
 }
@@ -164,15 +170,20 @@ inline void for_each_row(const Layout<N>& L, int64_t begin, int64_t end, F&& row
   if (begin >= end) return;
   const int nd = L.ndim;
   const int64_t inner = L.shape[nd - 1];
-  int64_t idx[BRAID_MAX_DIMS] = {};
+  int64_t idx[BRAID_MAX_DIMS];
   int64_t off[N];
-  int64_t i0 = begin % inner;
-  int64_t rest = begin / inner;
-  for (int k = 0; k < N; ++k) off[k] = i0 * L.strides[k][nd - 1];
-  for (int d = nd - 2; d >= 0; --d) {
-    idx[d] = rest % L.shape[d];
-    rest /= L.shape[d];
-    for (int k = 0; k < N; ++k) off[k] += idx[d] * L.strides[k][d];
+  int64_t i0 = 0;
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = 0; d < nd - 1; ++d) idx[d] = 0;
+  if (begin != 0) {  // divisions only for chunks that start inside the walk
+    i0 = begin % inner;
+    int64_t rest = begin / inner;
+    for (int k = 0; k < N; ++k) off[k] = i0 * L.strides[k][nd - 1];
+    for (int d = nd - 2; d >= 0; --d) {
+      idx[d] = rest % L.shape[d];
+      rest /= L.shape[d];
+      for (int k = 0; k < N; ++k) off[k] += idx[d] * L.strides[k][d];
+    }
   }
   int64_t pos = begin;
   for (;;) {
@@ -282,6 +293,45 @@ template <bool Hot = false, int N, class F, class... P>
 inline void map(Exec& ex, const Layout<N>& L, int64_t grain, F f, P*... p) {
   parallel(ex, L.numel, grain, [&](int64_t b, int64_t e) { map_range<Hot>(L, b, e, f, p...); });
 }
+
+// ---- scratch -------------------------------------------------------------------------------------
+
+// Per-thread, grow-only scratch for big temporaries (im2col columns). A fresh multi-MiB std::vector
+// is fresh mmap'd memory on every call, and faulting its pages in costs more than the kernel. Each
+// slot keeps its largest buffer up to kScratchKeep bytes; bigger requests are owned temporarily.
+// Only the thread that calls run_kernel acquires scratch (never a parallel_for body), so a worker
+// that steals another kernel's chunk never touches this thread's slots.
+inline constexpr size_t kScratchKeep = size_t{64} << 20;
+inline constexpr int kScratchSlots = 2;
+
+template <class T>
+class Scratch {
+ public:
+  Scratch(int slot, size_t n) {
+    const size_t bytes = std::max<size_t>(n, 1) * sizeof(T);
+    if (bytes > kScratchKeep) {
+      own_ = std::make_unique_for_overwrite<T[]>(std::max<size_t>(n, 1));
+      ptr_ = own_.get();
+      return;
+    }
+    struct Slots {
+      std::unique_ptr<std::byte[]> buf[kScratchSlots];
+      size_t cap[kScratchSlots] = {};
+    };
+    thread_local Slots slots;
+    if (slots.cap[slot] < bytes) {
+      slots.buf[slot].reset();
+      slots.buf[slot] = std::make_unique_for_overwrite<std::byte[]>(bytes);
+      slots.cap[slot] = bytes;
+    }
+    ptr_ = reinterpret_cast<T*>(slots.buf[slot].get());  // new[] alignment suits float/double
+  }
+  T* get() const { return ptr_; }
+
+ private:
+  std::unique_ptr<T[]> own_;
+  T* ptr_;
+};
 
 // ---- contiguous staging for kernels that need dense operands (copy.cpp) --------------------------
 

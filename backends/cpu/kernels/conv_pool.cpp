@@ -7,7 +7,8 @@
 // gemm is far too small to run at gemm speed, while a wide N dimension keeps OpenBLAS's kernels at
 // peak and splits evenly across cores; it also needs no per-call control of OpenBLAS's thread count.
 // The price is one scatter pass of the output (adding the bias on the way), cheap next to im2col.
-// 1x1 stride-1 unpadded convolutions skip im2col: the image already is the column matrix.
+// 1x1 stride-1 unpadded convolutions skip im2col: the image already is the column matrix. Stride-1
+// convolutions with few output channels use a direct kernel instead (see conv_direct_image).
 #include "common.h"
 // (common.h first: see the note at its top)
 #include <cmath>
@@ -31,6 +32,53 @@ inline void valid_range(int64_t size, int64_t out, int64_t stride, int64_t pad, 
   q1 = std::max(q1, q0);
 }
 
+// ---- direct convolution (stride 1, few output channels) -------------------------------------------
+
+constexpr int64_t kQBlock = 16;                // output columns kept in registers
+constexpr int64_t kDirectMaxK = 8;             // gemm's M dimension below this wastes its kernels
+constexpr int64_t kDirectMaxPad = 1 << 18;     // padded image elements per task (stack of the chunk)
+
+// With K = 6 (LeNet's first layer) gemm's M dimension is too small for its micro-kernel and packing
+// the R*S-times-larger column matrix dominates. Here each output row block of kQBlock columns lives
+// in registers while all C*R*S taps accumulate into it from a zero-padded copy of the image, so the
+// only memory traffic is the image itself. Padded rows are wide enough for whole blocks (the extra
+// columns are computed and dropped).
+template <class T>
+BRAID_HOT void conv_direct_image(const T* __restrict x, const T* __restrict w, const T* bias, T* __restrict y,
+                                 T* __restrict xpad, int64_t C, int64_t H, int64_t W, int64_t K, int64_t R, int64_t S,
+                                 int64_t P, int64_t Q, int64_t ph, int64_t pw, int64_t Hp, int64_t Wq) {
+  std::fill_n(xpad, C * Hp * Wq, T(0));
+  for (int64_t ci = 0; ci < C; ++ci)
+    for (int64_t h = 0; h < H; ++h) std::copy_n(x + (ci * H + h) * W, W, xpad + (ci * Hp + h + ph) * Wq + pw);
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t q0 = 0; q0 < Q; q0 += kQBlock) {
+        // kQBlock accumulators as SSE-width GCC/Clang vectors held in registers across all taps. Left
+        // to itself the auto-vectoriser vectorises the tap loop instead and spills the accumulators
+        // (and a single wide generic vector is kept in memory by GCC).
+        typedef T V __attribute__((vector_size(16)));
+        constexpr int64_t L = 16 / sizeof(T), NV = kQBlock / L;
+        V acc[NV];
+        for (auto& a : acc) a = V{} + (bias ? bias[k] : T(0));
+        for (int64_t ci = 0; ci < C; ++ci)
+          for (int64_t r = 0; r < R; ++r) {
+            const T* xr = xpad + (ci * Hp + p + r) * Wq + q0;
+            const T* wr = w + ((k * C + ci) * R + r) * S;
+            for (int64_t s = 0; s < S; ++s) {
+              const T wv = wr[s];
+              for (int64_t v = 0; v < NV; ++v) {
+                V xv;
+                std::memcpy(&xv, xr + s + v * L, sizeof(V));
+                acc[v] += wv * xv;
+              }
+            }
+          }
+        T out[kQBlock];
+        std::memcpy(out, acc, sizeof(acc));
+        std::copy_n(out, std::min(kQBlock, Q - q0), y + (k * P + p) * Q + q0);
+      }
+}
+
 template <class T>
 void conv_typed(Exec& ex, const Call& c) {
   const auto& vx = c.inputs[0];
@@ -51,6 +99,17 @@ void conv_typed(Exec& ex, const Call& c) {
   T* y = Y.get();
   const int64_t CRS = C * R * S, PQ = P * Q, HW = H * W;
 
+  const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock - 1) / kQBlock * kQBlock + S - 1);
+  if (sh == 1 && sw == 1 && K <= kDirectMaxK && C * Hp * Wq <= kDirectMaxPad) {
+    parallel(ex, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * PQ * CRS / 8)), [&](int64_t b, int64_t e) {
+      std::vector<T> xpad(static_cast<size_t>(C * Hp * Wq));  // per chunk: small, on this worker
+      for (int64_t n = b; n < e; ++n)
+        conv_direct_image(x + n * C * HW, w, bias, y + n * K * PQ, xpad.data(), C, H, W, K, R, S, P, Q, ph, pw, Hp, Wq);
+    });
+    Y.finish(ex);
+    return;
+  }
+
   // y[n][k][:] = bias[k], so gemm can accumulate onto it (beta = 1).
   auto init_bias = [&](int64_t n) {
     for (int64_t k = 0; k < K; ++k) std::fill_n(y + (n * K + k) * PQ, PQ, bias[k]);
@@ -70,9 +129,11 @@ void conv_typed(Exec& ex, const Call& c) {
     return;
   }
 
-  const int64_t G = std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, CRS * PQ), 1, N);
-  std::vector<T> col(static_cast<size_t>(CRS * G * PQ));
-  std::vector<T> tmp(G > 1 ? size_t(K * G * PQ) : 0);
+  // Group size: the column matrix and the gemm result each within kColBudget elements.
+  const int64_t G = std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, std::max(CRS, K) * PQ), 1, N);
+  const Scratch<T> col_buf(0, size_t(CRS * G * PQ)), tmp_buf(1, G > 1 ? size_t(K * G * PQ) : 0);
+  T* const col = col_buf.get();
+  T* const tmp = tmp_buf.get();
   for (int64_t n0 = 0; n0 < N; n0 += G) {
     const int64_t g = std::min(G, N - n0), ld = g * PQ;
     // im2col: row (ci, r, s) of image i holds x[ci][p*sh - ph + r][q*sw - pw + s], zero outside.
@@ -81,7 +142,7 @@ void conv_typed(Exec& ex, const Call& c) {
         const int64_t row = t / g, img = t % g;
         const int64_t ci = row / (R * S), r = (row / S) % R, s = row % S;
         const T* xp = x + ((n0 + img) * C + ci) * HW;
-        T* dst = col.data() + row * ld + img * PQ;
+        T* dst = col + row * ld + img * PQ;
         int64_t q0, q1, p0, p1;
         valid_range(W, Q, sw, pw, s, q0, q1);
         valid_range(H, P, sh, ph, r, p0, p1);
@@ -101,15 +162,15 @@ void conv_typed(Exec& ex, const Call& c) {
     });
     if (g == 1) {
       if (bias) init_bias(n0);
-      gemm(false, false, K, PQ, CRS, w, CRS, col.data(), ld, beta, y + n0 * K * PQ, PQ);
+      gemm(false, false, K, PQ, CRS, w, CRS, col, ld, beta, y + n0 * K * PQ, PQ);
       continue;
     }
-    gemm(false, false, K, ld, CRS, w, CRS, col.data(), ld, T(0), tmp.data(), ld);
+    gemm(false, false, K, ld, CRS, w, CRS, col, ld, T(0), tmp, ld);
     // Scatter [K, g, PQ] to [g, K, PQ], adding the bias.
     parallel(ex, g * K, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t img = t / K, k = t % K;
-        const T* src = tmp.data() + k * ld + img * PQ;
+        const T* src = tmp + k * ld + img * PQ;
         T* dst = y + ((n0 + img) * K + k) * PQ;
         const T add = bias ? bias[k] : T(0);
         for (int64_t i = 0; i < PQ; ++i) dst[i] = src[i] + add;
@@ -127,17 +188,40 @@ void pool_typed(Exec& ex, const Call& c) {
   const auto& vy = c.outputs[0];
   const bool is_max = c.i[0] == BRAID_POOL_MAX;
   const int64_t kh = c.i[1], kw = c.i[2];
-  const int64_t sh = std::max<int64_t>(1, c.i[3]), sw = std::max<int64_t>(1, c.i[4]), ph = c.i[5], pw = c.i[6];
+  // braid.h: stride 0 means the kernel size (the host normally resolves it; kept for robustness).
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  const int64_t ph = c.i[5], pw = c.i[6];
   const int64_t H = vx.shape[2], W = vx.shape[3], P = vy.shape[2], Q = vy.shape[3];
   const int64_t planes = vx.shape[0] * vx.shape[1];
   const DenseIn<T> X(ex, vx);
   DenseOut<T> Y(vy);
   const T* x = X.get();
   T* y = Y.get();
+  const bool two_by_two = kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0;
+  auto mx = [](T a, T b) { return (b > a || b != b) ? b : a; };  // NaN-propagating
   parallel(ex, planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, H * W)), [&](int64_t b, int64_t e) {
     for (int64_t pl = b; pl < e; ++pl) {
       const T* xp = x + pl * H * W;
       T* yp = y + pl * P * Q;
+      if (two_by_two) {  // the common case: no clipping, a branch-free loop the compiler vectorises
+        for (int64_t p = 0; p < P; ++p) {
+          const T* r0 = xp + 2 * p * W;
+          const T* r1 = r0 + W;
+          T* o = yp + p * Q;
+          if (is_max) {
+            // Vertical then horizontal: each pass is one select GCC vectorises; the nested form is not.
+            constexpr int64_t kCols = 512;
+            T v[2 * kCols];
+            for (int64_t q0 = 0; q0 < Q; q0 += kCols) {
+              const int64_t n = std::min(kCols, Q - q0);
+              for (int64_t j = 0; j < 2 * n; ++j) v[j] = mx(r0[2 * q0 + j], r1[2 * q0 + j]);
+              for (int64_t q = 0; q < n; ++q) o[q0 + q] = mx(v[2 * q], v[2 * q + 1]);
+            }
+          } else
+            for (int64_t q = 0; q < Q; ++q) o[q] = ((r0[2 * q] + r0[2 * q + 1]) + (r1[2 * q] + r1[2 * q + 1])) * T(0.25);
+        }
+        continue;
+      }
       for (int64_t p = 0; p < P; ++p) {
         const int64_t h0 = p * sh - ph, hs = std::max<int64_t>(h0, 0), he = std::min(h0 + kh, H);
         for (int64_t q = 0; q < Q; ++q) {

@@ -5,6 +5,7 @@
 #include "common.h"
 // (common.h first: see the note at its top)
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace braid::cpu::kern {
@@ -32,32 +33,61 @@ struct NormR : SumR<T> {
   static T finish(double a, int64_t) { return T(std::sqrt(a)); }
 };
 // Max/min propagate NaN: once the accumulator is NaN no comparison replaces it.
-template <class T>
-struct MaxR {
+template <class T, bool IsMax>
+struct ExtremumR {
   using Acc = T;
   static T init() {
-    if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::lowest();
-    else return -std::numeric_limits<T>::infinity();
+    if constexpr (std::is_integral_v<T>) return IsMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    else return IsMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   }
-  static T add(T a, T x) { return (x > a || x != x) ? x : a; }
+  static bool beats(T x, T a) { return IsMax ? x > a : x < a; }
+  static T add(T a, T x) { return (beats(x, a) || x != x) ? x : a; }
   static T merge(T a, T b) { return add(a, b); }
   static T finish(T a, int64_t) { return a; }
-};
-template <class T>
-struct MinR : MaxR<T> {
-  static T init() {
-    if constexpr (std::is_integral_v<T>) return std::numeric_limits<T>::max();
-    else return std::numeric_limits<T>::infinity();
+  // Dense runs: GCC does not vectorise a multi-accumulator max (NaN-aware or not), so this one is
+  // written with GCC/Clang vector types: two SSE-width accumulators, NaN lanes recorded separately
+  // and reapplied at the end. Memory-bound like a sum.
+  static T fold_dense(const T* x, int64_t n) {
+    typedef T V __attribute__((vector_size(16)));
+    constexpr int64_t L = 16 / sizeof(T);
+    V a0 = V{} + init(), a1 = a0;
+    auto bad = a0 != a0;  // all-false lane mask of V's width
+    int64_t i = 0;
+    for (; i + 2 * L <= n; i += 2 * L) {
+      V v0, v1;
+      std::memcpy(&v0, x + i, sizeof(V));
+      std::memcpy(&v1, x + i + L, sizeof(V));
+      if constexpr (IsMax) {
+        a0 = v0 > a0 ? v0 : a0;
+        a1 = v1 > a1 ? v1 : a1;
+      } else {
+        a0 = v0 < a0 ? v0 : a0;
+        a1 = v1 < a1 ? v1 : a1;
+      }
+      if constexpr (std::is_floating_point_v<T>) bad |= (v0 != v0) | (v1 != v1);
+    }
+    T r = init();
+    bool any = false;
+    for (int64_t l = 0; l < L; ++l) {
+      r = add(add(r, a0[l]), a1[l]);
+      any = any || bad[l] != 0;
+    }
+    for (; i < n; ++i) r = add(r, x[i]);
+    if constexpr (std::is_floating_point_v<T>)
+      if (any) return std::numeric_limits<T>::quiet_NaN();
+    return r;
   }
-  static T add(T a, T x) { return (x < a || x != x) ? x : a; }
-  static T merge(T a, T b) { return add(a, b); }
 };
+template <class T> using MaxR = ExtremumR<T, true>;
+template <class T> using MinR = ExtremumR<T, false>;
 
 // Folds n elements x[0], x[s], ... Eight accumulators break the add-latency chain and let the
 // compiler pack them into vector registers.
 template <class R, class T>
 typename R::Acc fold_run(const T* x, int64_t n, int64_t s) {
   using Acc = typename R::Acc;
+  if constexpr (requires { R::fold_dense(x, n); })
+    if (s == 1) return R::fold_dense(x, n);
   Acc a[8];
   for (auto& v : a) v = R::init();
   int64_t i = 0;

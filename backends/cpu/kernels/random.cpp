@@ -7,6 +7,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "vmath.h"
+
 namespace braid::cpu::kern {
 namespace {
 
@@ -82,13 +84,36 @@ BRAID_HOT void uniform_run(T* __restrict y, int64_t s, const uint32_t* __restric
     for (int64_t i = 0; i < n; ++i) y[i * s] = T(low + span * unit(w[i]));
 }
 
-// Normal: block j gives elements 2j (cos) and 2j+1 (sin) by Box-Muller on its words 0 and 1.
+// cos and sin of 2 pi u, u in (0, 1). The quadrant comes exactly from u (a multiple of 2^-33), leaving
+// |a| <= pi/4 for fdlibm's kernel polynomials (__kernel_sin/__kernel_cos); < 1 ulp, vectorises.
+inline void sincos_2pi(double u, double& c, double& s) {
+  const double qd = std::nearbyint(4.0 * u);  // 0..4; 4 wraps to 0
+  const int q = int(qd) & 3;
+  const double a = (u - 0.25 * qd) * (2.0 * std::numbers::pi);
+  const double z = a * a;
+  const double sr = z * (8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 +
+                    z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10))));
+  const double sn = a + a * z * (-1.66666666666666324348e-01 + sr);
+  const double cr = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * (2.48015872894767294178e-05 +
+                    z * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+  const double hz = 0.5 * z, w = 1.0 - hz;
+  const double cs = w + (((1.0 - w) - hz) + z * cr);
+  // cos(q pi/2 + a), sin(q pi/2 + a)
+  c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  s = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+}
+
+// Normal: block j gives elements 2j (cos) and 2j+1 (sin) by Box-Muller on its words 0 and 1. libm's
+// log/sin/cos cost ~50 ns a pair; these polynomials vectorise. The square roots stay a loop of their
+// own: std::sqrt only vectorises under -fno-math-errno (see v_sqrt), and must not block the rest.
 BRAID_HOT void normal_window(const uint32_t* __restrict w, double mean, double stddev, double* __restrict z) {
+  double r[kBatch], c[kBatch], s[kBatch];
+  for (int b = 0; b < kBatch; ++b) r[b] = -2.0 * log_f64_normal(unit(w[4 * b]));
+  for (int b = 0; b < kBatch; ++b) r[b] = v_sqrt(r[b]);
+  for (int b = 0; b < kBatch; ++b) sincos_2pi(unit(w[4 * b + 1]), c[b], s[b]);
   for (int b = 0; b < kBatch; ++b) {
-    const double r = std::sqrt(-2.0 * std::log(unit(w[4 * b])));
-    const double theta = 2.0 * std::numbers::pi * unit(w[4 * b + 1]);
-    z[2 * b] = mean + stddev * (r * std::cos(theta));
-    z[2 * b + 1] = mean + stddev * (r * std::sin(theta));
+    z[2 * b] = mean + stddev * (r[b] * c[b]);
+    z[2 * b + 1] = mean + stddev * (r[b] * s[b]);
   }
 }
 

@@ -72,6 +72,25 @@ inline float tanh_f32(float x) {
   return ax > 0.625f ? big : small;
 }
 
+// float64 log for positive normal x (fdlibm's __ieee754_log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f <
+// sqrt(2), log(1 + f) = f - hfsq + s (hfsq + R) with s = f / (2 + f)); < 1 ulp. No special cases
+// (zero, negative, subnormal, inf, NaN): callers guarantee the domain. Vectorises, unlike libm's.
+inline double log_f64_normal(double x) {
+  const uint64_t bits = std::bit_cast<uint64_t>(x);
+  int32_t hx = int32_t(bits >> 32);
+  int32_t k = (hx >> 20) - 1023;
+  hx &= 0x000fffff;
+  const int32_t i = (hx + 0x95f64) & 0x100000;  // mantissa >= sqrt(2): halve it, k + 1
+  k += i >> 20;
+  const double f = std::bit_cast<double>((uint64_t(uint32_t(hx | (i ^ 0x3ff00000))) << 32) | (bits & 0xffffffffu)) - 1.0;
+  const double s = f / (2.0 + f), dk = double(k), z = s * s, w = z * z;
+  const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
+  const double t2 =
+      z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+  const double hfsq = 0.5 * f * f, R = t1 + t2;
+  return dk * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + R) + dk * 1.90821492927058770002e-10)) - f);
+}
+
 template <class T> inline T v_exp(T x) {
   if constexpr (std::is_same_v<T, float>) return exp_f32(x); else return std::exp(x);
 }
