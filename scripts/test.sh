@@ -4,7 +4,8 @@
 #   1. build/ with warnings as errors; every ctest suite, then again with BRAID_CPU_DEVICES=2
 #      (multi-device paths) and with BRAID_ENGINE=sync (every op completes at push time)
 #   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
-#   3. build-tsan/ (TSan): the runtime and ops suites
+#   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU (see below)
+#   Both sanitizer runs are repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
 # non-zero if any step failed. Sanitizer suppressions live in tests/sanitizers/, each one explained.
@@ -80,21 +81,36 @@ fi
 # ---- 2. ASan + UBSan ---------------------------------------------------------------------------------
 # No -Werror here: GCC's sanitizer instrumentation changes inlining and emits its own false-positive
 # warnings (-Wmaybe-uninitialized, -Wstringop-overflow); the warning gate is step 1.
+# allocator_may_return_null=1 (both sanitizers): the out-of-memory tests ask for absurd sizes on
+# purpose; a sanitizer's allocator would otherwise abort the test instead of returning NULL the way
+# malloc does on a real OOM, which is the path under test.
 asan_env=(
-  ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1:allocator_may_return_null=1"
+  ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )
 if step "build (build-asan/, ASan+UBSan)" scripts/build.sh --sanitize address; then
   step "ctest ASan+UBSan" run_ctest build-asan "${asan_env[@]}" -R "$sanitized_tests"
+  step "ctest ASan+UBSan, BRAID_CPU_DEVICES=2" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=2 \
+    -R "$sanitized_tests"
 fi
 
 # ---- 3. TSan -----------------------------------------------------------------------------------------
-tsan_env=(TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=4:suppressions=$supp/tsan.supp")
+# Pinned to one CPU (taskset): the CPU backend then sizes each device's oneTBB arena and OpenBLAS to one
+# thread, so kernels run inline on the queue thread. Debian's libtbb and libopenblas are not built
+# with TSan, which therefore cannot see how they hand work between their own threads, and reports
+# every parallel_for and multi-threaded sgemm as a race (e.g. blocked_range split on one worker, read
+# on the stealing one). Suppressing "race:libtbb" instead would hide every report whose stack passes
+# through the arena, i.e. every kernel; pinning keeps all of braid's own threads (engine, queues,
+# semaphores, callbacks, the application's threads) checked, and TSan finds races from the
+# happens-before order, not from simultaneous execution, so one CPU loses no detection there.
+first_cpu="$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)"
+tsan_env=(TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$supp/tsan.supp")
 if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread; then
-  # setarch (when needed) wraps ctest; the no-ASLR personality is inherited by the tests it starts.
-  launcher=("${tsan_prefix[@]}")
+  # setarch (when needed) and taskset wrap ctest; the tests inherit the personality and the mask.
+  launcher=("${tsan_prefix[@]}" taskset -c "${first_cpu:-0}")
   step "ctest TSan" run_ctest build-tsan "${tsan_env[@]}" -R "$sanitized_tests"
+  step "ctest TSan, BRAID_CPU_DEVICES=2" run_ctest build-tsan "${tsan_env[@]}" BRAID_CPU_DEVICES=2 -R "$sanitized_tests"
   launcher=()
 fi
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <system_error>
 
+#include "fork_guard.h"
 #include "braid_backend.h"
 #include "buffers.h"
 #include "device.h"
@@ -232,6 +233,7 @@ extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[may
   // Only the major must match: either side may have the newer minor, as tables only grow at the end.
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
   std::lock_guard lock(braid::cpu::g_query_mu);
+  braid::cpu::install_fork_guard();
   if (braid::cpu::g_query_refs == 0) {
     braid::cpu::host::install(host);
   } else if (!braid::cpu::host::matches(host)) {

@@ -1,3 +1,4 @@
+#include "fork_guard.h"
 #include "work.h"
 
 #include <algorithm>
@@ -97,6 +98,7 @@ Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexce
     if (item.kind == BRAID_WORK_KERNEL) {
       const braid_kernel_call* call = &item.call;
       KernelResult r;
+      BlasSection no_fork(call->op == BRAID_KOP_MATMUL || call->op == BRAID_KOP_CONV2D);
       device.arena().execute([&] { r = run_kernel(*call, device.exec()); });
       if (r.status != BRAID_OK) {
         if (r.message.empty()) {

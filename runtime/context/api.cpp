@@ -16,7 +16,9 @@ template <class T>
 void copy_out(T* out, const T& value, const char* what) {
   if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
   uint32_t size = out->struct_size;
-  if (size < sizeof(uint32_t) || size > sizeof(T)) size = sizeof(T);
+  if (size < sizeof(uint32_t))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size, " is too small; set it to sizeof the struct");
+  if (size > sizeof(T)) size = sizeof(T);  // a newer caller: it gets the fields we know
   std::memcpy(out, &value, size);
   out->struct_size = size;
 }

@@ -83,8 +83,12 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
     if (api) b->abi_major = api->abi_major, b->abi_minor = api->abi_minor;
     return b;
   }
-  if (st != BRAID_OK || api == nullptr) {
+  if (st != BRAID_OK) {
     b->reason = cat("braid_backend_query failed with ", braid_status_name(st));
+    return b;
+  }
+  if (api == nullptr) {
+    b->reason = "braid_backend_query returned BRAID_OK but no function table";
     return b;
   }
   b->abi_major = api->abi_major;
@@ -102,9 +106,11 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   }
   if (const char* fn = missing_function(api)) {
     b->reason = cat("plugin function table lacks ", fn);
+    if (api->shutdown) api->shutdown();  // the table's layout is ours: balance the query
     return b;
   }
-  if (api->name && *api->name) b->name = api->name;
+  // The backend keeps the name of its file (what BRAID_BACKENDS selects by), so device ids stay unique
+  // even if two files carry plugins that call themselves the same.
   b->api = api;
   b->loaded = true;  // from here on the destructor balances the query with shutdown()
   const char* reason = nullptr;

@@ -164,7 +164,7 @@ inline Layout<1 + sizeof...(V)> layout_of(const braid_buffer_view& first, const 
 
 // Calls row(off, count) for each run of the walk over logical elements [begin, end): off[k] is
 // operand k's element offset of the run's first element, count how many follow along the innermost
-// axis (stride L.inner_stride(k)). One division per call, then an index counter.
+// axis (stride L.inner_stride(k)). Divisions only to find a chunk's start, then an index counter.
 template <int N, class F>
 inline void for_each_row(const Layout<N>& L, int64_t begin, int64_t end, F&& row) {
   if (begin >= end) return;
@@ -304,6 +304,22 @@ inline void map(Exec& ex, const Layout<N>& L, int64_t grain, F f, P*... p) {
 inline constexpr size_t kScratchKeep = size_t{64} << 20;
 inline constexpr int kScratchSlots = 2;
 
+// This thread's buffer for `slot`, grown to at least `bytes` (contents unspecified).
+inline std::byte* scratch_slot(int slot, size_t bytes) {
+  struct Slots {
+    std::unique_ptr<std::byte[]> buf[kScratchSlots];
+    size_t cap[kScratchSlots] = {};
+  };
+  thread_local Slots slots;
+  if (slots.cap[slot] < bytes) {
+    slots.buf[slot].reset();  // free first: peak memory is the new size, not old + new
+    slots.cap[slot] = 0;      // (stays consistent if the allocation below throws)
+    slots.buf[slot] = std::make_unique_for_overwrite<std::byte[]>(bytes);
+    slots.cap[slot] = bytes;
+  }
+  return slots.buf[slot].get();
+}
+
 template <class T>
 class Scratch {
  public:
@@ -312,19 +328,9 @@ class Scratch {
     if (bytes > kScratchKeep) {
       own_ = std::make_unique_for_overwrite<T[]>(std::max<size_t>(n, 1));
       ptr_ = own_.get();
-      return;
+    } else {
+      ptr_ = reinterpret_cast<T*>(scratch_slot(slot, bytes));  // new[] alignment suits float/double
     }
-    struct Slots {
-      std::unique_ptr<std::byte[]> buf[kScratchSlots];
-      size_t cap[kScratchSlots] = {};
-    };
-    thread_local Slots slots;
-    if (slots.cap[slot] < bytes) {
-      slots.buf[slot].reset();
-      slots.buf[slot] = std::make_unique_for_overwrite<std::byte[]>(bytes);
-      slots.cap[slot] = bytes;
-    }
-    ptr_ = reinterpret_cast<T*>(slots.buf[slot].get());  // new[] alignment suits float/double
   }
   T* get() const { return ptr_; }
 

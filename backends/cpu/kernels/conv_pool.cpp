@@ -3,9 +3,10 @@
 // Conv parallelism: images are grouped so that their im2col columns sit side by side in one
 // [C*R*S, g*P*Q] matrix (bounded scratch), im2col fills it in parallel over the arena, and ONE gemm
 // per group, threaded by OpenBLAS, computes [K, g*P*Q]. Why not one single-threaded gemm per image
-// spread over the batch: on the small images CNNs of this size use (LeNet: K=6, P*Q=784) a per-image
-// gemm is far too small to run at gemm speed, while a wide N dimension keeps OpenBLAS's kernels at
-// peak and splits evenly across cores; it also needs no per-call control of OpenBLAS's thread count.
+// spread over the batch: on the small images CNNs of this size use (LeNet's second layer: K=16,
+// P*Q=100) a per-image gemm is far too small to run at gemm speed, while a wide N dimension keeps
+// OpenBLAS's kernels at peak and splits evenly across cores; it also needs no per-call control of
+// OpenBLAS's thread count (running single-threaded gemms on every core would need a global switch).
 // The price is one scatter pass of the output (adding the bias on the way), cheap next to im2col.
 // 1x1 stride-1 unpadded convolutions skip im2col: the image already is the column matrix. Stride-1
 // convolutions with few output channels use a direct kernel instead (see conv_direct_image).

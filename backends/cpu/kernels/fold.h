@@ -82,7 +82,7 @@ template <class T> using MaxR = ExtremumR<T, true>;
 template <class T> using MinR = ExtremumR<T, false>;
 
 // Folds n elements x[0], x[s], ... Eight accumulators break the add-latency chain and let the
-// compiler pack them into vector registers.
+// compiler pack them into vector registers (reducers with a fold_dense take it for dense runs).
 template <class R, class T>
 typename R::Acc fold_run(const T* x, int64_t n, int64_t s) {
   using Acc = typename R::Acc;

@@ -3,7 +3,7 @@
 // The input's axes split into a kept layout (walks outputs) and a reduced layout (walks the elements
 // folded into one output). Two shapes of loop cover the fast cases:
 //   - row mode: the reduced axes end in a unit-stride run (x.sum(-1), full reductions): each output
-//     folds runs with eight independent accumulators (latency hiding, vectorisable);
+//     folds runs with independent accumulators in vector lanes (fold.h);
 //   - column mode: the kept axes end in a unit-stride run and a reduced axis is outside it
 //     (x.sum(0) on a matrix, NCHW sums over N): a block of adjacent outputs accumulates together, so
 //     each input row is read once, contiguously.
