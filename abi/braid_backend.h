@@ -147,18 +147,25 @@ typedef enum braid_work_kind { BRAID_WORK_KERNEL = 0, BRAID_WORK_COPY = 1, BRAID
 #define BRAID_MAX_WAITS 16
 
 /* One submission to a queue. MARKER does nothing but wait and signal. */
+/* One submission. kernel and copy are read during queue_submit only, unless flags has
+ * BRAID_WORK_PERSISTENT_DESCS. */
 typedef struct braid_work {
   uint32_t struct_size;
   braid_work_kind kind;
-  const braid_kernel_call* kernel; /* KERNEL: read during queue_submit only (the plugin copies it) */
-  const braid_copy_desc* copy;     /* COPY: read during queue_submit only */
+  const braid_kernel_call* kernel; /* KERNEL */
+  const braid_copy_desc* copy;     /* COPY */
   uint32_t num_waits;              /* semaphores of this backend to wait for before starting */
   braid_backend_semaphore waits[BRAID_MAX_WAITS];
   uint64_t wait_values[BRAID_MAX_WAITS];
   braid_backend_semaphore signal;  /* signalled to signal_value when the work ends; may be NULL */
   uint64_t signal_value;
   void* token;                     /* passed to host->work_begin/work_end; NULL = no callbacks */
+  uint32_t flags;                  /* BRAID_WORK_* flags below */
 } braid_work;
+
+/* The kernel call and copy desc stay valid and unchanged until work_end returns (set by the host
+ * only with a token). A backend may then keep the pointers instead of copying the descs. */
+#define BRAID_WORK_PERSISTENT_DESCS 1u
 
 typedef enum braid_queue_kind { BRAID_QUEUE_COMPUTE = 0, BRAID_QUEUE_TRANSFER = 1 } braid_queue_kind;
 typedef enum braid_log_level { BRAID_LOG_DEBUG = 0, BRAID_LOG_INFO, BRAID_LOG_WARNING, BRAID_LOG_ERROR } braid_log_level;

@@ -96,10 +96,12 @@ Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexce
   Outcome out;
   try {
     if (item.kind == BRAID_WORK_KERNEL) {
-      const braid_kernel_call* call = &item.call;
+      const braid_kernel_call* call = item.host_call ? item.host_call : &item.call;
       KernelResult r;
       BlasSection no_fork(call->op == BRAID_KOP_MATMUL || call->op == BRAID_KOP_CONV2D);
-      device.arena().execute([&] { r = run_kernel(*call, device.exec()); });
+      // Not inside arena.execute: entering the arena wakes TBB's workers even for a 2-element add.
+      // Exec::parallel_for enters it only when a kernel actually fans out.
+      r = run_kernel(*call, device.exec());
       if (r.status != BRAID_OK) {
         if (r.message.empty()) {
           out.set(r.status, "kernel failed");
@@ -144,7 +146,8 @@ void WorkItem::assign(const WorkItem& o) noexcept {
   signal = o.signal;
   signal_value = o.signal_value;
   token = o.token;
-  if (kind == BRAID_WORK_KERNEL) copy_kernel_call(o.call, call);
+  host_call = o.host_call;
+  if (kind == BRAID_WORK_KERNEL && !host_call) copy_kernel_call(o.call, call);
   if (kind == BRAID_WORK_COPY) copy = o.copy;
 }
 
@@ -165,7 +168,8 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
       if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");
       if (const char* bad = check_kernel(*work.kernel)) return invalid(bad);
       out.kind = BRAID_WORK_KERNEL;
-      copy_kernel_call(*work.kernel, out.call);
+      if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) out.host_call = work.kernel;
+      else copy_kernel_call(*work.kernel, out.call);
       break;
     }
     case BRAID_WORK_COPY: {

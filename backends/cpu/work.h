@@ -22,6 +22,8 @@ struct WorkItem {
   uint64_t signal_value = 0;
   void* token = nullptr;
   braid_kernel_call call;  // KERNEL: inputs/outputs beyond num_inputs/num_outputs are unset
+  // KERNEL with BRAID_WORK_PERSISTENT_DESCS: the host's call, used in place of `call` (not copied).
+  const braid_kernel_call* host_call = nullptr;
   braid_copy_desc copy;    // COPY
 
   WorkItem() = default;

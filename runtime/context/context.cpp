@@ -133,7 +133,6 @@ void braid_context_t::close_devices() noexcept {
     for (Queue* q : {&d->compute, &d->transfer}) {
       if (q->handle) api->queue_destroy(q->handle);  // drains: no work can still reference memory
       q->handle = nullptr;
-      q->last.reset();
     }
     for (Queue* q : {&d->compute, &d->transfer}) {
       if (q->timeline) api->semaphore_destroy(q->timeline);

@@ -55,7 +55,7 @@ const braid_host_api* Engine::host_api() noexcept {
 
 std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) const {
   // Default-initialised, not zeroed: the kernel call alone is 1.5 KB and most of it is never read.
-  auto node = std::make_shared_for_overwrite<OpNode>();
+  auto node = std::allocate_shared_for_overwrite<OpNode>(PoolAllocator<OpNode>(&node_pool_));
   node->engine = const_cast<Engine*>(this);
   node->name = name;
   node->device = &device;
@@ -75,6 +75,7 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) cons
   w.signal = nullptr;
   w.signal_value = 0;
   w.token = nullptr;
+  w.flags = 0;
   return node;
 }
 
@@ -169,7 +170,6 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
 
   if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
   n.seq = ++queue.next_seq;
-  queue.last = node;
   n.self = node;
   n.device->inflight_ops.fetch_add(1);
   n.device->inflight_bytes.fetch_add(n.out_bytes);
@@ -180,6 +180,7 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
   w.signal = queue.timeline;
   w.signal_value = n.seq;
   w.token = &n;
+  w.flags = BRAID_WORK_PERSISTENT_DESCS;  // the node holds them until work_end
   w.num_waits = num_device_deps;
   for (uint32_t i = 0; i < num_device_deps; ++i) {
     w.waits[i] = device_deps[i].first->timeline;
@@ -338,31 +339,33 @@ WaitResult Engine::wait_all(std::span<Device* const> devices) {
   return r;
 }
 
+WaitResult Engine::wait_queue(Queue& queue, uint64_t seq) {
+  if (seq == 0) return {};
+  if (t_engine_callback_depth > 0)
+    return {BRAID_ERR_INVALID_STATE, "a wait was issued from an engine thread; it would deadlock"};
+  braid_status st = queue.device->api->semaphore_wait(queue.timeline, seq, UINT64_MAX);
+  if (st != BRAID_OK) return {st, cat("waiting for ", queue.device->id, " failed: the device's queue failed")};
+  return {};
+}
+
 WaitResult Engine::wait_idle(std::span<Device* const> devices) {
-  std::vector<std::shared_ptr<OpNode>> lasts;
+  // Everything pushed so far has ended once each queue's timeline reaches its last sequence number.
+  std::vector<std::pair<Queue*, uint64_t>> targets;
   {
     std::lock_guard lock(mu_);
-    for (Device* d : devices) {
-      if (d->compute.last) lasts.push_back(d->compute.last);
-      if (d->transfer.last) lasts.push_back(d->transfer.last);
-    }
+    for (Device* d : devices)
+      for (Queue* q : {&d->compute, &d->transfer}) targets.emplace_back(q, q->next_seq);
   }
-  for (auto& n : lasts) {
-    WaitResult r = wait(n);
-    if (r.status == BRAID_ERR_INVALID_STATE) return r;
+  for (auto& [q, seq] : targets) {
+    WaitResult r = wait_queue(*q, seq);
+    if (r.status != BRAID_OK) return r;
   }
   return {};
 }
 
 void Engine::drain(Device& device) {
-  std::shared_ptr<OpNode> a, b;
-  {
-    std::lock_guard lock(mu_);
-    a = device.compute.last;
-    b = device.transfer.last;
-  }
-  (void)wait(a);
-  (void)wait(b);
+  Device* d = &device;
+  (void)wait_idle({&d, 1});
 }
 
 }  // namespace braid

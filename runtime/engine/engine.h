@@ -16,6 +16,7 @@
 
 #include "braid_backend.h"
 #include "engine/node.h"
+#include "engine/node_pool.h"
 
 namespace braid {
 
@@ -65,6 +66,7 @@ class Engine {
   void drain(Device& device);
 
  private:
+  WaitResult wait_queue(Queue& queue, uint64_t seq);
   static int32_t work_begin(void* token);
   static void work_end(void* token, braid_status status, const char* message);
   static void foreign_ready(void* user, braid_status status);
@@ -76,6 +78,7 @@ class Engine {
 
   EngineOptions options_;
   Profiler& profiler_;
+  mutable NodePool node_pool_;
   std::mutex mu_;  // vars, queue sequence numbers, deferred lists
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;

@@ -24,8 +24,7 @@ struct Queue {
   braid_backend_queue handle = nullptr;
   braid_backend_semaphore timeline = nullptr;
   // Guarded by Engine::mu_:
-  uint64_t next_seq = 0;
-  std::shared_ptr<OpNode> last;                  // last op given a sequence number here
+  uint64_t next_seq = 0;                         // sequence number of the last op given to it
   std::deque<std::shared_ptr<OpNode>> deferred;  // ops waiting on another backend, in queue order
 };
 

@@ -88,11 +88,23 @@ Block CachingAllocator::allocate(uint64_t bytes) {
   Block block;
   {
     std::lock_guard lock(mu_);
+    if (bytes <= kSmallLimit) {
+      auto it = recent_.find(bytes);
+      if (it != recent_.end() && !it->second.empty()) {
+        block = it->second.back();
+        it->second.pop_back();
+        stats_.allocated += block.size;
+        stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
+        ++stats_.alloc_count;
+        return block;
+      }
+    }
     if (try_allocate(bytes, &block)) return block;
   }
   // Out of memory: let pending frees land, give cached segments back, and try once more.
   if (drain_) drain_();
   std::lock_guard lock(mu_);
+  flush_recent_locked();
   release_free_segments_locked();
   if (try_allocate(bytes, &block)) return block;
   fail(BRAID_ERR_OUT_OF_MEMORY, "cannot allocate ", bytes, " bytes (", stats_.allocated, " allocated, ",
@@ -102,12 +114,30 @@ Block CachingAllocator::allocate(uint64_t bytes) {
 void CachingAllocator::free(const Block& block) noexcept {
   if (!block) return;
   std::lock_guard lock(mu_);
+  if (block.size <= kSmallLimit && block.segment->small) {
+    try {
+      recent_[block.size].push_back(block);
+      stats_.allocated -= block.size;
+      return;
+    } catch (...) {  // no room to remember it: return it to the pool below
+    }
+  }
+  stats_.allocated -= block.size;
+  release_block_locked(block);
+}
+
+void CachingAllocator::flush_recent_locked() noexcept {
+  for (auto& [size, blocks] : recent_)
+    for (const Block& b : blocks) release_block_locked(b);
+  recent_.clear();
+}
+
+void CachingAllocator::release_block_locked(const Block& block) noexcept {
   Segment* seg = block.segment;
   auto it = seg->ranges.find(block.offset);
   if (it == seg->ranges.end() || !it->second.second) return;  // not ours or double free: ignore
   it->second.second = false;
   --seg->used_count;
-  stats_.allocated -= it->second.first;
   // Merge with the free neighbours on both sides.
   auto remove_free = [&](uint64_t off, uint64_t size) {
     auto s = seg->free_serial.find(off);
@@ -153,6 +183,7 @@ void CachingAllocator::release_free_segments_locked() noexcept {
 
 void CachingAllocator::empty_cache() noexcept {
   std::lock_guard lock(mu_);
+  flush_recent_locked();
   release_free_segments_locked();
 }
 

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
+#include <vector>
 
 #include "braid_backend.h"
 
@@ -58,6 +60,8 @@ class CachingAllocator {
   struct Span;  // a free or used range inside a segment
 
   bool try_allocate(uint64_t bytes, Block* out);
+  void release_block_locked(const Block& block) noexcept;
+  void flush_recent_locked() noexcept;
   void release_free_segments_locked() noexcept;
 
   BackendAlloc backend_alloc_;
@@ -70,6 +74,10 @@ class CachingAllocator {
   // Small requests are served from 2 MiB segments shared among them, large ones from their own
   // segments, so a stream of small tensors never fragments the big blocks.
   FreeMap free_small_, free_large_;
+  // Small blocks freed recently, by exact size, kept whole: a training step or an op loop asks for
+  // the same sizes again, and reusing one costs a hash lookup instead of split/merge tree updates.
+  // They count as free in the statistics; empty_cache and out-of-memory return them to the pools.
+  std::unordered_map<uint64_t, std::vector<Block>> recent_;
   uint64_t serial_ = 0;
   MemoryStats stats_;
 };

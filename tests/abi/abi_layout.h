@@ -275,7 +275,7 @@ BRAID_PIN_OFFSET(braid_copy_desc, dst_offset, 40);
 BRAID_PIN_OFFSET(braid_copy_desc, dst_host, 48);
 BRAID_PIN_OFFSET(braid_copy_desc, bytes, 56);
 
-BRAID_PIN_SIZE(braid_work, 312);
+BRAID_PIN_SIZE(braid_work, 320);
 BRAID_PIN_ALIGN(braid_work, 8);
 BRAID_PIN_OFFSET(braid_work, struct_size, 0);
 BRAID_PIN_OFFSET(braid_work, kind, 4);
@@ -287,6 +287,7 @@ BRAID_PIN_OFFSET(braid_work, wait_values, 160);
 BRAID_PIN_OFFSET(braid_work, signal, 288);
 BRAID_PIN_OFFSET(braid_work, signal_value, 296);
 BRAID_PIN_OFFSET(braid_work, token, 304);
+BRAID_PIN_OFFSET(braid_work, flags, 312);
 
 BRAID_PIN_SIZE(braid_host_api, 40);
 BRAID_PIN_ALIGN(braid_host_api, 8);

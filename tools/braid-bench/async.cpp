@@ -39,26 +39,26 @@ void suite_async(Run& run) {
   const Tensor x = full_2d(run, kSize, kSize, 1.0);
   loop_ms(run, x.get(), kWarmupOps, true);
   loop_ms(run, x.get(), kWarmupOps, false);
-  const tools::Summary sync = tools::measure(0, repeat, [&] { return loop_ms(run, x.get(), kOps, true); });
-  const tools::Summary async = tools::measure(0, repeat, [&] { return loop_ms(run, x.get(), kOps, false); });
 
-  std::string why;
-  const auto torch = run_torch_anchor("loop --threads " + std::to_string(run.host_cores) + " --size " +
-                                          std::to_string(kSize) + " --ops " + std::to_string(kOps) + " --repeat " +
-                                          std::to_string(repeat),
-                                      &why);
+  TorchAnchor torch("loop --threads " + std::to_string(run.host_cores) + " --size " + std::to_string(kSize) +
+                        " --ops " + std::to_string(kOps),
+                    "loop_ms");
+  const auto [sync, async, tt] = tools::measure_interleaved<3>(
+      repeat, {[&] { return loop_ms(run, x.get(), kOps, true); }, [&] { return loop_ms(run, x.get(), kOps, false); },
+               [&] { return torch.sample(); }});
+
   Figure fs{"async", "sync_loop_2000x2000x1000", sync.median, "ms", std::nullopt, 0};
   Figure fa{"async", "async_loop_2000x2000x1000", async.median, "ms", std::nullopt, 0};
-  if (torch && torch->values.count("loop_ms")) {
-    fs.baseline = fa.baseline = "pytorch " + torch->version + " (same loop)";
-    fs.baseline_value = fa.baseline_value = torch->values.at("loop_ms");
+  if (!torch.failed()) {
+    fs.baseline = fa.baseline = "pytorch " + torch.version() + " (same loop)";
+    fs.baseline_value = fa.baseline_value = tt.median;
   }
   run.out->figure(fs);
   run.out->figure(fa);
   run.out->figure({"async", "async_speedup", sync.median / async.median, "x", std::nullopt, 0});
-  if (!torch) run.out->note("async", "PyTorch comparison skipped: " + why);
-  run.out->note("async", "target: asynchronous loop <= 1.0x PyTorch's time (median of " + std::to_string(repeat) +
-                             " runs)");
+  if (torch.failed()) run.out->note("async", "PyTorch comparison skipped: " + torch.why());
+  run.out->note("async", "target: asynchronous loop <= 1.0x PyTorch's time (medians of " + std::to_string(repeat) +
+                             " alternating runs)");
 }
 
 }  // namespace braid::bench

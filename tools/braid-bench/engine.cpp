@@ -19,7 +19,6 @@ namespace braid::bench {
 namespace {
 
 constexpr int64_t kOps = 200000;  // per thread and run: ~0.1 s at the 0.5 us target
-constexpr int kWarmup = 1;
 constexpr int kDefaultRepeat = 5;
 
 struct PushResult {
@@ -78,27 +77,27 @@ void suite_engine(Run& run) {
   one.push_back(full_2d(run, 1, 2, 1.0));
   two.push_back(full_2d(run, 1, 2, 1.0));
   two.push_back(full_2d(run, 1, 2, 1.0));
+  run_threads(run, one);  // warm-up: pools, allocator cache, the second pushing thread's state
+  run_threads(run, two);
 
-  const tools::Summary t1 = tools::measure(kWarmup, repeat, [&] { return run_threads(run, one); });
-  const tools::Summary t2 = tools::measure(kWarmup, repeat, [&] { return run_threads(run, two); });
+  // PyTorch from Python, same loop, alternating with braid's runs: the anchor of the 0.5 us target.
+  TorchAnchor torch("tiny_op --threads " + std::to_string(run.host_cores) + " --ops 100000", "us_per_op");
+  const auto [t1, t2, tt] = tools::measure_interleaved<3>(
+      repeat, {[&] { return run_threads(run, one); }, [&] { return run_threads(run, two); },
+               [&] { return torch.sample(); }});
 
-  // PyTorch from Python, same loop, same run: the anchor the target (<= 0.5 us/op) is set against.
-  std::string why;
-  const auto torch = run_torch_anchor("tiny_op --threads " + std::to_string(run.host_cores) + " --ops 100000 --repeat " +
-                                          std::to_string(repeat),
-                                      &why);
   Figure f{"engine", "tiny_op_1thread", t1.median, "us/op", std::nullopt, 0};
-  if (torch && torch->values.count("us_per_op")) {
-    f.baseline = "pytorch " + torch->version + " (python loop)";
-    f.baseline_value = torch->values.at("us_per_op");
+  if (!torch.failed()) {
+    f.baseline = "pytorch " + torch.version() + " (python loop)";
+    f.baseline_value = tt.median;
   }
   run.out->figure(f);
   // Wall time / ops of both threads: below the one-thread figure when pushes scale, above it when
   // the threads contend inside the runtime. Each thread alone sees twice this per op.
   run.out->figure({"engine", "tiny_op_2threads", t2.median, "us/op", std::nullopt, 0});
-  if (!torch) run.out->note("engine", "PyTorch comparison skipped: " + why);
+  if (torch.failed()) run.out->note("engine", "PyTorch comparison skipped: " + torch.why());
   run.out->note("engine", "target: <= 0.5 us/op pushed from C (" + std::to_string(kOps) +
-                              " ops per run and thread, median of " + std::to_string(repeat) + " runs)");
+                              " ops per run and thread; medians of " + std::to_string(repeat) + " alternating runs)");
 }
 
 }  // namespace braid::bench

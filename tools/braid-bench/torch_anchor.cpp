@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 
 namespace braid::bench {
@@ -35,35 +37,36 @@ std::string shell_quote(std::string_view s) {
 
 }  // namespace
 
-std::optional<TorchResult> run_torch_anchor(std::string_view args, std::string* why) {
+double TorchAnchor::sample() {
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  if (failed()) return kNaN;
   // Debian's interpreter by default, as the benchmark definition says; overridable for other systems.
   const char* env_python = std::getenv("BRAID_BENCH_PYTHON");
   const std::string python = env_python && *env_python ? env_python : "/usr/bin/python3";
   if (::access(python.c_str(), X_OK) != 0) {
-    *why = python + " not found";
-    return std::nullopt;
+    why_ = python + " not found";
+    return kNaN;
   }
   const std::string command =
-      shell_quote(python) + " " + shell_quote(script_path().string()) + " " + std::string(args) + " 2>&1";
+      shell_quote(python) + " " + shell_quote(script_path().string()) + " " + args_ + " --repeat 1 2>&1";
   std::fflush(nullptr);  // the child must not inherit (and later flush) our buffered output
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) {
-    *why = "could not start " + python;
-    return std::nullopt;
+    why_ = "could not start " + python;
+    return kNaN;
   }
-  TorchResult result;
+  double value = kNaN;
   std::string skip, tail;
   std::array<char, 4096> line{};
   while (std::fgets(line.data(), static_cast<int>(line.size()), pipe)) {
     std::istringstream in(line.data());
-    std::string tag;
+    std::string tag, key;
     in >> tag;
     if (tag == "RESULT") {
-      std::string key;
-      double value = 0;
-      if (in >> key >> value) result.values[key] = value;
+      double v = 0;
+      if (in >> key >> v && key == key_) value = v;
     } else if (tag == "VERSION") {
-      in >> result.version;
+      in >> version_;
     } else if (tag == "SKIP") {
       std::getline(in >> std::ws, skip);
     } else {
@@ -72,15 +75,15 @@ std::optional<TorchResult> run_torch_anchor(std::string_view args, std::string* 
   }
   const int status = ::pclose(pipe);
   if (!skip.empty()) {
-    *why = skip;
-    return std::nullopt;
+    why_ = skip;
+    return kNaN;
   }
-  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || result.values.empty()) {
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !std::isfinite(value)) {
     while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r')) tail.pop_back();
-    *why = "torch_anchor.py failed" + (tail.empty() ? std::string() : ": " + tail);
-    return std::nullopt;
+    why_ = "torch_anchor.py failed" + (tail.empty() ? std::string() : ": " + tail);
+    return kNaN;
   }
-  return result;
+  return value;
 }
 
 }  // namespace braid::bench

@@ -2,20 +2,25 @@
 // process (never in ours: PyTorch is not a dependency of braid, and its thread pools must not share
 // our cores while braid is being timed).
 #pragma once
-#include <map>
-#include <optional>
 #include <string>
-#include <string_view>
 
 namespace braid::bench {
 
-struct TorchResult {
-  std::string version;                  // "1.13.1"
-  std::map<std::string, double> values;  // the script's RESULT lines
-};
+// One PyTorch loop, one sample per call: each call starts `python3 torch_anchor.py <args> --repeat 1`,
+// which warms up, times one run and prints `RESULT <key> <value>`. One process per sample lets the
+// suites alternate PyTorch's samples with braid's (see tools::measure_interleaved). After the first
+// failure (no python3, no torch, a crash) it stops trying: sample() returns NaN and why() says why.
+class TorchAnchor {
+ public:
+  TorchAnchor(std::string args, std::string key) : args_(std::move(args)), key_(std::move(key)) {}
 
-// Runs `python3 torch_anchor.py <args>`. Returns nullopt, with *why set, when python3 or torch is
-// missing or the script fails; the caller skips the comparison with a note.
-std::optional<TorchResult> run_torch_anchor(std::string_view args, std::string* why);
+  double sample();
+  bool failed() const { return !why_.empty(); }
+  const std::string& why() const { return why_; }
+  const std::string& version() const { return version_; }  // torch.__version__, once a sample ran
+
+ private:
+  std::string args_, key_, version_, why_;
+};
 
 }  // namespace braid::bench
