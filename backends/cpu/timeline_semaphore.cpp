@@ -38,8 +38,9 @@ void braid_backend_semaphore_t::signal(uint64_t value) {
       ready.reserve(n);
     }
     value_ = value;
-    // Under the lock: once we unlock, a concurrent destructor may free the condition variable.
-    cv_.notify_all();
+    // Under the lock: once we unlock, a concurrent destructor may free the condition variable. Only
+    // when someone waits: this runs once per op, and most ops have no host waiter.
+    if (waiters_ > 0) cv_.notify_all();
     if (!pending_.empty()) {
       auto keep = pending_.begin();
       for (auto it = pending_.begin(); it != pending_.end(); ++it) {

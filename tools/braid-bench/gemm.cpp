@@ -75,7 +75,10 @@ void suite_gemm(Run& run) {
     if (previous_threads != threads) openblas_set_num_threads(previous_threads);
     return kFlop / seconds * 1e-9;
   };
-  for (int i = 0; i < kWarmup; ++i) braid_run(), blas_run();
+  for (int i = 0; i < kWarmup; ++i) {
+    braid_run();
+    blas_run();
+  }
   const auto [braid_s, blas_s] = tools::measure_interleaved<2>(repeat, {braid_run, blas_run});
   f.value = braid_s.median;
   f.baseline = "openblas cblas_sgemm (" + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s") + ")";
