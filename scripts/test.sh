@@ -13,7 +13,6 @@ set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-jobs="$(nproc)"
 supp="$root/tests/sanitizers"
 sanitized_tests='^braid-test-(runtime|ops)$'
 failed=()
@@ -37,13 +36,15 @@ step() {
 
 # run_ctest BUILD_DIR [VAR=VALUE...] [ctest args...]: ctest with that environment (test processes
 # inherit it), started through ${launcher[@]} when set. A run that finds no test fails: a suite
-# that silently vanished is not a pass.
+# that silently vanished is not a pass. Suites run one at a time: each already uses every core (the
+# engine's and the devices' threads), and the overlap tests need two devices' threads to be running
+# at the same moment, which a second suite competing for 2 CI cores makes a matter of luck.
 launcher=()
 run_ctest() {
   local dir="$1" vars=()
   shift
   while (($#)) && [[ "$1" == *=* ]]; do vars+=("$1") && shift; done
-  "${launcher[@]}" env "${vars[@]}" ctest --test-dir "$dir" --output-on-failure --no-tests=error --parallel "$jobs" "$@"
+  "${launcher[@]}" env "${vars[@]}" ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@"
 }
 
 # Probes what the sanitizers can do on this kernel, with a tiny program, before trusting them with

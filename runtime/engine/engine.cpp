@@ -111,7 +111,12 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
 
   // Dependencies as (queue, value): at most one per queue. Those on this backend that fit in the
   // submission become device-side waits; the rest are notifications handled on the host.
-  std::array<std::pair<Queue*, uint64_t>, BRAID_MAX_WAITS> device_deps;  // first num_device_deps used
+  // A trivial struct, not std::pair: pair's constructor would zero all 16 slots on every push.
+  struct Dep {
+    Queue* first;
+    uint64_t second;
+  };
+  std::array<Dep, BRAID_MAX_WAITS> device_deps;  // first num_device_deps used (left uninitialised)
   uint32_t num_device_deps = 0;
   std::vector<std::pair<Queue*, uint64_t>> host_deps;
   auto depend = [&](const std::shared_ptr<OpNode>& d) {
@@ -150,22 +155,31 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
   for (Storage* s : writes) {
     keep(s);
     depend(s->var.last_writer);
-    for (const auto& r : s->var.readers) depend(r);
+    const auto& readers = s->var.readers;
+    for (size_t i = s->var.done_readers; i < readers.size(); ++i) depend(readers[i]);
   }
   // Program order per variable: this op is now the last writer or one more reader.
   for (Storage* s : reads) {
     if (written(s)) continue;
     auto& readers = s->var.readers;
-    // Readers end roughly in push order: dropping the finished ones from the front keeps the list
-    // at about the number in flight, at O(1) amortised cost per push.
-    size_t drop = 0;
-    while (drop < readers.size() && is_done(readers[drop])) ++drop;
-    if (drop > 0 && (drop == readers.size() || drop >= 32)) readers.erase(readers.begin(), readers.begin() + static_cast<std::ptrdiff_t>(drop));
+    size_t& done = s->var.done_readers;
+    // Readers end roughly in push order: the finished ones at the front are let go at once (their
+    // slots become null), and the vector is compacted only when that dead prefix is at least half
+    // of it, so each push moves O(1) elements amortised however many readers are in flight.
+    while (done < readers.size() && is_done(readers[done])) readers[done++].reset();
+    if (done == readers.size()) {
+      readers.clear();
+      done = 0;
+    } else if (done >= 32 && 2 * done >= readers.size()) {
+      readers.erase(readers.begin(), readers.begin() + static_cast<std::ptrdiff_t>(done));
+      done = 0;
+    }
     readers.push_back(node);
   }
   for (Storage* s : writes) {
     s->var.last_writer = node;
     s->var.readers.clear();
+    s->var.done_readers = 0;
   }
 
   if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
@@ -282,12 +296,13 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   }
   if (n.status != BRAID_OK) record_error(n);
   // Release what the op held before announcing completion, so a waiter sees memory returned.
-  auto keep = std::move(n.keep);
-  n.producers = {};
+  // Only the slots in use are touched: clearing the whole arrays (or moving them out) costs a few
+  // hundred instructions per op on the backend thread, more than a tiny kernel itself.
+  for (uint32_t i = 0; i < n.num_producers; ++i) n.producers[i].reset();
+  for (uint32_t i = 0; i < n.num_keep; ++i) n.keep[i].reset();
   n.num_keep = n.num_producers = 0;
   Device& dev = *n.device;
   std::shared_ptr<OpNode> self = std::move(n.self);
-  for (auto& s : keep) s.reset();
   dev.inflight_bytes.fetch_sub(n.out_bytes);
   dev.inflight_ops.fetch_sub(1);
   if (dev.backpressure_waiters.load() > 0) {

@@ -33,6 +33,9 @@ struct Queue {
 struct Var {
   std::shared_ptr<OpNode> last_writer;           // may already be done; its status is the var's error
   std::vector<std::shared_ptr<OpNode>> readers;  // since the last write
+  // readers[0, done_readers) have ended and were reset to null (done never reverts), so a push checks
+  // only the ones after: each check loads a line the backend thread wrote, a likely cache miss.
+  size_t done_readers = 0;
 };
 
 struct OpNode {

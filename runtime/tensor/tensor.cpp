@@ -73,10 +73,12 @@ braid_buffer_view braid_tensor_t::view() const noexcept {
   v.byte_offset = storage->block.offset;
   v.dtype = dtype;
   v.ndim = shape.ndim;
-  auto strides = shape.contiguous_strides();
-  for (int i = 0; i < shape.ndim; ++i) {
+  // Row-major strides computed in the same pass (every op calls this for every operand).
+  int64_t stride = 1;
+  for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
-    v.strides[i] = strides[static_cast<size_t>(i)];
+    v.strides[i] = stride;
+    stride *= shape[i];
   }
   return v;
 }
