@@ -1,43 +1,47 @@
 #include "engine/node_pool.h"
 
-#include <cstdlib>
+#include <algorithm>
 #include <new>
 
 namespace braid {
 
+void NodePool::free_list(Slot* s) noexcept {
+  while (s) {
+    Slot* next = s->next;
+    ::operator delete(static_cast<void*>(s));
+    s = next;
+  }
+}
+
 NodePool::~NodePool() {
-  for (void* p : free_) ::operator delete(p);
+  free_list(taken_);
+  free_list(returned_.load());
 }
 
 void* NodePool::allocate(size_t bytes) {
+  size_t expected = 0;
+  if (!slot_bytes_.compare_exchange_strong(expected, bytes) && expected != bytes) return ::operator new(bytes);
   {
     std::lock_guard lock(mu_);
-    if (slot_bytes_ == 0) slot_bytes_ = bytes;
-    if (bytes == slot_bytes_ && !free_.empty()) {
-      void* p = free_.back();
-      free_.pop_back();
-      return p;
+    if (!taken_) taken_ = returned_.exchange(nullptr, std::memory_order_acquire);
+    if (Slot* s = taken_) {
+      taken_ = s->next;
+      return s;
     }
   }
-  return ::operator new(bytes);
+  return ::operator new(std::max(bytes, sizeof(Slot)));
 }
 
 void NodePool::deallocate(void* p, size_t bytes) noexcept {
-  {
-    std::lock_guard lock(mu_);
-    if (bytes == slot_bytes_ && free_.size() < free_.capacity()) {
-      free_.push_back(p);
-      return;
-    }
-    if (bytes == slot_bytes_ && free_.size() < 4096) {
-      try {
-        free_.push_back(p);
-        return;
-      } catch (...) {  // no room to keep it: free it below
-      }
-    }
+  if (bytes != slot_bytes_.load(std::memory_order_relaxed)) {
+    ::operator delete(p);
+    return;
   }
-  ::operator delete(p);
+  // The pool keeps every slot it was given: their number is bounded by the ops in flight at once.
+  Slot* s = static_cast<Slot*>(p);
+  s->next = returned_.load(std::memory_order_relaxed);
+  while (!returned_.compare_exchange_weak(s->next, s, std::memory_order_release, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace braid

@@ -1,11 +1,15 @@
 // Recycles the memory of op nodes. A node (with its shared_ptr control block) is ~2.5 KB: too big for
 // malloc's per-thread caches, and it is usually freed on a backend thread, so plain malloc costs a
-// slow path on every tiny op. All slots are one size; the pool keeps what it hands back.
+// slow path on every tiny op. All slots are one size.
+//
+// Frees come from backend threads and allocations from pushing threads. Freed slots go onto a
+// lock-free stack (push only, so no ABA), which an allocating thread takes whole in one exchange: the
+// backend thread never touches a lock or a cache line the pusher holds, beyond the stack's head.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <mutex>
-#include <vector>
 
 namespace braid {
 
@@ -20,9 +24,15 @@ class NodePool {
   void deallocate(void* p, size_t bytes) noexcept;
 
  private:
-  std::mutex mu_;
-  size_t slot_bytes_ = 0;
-  std::vector<void*> free_;
+  struct Slot {
+    Slot* next;
+  };
+  static void free_list(Slot* s) noexcept;
+
+  std::atomic<size_t> slot_bytes_{0};
+  std::atomic<Slot*> returned_{nullptr};  // freed by any thread
+  std::mutex mu_;                          // guards taken_ (several pushing threads)
+  Slot* taken_ = nullptr;                  // ready for allocation
 };
 
 // The allocator std::allocate_shared uses to put a node and its control block in a pool slot.
