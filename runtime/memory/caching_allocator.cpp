@@ -41,7 +41,7 @@ CachingAllocator::~CachingAllocator() {
 bool CachingAllocator::try_allocate(uint64_t bytes, Block* out) {
   const bool small = bytes <= kSmallLimit;
   FreeMap& pool = small ? free_small_ : free_large_;
-  auto it = pool.lower_bound(FreeKey{bytes, 0});
+  auto it = pool.lower_bound(FreeKey{bytes, UINT64_MAX});  // the newest block of the smallest fitting size
   Segment* seg = nullptr;
   uint64_t offset = 0;
   if (it != pool.end()) {

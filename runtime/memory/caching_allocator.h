@@ -54,8 +54,10 @@ class CachingAllocator {
  private:
   struct FreeKey {
     uint64_t size;
-    uint64_t serial;  // ties broken by age, so equal-size blocks stay distinct keys
-    bool operator<(const FreeKey& o) const noexcept { return size != o.size ? size < o.size : serial < o.serial; }
+    uint64_t serial;  // order of freeing: among equal sizes the newest comes first
+    // Best fit by size; among equal sizes the most recently freed block, which is the likeliest to
+    // still be in cache (a loop that drops its output and allocates the next one gets it back hot).
+    bool operator<(const FreeKey& o) const noexcept { return size != o.size ? size < o.size : serial > o.serial; }
   };
   struct Span;  // a free or used range inside a segment
 
