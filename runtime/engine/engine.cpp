@@ -1,8 +1,6 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <chrono>
-#include <thread>
 
 #include "core/error.h"
 #include "device/device.h"

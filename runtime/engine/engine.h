@@ -48,8 +48,8 @@ class Engine {
   // Blocks while the device has too much work in flight. Call before allocating an op's outputs.
   void throttle(Device& device);
   // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
-  // overlap (an in-place op lists a storage in both). Throws braid::Error if the backend refused the
-  // submission synchronously; the op is then failed (its writes poisoned) as if it had run.
+  // overlap (an in-place op lists a storage in both). If the backend refuses the submission, the op
+  // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.
   void push(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
             std::span<Storage* const> writes, braid_queue_kind kind);
 
