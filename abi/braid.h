@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 0
+#define BRAID_ABI_MINOR 1
 #define BRAID_MAX_DIMS 8
 
 /* ---- status codes --------------------------------------------------------------------------- */
@@ -154,6 +154,8 @@ typedef struct braid_device_info {
   int32_t transfer_queues;
   uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
   uint32_t dtype_mask;      /* bit (1<<dtype) set for each dtype with compute kernels */
+  /* ABI 1.1: backend-specific properties as one JSON object text ("{}" when none); owned by the context */
+  const char* properties_json;
 } braid_device_info;
 
 BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device device, braid_device_info* out);

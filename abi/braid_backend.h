@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 0
+#define BRAID_BACKEND_ABI_MINOR 1
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -71,6 +71,21 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *  SGD_MOMENTUM    in: w, g, mom; out: w, mom (same views as in[0], in[2])  f0 = lr, f1 = momentum, f2 = wd
  *  ADAM_UPDATE     in: w, g, m, v; out: w, m, v (same views)   f0..f4 = lr, beta1, beta2, eps, wd; i0 = step
  *
+ * Backward kernels (ABI 1.1), for the gradients that are not compositions of other ops. Each writes
+ * (never accumulates into) its outputs; float32 and float64.
+ *  CONV2D_BWD_DATA   in[0] dy NKPQ, in[1] w KCRS -> out[0] dx NCHW      i0..i3 as CONV2D
+ *  CONV2D_BWD_WEIGHT in[0] dy NKPQ, in[1] x NCHW -> out[0] dw KCRS      i0..i3 as CONV2D
+ *                    (the bias gradient is a REDUCE sum of dy over N, P, Q)
+ *  POOL2D_BWD        in[0] dy NCPQ, in[1] x NCHW -> out[0] dx NCHW      attributes as POOL2D. Max sends
+ *                    each window's gradient to the window's first maximum (row-major within the
+ *                    window, padded cells ignored); avg spreads it evenly over the window's
+ *                    non-padded cells. Overlapping windows add up.
+ *  BATCH_NORM_BWD    in: dy, x, gamma, save_mean, save_invstd; out: dx, dgamma, dbeta (channel axis 1)
+ *                    i0 = training: with 1 the gradient flows through the batch statistics
+ *                    (save_* are the batch's); with 0 they are constants (dx = dy * gamma * invstd).
+ *  SOFTMAX_CE_BWD    in[0] logits [N,K], in[1] labels [N], in[2] dloss [N] -> out[0] dlogits [N,K]
+ *                    = (softmax(logits) - onehot(label)) * dloss[n]; a bad label fails as SOFTMAX_CE
+ *
  * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
  * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
  * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
@@ -101,6 +116,12 @@ typedef enum braid_kernel_op {
   BRAID_KOP_SGD_UPDATE,
   BRAID_KOP_SGD_MOMENTUM,
   BRAID_KOP_ADAM_UPDATE,
+  /* ABI 1.1 */
+  BRAID_KOP_CONV2D_BWD_DATA,
+  BRAID_KOP_CONV2D_BWD_WEIGHT,
+  BRAID_KOP_POOL2D_BWD,
+  BRAID_KOP_BATCH_NORM_BWD,
+  BRAID_KOP_SOFTMAX_CE_BWD,
   BRAID_KOP_COUNT
 } braid_kernel_op;
 
@@ -245,6 +266,12 @@ typedef struct braid_backend_api {
   int32_t (*supports)(braid_kernel_op op, braid_dtype dtype);
   /* Balances one query: the last one releases vendor libraries. All devices must be closed. */
   void (*shutdown)(void);
+
+  /* ---- ABI 1.1 ---- */
+  /* Backend-specific properties of device index as one JSON object (for a GPU: memory heaps, subgroup
+   * size, queue families, limits...), or NULL when there are none. The string is owned by the plugin
+   * and stays valid until shutdown. May itself be NULL. */
+  const char* (*device_props_json)(int32_t index);
 } braid_backend_api;
 
 typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor,

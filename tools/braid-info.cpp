@@ -145,6 +145,7 @@ void print_json(const Report& r) {
                           .add("l2_cache_bytes", d.l2_cache_bytes)
                           .add("l3_cache_bytes", d.l3_cache_bytes)
                           .add_raw("dtypes", braid::tools::json_array(dtypes))
+                          .add_raw("properties", d.properties_json)
                           .str());
   }
   std::printf("%s\n", JsonObject()
@@ -181,6 +182,7 @@ void print_human(const Report& r) {
                 human_bytes(d.l2_cache_bytes).c_str(), human_bytes(d.l3_cache_bytes).c_str());
     std::printf("    dtypes           %s\n", dtypes.c_str());
     std::printf("    uuid             %s\n", uuid.empty() ? "unknown" : uuid.c_str());
+    if (std::string_view(d.properties_json) != "{}") std::printf("    properties       %s\n", d.properties_json);
   }
 }
 

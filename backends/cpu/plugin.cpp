@@ -220,6 +220,7 @@ constexpr braid_backend_api kApi = {
     semaphore_create, semaphore_destroy, semaphore_query, semaphore_signal, semaphore_wait, semaphore_notify,
     semaphore_fail,
     supports, shutdown,
+    nullptr,  // device_props_json: braid_device_info already says all there is about a CPU device
 };
 
 }  // namespace

@@ -121,6 +121,7 @@ BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device
     info.l2_cache_bytes = d.props.l2_cache_bytes;
     info.l3_cache_bytes = d.props.l3_cache_bytes;
     info.dtype_mask = d.props.dtype_mask;
+    info.properties_json = d.props_json.c_str();
     copy_out(out, info, "out");
   });
 }

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -108,6 +109,9 @@ void braid_context_t::open_devices(Backend& b) {
     }
     d->index = static_cast<int32_t>(devices.size());
     d->id = cat(b.name, ":", i);
+    using PropsJsonFn = const char* (*)(int32_t);
+    if (auto props_json = b.function_at<PropsJsonFn>(offsetof(braid_backend_api, device_props_json)))
+      if (const char* json = props_json(i); json != nullptr && *json != '\0') d->props_json = json;
     Device* dev = d.get();
     devices.push_back(std::move(d));
     device_list.push_back(dev);

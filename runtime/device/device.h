@@ -24,6 +24,7 @@ struct Device {
   int32_t backend_index = 0;    // in its backend
   std::string id;               // "cpu:0"
   braid_backend_device_props props{};
+  std::string props_json = "{}";  // backend-specific properties (ABI 1.1 device_props_json)
 
   Queue compute;
   Queue transfer;

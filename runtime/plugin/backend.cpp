@@ -32,6 +32,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
   return parts;
 }
 
+// ABI 1.0's table ended with shutdown; later minors append.
+constexpr uint32_t kAbi10TableSize = offsetof(braid_backend_api, shutdown) + sizeof(braid_backend_api::shutdown);
+
 // Every function of ABI 1.0 must be present; a table with holes is refused rather than crashing later.
 const char* missing_function(const braid_backend_api* api) {
 #define BRAID_REQUIRE(fn) \
@@ -98,10 +101,11 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
                     BRAID_BACKEND_ABI_MAJOR, ".", BRAID_BACKEND_ABI_MINOR, " (major version mismatch)");
     return b;
   }
-  // Within a major version the table only grows; ours (minor 0) must be covered entirely.
-  if (api->struct_size < sizeof(braid_backend_api)) {
+  // Within a major version the table only grows; ABI 1.0's part must be there entirely. Later fields
+  // are read only where struct_size covers them (has_function).
+  if (api->struct_size < kAbi10TableSize) {
     b->reason = cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ",
-                    sizeof(braid_backend_api));
+                    kAbi10TableSize);
     return b;
   }
   if (const char* fn = missing_function(api)) {

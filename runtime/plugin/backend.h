@@ -1,7 +1,9 @@
 // A backend plugin as the host sees it: the dlopen'ed library, its negotiated function table, and
 // what it said about itself. A plugin that fails any step stays listed with the reason.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -36,6 +38,16 @@ struct Backend {
   int32_t device_count = 0;
   const braid_backend_api* api = nullptr;
   SharedLibrary library;       // declared last: closed after shutdown below
+
+  // Whether the plugin's table reaches the function at byte offset `offset` (fields of later minors
+  // are read only where struct_size covers them) and sets it.
+  template <typename Fn>
+  Fn function_at(size_t offset) const noexcept {
+    if (api == nullptr || api->struct_size < offset + sizeof(Fn)) return nullptr;
+    Fn fn;
+    std::memcpy(&fn, reinterpret_cast<const char*>(api) + offset, sizeof fn);
+    return fn;
+  }
 
   Backend() = default;
   Backend(const Backend&) = delete;

@@ -28,8 +28,8 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 0, "braid.h version changed: review abi_layout.h");
-BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 0,
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 1, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 1,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
 BRAID_PIN_ASSERT(BRAID_KERNEL_MAX_INPUTS == 6, "ABI change: BRAID_KERNEL_MAX_INPUTS");
@@ -126,7 +126,12 @@ BRAID_PIN_VALUE(BRAID_KOP_DROPOUT, 16);
 BRAID_PIN_VALUE(BRAID_KOP_SGD_UPDATE, 17);
 BRAID_PIN_VALUE(BRAID_KOP_SGD_MOMENTUM, 18);
 BRAID_PIN_VALUE(BRAID_KOP_ADAM_UPDATE, 19);
-BRAID_PIN_VALUE(BRAID_KOP_COUNT, 20);
+BRAID_PIN_VALUE(BRAID_KOP_CONV2D_BWD_DATA, 20);
+BRAID_PIN_VALUE(BRAID_KOP_CONV2D_BWD_WEIGHT, 21);
+BRAID_PIN_VALUE(BRAID_KOP_POOL2D_BWD, 22);
+BRAID_PIN_VALUE(BRAID_KOP_BATCH_NORM_BWD, 23);
+BRAID_PIN_VALUE(BRAID_KOP_SOFTMAX_CE_BWD, 24);
+BRAID_PIN_VALUE(BRAID_KOP_COUNT, 25);
 BRAID_PIN_ASSERT(sizeof(braid_work_kind) == 4, "ABI change: sizeof(braid_work_kind)");
 BRAID_PIN_VALUE(BRAID_WORK_KERNEL, 0);
 BRAID_PIN_VALUE(BRAID_WORK_COPY, 1);
@@ -184,7 +189,7 @@ BRAID_PIN_OFFSET(braid_backend_info, loaded, 32);
 BRAID_PIN_OFFSET(braid_backend_info, device_count, 36);
 BRAID_PIN_OFFSET(braid_backend_info, reason, 40);
 
-BRAID_PIN_SIZE(braid_device_info, 112);
+BRAID_PIN_SIZE(braid_device_info, 120);
 BRAID_PIN_ALIGN(braid_device_info, 8);
 BRAID_PIN_OFFSET(braid_device_info, struct_size, 0);
 BRAID_PIN_OFFSET(braid_device_info, id, 8);
@@ -201,6 +206,7 @@ BRAID_PIN_OFFSET(braid_device_info, l1_cache_bytes, 80);
 BRAID_PIN_OFFSET(braid_device_info, l2_cache_bytes, 88);
 BRAID_PIN_OFFSET(braid_device_info, l3_cache_bytes, 96);
 BRAID_PIN_OFFSET(braid_device_info, dtype_mask, 104);
+BRAID_PIN_OFFSET(braid_device_info, properties_json, 112); /* 1.1 */
 
 BRAID_PIN_SIZE(braid_memory_stats, 56);
 BRAID_PIN_ALIGN(braid_memory_stats, 8);
@@ -314,7 +320,7 @@ BRAID_PIN_OFFSET(braid_backend_device_props, l3_cache_bytes, 192);
 BRAID_PIN_OFFSET(braid_backend_device_props, dtype_mask, 200);
 BRAID_PIN_OFFSET(braid_backend_device_props, host_visible, 204);
 
-BRAID_PIN_SIZE(braid_backend_api, 184);
+BRAID_PIN_SIZE(braid_backend_api, 192);
 BRAID_PIN_ALIGN(braid_backend_api, 8);
 BRAID_PIN_OFFSET(braid_backend_api, struct_size, 0);
 BRAID_PIN_OFFSET(braid_backend_api, abi_major, 4);
@@ -340,6 +346,7 @@ BRAID_PIN_OFFSET(braid_backend_api, semaphore_notify, 152);
 BRAID_PIN_OFFSET(braid_backend_api, semaphore_fail, 160);
 BRAID_PIN_OFFSET(braid_backend_api, supports, 168);
 BRAID_PIN_OFFSET(braid_backend_api, shutdown, 176);
+BRAID_PIN_OFFSET(braid_backend_api, device_props_json, 184); /* 1.1 */
 #endif /* x86-64 */
 
 #endif /* BRAID_TESTS_ABI_LAYOUT_H_ */

@@ -343,9 +343,9 @@ TEST_CASE("the pinned layout matches this target") {
   // Compile-time pins are active (abi_layout.h); spot-check a few at run time too so the report shows them.
   CHECK(sizeof(braid_context_options) == 64);
   CHECK(sizeof(braid_backend_info) == 48);
-  CHECK(sizeof(braid_device_info) == 112);
+  CHECK(sizeof(braid_device_info) == 120);
   CHECK(sizeof(braid_memory_stats) == 56);
-  CHECK(sizeof(braid_backend_api) == 184);
+  CHECK(sizeof(braid_backend_api) == 192);
   CHECK(sizeof(braid_kernel_call) == 1664);
   CHECK(offsetof(braid_context_options, engine_mode) == 24);
 #else
@@ -525,7 +525,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58);  // ABI 1.0
+  CHECK(declared.size() == 58);  // ABI 1.1
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
@@ -558,7 +558,7 @@ TEST_CASE("abi_major2: a plugin that refuses host major 1 is listed, not loaded"
   CHECK(b.abi_major == 0);  // it reported no table
   CHECK(ends_with(b.path, "/libbraid-backend-abi_major2.so"));
   CHECK_CONTAINS(b.reason, "major version mismatch");
-  CHECK_CONTAINS(b.reason, "1.0");  // the host's version it refused
+  CHECK_CONTAINS(b.reason, std::to_string(BRAID_BACKEND_ABI_MAJOR) + "." + std::to_string(BRAID_BACKEND_ABI_MINOR));
   CHECK(c.devices() == 0);
 }
 
@@ -582,6 +582,32 @@ TEST_CASE("abi_table_major2: a table of major 2 is refused and never called") {
   CHECK(after[FAKE_QUERIES] - before[FAKE_QUERIES] == 1);
   CHECK(after[FAKE_DEVICE_COUNT_CALLS] == before[FAKE_DEVICE_COUNT_CALLS]);  // nothing in the table was called
   CHECK(after[FAKE_LIVE_DEVICES] == 0);
+}
+
+TEST_CASE("older_minor: a plugin of ABI 1.0 (shorter table) is accepted; 1.1 fields are not read") {
+  CleanPluginEnv env;
+  PluginProbe probe("older_minor");
+  const auto before = probe.counters();
+  {
+    Context c("older_minor");
+    REQUIRE_CREATED(c);
+    auto b = backend_named(c.ctx, "older_minor");
+    CHECK(b.loaded == 1);
+    CHECK(b.abi_minor == 0);
+    CHECK(b.reason.empty());
+    REQUIRE(c.devices() == 1);
+    braid_device_info info{};
+    info.struct_size = sizeof info;
+    REQUIRE_OK(braid_context_device_info(c.ctx, 0, &info));
+    CHECK(std::string(info.id) == "older_minor:0");
+    CHECK(std::string(info.properties_json) == "{}");
+    const int64_t shape[1] = {3};
+    const float src[3] = {1, 2, 3};
+    Tensor x;
+    REQUIRE_OK(braid_tensor_from_host(c.ctx, 0, BRAID_FLOAT32, 1, shape, src, sizeof src, x.out()));
+    CHECK(to_host<float>(x.t, 3) == std::vector<float>(src, src + 3));
+  }
+  CHECK(probe.counters()[FAKE_UNEXPECTED_CALLS] == before[FAKE_UNEXPECTED_CALLS]);
 }
 
 TEST_CASE("newer_minor: a plugin of a newer minor with a larger table is accepted and usable") {
@@ -627,6 +653,7 @@ TEST_CASE("newer_minor: a plugin of a newer minor with a larger table is accepte
     CHECK(info.l2_cache_bytes == 1024 * 1024);
     CHECK(info.l3_cache_bytes == 0);
     CHECK(info.dtype_mask == 0);
+    CHECK(std::string(info.properties_json) == R"({"fake_heaps":[{"bytes":1073741824}],"fake_subgroup":7})");
 
     // No kernels: every creation op fails synchronously with a message naming op, backend and device.
     const int64_t shape[2] = {2, 3};
@@ -740,7 +767,8 @@ TEST_CASE("other broken plugins are listed with a reason") {
     auto b = backend_named(c.ctx, "short_table");
     CHECK(b.loaded == 0);
     CHECK_CONTAINS(b.reason, std::to_string(offsetof(braid_backend_api, supports)) + " bytes");
-    CHECK_CONTAINS(b.reason, std::to_string(sizeof(braid_backend_api)));
+    CHECK_CONTAINS(b.reason, "smaller than ABI 1.0's " +
+                                 std::to_string(offsetof(braid_backend_api, shutdown) + sizeof(void (*)(void))));
   }
   SUBCASE("query_fails: the query's own error is reported") {
     Context c("query_fails");

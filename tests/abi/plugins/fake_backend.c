@@ -366,6 +366,10 @@ braid_status fake_query_common(uint32_t host_major, const braid_host_api* host, 
   return BRAID_OK;
 }
 
+static const char* fake_device_props_json(int32_t index) {
+  return index == 0 ? "{\"fake_heaps\":[{\"bytes\":1073741824}],\"fake_subgroup\":7}" : NULL;
+}
+
 void fake_backend_fill(braid_backend_api* api, const char* name) {
   memset(api, 0, sizeof *api);
   g_name = name;
@@ -393,4 +397,5 @@ void fake_backend_fill(braid_backend_api* api, const char* name) {
   api->semaphore_fail = fake_semaphore_fail;
   api->supports = fake_supports;
   api->shutdown = fake_shutdown;
+  api->device_props_json = fake_device_props_json; /* ABI 1.1 */
 }
