@@ -182,7 +182,7 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
   if (shape.numel() != 0 && bytes / static_cast<uint64_t>(shape.numel()) != dtype_size(dtype))
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
   Block block = dev.allocator->allocate(bytes);
-  auto storage = std::make_shared<Storage>(&dev, block, bytes);
+  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);
   Tensor* t = tensors.acquire();
   t->ctx = this;
   t->storage = std::move(storage);

@@ -11,6 +11,7 @@
 #include "braid_backend.h"
 #include "engine/node.h"
 #include "memory/caching_allocator.h"
+#include "memory/slot_pool.h"
 
 namespace braid {
 
@@ -28,6 +29,7 @@ struct Device {
 
   Queue compute;
   Queue transfer;
+  SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
 
   // Backpressure (DESIGN §5): ops and output bytes in flight on this device.

@@ -16,7 +16,7 @@
 
 #include "braid_backend.h"
 #include "engine/node.h"
-#include "engine/node_pool.h"
+#include "memory/slot_pool.h"
 
 namespace braid {
 
@@ -78,7 +78,7 @@ class Engine {
 
   EngineOptions options_;
   Profiler& profiler_;
-  mutable NodePool node_pool_;
+  mutable SlotPool node_pool_;
   std::mutex mu_;  // vars, queue sequence numbers, deferred lists
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;

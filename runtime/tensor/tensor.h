@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "core/shape.h"
+#include "core/spin_lock.h"
 #include "tensor/storage.h"
 
 struct braid_context_t;
@@ -41,7 +42,7 @@ class TensorPool {
 
  private:
   static constexpr size_t kQuarantine = 4096;
-  std::mutex mu_;
+  SpinLock mu_;
   std::deque<Tensor> slots_;     // stable addresses
   std::deque<Tensor*> free_;     // FIFO
 };

@@ -1,6 +1,7 @@
-// Recycles the memory of op nodes. A node (with its shared_ptr control block) is ~2.5 KB: too big for
-// malloc's per-thread caches, and it is usually freed on a backend thread, so plain malloc costs a
-// slow path on every tiny op. All slots are one size.
+// Recycles fixed-size host objects that are made on pushing threads and die on backend threads: op
+// nodes (~2.5 KB with their shared_ptr control block, too big for malloc's per-thread caches) and
+// storages. malloc's free of another thread's block takes its slow path, once per tiny op. All slots
+// of a pool are one size (the first allocation's); other sizes fall through to operator new.
 //
 // Frees come from backend threads and allocations from pushing threads. Freed slots go onto a
 // lock-free stack (push only, so no ABA), which an allocating thread takes whole in one exchange: the
@@ -11,14 +12,16 @@
 #include <memory>
 #include <mutex>
 
+#include "core/spin_lock.h"
+
 namespace braid {
 
-class NodePool {
+class SlotPool {
  public:
-  NodePool() = default;
-  NodePool(const NodePool&) = delete;
-  NodePool& operator=(const NodePool&) = delete;
-  ~NodePool();
+  SlotPool() = default;
+  SlotPool(const SlotPool&) = delete;
+  SlotPool& operator=(const SlotPool&) = delete;
+  ~SlotPool();
 
   void* allocate(size_t bytes);
   void deallocate(void* p, size_t bytes) noexcept;
@@ -31,7 +34,7 @@ class NodePool {
 
   std::atomic<size_t> slot_bytes_{0};
   std::atomic<Slot*> returned_{nullptr};  // freed by any thread
-  std::mutex mu_;                          // guards taken_ (several pushing threads)
+  SpinLock mu_;                            // guards taken_ (several pushing threads)
   Slot* taken_ = nullptr;                  // ready for allocation
 };
 
@@ -39,8 +42,8 @@ class NodePool {
 template <class T>
 struct PoolAllocator {
   using value_type = T;
-  NodePool* pool;
-  explicit PoolAllocator(NodePool* p) noexcept : pool(p) {}
+  SlotPool* pool;
+  explicit PoolAllocator(SlotPool* p) noexcept : pool(p) {}
   template <class U>
   PoolAllocator(const PoolAllocator<U>& o) noexcept : pool(o.pool) {}
   T* allocate(size_t n) { return static_cast<T*>(pool->allocate(n * sizeof(T))); }

@@ -1,11 +1,11 @@
-#include "engine/node_pool.h"
+#include "memory/slot_pool.h"
 
 #include <algorithm>
 #include <new>
 
 namespace braid {
 
-void NodePool::free_list(Slot* s) noexcept {
+void SlotPool::free_list(Slot* s) noexcept {
   while (s) {
     Slot* next = s->next;
     ::operator delete(static_cast<void*>(s));
@@ -13,12 +13,12 @@ void NodePool::free_list(Slot* s) noexcept {
   }
 }
 
-NodePool::~NodePool() {
+SlotPool::~SlotPool() {
   free_list(taken_);
   free_list(returned_.load());
 }
 
-void* NodePool::allocate(size_t bytes) {
+void* SlotPool::allocate(size_t bytes) {
   size_t expected = 0;
   if (!slot_bytes_.compare_exchange_strong(expected, bytes) && expected != bytes) return ::operator new(bytes);
   {
@@ -32,7 +32,7 @@ void* NodePool::allocate(size_t bytes) {
   return ::operator new(std::max(bytes, sizeof(Slot)));
 }
 
-void NodePool::deallocate(void* p, size_t bytes) noexcept {
+void SlotPool::deallocate(void* p, size_t bytes) noexcept {
   if (bytes != slot_bytes_.load(std::memory_order_relaxed)) {
     ::operator delete(p);
     return;
