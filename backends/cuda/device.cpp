@@ -51,10 +51,12 @@ braid_backend_device_t::braid_backend_device_t(int ordinal)
 }
 
 braid_backend_device_t::~braid_backend_device_t() {
+  std::vector<std::unique_ptr<braid_backend_queue_t>> queues;
   {
     std::lock_guard lock(queues_mu_);
-    queues_.clear();  // each queue drains and joins its threads
+    queues.swap(queues_);
   }
+  queues.clear();  // each queue drains and joins its threads (outside the lock: work_end may call in)
   cudaSetDevice(ordinal_);
   if (alloc_stream_ != nullptr) {
     cudaStreamSynchronize(alloc_stream_);
@@ -150,6 +152,13 @@ braid_backend_queue_t* braid_backend_device_t::create_queue(braid_queue_kind kin
   std::lock_guard lock(queues_mu_);
   queues_.push_back(std::move(q));
   return queues_.back().get();
+}
+
+bool braid_backend_device_t::is_queue_thread() {
+  std::lock_guard lock(queues_mu_);
+  for (const auto& q : queues_)
+    if (q->on_own_thread()) return true;
+  return false;
 }
 
 bool braid_backend_device_t::destroy_queue(braid_backend_queue_t* q) {

@@ -52,6 +52,7 @@ struct braid_backend_device_t {
   // ---- queues ----
   braid_backend_queue_t* create_queue(braid_queue_kind kind);
   bool destroy_queue(braid_backend_queue_t* q);
+  bool is_queue_thread();  // true on one of this device's queue threads (which cannot join themselves)
 
  private:
   int ordinal_;

@@ -70,6 +70,11 @@ braid_status device_open(int32_t index, braid_backend_device* out) {
 }
 
 void device_close(braid_backend_device device) {
+  if (device == nullptr) return;
+  if (device->is_queue_thread()) {  // closing from a host callback on our own thread would self-join
+    host::log(BRAID_LOG_ERROR, "device_close called from one of the device's queue threads; device leaked");
+    return;
+  }
   std::unique_ptr<Device> owned(device);  // drains and joins the queues, trims the pool
 }
 
