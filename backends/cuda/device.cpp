@@ -23,7 +23,16 @@ void check(cudaError_t e, const char* what) {
 braid_backend_device_t::braid_backend_device_t(int ordinal)
     : ordinal_(ordinal), events_(std::make_shared<braid::cuda::EventPool>(ordinal)) {
   check(cudaSetDevice(ordinal), "cudaSetDevice");
-  check(cudaDeviceGetDefaultMemPool(&pool_, ordinal), "cudaDeviceGetDefaultMemPool");
+  // Host-side synchronisation (allocation, staging, completion) must sleep, not spin a core. Fails
+  // harmlessly if another CUDA user in the process already fixed the primary context's flags.
+  if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();
+  // An own pool rather than the device's default one: its settings (below) must not change the
+  // behaviour of other CUDA users in the process.
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ordinal;
+  check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
   // Keep freed memory in the pool instead of returning it at every synchronisation: the runtime's
   // caching allocator frees blocks it wants to recycle, and going back to the driver costs ~ms.
   // Out of memory trims the pool and retries (alloc below).
@@ -39,7 +48,14 @@ braid_backend_device_t::braid_backend_device_t(int ordinal)
   if (cudaGetDeviceCount(&n) == cudaSuccess) {
     for (int o = 0; o < n; ++o) {
       int can = 0;
-      if (o != ordinal && cudaDeviceCanAccessPeer(&can, ordinal, o) == cudaSuccess && can) cudaDeviceEnablePeerAccess(o, 0);
+      if (o == ordinal || cudaDeviceCanAccessPeer(&can, o, ordinal) != cudaSuccess || !can) continue;
+      cudaDeviceEnablePeerAccess(o, 0);
+      // Pool memory is private to its device until the pool grants access to a peer.
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = o;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      cudaMemPoolSetAccess(pool_, &access, 1);
     }
   }
   cudaGetLastError();  // "already enabled" is not an error for us
@@ -62,7 +78,7 @@ braid_backend_device_t::~braid_backend_device_t() {
     cudaStreamSynchronize(alloc_stream_);
     cudaStreamDestroy(alloc_stream_);
   }
-  if (pool_ != nullptr) cudaMemPoolTrimTo(pool_, 0);
+  if (pool_ != nullptr) cudaMemPoolDestroy(pool_);  // buffers still allocated are freed with it
   if (flags_ != nullptr) cudaFreeHost(flags_);
   cudaGetLastError();
 }

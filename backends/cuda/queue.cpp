@@ -182,7 +182,7 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
       c.message = std::string("cudaEventRecord: ") + cudaGetErrorString(e);
     }
   }
-  if (c.event != nullptr && c.signal != nullptr) c.signal->add_event(c.value, c.event, device_.events());
+  if (c.event != nullptr && c.signal != nullptr) c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
 }
 
 void braid_backend_queue_t::complete_loop() {
@@ -218,11 +218,8 @@ void braid_backend_queue_t::complete_loop() {
       device_.release_flag(c.flag);
     }
     braid::cuda::host::work_end(c.token, c.status, c.message.empty() ? nullptr : c.message.c_str());
-    if (c.signal != nullptr) {
-      c.signal->signal(c.value);  // recycles the event it holds
-    } else if (c.event != nullptr) {
-      device_.events()->put(c.event);
-    }
+    if (c.signal != nullptr) c.signal->signal(c.value);  // recycles the event if it holds it
+    if (c.event != nullptr && !c.event_in_semaphore) device_.events()->put(c.event);
   }
 }
 

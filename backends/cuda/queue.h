@@ -46,6 +46,7 @@ struct braid_backend_queue_t {
   };
   struct Completion {
     cudaEvent_t event = nullptr;
+    bool event_in_semaphore = false;  // the semaphore recycles it when signalled; else the queue does
     void* token = nullptr;
     braid_backend_semaphore_t* signal = nullptr;
     uint64_t value = 0;

@@ -91,18 +91,14 @@ void braid_backend_semaphore_t::fail(braid_status status) {
   for (const Notification& n : ready) n.fn(n.user, status);
 }
 
-void braid_backend_semaphore_t::add_event(uint64_t value, cudaEvent_t event, std::shared_ptr<braid::cuda::EventPool> pool) {
-  {
-    std::lock_guard lock(mu_);
-    if (value > value_) {
-      // Queues signal in ascending order as a rule; insert in place if not.
-      auto it = std::find_if(events_.begin(), events_.end(), [&](const Recorded& r) { return r.value > value; });
-      events_.insert(it, Recorded{value, event, pool});
-      if (waiters_ > 0) cv_.notify_all();
-      return;
-    }
-  }
-  pool->put(event);  // already reached (the host signalled past it): nobody needs the event
+bool braid_backend_semaphore_t::add_event(uint64_t value, cudaEvent_t event, std::shared_ptr<braid::cuda::EventPool> pool) {
+  std::lock_guard lock(mu_);
+  if (value <= value_) return false;  // already reached: nobody will wait on the event
+  // Queues signal in ascending order as a rule; insert in place if not.
+  auto it = std::find_if(events_.begin(), events_.end(), [&](const Recorded& r) { return r.value > value; });
+  events_.insert(it, Recorded{value, event, std::move(pool)});
+  if (waiters_ > 0) cv_.notify_all();
+  return true;
 }
 
 braid_status braid_backend_semaphore_t::stream_wait(cudaStream_t stream, uint64_t value, const std::atomic<bool>& stop) {

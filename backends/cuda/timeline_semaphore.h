@@ -31,8 +31,9 @@ struct braid_backend_semaphore_t {
   void fail(braid_status status);
 
   // Device side. A queue that recorded `event` on its stream for `value` registers it here; the event
-  // goes back to `pool` once the value is reached.
-  void add_event(uint64_t value, cudaEvent_t event, std::shared_ptr<braid::cuda::EventPool> pool);
+  // goes back to `pool` once the value is reached. Returns false (event not taken: the caller keeps
+  // and recycles it) when the value is already reached.
+  bool add_event(uint64_t value, cudaEvent_t event, std::shared_ptr<braid::cuda::EventPool> pool);
   // Makes `stream` wait for value. Blocks (without spinning) while the value is neither reached nor
   // covered by a recorded event, i.e. until a producer on another queue or the host gets that far, or
   // `stop` is set. The event is used under the lock, so it cannot be recycled in between.
