@@ -76,12 +76,12 @@ braid_status fill_props(int index, braid_backend_device_props* out) {
   r.compute_units = p.multiProcessorCount;
   r.compute_queues = 4;   // streams the host may create; CUDA has no hard limit
   r.transfer_queues = 2;  // two copy engines on every recent GPU
-  int l1 = 0;
-  cudaDeviceGetAttribute(&l1, cudaDevAttrMaxSharedMemoryPerMultiprocessor, index);
-  r.l1_cache_bytes = static_cast<uint64_t>(l1);
+  r.l1_cache_bytes = 0;  // unknown: CUDA reports shared memory, not the L1 it is carved from
   r.l2_cache_bytes = static_cast<uint64_t>(p.l2CacheSize);
   r.l3_cache_bytes = 0;
-  r.dtype_mask = (1u << BRAID_DTYPE_COUNT) - 1u;
+  // Dtypes with compute kernels, as the CPU backend counts them (float16/bfloat16: copy/fill only).
+  r.dtype_mask = (1u << BRAID_FLOAT32) | (1u << BRAID_FLOAT64) | (1u << BRAID_INT32) | (1u << BRAID_INT64) |
+                 (1u << BRAID_UINT8);
   r.host_visible = 0;
   const size_t n = std::min<size_t>(out->struct_size, sizeof(r));
   std::memcpy(out, &r, n);
