@@ -25,7 +25,7 @@ __global__ void arange_k(Idx<1> ix, int64_t n, T* o, double start, double step) 
   BRAID_GRID_LOOP(i, n) {
     int64_t off[1];
     ix.at(i, off);
-    o[off[0]] = cvt<T>(start + double(i) * step);
+    o[off[0]] = cvt<T>(__dadd_rn(start, __dmul_rn(double(i), step)));  // unfused, as the CPU backend
   }
 }
 
@@ -81,11 +81,14 @@ __global__ void random_k(Idx<1> ix, int64_t n, T* o, uint64_t seed, uint64_t dra
     const Words w = philox(seed, draw, uint64_t(j));
     double v[4];
     if (normal) {
-      const double r = sqrt(-2.0 * log(unit(w.w[0]))), t = 2.0 * 3.14159265358979323846 * unit(w.w[1]);
-      v[0] = a + b * (r * cos(t));
-      v[1] = a + b * (r * sin(t));
+      const double r = sqrt(-2.0 * log(unit(w.w[0]))), t = __dmul_rn(2.0 * 3.14159265358979323846, unit(w.w[1]));
+      // Explicitly rounded operations: nvcc would otherwise fuse a + b * x into an FMA, which
+      // rounds once where the CPU backend rounds twice, and the bits would differ.
+      v[0] = __dadd_rn(a, __dmul_rn(b, __dmul_rn(r, cos(t))));
+      v[1] = __dadd_rn(a, __dmul_rn(b, __dmul_rn(r, sin(t))));
     } else {
-      for (int k = 0; k < 4; ++k) v[k] = a + (b - a) * unit(w.w[k]);
+      const double span = b - a;
+      for (int k = 0; k < 4; ++k) v[k] = __dadd_rn(a, __dmul_rn(span, unit(w.w[k])));
     }
     for (int k = 0; k < per; ++k) {
       const int64_t i = j * per + k;
