@@ -83,6 +83,30 @@ __global__ void reduce_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nred, T*
   }
 }
 
+// Few elements per output (x.sum(-1) of a narrow matrix): one thread per output, a sequential loop.
+template <class T>
+__global__ void reduce_small_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nred, T* o, const T* in, int op) {
+  using A = acc_t<T>;
+  BRAID_GRID_LOOP(e, nout) {
+    int64_t base[2];
+    kept.at(e, base);
+    A acc = A(0);
+    for (int64_t r = 0; r < nred; ++r) {
+      int64_t off[1];
+      red.at(r, off);
+      const A x = A(in[base[1] + off[0]]);
+      if (op == BRAID_REDUCE_MAX) acc = r == 0 ? x : max_nan(acc, x);
+      else if (op == BRAID_REDUCE_MIN) acc = r == 0 ? x : min_nan(acc, x);
+      else acc += op == BRAID_REDUCE_NORM ? x * x : x;
+    }
+    if constexpr (!std::is_integral_v<T>) {
+      if (op == BRAID_REDUCE_MEAN) acc = nred > 0 ? acc / A(nred) : A(NAN);
+      if (op == BRAID_REDUCE_NORM) acc = sqrt(acc);
+    }
+    o[base[0]] = T(acc);
+  }
+}
+
 // ---- ARGMAX: one thread per output; the first maximum wins, NaN counts as the largest ----
 template <class T>
 __global__ void argmax_k(Idx<2> kept, int64_t nout, int64_t len, int64_t step, int64_t* o, const T* in) {
@@ -434,9 +458,14 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   const int64_t nred = make_idx(red, nr, rshape, rs);
   if (nout == 0) return BRAID_OK;
   const unsigned grid = static_cast<unsigned>(nout < 65535 * 8 ? nout : 65535 * 8);
+  // A block per output only pays when each output has enough elements to share among its threads.
+  const bool small = nred <= 64;
   visit_numeric(in.dtype, [&](auto t) {
     using T = decltype(t);
-    reduce_k<T><<<grid, kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
+    if (small)
+      reduce_small_k<T><<<blocks_for(nout), kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
+    else
+      reduce_k<T><<<grid, kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
   });
   return launched("reduce", msg);
 }
