@@ -400,6 +400,29 @@ __global__ void softmax_k(Idx<2> rows, int64_t nrows, int64_t len, int64_t si, i
   }
 }
 
+// Long rows (len >= kThreads): one block per row, the max and the sum reduced across the block.
+template <class T>
+__global__ void softmax_block_k(Idx<2> rows, int64_t nrows, int64_t len, int64_t si, int64_t so, T* o, const T* in,
+                                bool log_) {
+  for (int64_t r = blockIdx.x; r < nrows; r += gridDim.x) {
+    int64_t base[2];
+    rows.at(r, base);
+    const T* x = in + base[1];
+    T* y = o + base[0];
+    double mx = -INFINITY;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) mx = fmax(mx, double(x[k * si]));
+    mx = block_reduce(mx, [](double a, double b) { return fmax(a, b); });
+    double sum = 0;
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) sum += exp(double(x[k * si]) - mx);
+    sum = block_reduce(sum, [](double a, double b) { return a + b; });
+    const double lse = log(sum);
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) {
+      const double z = double(x[k * si]) - mx;
+      y[k * so] = T(log_ ? z - lse : exp(z) / sum);
+    }
+  }
+}
+
 // ---- SOFTMAX_CE (+ backward): one thread per row; a bad label sets the error flag ----
 template <class T, class L>
 __global__ void softmax_ce_k(int64_t N, int64_t K, const T* x, int64_t sxn, int64_t sxk, const L* lab, int64_t sl,
@@ -638,9 +661,15 @@ braid_status softmax(const braid_kernel_call& c, KernelEnv& env, std::string& ms
   if (nrows == 0 || in.shape[axis] == 0) return BRAID_OK;
   visit_float(in.dtype, [&](auto t) {
     using T = decltype(t);
-    softmax_k<T><<<blocks_for(nrows), kThreads, 0, env.stream>>>(rows, nrows, in.shape[axis], in.strides[axis],
-                                                                 o.strides[axis], ptr<T>(o), ptr<const T>(in),
-                                                                 c.i[1] != 0);
+    const int64_t len = in.shape[axis];
+    if (len >= kThreads) {
+      const unsigned grid = static_cast<unsigned>(nrows < 65535 * 8 ? nrows : 65535 * 8);
+      softmax_block_k<T><<<grid, kThreads, 0, env.stream>>>(rows, nrows, len, in.strides[axis], o.strides[axis],
+                                                            ptr<T>(o), ptr<const T>(in), c.i[1] != 0);
+    } else {
+      softmax_k<T><<<blocks_for(nrows), kThreads, 0, env.stream>>>(rows, nrows, len, in.strides[axis], o.strides[axis],
+                                                                   ptr<T>(o), ptr<const T>(in), c.i[1] != 0);
+    }
   });
   return launched("softmax", msg);
 }
