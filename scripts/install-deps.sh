@@ -16,6 +16,8 @@ packages=(
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   python3 python3-numpy                                # Python bindings and their tests
 )
+# No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
+# machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).
 for arg in "$@"; do
   case "$arg" in
     --bench) packages+=(python3-torch) ;;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "gemm_cuda.h"
 #include "stats.h"
 #include "timer.h"
 
@@ -55,6 +56,31 @@ void suite_gemm(Run& run) {
     return kFlop / seconds * 1e-9;
   };
   Figure f{"gemm", "sgemm_2000", 0, "GFLOP/s", std::nullopt, 0};
+
+  // On a cuda device the anchor is a direct cuBLAS call on the same GPU (gemm_cuda.cpp).
+  if (run.info.backend != nullptr && std::string(run.info.backend) == "cuda") {
+    const std::vector<float> ha = to_host(a.get()), hb = to_host(b.get());
+    auto r = cuda_gemm_anchor(run.info.backend_index, kN, ha, hb, braid_run, kWarmup, repeat);
+    if (!r) {
+      f.value = tools::measure(kWarmup, repeat, braid_run).median;
+      run.out->figure(f);
+      run.out->note("gemm", "cuBLAS baseline skipped: braid-bench was built without CUDA, or cuBLAS did not load");
+      return;
+    }
+    f.value = r->braid_gflops;
+    f.baseline = "cuBLAS cublasSgemm (FP32, same GPU)";
+    f.baseline_value = r->anchor_gflops;
+    run.out->figure(f);
+    double max_err = 0, max_ref = 0;
+    for (size_t i = 0; i < r->product.size(); ++i) {
+      max_err = std::fmax(max_err, std::fabs(static_cast<double>(braid_c[i]) - r->product[i]));
+      max_ref = std::fmax(max_ref, std::fabs(static_cast<double>(r->product[i])));
+    }
+    const double rel = max_ref > 0 ? max_err / max_ref : max_err;
+    if (rel > 1e-4) throw Error("braid's product differs from cuBLAS's: max relative error " + std::to_string(rel));
+    run.out->note("gemm", "result matches cuBLAS (max relative error " + std::to_string(rel) + ")");
+    return;
+  }
 
 #if BRAID_BENCH_HAVE_OPENBLAS
   // The baseline gets the cores the CPU backend gives the device (all cores of the affinity mask for a

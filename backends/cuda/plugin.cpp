@@ -1,0 +1,215 @@
+// The plugin's one exported symbol and its function table: C entry points that check arguments, turn
+// exceptions into status codes, and hand off to the device, queue and semaphore classes. Nothing here
+// touches CUDA before device_count: loading the plugin never needs a driver.
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include "braid_backend.h"
+#include "buffer.h"
+#include "device.h"
+#include "host.h"
+#include "kernels/kernels.h"
+#include "probe.h"
+#include "queue.h"
+#include "timeline_semaphore.h"
+
+namespace braid::cuda {
+namespace {
+
+// Global mutable state (with the host callbacks in host.cpp): queries not yet balanced by shutdown.
+std::mutex g_query_mu;
+int g_query_refs = 0;
+
+template <typename F>
+braid_status guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (const std::bad_alloc&) {
+    return BRAID_ERR_OUT_OF_MEMORY;
+  } catch (const std::system_error& e) {
+    return e.code() == std::errc::resource_unavailable_try_again ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_INTERNAL;
+  } catch (const std::runtime_error& e) {
+    host::log(BRAID_LOG_ERROR, e.what());
+    return BRAID_ERR_DEVICE;
+  } catch (...) {
+    return BRAID_ERR_INTERNAL;
+  }
+}
+
+braid_status device_count(int32_t* out, const char** reason) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    const Probe& p = probe();
+    *out = p.count;
+    if (reason != nullptr) *reason = p.count > 0 ? "" : p.reason;
+    return BRAID_OK;
+  });
+}
+
+braid_status device_props(int32_t index, braid_backend_device_props* out) {
+  return guarded([&] {
+    if (out == nullptr || out->struct_size < sizeof(braid_backend_device_props)) return BRAID_ERR_INVALID_ARGUMENT;
+    return fill_props(index, out);
+  });
+}
+
+braid_status device_open(int32_t index, braid_backend_device* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (index < 0 || index >= probe().count) return BRAID_ERR_NOT_FOUND;
+    *out = std::make_unique<Device>(index).release();
+    return BRAID_OK;
+  });
+}
+
+void device_close(braid_backend_device device) {
+  if (device == nullptr) return;
+  if (device->is_queue_thread()) {  // closing from a host callback on our own thread would self-join
+    host::log(BRAID_LOG_ERROR, "device_close called from one of the device's queue threads; device leaked");
+    return;
+  }
+  std::unique_ptr<Device> owned(device);  // drains and joins the queues, trims the pool
+}
+
+braid_status buffer_alloc(braid_backend_device device, uint64_t bytes, braid_backend_buffer* out) {
+  if (device == nullptr || out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  return guarded([&] { return device->alloc(bytes, out); });
+}
+
+void buffer_free(braid_backend_device device, braid_backend_buffer buffer) {
+  if (device != nullptr) device->free(buffer);
+}
+
+void* buffer_host_pointer(braid_backend_buffer) { return nullptr; }  // device memory is not host-visible
+
+braid_status queue_create(braid_backend_device device, braid_queue_kind kind, braid_backend_queue* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (device == nullptr || (kind != BRAID_QUEUE_COMPUTE && kind != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = device->create_queue(kind);
+    return BRAID_OK;
+  });
+}
+
+void queue_destroy(braid_backend_queue queue) {
+  if (queue == nullptr) return;
+  if (queue->on_own_thread()) {  // a thread cannot join itself: leak rather than deadlock
+    host::log(BRAID_LOG_ERROR, "queue_destroy called from the queue's own thread; queue leaked");
+    return;
+  }
+  if (!queue->device().destroy_queue(queue)) host::log(BRAID_LOG_ERROR, "queue_destroy of an unknown queue");
+}
+
+braid_status queue_submit(braid_backend_queue queue, const braid_work* work) {
+  if (queue == nullptr || work == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  const char* why = "";
+  braid_status s = guarded([&] { return queue->submit(*work, &why); });
+  if (s != BRAID_OK) host::log(BRAID_LOG_DEBUG, std::string("queue_submit: ") + why);
+  return s;
+}
+
+// Launches happen as soon as the submit thread takes the work; nothing is batched.
+braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
+
+braid_status semaphore_create(braid_backend_device device, uint64_t initial, braid_backend_semaphore* out) {
+  return guarded([&] {
+    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = nullptr;
+    if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+    *out = std::make_unique<Semaphore>(initial).release();
+    return BRAID_OK;
+  });
+}
+
+void semaphore_destroy(braid_backend_semaphore sem) { std::unique_ptr<Semaphore> owned(sem); }
+
+braid_status semaphore_query(braid_backend_semaphore sem, uint64_t* value) {
+  if (sem == nullptr || value == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return sem->query(value);
+}
+
+braid_status semaphore_signal(braid_backend_semaphore sem, uint64_t value) {
+  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    sem->signal(value);
+    return BRAID_OK;
+  });
+}
+
+braid_status semaphore_wait(braid_backend_semaphore sem, uint64_t value, uint64_t timeout_ns) {
+  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] { return sem->wait(value, timeout_ns); });
+}
+
+braid_status semaphore_notify(braid_backend_semaphore sem, uint64_t value, void (*fn)(void*, braid_status), void* user) {
+  if (sem == nullptr || fn == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return guarded([&] {
+    sem->notify(value, fn, user);
+    return BRAID_OK;
+  });
+}
+
+void semaphore_fail(braid_backend_semaphore sem, braid_status status) {
+  if (sem == nullptr) return;
+  const int code = static_cast<int>(status);
+  sem->fail(code > 0 && code <= BRAID_ERR_INTERNAL ? status : BRAID_ERR_INTERNAL);
+}
+
+int32_t supports(braid_kernel_op op, braid_dtype dtype) {
+  const int o = static_cast<int>(op), t = static_cast<int>(dtype);
+  if (o < 0 || o >= BRAID_KOP_COUNT || t < 0 || t >= BRAID_DTYPE_COUNT) return 0;
+  return kernel_supports(op, dtype) ? 1 : 0;
+}
+
+void shutdown() {
+  std::lock_guard lock(g_query_mu);
+  if (g_query_refs == 0) return;
+  if (--g_query_refs == 0) host::uninstall();
+}
+
+const char* device_props_json(int32_t index) {
+  try {
+    return props_json(index);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+constexpr braid_backend_api kApi = {
+    sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "cuda",
+    device_count, device_props, device_open, device_close,
+    buffer_alloc, buffer_free, buffer_host_pointer,
+    queue_create, queue_destroy, queue_submit, queue_flush,
+    semaphore_create, semaphore_destroy, semaphore_query, semaphore_signal, semaphore_wait, semaphore_notify,
+    semaphore_fail,
+    supports, shutdown,
+    device_props_json,
+};
+
+}  // namespace
+}  // namespace braid::cuda
+
+extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
+                                                      const braid_host_api* host, const braid_backend_api** out) {
+  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
+  std::lock_guard lock(braid::cuda::g_query_mu);
+  if (braid::cuda::g_query_refs == 0) {
+    braid::cuda::host::install(host);
+  } else if (!braid::cuda::host::matches(host)) {
+    return BRAID_ERR_INVALID_STATE;  // a second, different host in one process
+  }
+  ++braid::cuda::g_query_refs;
+  *out = &braid::cuda::kApi;
+  return BRAID_OK;
+}

@@ -1,0 +1,243 @@
+#include "queue.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "copy.h"
+#include "host.h"
+#include "kernels/kernels.h"
+#include "timeline_semaphore.h"
+
+braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind)
+    : device_(device), kind_(kind) {
+  cudaSetDevice(device.ordinal());
+  // Non-blocking: no implicit ordering with the legacy default stream that other libraries may use.
+  if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
+    cudaGetLastError();
+    throw std::runtime_error("cudaStreamCreate failed");
+  }
+  submitter_ = std::thread([this] { submit_loop(); });
+  completer_ = std::thread([this] { complete_loop(); });
+}
+
+braid_backend_queue_t::~braid_backend_queue_t() {
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+  }
+  cv_.notify_all();
+  if (submitter_.joinable()) submitter_.join();
+  Completion last;
+  last.stop = true;
+  push_completion(std::move(last));
+  if (completer_.joinable()) completer_.join();
+  cudaSetDevice(device_.ordinal());
+  cudaStreamSynchronize(stream_);
+  if (blas_ != nullptr && device_.blas() != nullptr) device_.blas()->destroy(blas_);
+  for (int i = 0; i < 2; ++i) {
+    if (stage_[i] != nullptr) cudaFreeHost(stage_[i]);
+    if (stage_ev_[i] != nullptr) cudaEventDestroy(stage_ev_[i]);
+  }
+  cudaStreamDestroy(stream_);
+  cudaGetLastError();
+}
+
+bool braid_backend_queue_t::on_own_thread() const {
+  auto me = std::this_thread::get_id();
+  return me == submitter_.get_id() || me == completer_.get_id();
+}
+
+braid_status braid_backend_queue_t::submit(const braid_work& work, const char** why) {
+  if (work.num_waits > BRAID_MAX_WAITS) {
+    *why = "too many waits";
+    return BRAID_ERR_INVALID_ARGUMENT;
+  }
+  Submission s{};
+  s.work = work;
+  if (work.kind == BRAID_WORK_KERNEL) {
+    if (work.kernel == nullptr) {
+      *why = "kernel work without a kernel call";
+      return BRAID_ERR_INVALID_ARGUMENT;
+    }
+    s.call = *work.kernel;
+    if (s.call.op < 0 || s.call.op >= BRAID_KOP_COUNT) {
+      *why = "unknown kernel op";
+      return BRAID_ERR_INVALID_ARGUMENT;
+    }
+  } else if (work.kind == BRAID_WORK_COPY) {
+    if (work.copy == nullptr) {
+      *why = "copy work without a copy desc";
+      return BRAID_ERR_INVALID_ARGUMENT;
+    }
+    s.copy = *work.copy;
+  } else if (work.kind != BRAID_WORK_MARKER) {
+    *why = "unknown work kind";
+    return BRAID_ERR_INVALID_ARGUMENT;
+  }
+  s.work.kernel = nullptr;  // the copies above are what the threads read
+  s.work.copy = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (closing_) {
+      *why = "queue is being destroyed";
+      return BRAID_ERR_INVALID_STATE;
+    }
+    pending_.push_back(s);
+  }
+  cv_.notify_one();
+  return BRAID_OK;
+}
+
+void braid_backend_queue_t::push_completion(Completion&& c) {
+  {
+    std::lock_guard lock(done_mu_);
+    done_.push_back(std::move(c));
+  }
+  done_cv_.notify_one();
+}
+
+void braid_backend_queue_t::submit_loop() {
+  cudaSetDevice(device_.ordinal());
+  for (;;) {
+    Submission s;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return closing_ || !pending_.empty(); });
+      if (pending_.empty()) break;  // closing and drained
+      s = pending_.front();
+      pending_.pop_front();
+      if (closing_) stop_waits_.store(true);  // waits nobody will satisfy any more must not hang close
+    }
+    Completion c;
+    c.token = s.work.token;
+    c.signal = s.work.signal;
+    c.value = s.work.signal_value;
+    try {
+      run(s, c);
+    } catch (const std::exception& e) {
+      c.status = BRAID_ERR_INTERNAL;
+      c.message = e.what();
+    } catch (...) {
+      c.status = BRAID_ERR_INTERNAL;
+      c.message = "unknown exception";
+    }
+    push_completion(std::move(c));
+  }
+}
+
+void braid_backend_queue_t::run(Submission& s, Completion& c) {
+  std::string why;
+  if (device_.failed(&why)) {
+    c.status = BRAID_ERR_DEVICE;
+    c.message = "cuda device failed earlier: " + why;
+    return;
+  }
+  for (uint32_t k = 0; k < s.work.num_waits; ++k) {
+    if (s.work.waits[k] == nullptr) continue;
+    braid_status st = s.work.waits[k]->stream_wait(stream_, s.work.wait_values[k], stop_waits_);
+    if (st != BRAID_OK) {
+      c.status = st;
+      c.message = "a semaphore this work waits on failed";
+      return;
+    }
+  }
+  if (s.work.kind == BRAID_WORK_KERNEL) {
+    braid::cuda::KernelEnv env;
+    env.stream = stream_;
+    env.device = &device_;
+    env.blas = device_.blas();
+    env.blas_why = device_.blas_why();
+    c.op = s.call.op;
+    if (s.call.op == BRAID_KOP_MATMUL && env.blas != nullptr && blas_ == nullptr) {
+      if (env.blas->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
+        blas_ = nullptr;
+      } else {
+        env.blas->set_stream(blas_, stream_);
+        env.blas->set_math_mode(blas_, device_.tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+      }
+    }
+    env.blas_handle = blas_;
+    if (braid::cuda::needs_error_flag(s.call)) {
+      c.flag = device_.acquire_flag();
+      if (c.flag >= 0) env.error_flag = device_.flag_ptr(c.flag);
+    }
+    c.status = braid::cuda::launch_kernel(s.call, env, c.message);
+    if (c.status == BRAID_OK && c.flag < 0 && braid::cuda::needs_error_flag(s.call)) {
+      // All flag slots busy: this kernel ran unchecked; say so rather than pretend.
+      braid::cuda::host::log(BRAID_LOG_WARNING, std::string(braid::cuda::op_name(s.call.op)) + ": error flag slots exhausted; input not checked");
+    }
+  } else if (s.work.kind == BRAID_WORK_COPY) {
+    c.status = braid::cuda::run_copy(*this, s.copy, c.message);
+  }
+  // One event marks the end of this work on the stream: the completion thread waits on it and device
+  // waiters (other queues) wait on it through the semaphore.
+  c.event = device_.events()->get();
+  if (c.event != nullptr && cudaEventRecord(c.event, stream_) != cudaSuccess) {
+    cudaError_t e = cudaGetLastError();
+    device_.events()->put(c.event);
+    c.event = nullptr;
+    if (c.status == BRAID_OK) {
+      c.status = BRAID_ERR_DEVICE;
+      c.message = std::string("cudaEventRecord: ") + cudaGetErrorString(e);
+    }
+  }
+  if (c.event != nullptr && c.signal != nullptr) c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
+}
+
+void braid_backend_queue_t::complete_loop() {
+  cudaSetDevice(device_.ordinal());
+  for (;;) {
+    Completion c;
+    {
+      std::unique_lock lock(done_mu_);
+      done_cv_.wait(lock, [&] { return !done_.empty(); });
+      c = std::move(done_.front());
+      done_.pop_front();
+    }
+    if (c.stop) break;
+    if (c.event != nullptr) {
+      cudaError_t e = cudaEventSynchronize(c.event);  // blocking-sync event: sleeps, no spinning
+      if (e != cudaSuccess) {
+        // An error while running (illegal address, launch failure...) corrupts the context: sticky.
+        cudaGetLastError();
+        std::string why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+        device_.set_failed(why);
+        if (c.status == BRAID_OK) {
+          c.status = BRAID_ERR_KERNEL;
+          c.message = why;
+        }
+      }
+    }
+    if (c.flag >= 0) {
+      const int code = *device_.flag_ptr(c.flag);
+      if (code != 0 && c.status == BRAID_OK) {
+        c.status = BRAID_ERR_KERNEL;
+        c.message = std::string(braid::cuda::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
+      }
+      device_.release_flag(c.flag);
+    }
+    braid::cuda::host::work_end(c.token, c.status, c.message.empty() ? nullptr : c.message.c_str());
+    if (c.signal != nullptr) c.signal->signal(c.value);  // recycles the event if it holds it
+    if (c.event != nullptr && !c.event_in_semaphore) device_.events()->put(c.event);
+  }
+}
+
+bool braid_backend_queue_t::staging(void* (&buf)[2], cudaEvent_t (&ev)[2]) {
+  for (int i = 0; i < 2; ++i) {
+    if (stage_[i] == nullptr && cudaHostAlloc(&stage_[i], kStageBytes, cudaHostAllocPortable) != cudaSuccess) {
+      cudaGetLastError();
+      stage_[i] = nullptr;
+      return false;
+    }
+    if (stage_ev_[i] == nullptr &&
+        cudaEventCreateWithFlags(&stage_ev_[i], cudaEventDisableTiming | cudaEventBlockingSync) != cudaSuccess) {
+      cudaGetLastError();
+      stage_ev_[i] = nullptr;
+      return false;
+    }
+    buf[i] = stage_[i];
+    ev[i] = stage_ev_[i];
+  }
+  return true;
+}

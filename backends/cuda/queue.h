@@ -1,0 +1,85 @@
+// A queue is one CUDA stream (non-blocking) with two threads:
+//  - the submit thread takes submissions in order, turns their semaphore waits into
+//    cudaStreamWaitEvent (blocking only while a waited-on value has not even been recorded yet),
+//    launches the kernel or copy on the stream and records an event from the device's pool;
+//  - the completion thread synchronises on those events in order (blocking-sync events: it sleeps),
+//    then calls host->work_end and signals the semaphore.
+// Completions run on our own thread rather than in cudaLaunchHostFunc callbacks because the host's
+// work_end may call back into the backend (submit, free), and CUDA forbids CUDA calls inside a host
+// function. work_begin is not called (see braid_backend.h): the host resolves failures in work_end.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "braid_backend.h"
+#include "cublas_lib.h"
+#include "device.h"
+
+struct braid_backend_queue_t {
+ public:
+  braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind);
+  ~braid_backend_queue_t();  // drains what was submitted, then joins both threads
+  braid_backend_queue_t(const braid_backend_queue_t&) = delete;
+  braid_backend_queue_t& operator=(const braid_backend_queue_t&) = delete;
+
+  braid_status submit(const braid_work& work, const char** why);
+  braid_backend_device_t& device() { return device_; }
+  bool on_own_thread() const;
+
+  // Used by copies (copy.cpp): two pinned staging buffers with their events, made on first use.
+  static constexpr size_t kStageBytes = size_t(4) << 20;
+  bool staging(void* (&buf)[2], cudaEvent_t (&ev)[2]);
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  struct Submission {
+    braid_work work;
+    braid_kernel_call call;
+    braid_copy_desc copy;
+  };
+  struct Completion {
+    cudaEvent_t event = nullptr;
+    bool event_in_semaphore = false;  // the semaphore recycles it when signalled; else the queue does
+    void* token = nullptr;
+    braid_backend_semaphore_t* signal = nullptr;
+    uint64_t value = 0;
+    braid_status status = BRAID_OK;
+    std::string message;
+    int flag = -1;
+    braid_kernel_op op = BRAID_KOP_FILL;
+    bool stop = false;
+  };
+
+  void submit_loop();
+  void complete_loop();
+  void run(Submission& s, Completion& c);
+  void push_completion(Completion&& c);
+
+  braid_backend_device_t& device_;
+  braid_queue_kind kind_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  void* stage_[2] = {nullptr, nullptr};
+  cudaEvent_t stage_ev_[2] = {nullptr, nullptr};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Submission> pending_;
+  bool closing_ = false;
+  std::atomic<bool> stop_waits_{false};
+
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::deque<Completion> done_;
+
+  std::thread submitter_, completer_;
+};
+
+using Queue = braid_backend_queue_t;
