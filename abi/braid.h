@@ -371,10 +371,12 @@ typedef struct braid_dataset_options {
 } braid_dataset_options;
 #define BRAID_DATASET_OPTIONS_INIT {sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN}
 
-/* Reads and validates the split's image and label files into host memory. A missing or corrupt file
- * fails with BRAID_ERR_NOT_FOUND / BRAID_ERR_INVALID_ARGUMENT (or a data-specific code if added) and a
- * message naming the file and the Debian package (dataset-fashion-mnist). options may be NULL
- * (defaults). The dataset keeps ctx alive. Thread-safe. */
+/* Reads and validates the split's image and label files into host memory. A missing file fails with
+ * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip, image/label
+ * counts differ, label out of range) with BRAID_ERR_IO, each with a message naming the file and the
+ * Debian package (dataset-fashion-mnist); bad options give BRAID_ERR_INVALID_ARGUMENT. Files are
+ * NAME.gz, else plain NAME (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-...). options may
+ * be NULL (defaults). The dataset keeps ctx alive. Thread-safe. See docs/DATA.md. */
 BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options,
                                           braid_dataset* out);
 BRAID_API braid_status braid_dataset_retain(braid_dataset ds);
@@ -405,7 +407,9 @@ BRAID_API braid_status braid_batch_iterator_retain(braid_batch_iterator it);
 BRAID_API braid_status braid_batch_iterator_release(braid_batch_iterator it);
 /* The next mini-batch: images float32 [B, 1, 28, 28] scaled to [0, 1], labels int32 [B], on the
  * iterator's device (new tensors the caller releases). At the end of the epoch returns BRAID_OK with
- * *images = *labels = NULL; the next call starts the next epoch (reshuffled). */
+ * *images = *labels = NULL; the next call starts the next epoch (reshuffled). The order of epoch e is
+ * a Fisher-Yates shuffle keyed by splitmix64 of (seed, e): the same for the same seed whatever the
+ * prefetch depth, batch size or timing (docs/DATA.md gives the exact function). */
 BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_tensor* images,
                                                  braid_tensor* labels);
 /* Number of batches per epoch. */
