@@ -1,0 +1,11 @@
+#version 450
+// FILL: out[i] = value. T is float or int (-DT=...).
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+void main() {
+  uint i = flat_id();
+  if (i >= P.n) return;
+  y[offset_of(6, i)] = T(P.fattr[0]);
+}
