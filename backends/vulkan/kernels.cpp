@@ -153,7 +153,7 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   switch (op) {
     case BRAID_KOP_FILL: return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32;
     case BRAID_KOP_COPY:
-      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_FLOAT64;
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64;
     case BRAID_KOP_ARANGE:
     case BRAID_KOP_UNARY:
     case BRAID_KOP_BINARY:
