@@ -1,0 +1,121 @@
+// One program across two backends: cpu:0 and vulkan:0 (lavapipe in CI). A dependency chain that
+// crosses the devices both ways, independent work on both overlapping in the profiler's trace, and
+// an error on one device leaving the other's unrelated work alone. Skipped (visibly) without a
+// Vulkan device.
+#include <cmath>
+#include <cstdio>
+#include <unistd.h>
+
+#include "support.h"
+#include "trace.h"
+
+namespace {
+
+struct Mixed {
+  braid_context ctx = nullptr;
+  braid_device cpu = -1, vk = -1;
+  Mixed() {
+    braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+    o.backends = "cpu,vulkan";
+    o.engine_mode = BRAID_ENGINE_ASYNC;
+    REQUIRE(braid_context_create(&o, &ctx) == BRAID_OK);
+    int32_t n = 0;
+    braid_context_device_count(ctx, &n);
+    for (int32_t d = 0; d < n; ++d) {
+      braid_device_info info{};
+      info.struct_size = sizeof info;
+      braid_context_device_info(ctx, d, &info);
+      if (std::string(info.backend) == "cpu" && cpu < 0) cpu = d;
+      if (std::string(info.backend) == "vulkan" && vk < 0) vk = d;
+    }
+  }
+  ~Mixed() { braid_context_release(ctx); }
+  bool ready() const {
+    if (vk < 0) MESSAGE("skipped: no Vulkan device (libvulkan + a driver such as mesa-vulkan-drivers' lavapipe)");
+    return cpu >= 0 && vk >= 0;
+  }
+};
+
+std::vector<float> to_vector(braid_tensor t, size_t n) {
+  std::vector<float> v(n);
+  BRAID_CHECK_OK(braid_tensor_to_host(t, v.data(), n * sizeof(float)));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("mixed devices: one dependency chain across cpu and vulkan, copies both ways") {
+  Mixed m;
+  if (!m.ready()) return;
+  constexpr int64_t n = 100000;  // several staging chunks' worth of copies would be larger; this is 400 KB
+  test::T x, xv, yv, y, z, zv, wv, w;
+  BRAID_CHECK_OK(braid_arange(m.ctx, m.cpu, BRAID_FLOAT32, 0, n, 1, x.out()));                 // cpu
+  BRAID_CHECK_OK(braid_copy(x.t, m.vk, xv.out()));                                           // cpu -> vulkan
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, xv.t, 2.0, 0, yv.out()));             // vulkan
+  BRAID_CHECK_OK(braid_copy(yv.t, m.cpu, y.out()));                                          // vulkan -> cpu
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, y.t, 1.0, 0, z.out()));               // cpu
+  BRAID_CHECK_OK(braid_copy(z.t, m.vk, zv.out()));                                           // cpu -> vulkan
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, zv.t, xv.t, wv.out()));                      // vulkan: x + 1
+  BRAID_CHECK_OK(braid_copy(wv.t, m.cpu, w.out()));                                          // vulkan -> cpu
+  const auto got = to_vector(w.t, n);
+  int bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += got[static_cast<size_t>(i)] != static_cast<float>(i + 1);
+  CHECK(bad == 0);
+  BRAID_CHECK_OK(braid_wait_all(m.ctx));
+}
+
+TEST_CASE("mixed devices: independent work on cpu and vulkan overlaps in the trace") {
+  Mixed m;
+  if (!m.ready()) return;
+  std::string path = "/tmp/braid-test-" + std::to_string(getpid()) + "-mixed.json";
+  BRAID_CHECK_OK(braid_profiler_start(m.ctx));
+  std::vector<test::T> keep;
+  // Each device gets a serial chain of ops long enough to span scheduler timeslices.
+  for (braid_device d : {m.cpu, m.vk}) {
+    const int64_t shape[] = {1 << 22};
+    test::T a;
+    BRAID_CHECK_OK(braid_full(m.ctx, d, BRAID_FLOAT32, 1, shape, 0.5, a.out()));
+    for (int i = 0; i < 8; ++i) {
+      test::T b;
+      BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, a.t, b.out()));
+      a = std::move(b);
+    }
+    keep.push_back(std::move(a));
+  }
+  BRAID_CHECK_OK(braid_wait_all(m.ctx));
+  BRAID_CHECK_OK(braid_profiler_stop(m.ctx, path.c_str()));
+  auto events = test::read_trace(path);
+  std::remove(path.c_str());
+  const int cpu = m.cpu, vk = m.vk;
+  CHECK(test::any_overlap(
+      events, [cpu](const test::TraceEvent& e) { return e.name == "unary" && e.pid == cpu; },
+      [vk](const test::TraceEvent& e) { return e.name == "unary" && e.pid == vk; }));
+}
+
+TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device's unrelated work") {
+  Mixed m;
+  if (!m.ready()) return;
+  // A label outside [0, K) fails softmax cross-entropy asynchronously on the cpu.
+  std::vector<float> logits(12, 0.5f);
+  std::vector<int32_t> labels = {0, 7, 1};
+  const int64_t ls[] = {3, 4}, lb[] = {3};
+  test::T tl, tb, loss, dep, v, vout;
+  BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.cpu, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
+  BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.cpu, BRAID_INT32, 1, lb, labels.data(), labels.size() * 4, tb.out()));
+  BRAID_CHECK_OK(braid_softmax_cross_entropy(tl.t, tb.t, loss.out()));
+  BRAID_CHECK_OK(braid_copy(loss.t, m.vk, dep.out()));  // depends on the failure: inherits it on vulkan
+  // Unrelated work on vulkan, pushed after the failing op.
+  const int64_t vs[] = {1000};
+  BRAID_CHECK_OK(braid_full(m.ctx, m.vk, BRAID_FLOAT32, 1, vs, 3.0, v.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, v.t, 2.0, 0, vout.out()));
+  CHECK(braid_tensor_wait_to_read(vout.t) == BRAID_OK);
+  const auto got = to_vector(vout.t, 1000);
+  CHECK(got == std::vector<float>(1000, 6.0f));
+  CHECK(braid_tensor_wait_to_read(loss.t) == BRAID_ERR_KERNEL);
+  CHECK(braid_tensor_wait_to_read(dep.t) == BRAID_ERR_KERNEL);  // the copy to vulkan inherited it
+  CHECK(braid_wait_all(m.ctx) == BRAID_ERR_KERNEL);
+  // And the vulkan device keeps working.
+  test::T again;
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, vout.t, 1.0, 0, again.out()));
+  CHECK(to_vector(again.t, 1000) == std::vector<float>(1000, 7.0f));
+}
