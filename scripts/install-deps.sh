@@ -15,6 +15,8 @@ packages=(
   doctest-dev                                          # unit and conformance tests
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   python3 python3-numpy                                # Python bindings and their tests
+  libvulkan-dev glslc                                  # Vulkan backend: headers + loader, GLSL -> SPIR-V
+  mesa-vulkan-drivers vulkan-validationlayers          # lavapipe (CPU Vulkan device) for CI, validation layer
 )
 for arg in "$@"; do
   case "$arg" in
