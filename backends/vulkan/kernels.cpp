@@ -2,6 +2,7 @@
 #include "kernels.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace braid::vk {
@@ -147,6 +148,165 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, ShaderId::binary_scalar_f32);
 }
 
+void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
+void put_u64(uint32_t* at, uint64_t v) {
+  at[0] = static_cast<uint32_t>(v);
+  at[1] = static_cast<uint32_t>(v >> 32);
+}
+
+// One workgroup per output element (or row): p.n groups over a 2-D grid.
+KernelResult dispatch_groups(Enc& e, Recorder& r, ShaderId s) {
+  uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
+  return e.dispatch(r, s, gx, gy);
+}
+
+KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  Enc e;
+  e.shape(out);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  uint32_t rnd = 0;
+  int64_t count = 1;
+  for (int d = 0; d < in.ndim; ++d) {
+    if (!((c.i[1] >> d) & 1)) continue;
+    e.p.extra[2 + rnd] = static_cast<uint32_t>(in.shape[d]);
+    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[d]));
+    count *= in.shape[d];
+    ++rnd;
+  }
+  if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: reduction over more than 2^31 elements");
+  e.p.extra[0] = static_cast<uint32_t>(count);
+  e.p.extra[1] = rnd;
+  const bool sg = r.physical().subgroup_arithmetic;
+  return dispatch_groups(e, r, sg ? ShaderId::reduce_f32_subgroup : ShaderId::reduce_f32);
+}
+
+KernelResult argmax(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  const int axis = static_cast<int>(c.i[0]);
+  Enc e;
+  e.shape(out);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
+  return dispatch_groups(e, r, ShaderId::argmax_f32);
+}
+
+KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  const int axis = static_cast<int>(c.i[0]);
+  braid_buffer_view rows = in;
+  rows.shape[axis] = 1;
+  Enc e;
+  e.shape(rows);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.i[1] = static_cast<int32_t>(c.i[1]);
+  e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
+  e.p.extra[2] = static_cast<uint32_t>(static_cast<int32_t>(out.strides[axis]));
+  return dispatch_groups(e, r, ShaderId::softmax_f32);
+}
+
+KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
+  const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
+  const bool ta = c.i[0] != 0, tb = c.i[1] != 0;
+  if (a.ndim < 2 || b.ndim < 2 || y.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul needs 2-D or 3-D views");
+  auto at = [](const braid_buffer_view& v, int from_end) { return v.strides[v.ndim - from_end]; };
+  const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
+  const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
+  const int64_t B = y.ndim == 3 ? y.shape[0] : 1;
+  if (B > 65535 || (N + 15) / 16 > 65535 || (M + 15) / 16 > 65535)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul grid too large");
+  Enc e;
+  e.operand(0, a);
+  e.operand(1, b);
+  e.operand(6, y);
+  auto s32 = [&e](int64_t v) {
+    if (v > INT32_MAX || v < INT32_MIN) e.error = "a stride exceeds 32 bits";
+    return static_cast<int32_t>(v);
+  };
+  e.p.strides[0] = s32(a.ndim == 3 ? a.strides[0] : 0);
+  e.p.strides[1] = s32(ta ? at(a, 1) : at(a, 2));
+  e.p.strides[2] = s32(ta ? at(a, 2) : at(a, 1));
+  e.p.strides[8] = s32(b.ndim == 3 ? b.strides[0] : 0);
+  e.p.strides[9] = s32(tb ? at(b, 1) : at(b, 2));
+  e.p.strides[10] = s32(tb ? at(b, 2) : at(b, 1));
+  e.p.strides[48] = s32(y.ndim == 3 ? y.strides[0] : 0);
+  e.p.strides[49] = s32(at(y, 2));
+  e.p.strides[50] = s32(at(y, 1));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(N);
+  e.p.extra[2] = static_cast<uint32_t>(K);
+  e.p.n = static_cast<uint32_t>(M * N);
+  if (M == 0 || N == 0 || B == 0) return ok();
+  if (K == 0) {  // an empty sum: zeros
+    Enc z;
+    z.shape(y);
+    z.operand(6, y);
+    return z.dispatch_flat(r, ShaderId::fill_f32);
+  }
+  return e.dispatch(r, ShaderId::matmul_f32, static_cast<uint32_t>((N + 15) / 16), static_cast<uint32_t>((M + 15) / 16),
+                    static_cast<uint32_t>(B));
+}
+
+void philox_params(Enc& e, const braid_kernel_call& c) {
+  put_u64(&e.p.extra[0], static_cast<uint64_t>(c.i[0]));
+  put_u64(&e.p.extra[2], static_cast<uint64_t>(c.i[1]));
+}
+
+KernelResult random_uniform(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: random_uniform needs shaderFloat64");
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  philox_params(e, c);
+  put_double(&e.p.extra[4], c.f[0]);
+  put_double(&e.p.extra[6], c.f[1]);
+  return e.dispatch_flat(r, ShaderId::random_uniform_f32);
+}
+
+KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: dropout needs shaderFloat64");
+  const double p = c.f[0];
+  const uint64_t thr = p <= 0.0 ? 0 : p >= 1.0 ? (uint64_t{1} << 32) : uint64_t(std::ceil(std::ldexp(p, 32) - 0.5));
+  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(6, c.outputs[0]);
+  const bool has_mask = c.num_outputs >= 2;
+  if (has_mask) e.operand(7, c.outputs[1]);
+  e.p.i[0] = has_mask ? 1 : 0;
+  philox_params(e, c);
+  put_u64(&e.p.extra[4], thr);
+  put_double(&e.p.extra[6], scale);
+  return e.dispatch_flat(r, ShaderId::dropout_f32);
+}
+
+KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.inputs[0]);
+  for (int k = 0; k < c.num_inputs && k < 4; ++k) e.operand(k, c.inputs[k]);
+  for (int k = 0; k < 5; ++k) e.p.f[k] = static_cast<float>(c.f[k]);
+  ShaderId id = ShaderId::sgd_f32;
+  if (c.op == BRAID_KOP_SGD_MOMENTUM) id = ShaderId::sgd_momentum_f32;
+  if (c.op == BRAID_KOP_ADAM_UPDATE) {
+    id = ShaderId::adam_f32;
+    const double b1 = c.f[1], b2 = c.f[2];
+    const double t = static_cast<double>(std::max<int64_t>(c.i[0], 1));
+    e.p.f[5] = static_cast<float>(1.0 / (1.0 - std::pow(b1, t)));
+    e.p.f[6] = static_cast<float>(1.0 / (1.0 - std::pow(b2, t)));
+    e.p.f[7] = static_cast<float>(1.0 - b1);
+    const float ob2 = static_cast<float>(1.0 - b2);
+    std::memcpy(&e.p.extra[0], &ob2, 4);
+  }
+  return e.dispatch_flat(r, id);
+}
+
 }  // namespace
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
@@ -158,6 +318,15 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_UNARY:
     case BRAID_KOP_BINARY:
     case BRAID_KOP_BINARY_SCALAR:
+    case BRAID_KOP_REDUCE:
+    case BRAID_KOP_ARGMAX:
+    case BRAID_KOP_MATMUL:
+    case BRAID_KOP_SOFTMAX:
+    case BRAID_KOP_RANDOM_UNIFORM:
+    case BRAID_KOP_DROPOUT:
+    case BRAID_KOP_SGD_UPDATE:
+    case BRAID_KOP_SGD_MOMENTUM:
+    case BRAID_KOP_ADAM_UPDATE:
       return dtype == BRAID_FLOAT32;
     default: return false;
   }
@@ -173,6 +342,15 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_UNARY: return unary(c, r);
     case BRAID_KOP_BINARY: return binary(c, r);
     case BRAID_KOP_BINARY_SCALAR: return binary_scalar(c, r);
+    case BRAID_KOP_REDUCE: return reduce(c, r);
+    case BRAID_KOP_ARGMAX: return argmax(c, r);
+    case BRAID_KOP_SOFTMAX: return softmax(c, r);
+    case BRAID_KOP_MATMUL: return matmul(c, r);
+    case BRAID_KOP_RANDOM_UNIFORM: return random_uniform(c, r);
+    case BRAID_KOP_DROPOUT: return dropout(c, r);
+    case BRAID_KOP_SGD_UPDATE:
+    case BRAID_KOP_SGD_MOMENTUM:
+    case BRAID_KOP_ADAM_UPDATE: return optimizer(c, r);
     default: return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op");
   }
 }
