@@ -65,9 +65,10 @@ struct Enc {
     if (n > INT32_MAX) error = "more than 2^31 elements in one kernel";
     p.n = static_cast<uint32_t>(n);
   }
-  KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1) {
+  KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+                        const char* error_message = nullptr) {
     if (!error.empty()) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: " + error);
-    std::string e = r.dispatch(s, p, b, gx, gy, gz);
+    std::string e = r.dispatch(s, p, b, gx, gy, gz, error_message);
     return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
   }
   // One invocation per element of p.n, over a 2-D grid of workgroups.
@@ -307,6 +308,50 @@ KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, id);
 }
 
+KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &w = c.inputs[1], &y = c.outputs[0];
+  Enc e;
+  e.shape(y);
+  e.operand(0, x);
+  e.operand(1, w);
+  if (c.num_inputs >= 3) e.operand(2, c.inputs[2]);
+  e.operand(6, y);
+  e.p.i[0] = c.num_inputs >= 3 ? 1 : 0;
+  const int64_t v[] = {x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, ShaderId::conv2d_f32);
+}
+
+KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &y = c.outputs[0];
+  Enc e;
+  e.shape(y);
+  e.operand(0, x);
+  e.operand(6, y);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  const int64_t v[] = {x.shape[2], x.shape[3], c.i[1], c.i[2], c.i[3], c.i[4], c.i[5], c.i[6]};
+  for (int k = 0; k < 8; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, ShaderId::pool2d_f32);
+}
+
+KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &labels = c.inputs[1], &y = c.outputs[0];
+  if (labels.dtype != BRAID_INT32 && labels.dtype != BRAID_INT64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: softmax_cross_entropy labels must be int32 or int64");
+  Enc e;
+  e.operand(0, x);
+  e.operand(1, labels);
+  e.operand(6, y);
+  const bool wide = labels.dtype == BRAID_INT64;
+  if (wide) e.p.off[1] *= 2;  // the shader reads int64 labels as pairs of 32-bit words
+  e.p.n = static_cast<uint32_t>(x.shape[0]);
+  e.p.extra[0] = static_cast<uint32_t>(x.shape[1]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[1]));
+  e.p.extra[2] = wide ? 1 : 0;
+  uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
+  return e.dispatch(r, ShaderId::softmax_ce_f32, gx, gy, 1, "a label is outside [0, K)");
+}
+
 }  // namespace
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
@@ -327,6 +372,9 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:
     case BRAID_KOP_ADAM_UPDATE:
+    case BRAID_KOP_CONV2D:
+    case BRAID_KOP_POOL2D:
+    case BRAID_KOP_SOFTMAX_CE:
       return dtype == BRAID_FLOAT32;
     default: return false;
   }
@@ -351,6 +399,9 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:
     case BRAID_KOP_ADAM_UPDATE: return optimizer(c, r);
+    case BRAID_KOP_CONV2D: return conv2d(c, r);
+    case BRAID_KOP_POOL2D: return pool2d(c, r);
+    case BRAID_KOP_SOFTMAX_CE: return softmax_ce(c, r);
     default: return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op");
   }
 }

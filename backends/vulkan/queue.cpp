@@ -236,7 +236,7 @@ void* Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes, uint64_t*
 }
 
 std::string Recorder::dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
-                               uint32_t gz) {
+                               uint32_t gz, const char* error_message) {
   Queue& q = q_;
   Device& d = q.device_;
   VkPipeline pipeline = d.pipeline(shader);
@@ -248,9 +248,16 @@ std::string Recorder::dispatch(ShaderId shader, const Params& params, const Bind
              std::to_string(max_range) + ")";
   if (gx == 0 || gy == 0 || gz == 0) return "";
   if (q.open_batch().sets >= kMaxSets) q.submit_open(*q.lock_);
+  // The parameters and the error word in one allocation, so both belong to the batch of the dispatch.
+  constexpr uint64_t kWordAt = (sizeof(Params) + kRingAlign - 1) / kRingAlign * kRingAlign;
   uint64_t poff = 0;
-  void* p = q.stage(*q.lock_, sizeof(Params), &poff);
+  void* p = q.stage(*q.lock_, error_message ? kWordAt + 4 : sizeof(Params), &poff);
   std::memcpy(p, &params, sizeof(Params));
+  if (error_message) {
+    auto* word = reinterpret_cast<uint32_t*>(static_cast<std::byte*>(p) + kWordAt);
+    *word = 0;
+    q.pending_checks_.push_back({word, error_message});
+  }
   Queue::Batch& b = q.open_batch();
   const Vk& vk = d.vk();
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
@@ -266,6 +273,8 @@ std::string Recorder::dispatch(ShaderId shader, const Params& params, const Bind
   for (uint32_t i = 0; i < kNumBindings; ++i) {
     if (i == kParamBinding) {
       infos[i] = {q.ring_->buffer, q.ring_->offset + poff, sizeof(Params)};
+    } else if (i == kNumBindings - 1 && error_message) {
+      infos[i] = {q.ring_->buffer, q.ring_->offset + poff + kWordAt, 4};
     } else if (bindings[i].buffer) {
       infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
     } else {
@@ -329,7 +338,7 @@ void Queue::record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_des
 }
 
 void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
-  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}};
+  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}};
   if (device_.failed()) {
     item.status = BRAID_ERR_DEVICE;
     item.message = "the Vulkan device failed earlier: " + device_.failure();
@@ -337,9 +346,12 @@ void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
     try {
       if (work.kind == BRAID_WORK_KERNEL) {
         Recorder r(*this);
+        pending_checks_.clear();
         KernelResult kr = encode_kernel(*work.kernel, r);
         item.status = kr.status;
         item.message = std::move(kr.message);
+        item.checks = std::move(pending_checks_);
+        pending_checks_.clear();
       } else if (work.kind == BRAID_WORK_COPY) {
         record_copy(lock, *work.copy, item);
       }
@@ -365,7 +377,7 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
     if (d->status != BRAID_OK) {
       Batch& b = open_batch();
       b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
-                         "a semaphore this work waited on has failed"});
+                         "a semaphore this work waited on has failed", {}});
       if (inflight_.empty()) submit_open(lock);
       continue;
     }
@@ -459,6 +471,12 @@ void Queue::complete_loop() {
     if (st == BRAID_OK)
       for (const auto& rb : b->readbacks) std::memcpy(rb.host, rb.staging, rb.bytes);
     for (auto& it : b->items) {
+      if (st == BRAID_OK && it.status == BRAID_OK)
+        for (const Check& c : it.checks)
+          if (*c.word != 0) {
+            it.status = BRAID_ERR_KERNEL;
+            it.message = c.message;
+          }
       braid_status s = it.status != BRAID_OK ? it.status : st;
       const std::string& m = it.status != BRAID_OK ? it.message : msg;
       if (it.token) host::work_end(it.token, s, s == BRAID_OK ? nullptr : m.c_str());

@@ -33,7 +33,10 @@ class Recorder {
  public:
   explicit Recorder(Queue& q) : q_(q) {}
   // bindings[kNumBindings]; unset ones (buffer NULL) get a dummy buffer. Returns "" or the error.
-  std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy, uint32_t gz);
+  // With error_message, binding 10 is a zeroed host-visible word the shader may set; if it is
+  // non-zero when the batch ends, the submission fails with BRAID_ERR_KERNEL and that message.
+  std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy, uint32_t gz,
+                       const char* error_message = nullptr);
   const PhysicalDevice& physical() const;
 
  private:
@@ -58,12 +61,17 @@ class Queue {
     void* host;
     uint64_t bytes;
   };
+  struct Check {
+    const volatile uint32_t* word;  // in the staging ring, written by the device
+    const char* message;
+  };
   struct Item {
     void* token;
     braid_backend_semaphore signal;
     uint64_t signal_value;
     braid_status status;
     std::string message;
+    std::vector<Check> checks;
   };
   struct Batch {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -121,6 +129,7 @@ class Queue {
   // Set while one thread records: later submissions queue up behind it (in deferred_) so that a
   // recording that waits for staging space cannot be overtaken. lock_ is that thread's lock.
   bool busy_ = false;
+  std::vector<Check> pending_checks_;  // error words of the kernel being recorded
   std::unique_lock<std::mutex>* lock_ = nullptr;
   std::thread completer_;
 };

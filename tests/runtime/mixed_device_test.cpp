@@ -119,3 +119,35 @@ TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device'
   BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, vout.t, 1.0, 0, again.out()));
   CHECK(to_vector(again.t, 1000) == std::vector<float>(1000, 7.0f));
 }
+
+// DESIGN §4: a plugin whose vendor library is missing loads, reports zero devices and says why.
+TEST_CASE("vulkan plugin: without a Vulkan loader it loads with zero devices and a reason") {
+  setenv("BRAID_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);  // read when the plugin first enumerates
+  braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+  o.backends = "vulkan";
+  braid_context ctx = nullptr;
+  const braid_status st = braid_context_create(&o, &ctx);
+  unsetenv("BRAID_VULKAN_LOADER");
+  if (st != BRAID_OK) {
+    MESSAGE("skipped: no vulkan plugin built (", braid_last_error(), ")");
+    return;
+  }
+  int32_t n = 0;
+  braid_context_backend_count(ctx, &n);
+  bool seen = false;
+  for (int32_t b = 0; b < n; ++b) {
+    braid_backend_info bi{};
+    bi.struct_size = sizeof bi;
+    REQUIRE(braid_context_backend_info(ctx, b, &bi) == BRAID_OK);
+    if (std::string(bi.name) != "vulkan") continue;
+    seen = true;
+    CHECK(bi.loaded == 1);
+    CHECK(bi.device_count == 0);
+    CHECK(std::string(bi.reason).find("loader") != std::string::npos);
+  }
+  if (!seen) MESSAGE("skipped: no vulkan plugin built");
+  int32_t devices = -1;
+  braid_context_device_count(ctx, &devices);
+  CHECK(devices == 0);
+  braid_context_release(ctx);
+}
