@@ -352,6 +352,33 @@ KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch(r, ShaderId::softmax_ce_f32, gx, gy, 1, "a label is outside [0, K)");
 }
 
+KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &y = c.outputs[0];
+  if (x.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm needs a channel axis");
+  Enc e;
+  for (int k = 0; k < 5; ++k) e.operand(k, c.inputs[k]);
+  for (int k = 0; k < c.num_outputs && k < 3; ++k) e.operand(6 + k, c.outputs[k]);
+  e.p.n = static_cast<uint32_t>(x.shape[1]);
+  e.p.f[0] = static_cast<float>(c.f[0]);
+  e.p.f[1] = static_cast<float>(c.f[1]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  e.p.i[1] = c.num_outputs;
+  uint32_t rnd = 0;
+  int64_t count = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (d == 1) continue;
+    e.p.extra[2 + rnd] = static_cast<uint32_t>(x.shape[d]);
+    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[d]));
+    e.p.extra[18 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(y.strides[d]));
+    count *= x.shape[d];
+    ++rnd;
+  }
+  if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm over more than 2^31 elements");
+  e.p.extra[0] = static_cast<uint32_t>(count);
+  e.p.extra[1] = rnd;
+  return dispatch_groups(e, r, ShaderId::batch_norm_f32);
+}
+
 }  // namespace
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
@@ -375,6 +402,7 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_CONV2D:
     case BRAID_KOP_POOL2D:
     case BRAID_KOP_SOFTMAX_CE:
+    case BRAID_KOP_BATCH_NORM:
       return dtype == BRAID_FLOAT32;
     default: return false;
   }
@@ -402,6 +430,7 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_CONV2D: return conv2d(c, r);
     case BRAID_KOP_POOL2D: return pool2d(c, r);
     case BRAID_KOP_SOFTMAX_CE: return softmax_ce(c, r);
+    case BRAID_KOP_BATCH_NORM: return batch_norm(c, r);
     default: return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op");
   }
 }
