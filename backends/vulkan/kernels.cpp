@@ -220,7 +220,7 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
   const int64_t B = y.ndim == 3 ? y.shape[0] : 1;
-  if (B > 65535 || (N + 15) / 16 > 65535 || (M + 15) / 16 > 65535)
+  if (B > 65535 || (N + 63) / 64 > 65535 || (M + 63) / 64 > 65535)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul grid too large");
   Enc e;
   e.operand(0, a);
@@ -250,7 +250,7 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
     z.operand(6, y);
     return z.dispatch_flat(r, ShaderId::fill_f32);
   }
-  return e.dispatch(r, ShaderId::matmul_f32, static_cast<uint32_t>((N + 15) / 16), static_cast<uint32_t>((M + 15) / 16),
+  return e.dispatch(r, ShaderId::matmul_f32, static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
                     static_cast<uint32_t>(B));
 }
 
