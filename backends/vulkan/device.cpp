@@ -1,5 +1,6 @@
 #include "device.h"
 
+#include <cstdlib>
 #include <stdexcept>
 
 #include "host.h"
@@ -69,6 +70,7 @@ Device::Device(const PhysicalDevice& pd) : pd_(pd), vk_(instance().vk) {
     throw;
   }
   pipelines_.assign(kShaderCount, VK_NULL_HANDLE);
+  if (const char* n = std::getenv("BRAID_VULKAN_FAIL_SUBMIT"); n && *n) fail_submit_in_ = std::atoll(n);
 }
 
 Device::~Device() { destroy(); }

@@ -50,6 +50,10 @@ struct Device {
   // The pipeline of a shader, created on first use; VK_NULL_HANDLE if creation failed.
   VkPipeline pipeline(ShaderId id);
 
+  // Test hook: BRAID_VULKAN_FAIL_SUBMIT=n (read at device_open) makes the (n+1)-th vkQueueSubmit of the
+  // device fail as if the device were lost, so tests can check the failure path without a real loss.
+  bool inject_submit_failure() { return fail_submit_in_.fetch_sub(1) == 0; }
+
   // Device loss or a failed submission: every later submission fails with `failure()`.
   void mark_failed(const std::string& why);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -70,6 +74,7 @@ struct Device {
   std::mutex pipelines_mu_;
   std::vector<VkPipeline> pipelines_;
   std::atomic<bool> failed_{false};
+  std::atomic<int64_t> fail_submit_in_{-1};  // < 0: never
   std::mutex failure_mu_;
   std::string failure_;
 };

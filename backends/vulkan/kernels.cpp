@@ -109,6 +109,9 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (s == BRAID_INT64 && d == BRAID_INT32) id = ShaderId::copy_i64_i32;
   else if (s == BRAID_FLOAT32 && d == BRAID_INT64) id = ShaderId::copy_f32_i64;
   else if (s == BRAID_INT64 && d == BRAID_FLOAT32) id = ShaderId::copy_i64_f32;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
+  else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
   else
     return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
                                            dtype_name(d));
@@ -379,13 +382,23 @@ KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, ShaderId::batch_norm_f32);
 }
 
+bool all_devices_have_float16() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.float16) return false;
+  return true;
+}
+
 }  // namespace
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   switch (op) {
     case BRAID_KOP_FILL: return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32;
     case BRAID_KOP_COPY:
-      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64;
+      // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
+             (dtype == BRAID_FLOAT16 && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
     case BRAID_KOP_UNARY:
     case BRAID_KOP_BINARY:

@@ -199,7 +199,7 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
     si.pSignalSemaphores = &timeline_;
     {
       std::lock_guard ql(vkq_.mu);
-      r = vk.vkQueueSubmit(vkq_.queue, 1, &si, VK_NULL_HANDLE);
+      r = device_.inject_submit_failure() ? VK_ERROR_DEVICE_LOST : vk.vkQueueSubmit(vkq_.queue, 1, &si, VK_NULL_HANDLE);
     }
     if (r == VK_SUCCESS) {
       b.submitted = true;

@@ -151,3 +151,42 @@ TEST_CASE("vulkan plugin: without a Vulkan loader it loads with zero devices and
   CHECK(devices == 0);
   braid_context_release(ctx);
 }
+
+TEST_CASE("mixed devices: a kernel error on vulkan does not poison the cpu's unrelated work") {
+  Mixed m;
+  if (!m.ready()) return;
+  std::vector<float> logits(12, 0.5f);
+  std::vector<int32_t> labels = {0, 1, 9};  // 9 >= K = 4: the Vulkan kernel reports it
+  const int64_t ls[] = {3, 4}, lb[] = {3}, cs[] = {1000};
+  test::T tl, tb, loss, c, cout;
+  BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
+  BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_INT32, 1, lb, labels.data(), labels.size() * 4, tb.out()));
+  BRAID_CHECK_OK(braid_softmax_cross_entropy(tl.t, tb.t, loss.out()));
+  BRAID_CHECK_OK(braid_full(m.ctx, m.cpu, BRAID_FLOAT32, 1, cs, 2.0, c.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, c.t, 4.0, 0, cout.out()));
+  CHECK(to_vector(cout.t, 1000) == std::vector<float>(1000, 8.0f));
+  CHECK(braid_tensor_wait_to_read(loss.t) == BRAID_ERR_KERNEL);
+  CHECK(std::string(braid_last_error()).find("label") != std::string::npos);
+  CHECK(braid_wait_all(m.ctx) == BRAID_ERR_KERNEL);
+}
+
+// A failed submission (injected: BRAID_VULKAN_FAIL_SUBMIT=0 fails the device's first vkQueueSubmit as
+// a lost device would) fails the tensors it was computing, marks the device failed so later work
+// fails too, never hangs or aborts, and leaves the cpu device working.
+TEST_CASE("mixed devices: a lost vulkan device fails its tensors and leaves the cpu alone") {
+  setenv("BRAID_VULKAN_FAIL_SUBMIT", "0", 1);  // read when the device is opened
+  Mixed m;
+  unsetenv("BRAID_VULKAN_FAIL_SUBMIT");
+  if (!m.ready()) return;
+  const int64_t s[] = {1000};
+  test::T a, b, c, d, later;
+  BRAID_CHECK_OK(braid_full(m.ctx, m.vk, BRAID_FLOAT32, 1, s, 1.0, a.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, a.t, 1.0, 0, b.out()));
+  CHECK(braid_tensor_wait_to_read(b.t) == BRAID_ERR_DEVICE);
+  BRAID_CHECK_OK(braid_full(m.ctx, m.cpu, BRAID_FLOAT32, 1, s, 3.0, c.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, c.t, 1.0, 0, d.out()));
+  CHECK(to_vector(d.t, 1000) == std::vector<float>(1000, 4.0f));
+  BRAID_CHECK_OK(braid_full(m.ctx, m.vk, BRAID_FLOAT32, 1, s, 5.0, later.out()));
+  CHECK(braid_tensor_wait_to_read(later.t) == BRAID_ERR_DEVICE);  // the device stays failed
+  CHECK(braid_wait_all(m.ctx) == BRAID_ERR_DEVICE);
+}
