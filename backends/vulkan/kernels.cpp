@@ -273,6 +273,17 @@ KernelResult random_uniform(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, ShaderId::random_uniform_f32);
 }
 
+KernelResult random_normal(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: random_normal needs shaderFloat64");
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  philox_params(e, c);
+  put_double(&e.p.extra[4], c.f[0]);
+  put_double(&e.p.extra[6], c.f[1]);
+  return e.dispatch_flat(r, ShaderId::random_normal_f32);
+}
+
 KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
   if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: dropout needs shaderFloat64");
   const double p = c.f[0];
@@ -408,6 +419,7 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_MATMUL:
     case BRAID_KOP_SOFTMAX:
     case BRAID_KOP_RANDOM_UNIFORM:
+    case BRAID_KOP_RANDOM_NORMAL:
     case BRAID_KOP_DROPOUT:
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:
@@ -436,6 +448,7 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_SOFTMAX: return softmax(c, r);
     case BRAID_KOP_MATMUL: return matmul(c, r);
     case BRAID_KOP_RANDOM_UNIFORM: return random_uniform(c, r);
+    case BRAID_KOP_RANDOM_NORMAL: return random_normal(c, r);
     case BRAID_KOP_DROPOUT: return dropout(c, r);
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:

@@ -228,6 +228,7 @@ void* Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes, uint64_t*
     submit_open(lock);
     if (inflight_.empty()) {
       ring_head_ = ring_tail_ = 0;  // nothing holds staging space: start over
+      if (open_) open_->ring_end = 0;
       continue;
     }
     uint64_t tail = ring_tail_;
