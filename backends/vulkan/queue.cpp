@@ -212,17 +212,29 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
   cv_.notify_all();
 }
 
-void* Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes, uint64_t* offset) {
+// Set on completion threads: they must never wait for staging space, since the space comes back
+// only when a completion thread (possibly this one) finishes a batch.
+thread_local bool t_completion_thread = false;
+
+Queue::Staged Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
   bytes = round_up(bytes, kRingAlign);
   for (;;) {
     uint64_t pos = ring_head_ % ring_size_;
     uint64_t skip = pos + bytes > ring_size_ ? ring_size_ - pos : 0;  // never wrap inside one allocation
     if (ring_head_ + skip + bytes - ring_tail_ <= ring_size_) {
       ring_head_ += skip;
-      *offset = ring_head_ % ring_size_;
+      const uint64_t at = ring_head_ % ring_size_;
       ring_head_ += bytes;
       open_batch().ring_end = ring_head_;
-      return static_cast<std::byte*>(ring_->block->mapped) + ring_->offset + *offset;
+      return {static_cast<std::byte*>(ring_->block->mapped) + ring_->offset + at, ring_->buffer, ring_->offset + at};
+    }
+    if (t_completion_thread) {
+      // Work recorded from a completion callback (a notification chain): take overflow staging memory
+      // that lives as long as the open batch instead of waiting, which could wait on this very thread.
+      braid_backend_buffer_t* extra = nullptr;
+      if (staging_.allocate(bytes, &extra) != BRAID_OK) throw std::bad_alloc();
+      open_batch().overflow.push_back(extra);
+      return {static_cast<std::byte*>(extra->block->mapped) + extra->offset, extra->buffer, extra->offset};
     }
     // Full: hand the open batch to the device and wait for the oldest batch to give space back.
     submit_open(lock);
@@ -251,11 +263,10 @@ std::string Recorder::dispatch(ShaderId shader, const Params& params, const Bind
   if (q.open_batch().sets >= kMaxSets) q.submit_open(*q.lock_);
   // The parameters and the error word in one allocation, so both belong to the batch of the dispatch.
   constexpr uint64_t kWordAt = (sizeof(Params) + kRingAlign - 1) / kRingAlign * kRingAlign;
-  uint64_t poff = 0;
-  void* p = q.stage(*q.lock_, error_message ? kWordAt + 4 : sizeof(Params), &poff);
-  std::memcpy(p, &params, sizeof(Params));
+  const Queue::Staged st = q.stage(*q.lock_, error_message ? kWordAt + 4 : sizeof(Params));
+  std::memcpy(st.host, &params, sizeof(Params));
   if (error_message) {
-    auto* word = reinterpret_cast<uint32_t*>(static_cast<std::byte*>(p) + kWordAt);
+    auto* word = reinterpret_cast<uint32_t*>(static_cast<std::byte*>(st.host) + kWordAt);
     *word = 0;
     q.pending_checks_.push_back({word, error_message});
   }
@@ -273,9 +284,9 @@ std::string Recorder::dispatch(ShaderId shader, const Params& params, const Bind
   VkWriteDescriptorSet writes[kNumBindings];
   for (uint32_t i = 0; i < kNumBindings; ++i) {
     if (i == kParamBinding) {
-      infos[i] = {q.ring_->buffer, q.ring_->offset + poff, sizeof(Params)};
+      infos[i] = {st.buffer, st.offset, sizeof(Params)};
     } else if (i == kNumBindings - 1 && error_message) {
-      infos[i] = {q.ring_->buffer, q.ring_->offset + poff + kWordAt, 4};
+      infos[i] = {st.buffer, st.offset + kWordAt, 4};
     } else if (bindings[i].buffer) {
       infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
     } else {
@@ -321,18 +332,17 @@ void Queue::record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_des
   // (the ring holds four chunks, so up to four are in flight).
   for (uint64_t done = 0; done < c.bytes;) {
     const uint64_t n = std::min(kChunk, c.bytes - done);
-    uint64_t soff = 0;
-    void* p = stage(lock, n, &soff);
+    const Staged st = stage(lock, n);
     Batch& b = open_batch();
     barrier(b);
     if (c.src_host) {
-      std::memcpy(p, static_cast<const std::byte*>(c.src_host) + done, n);
-      VkBufferCopy region{ring_->offset + soff, c.dst_buffer->offset + c.dst_offset + done, n};
-      vk.vkCmdCopyBuffer(b.cmd, ring_->buffer, c.dst_buffer->buffer, 1, &region);
+      std::memcpy(st.host, static_cast<const std::byte*>(c.src_host) + done, n);
+      VkBufferCopy region{st.offset, c.dst_buffer->offset + c.dst_offset + done, n};
+      vk.vkCmdCopyBuffer(b.cmd, st.buffer, c.dst_buffer->buffer, 1, &region);
     } else {
-      VkBufferCopy region{c.src_buffer->offset + c.src_offset + done, ring_->offset + soff, n};
-      vk.vkCmdCopyBuffer(b.cmd, c.src_buffer->buffer, ring_->buffer, 1, &region);
-      b.readbacks.push_back({p, static_cast<std::byte*>(c.dst_host) + done, n});
+      VkBufferCopy region{c.src_buffer->offset + c.src_offset + done, st.offset, n};
+      vk.vkCmdCopyBuffer(b.cmd, c.src_buffer->buffer, st.buffer, 1, &region);
+      b.readbacks.push_back({st.host, static_cast<std::byte*>(c.dst_host) + done, n});
     }
     done += n;
   }
@@ -359,6 +369,9 @@ void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
     } catch (const std::bad_alloc&) {
       item.status = BRAID_ERR_OUT_OF_MEMORY;
       item.message = "out of memory while recording";
+    } catch (...) {
+      item.status = BRAID_ERR_INTERNAL;
+      item.message = "exception while recording";
     }
   }
   Batch& b = open_batch();
@@ -445,6 +458,7 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
 }
 
 void Queue::complete_loop() {
+  t_completion_thread = true;
   const Vk& vk = device_.vk();
   std::unique_lock lock(mu_);
   for (;;) {
@@ -487,6 +501,8 @@ void Queue::complete_loop() {
       else it.signal->signal(it.signal_value);
     }
     lock.lock();
+    for (braid_backend_buffer_t* extra : b->overflow) staging_.free(extra);
+    b->overflow.clear();
     ring_tail_ = b->ring_end;
     spare_.push_back(std::move(inflight_.front()));
     inflight_.pop_front();

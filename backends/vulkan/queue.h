@@ -85,6 +85,7 @@ class Queue {
     uint64_t ring_end = 0;  // the staging ring's head after this batch's allocations
     std::vector<Item> items;
     std::vector<Readback> readbacks;
+    std::vector<braid_backend_buffer_t*> overflow;  // staging beyond the ring, freed with the batch
   };
   // A submission held back until the semaphores it waits on are reached (see README: waits are
   // resolved on the host, so no batch ever blocks a shared VkQueue on a value not yet submitted).
@@ -100,8 +101,14 @@ class Queue {
   void begin(Batch& b);                     // under mu_
   void barrier(Batch& b);                   // under mu_
   void submit_open(std::unique_lock<std::mutex>& lock);  // under mu_
-  // Host-visible staging space of `bytes` (<= ring size), waiting for batches to finish if needed.
-  void* stage(std::unique_lock<std::mutex>& lock, uint64_t bytes, uint64_t* offset);
+  // Host-visible staging space of `bytes` (<= ring size) for the open batch: from the ring, waiting
+  // for batches to finish if it is full (or, on a completion thread, from overflow memory).
+  struct Staged {
+    void* host;
+    VkBuffer buffer;
+    uint64_t offset;  // within buffer
+  };
+  Staged stage(std::unique_lock<std::mutex>& lock, uint64_t bytes);
   void record(std::unique_lock<std::mutex>& lock, const braid_work& work);  // under mu_
   void record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_desc& c, Item& item);
   void drain_deferred(std::unique_lock<std::mutex>& lock);

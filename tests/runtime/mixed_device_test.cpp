@@ -190,3 +190,20 @@ TEST_CASE("mixed devices: a lost vulkan device fails its tensors and leaves the 
   CHECK(braid_tensor_wait_to_read(later.t) == BRAID_ERR_DEVICE);  // the device stays failed
   CHECK(braid_wait_all(m.ctx) == BRAID_ERR_DEVICE);
 }
+
+// 24 MB each way: more than the 16 MiB staging ring, so the copies go through it in chunks and wait
+// for earlier chunks to drain.
+TEST_CASE("mixed devices: copies larger than the staging ring arrive intact both ways") {
+  Mixed m;
+  if (!m.ready()) return;
+  constexpr int64_t n = 6 << 20;
+  test::T x, xv, yv, y;
+  BRAID_CHECK_OK(braid_arange(m.ctx, m.cpu, BRAID_FLOAT32, 0, n, 1, x.out()));
+  BRAID_CHECK_OK(braid_copy(x.t, m.vk, xv.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, xv.t, 1.0, 0, yv.out()));
+  BRAID_CHECK_OK(braid_copy(yv.t, m.cpu, y.out()));
+  const auto got = to_vector(y.t, n);
+  int64_t bad = 0;
+  for (int64_t i = 0; i < n; ++i) bad += got[static_cast<size_t>(i)] != static_cast<float>(i - 1);
+  CHECK(bad == 0);
+}
