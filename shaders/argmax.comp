@@ -4,13 +4,14 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "group_id.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { uvec2 y[]; };
-shared float bv[256];
+shared T bv[256];
 shared uint bi[256];
 
-bool better(float v, uint i, float w, uint j) {
+bool better(T v, uint i, T w, uint j) {
   if (isnan(w)) return false;
   if (isnan(v)) return true;  // NaN counts as the maximum, like the CPU backend's first-NaN rule
   return v > w || (v == w && i < j);
@@ -23,10 +24,10 @@ void main() {
   uint len = P.extra[0];
   int stride = int(P.extra[1]);
   uint t = gl_LocalInvocationID.x;
-  float best = uintBitsToFloat(0xff800000u);
+  T best = neg_inf_T();
   uint besti = 0xffffffffu;
   for (uint k = t; k < len; k += 256) {
-    float v = x[int(base) + int(k) * stride];
+    T v = x[int(base) + int(k) * stride];
     if (besti == 0xffffffffu || better(v, k, best, besti)) {
       best = v;
       besti = k;

@@ -6,16 +6,17 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "group_id.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
-layout(std430, binding = 2) readonly buffer In1 { float gamma[]; };
-layout(std430, binding = 3) readonly buffer In2 { float beta[]; };
-layout(std430, binding = 4) buffer In3 { float rmean[]; };
-layout(std430, binding = 5) buffer In4 { float rvar[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
-layout(std430, binding = 8) writeonly buffer Out1 { float smean[]; };
-layout(std430, binding = 9) writeonly buffer Out2 { float sinv[]; };
-shared float part[256];
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
+layout(std430, binding = 2) readonly buffer In1 { T gamma[]; };
+layout(std430, binding = 3) readonly buffer In2 { T beta[]; };
+layout(std430, binding = 4) buffer In3 { T rmean[]; };
+layout(std430, binding = 5) buffer In4 { T rvar[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+layout(std430, binding = 8) writeonly buffer Out1 { T smean[]; };
+layout(std430, binding = 9) writeonly buffer Out2 { T sinv[]; };
+shared T part[256];
 
 int offset_in(uint j, uint first) {
   int o = 0;
@@ -27,7 +28,7 @@ int offset_in(uint j, uint first) {
   return o;
 }
 
-float block_sum(float v) {
+T block_sum(T v) {
   uint t = gl_LocalInvocationID.x;
   part[t] = v;
   barrier();
@@ -35,7 +36,7 @@ float block_sum(float v) {
     if (t < s) part[t] += part[t + s];
     barrier();
   }
-  float r = part[0];
+  T r = part[0];
   barrier();
   return r;
 }
@@ -45,22 +46,22 @@ void main() {
   if (c >= P.n) return;
   uint cnt = P.extra[0], t = gl_LocalInvocationID.x;
   int xb = P.off[0] + int(c) * P.strides[1], yb = P.off[6] + int(c) * P.strides[49];
-  float eps = P.fattr[0], momentum = P.fattr[1];
-  float mean, invstd;
+  T eps = sattr(0), momentum = sattr(1);
+  T mean, invstd;
   int rm = P.off[3] + int(c) * P.strides[24], rv = P.off[4] + int(c) * P.strides[32];
   if (P.iattr[0] != 0) {
-    float s = 0.0;
+    T s = 0.0;
     for (uint j = t; j < cnt; j += 256) s += x[xb + offset_in(j, 10)];
-    mean = cnt > 0 ? block_sum(s) / float(cnt) : 0.0;
-    float q = 0.0;
+    mean = cnt > 0 ? block_sum(s) / T(cnt) : 0.0;
+    T q = 0.0;
     for (uint j = t; j < cnt; j += 256) {
-      float d = x[xb + offset_in(j, 10)] - mean;
+      T d = x[xb + offset_in(j, 10)] - mean;
       q += d * d;
     }
-    float var = cnt > 0 ? block_sum(q) / float(cnt) : 0.0;
+    T var = cnt > 0 ? block_sum(q) / T(cnt) : 0.0;
     invstd = 1.0 / sqrt(var + eps);
     if (t == 0) {
-      float unbiased = cnt > 1 ? var * float(cnt) / float(cnt - 1) : var;
+      T unbiased = cnt > 1 ? var * T(cnt) / T(cnt - 1) : var;
       rmean[rm] = (1.0 - momentum) * rmean[rm] + momentum * mean;
       rvar[rv] = (1.0 - momentum) * rvar[rv] + momentum * unbiased;
     }
@@ -72,6 +73,6 @@ void main() {
     if (P.iattr[1] >= 2) smean[P.off[7] + int(c) * P.strides[56]] = mean;
     if (P.iattr[1] >= 3) sinv[P.off[8] + int(c) * P.strides[64]] = invstd;
   }
-  float scale = gamma[P.off[1] + int(c) * P.strides[8]] * invstd, shift = beta[P.off[2] + int(c) * P.strides[16]];
+  T scale = gamma[P.off[1] + int(c) * P.strides[8]] * invstd, shift = beta[P.off[2] + int(c) * P.strides[16]];
   for (uint j = t; j < cnt; j += 256) y[yb + offset_in(j, 18)] = (x[xb + offset_in(j, 10)] - mean) * scale + shift;
 }

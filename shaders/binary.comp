@@ -3,10 +3,11 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "binary_op.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float a[]; };
-layout(std430, binding = 2) readonly buffer In1 { float b[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
+layout(std430, binding = 1) readonly buffer In0 { T a[]; };
+layout(std430, binding = 2) readonly buffer In1 { T b[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
 void main() {
   uint i = flat_id();
   if (i >= P.n) return;

@@ -9,6 +9,7 @@ layout(std430, binding = 0) readonly buffer ParamsBuf {
   int iattr[8];
   float fattr[8];
   uint extra[32];
+  uint dattr[16];  // fattr[0..7] again as doubles (low, high words), for float64 kernels
 } P;
 
 // Workgroups are laid out as a 2-D grid (the x count is capped at 65535).

@@ -10,11 +10,12 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 16, local_size_y = 16) in;
 #include "common.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float a[]; };
-layout(std430, binding = 2) readonly buffer In1 { float b[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
-shared float As[16][65];  // [k][m]
-shared float Bs[16][65];  // [k][n]
+#include "real.glsl"
+layout(std430, binding = 1) readonly buffer In0 { T a[]; };
+layout(std430, binding = 2) readonly buffer In1 { T b[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+shared T As[16][65];  // [k][m]
+shared T Bs[16][65];  // [k][n]
 
 void main() {
   uint M = P.extra[0], N = P.extra[1], K = P.extra[2];
@@ -23,7 +24,7 @@ void main() {
   int bz = int(gl_WorkGroupID.z);
   int abase = P.off[0] + bz * P.strides[0], bbase = P.off[1] + bz * P.strides[8];
   int sam = P.strides[1], sak = P.strides[2], sbk = P.strides[9], sbn = P.strides[10];
-  float acc[4][4];
+  T acc[4][4];
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
   for (uint t = 0; t < K; t += 16) {
@@ -38,7 +39,7 @@ void main() {
     }
     barrier();
     for (uint k = 0; k < 16; ++k) {
-      float av[4], bv[4];
+      T av[4], bv[4];
       for (int i = 0; i < 4; ++i) av[i] = As[k][ly + 16 * i];
       for (int j = 0; j < 4; ++j) bv[j] = Bs[k][lx + 16 * j];
       for (int i = 0; i < 4; ++i)

@@ -7,8 +7,9 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "philox.glsl"
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
 
 double log_f64(double x) {
   int e;
@@ -53,5 +54,5 @@ void main() {
   double r = sqrt(-2.0LF * log_f64(u1));
   dvec2 cs = cossin_2pi(u2);
   double mean = packDouble2x32(uvec2(P.extra[4], P.extra[5])), sd = packDouble2x32(uvec2(P.extra[6], P.extra[7]));
-  y[offset_of(6, i)] = float(mean + sd * (r * ((i & 1u) == 0u ? cs.x : cs.y)));
+  y[offset_of(6, i)] = T(mean + sd * (r * ((i & 1u) == 0u ? cs.x : cs.y)));
 }

@@ -10,12 +10,13 @@
 #endif
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "group_id.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
-shared float part[256];
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+shared T part[256];
 
-float combine(int op, float a, float b) {
+T combine(int op, T a, T b) {
   if (op == 2) return isnan(a) || isnan(b) ? a + b : max(a, b);
   if (op == 3) return isnan(a) || isnan(b) ? a + b : min(a, b);
   return a + b;
@@ -28,7 +29,7 @@ void main() {
   uint base = offset_of(0, o);
   uint r = P.extra[0], rnd = P.extra[1];
   uint t = gl_LocalInvocationID.x;
-  float acc = op == 2 ? uintBitsToFloat(0xff800000u) : op == 3 ? uintBitsToFloat(0x7f800000u) : 0.0;
+  T acc = op == 2 ? neg_inf_T() : op == 3 ? pos_inf_T() : 0.0;
   for (uint j = t; j < r; j += 256) {
     uint idx = j;
     int off = int(base);
@@ -37,18 +38,18 @@ void main() {
       off += int(idx % s) * int(P.extra[10 + d]);
       idx /= s;
     }
-    float v = x[off];
+    T v = x[off];
     acc = combine(op, acc, op == 4 ? v * v : v);
   }
 #ifdef SUBGROUP
   if (op != 2 && op != 3) {
-    float s = subgroupAdd(acc);
+    T s = subgroupAdd(acc);
     if (subgroupElect()) part[gl_SubgroupID] = s;
     barrier();
     if (t == 0) {
-      float total = 0.0;
+      T total = 0.0;
       for (uint i = 0; i < gl_NumSubgroups; ++i) total += part[i];
-      y[offset_of(6, o)] = op == 1 ? total / float(r) : op == 4 ? sqrt(total) : total;
+      y[offset_of(6, o)] = op == 1 ? total / T(r) : op == 4 ? sqrt(total) : total;
     }
     return;
   }
@@ -60,7 +61,7 @@ void main() {
     barrier();
   }
   if (t == 0) {
-    float total = part[0];
-    y[offset_of(6, o)] = op == 1 ? total / float(r) : op == 4 ? sqrt(total) : total;
+    T total = part[0];
+    y[offset_of(6, o)] = op == 1 ? total / T(r) : op == 4 ? sqrt(total) : total;
   }
 }

@@ -4,10 +4,11 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "group_id.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
-shared float part[256];
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+shared T part[256];
 
 void main() {
   uint o = group_id();
@@ -16,7 +17,7 @@ void main() {
   uint len = P.extra[0];
   int sx = int(P.extra[1]), sy = int(P.extra[2]);
   uint t = gl_LocalInvocationID.x;
-  float m = uintBitsToFloat(0xff800000u);
+  T m = neg_inf_T();
   for (uint k = t; k < len; k += 256) m = max(m, x[xb + int(k) * sx]);
   part[t] = m;
   barrier();
@@ -26,8 +27,8 @@ void main() {
   }
   m = part[0];
   barrier();
-  float sum = 0.0;
-  for (uint k = t; k < len; k += 256) sum += exp(x[xb + int(k) * sx] - m);
+  T sum = 0.0;
+  for (uint k = t; k < len; k += 256) sum += exp_T(x[xb + int(k) * sx] - m);
   part[t] = sum;
   barrier();
   for (uint s = 128; s > 0; s >>= 1) {
@@ -36,9 +37,9 @@ void main() {
   }
   sum = part[0];
   bool lg = P.iattr[1] != 0;
-  float ls = log(sum);
+  T ls = log_T(sum);
   for (uint k = t; k < len; k += 256) {
-    float v = x[xb + int(k) * sx] - m;
-    y[yb + int(k) * sy] = lg ? v - ls : exp(v) / sum;
+    T v = x[xb + int(k) * sx] - m;
+    y[yb + int(k) * sy] = lg ? v - ls : exp_T(v) / sum;
   }
 }

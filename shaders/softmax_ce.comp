@@ -5,12 +5,13 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "real.glsl"
 #include "group_id.glsl"
-layout(std430, binding = 1) readonly buffer In0 { float x[]; };
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
 layout(std430, binding = 2) readonly buffer In1 { int labels[]; };
-layout(std430, binding = 7) writeonly buffer Out0 { float y[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
 layout(std430, binding = 10) buffer Err { uint err; };
-shared float part[256];
+shared T part[256];
 
 void main() {
   uint n = group_id();
@@ -19,7 +20,7 @@ void main() {
   int sk = int(P.extra[1]);
   int xb = P.off[0] + int(n) * P.strides[0];
   uint t = gl_LocalInvocationID.x;
-  float m = uintBitsToFloat(0xff800000u);
+  T m = neg_inf_T();
   for (uint k = t; k < K; k += 256) m = max(m, x[xb + int(k) * sk]);
   part[t] = m;
   barrier();
@@ -29,8 +30,8 @@ void main() {
   }
   m = part[0];
   barrier();
-  float sum = 0.0;
-  for (uint k = t; k < K; k += 256) sum += exp(x[xb + int(k) * sk] - m);
+  T sum = 0.0;
+  for (uint k = t; k < K; k += 256) sum += exp_T(x[xb + int(k) * sk] - m);
   part[t] = sum;
   barrier();
   for (uint s = 128; s > 0; s >>= 1) {
@@ -46,5 +47,5 @@ void main() {
     y[P.off[6] + int(n) * P.strides[48]] = 0.0;
     return;
   }
-  y[P.off[6] + int(n) * P.strides[48]] = m + log(part[0]) - x[xb + label * sk];
+  y[P.off[6] + int(n) * P.strides[48]] = m + log_T(part[0]) - x[xb + label * sk];
 }

@@ -31,6 +31,9 @@ const char* dtype_name(braid_dtype d) {
   return d >= 0 && d < BRAID_DTYPE_COUNT ? names[d] : "unknown dtype";
 }
 
+// The float64 variant of a shader when the kernel's dtype is float64.
+ShaderId pick(braid_dtype dt, ShaderId f32, ShaderId f64) { return dt == BRAID_FLOAT64 ? f64 : f32; }
+
 KernelResult fail(braid_status s, std::string m) { return {s, std::move(m)}; }
 KernelResult ok() { return {}; }
 
@@ -56,6 +59,12 @@ struct Enc {
       if (v.strides[d] > INT32_MAX || v.strides[d] < INT32_MIN) error = "a stride exceeds 32 bits";
       p.strides[op * 8 + d] = static_cast<int32_t>(v.strides[d]);
     }
+  }
+  // Scalar attribute k for the shaders: as a float (float32 kernels) and a double (float64 kernels).
+  void attr(int k, double v) {
+    static_assert(sizeof p.dattr == 2 * sizeof p.f);
+    p.f[k] = static_cast<float>(v);
+    std::memcpy(&p.dattr[2 * k], &v, sizeof v);
   }
   // The iteration shape (row-major) and element count.
   void shape(const braid_buffer_view& v) {
@@ -83,17 +92,18 @@ KernelResult fill(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.outputs[0]);
   e.operand(6, c.outputs[0]);
-  e.p.f[0] = static_cast<float>(c.f[0]);
-  return e.dispatch_flat(r, c.outputs[0].dtype == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_f32);
+  e.attr(0, c.f[0]);
+  return e.dispatch_flat(r, c.outputs[0].dtype == BRAID_INT32 ? ShaderId::fill_i32
+                                      : pick(c.outputs[0].dtype, ShaderId::fill_f32, ShaderId::fill_f64));
 }
 
 KernelResult arange(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.outputs[0]);
   e.operand(6, c.outputs[0]);
-  e.p.f[0] = static_cast<float>(c.f[0]);
-  e.p.f[1] = static_cast<float>(c.f[1]);
-  return e.dispatch_flat(r, ShaderId::arange_f32);
+  e.attr(0, c.f[0]);
+  e.attr(1, c.f[1]);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::arange_f32, ShaderId::arange_f64));
 }
 
 KernelResult copy(const braid_kernel_call& c, Recorder& r) {
@@ -109,6 +119,12 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (s == BRAID_INT64 && d == BRAID_INT32) id = ShaderId::copy_i64_i32;
   else if (s == BRAID_FLOAT32 && d == BRAID_INT64) id = ShaderId::copy_f32_i64;
   else if (s == BRAID_INT64 && d == BRAID_FLOAT32) id = ShaderId::copy_i64_f32;
+  else if (s == BRAID_FLOAT64 && d == BRAID_FLOAT32) id = ShaderId::copy_f64_f32;
+  else if (s == BRAID_FLOAT32 && d == BRAID_FLOAT64) id = ShaderId::copy_f32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT32) id = ShaderId::copy_f64_i32;
+  else if (s == BRAID_INT32 && d == BRAID_FLOAT64) id = ShaderId::copy_i32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT64) id = ShaderId::copy_f64_i64;
+  else if (s == BRAID_INT64 && d == BRAID_FLOAT64) id = ShaderId::copy_i64_f64;
   else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
   else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
   else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
@@ -128,7 +144,7 @@ KernelResult unary(const braid_kernel_call& c, Recorder& r) {
   e.operand(0, c.inputs[0]);
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
-  return e.dispatch_flat(r, ShaderId::unary_f32);
+  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::unary_f32, ShaderId::unary_f64));
 }
 
 KernelResult binary(const braid_kernel_call& c, Recorder& r) {
@@ -138,7 +154,7 @@ KernelResult binary(const braid_kernel_call& c, Recorder& r) {
   e.operand(1, c.inputs[1]);
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
-  return e.dispatch_flat(r, ShaderId::binary_f32);
+  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::binary_f32, ShaderId::binary_f64));
 }
 
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
@@ -148,8 +164,8 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
   e.p.i[1] = static_cast<int32_t>(c.i[1]);
-  e.p.f[0] = static_cast<float>(c.f[0]);
-  return e.dispatch_flat(r, ShaderId::binary_scalar_f32);
+  e.attr(0, c.f[0]);
+  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
 }
 
 void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
@@ -184,6 +200,7 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[0] = static_cast<uint32_t>(count);
   e.p.extra[1] = rnd;
   const bool sg = r.physical().subgroup_arithmetic;
+  if (in.dtype == BRAID_FLOAT64) return dispatch_groups(e, r, ShaderId::reduce_f64);  // tree only
   return dispatch_groups(e, r, sg ? ShaderId::reduce_f32_subgroup : ShaderId::reduce_f32);
 }
 
@@ -196,7 +213,7 @@ KernelResult argmax(const braid_kernel_call& c, Recorder& r) {
   e.operand(6, out);
   e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
   e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
-  return dispatch_groups(e, r, ShaderId::argmax_f32);
+  return dispatch_groups(e, r, pick(in.dtype, ShaderId::argmax_f32, ShaderId::argmax_f64));
 }
 
 KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
@@ -212,7 +229,7 @@ KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
   e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
   e.p.extra[2] = static_cast<uint32_t>(static_cast<int32_t>(out.strides[axis]));
-  return dispatch_groups(e, r, ShaderId::softmax_f32);
+  return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
 }
 
 KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
@@ -251,9 +268,9 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
     Enc z;
     z.shape(y);
     z.operand(6, y);
-    return z.dispatch_flat(r, ShaderId::fill_f32);
+    return z.dispatch_flat(r, pick(y.dtype, ShaderId::fill_f32, ShaderId::fill_f64));
   }
-  return e.dispatch(r, ShaderId::matmul_f32, static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
+  return e.dispatch(r, pick(y.dtype, ShaderId::matmul_f32, ShaderId::matmul_f64), static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
                     static_cast<uint32_t>(B));
 }
 
@@ -270,7 +287,7 @@ KernelResult random_uniform(const braid_kernel_call& c, Recorder& r) {
   philox_params(e, c);
   put_double(&e.p.extra[4], c.f[0]);
   put_double(&e.p.extra[6], c.f[1]);
-  return e.dispatch_flat(r, ShaderId::random_uniform_f32);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::random_uniform_f32, ShaderId::random_uniform_f64));
 }
 
 KernelResult random_normal(const braid_kernel_call& c, Recorder& r) {
@@ -281,7 +298,7 @@ KernelResult random_normal(const braid_kernel_call& c, Recorder& r) {
   philox_params(e, c);
   put_double(&e.p.extra[4], c.f[0]);
   put_double(&e.p.extra[6], c.f[1]);
-  return e.dispatch_flat(r, ShaderId::random_normal_f32);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::random_normal_f32, ShaderId::random_normal_f64));
 }
 
 KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
@@ -299,23 +316,24 @@ KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
   philox_params(e, c);
   put_u64(&e.p.extra[4], thr);
   put_double(&e.p.extra[6], scale);
-  return e.dispatch_flat(r, ShaderId::dropout_f32);
+  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::dropout_f32, ShaderId::dropout_f64));
 }
 
 KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.inputs[0]);
   for (int k = 0; k < c.num_inputs && k < 4; ++k) e.operand(k, c.inputs[k]);
-  for (int k = 0; k < 5; ++k) e.p.f[k] = static_cast<float>(c.f[k]);
-  ShaderId id = ShaderId::sgd_f32;
-  if (c.op == BRAID_KOP_SGD_MOMENTUM) id = ShaderId::sgd_momentum_f32;
+  for (int k = 0; k < 5; ++k) e.attr(k, c.f[k]);
+  const bool f64 = c.inputs[0].dtype == BRAID_FLOAT64;
+  ShaderId id = f64 ? ShaderId::sgd_f64 : ShaderId::sgd_f32;
+  if (c.op == BRAID_KOP_SGD_MOMENTUM) id = f64 ? ShaderId::sgd_momentum_f64 : ShaderId::sgd_momentum_f32;
   if (c.op == BRAID_KOP_ADAM_UPDATE) {
-    id = ShaderId::adam_f32;
+    id = f64 ? ShaderId::adam_f64 : ShaderId::adam_f32;
     const double b1 = c.f[1], b2 = c.f[2];
     const double t = static_cast<double>(std::max<int64_t>(c.i[0], 1));
-    e.p.f[5] = static_cast<float>(1.0 / (1.0 - std::pow(b1, t)));
-    e.p.f[6] = static_cast<float>(1.0 / (1.0 - std::pow(b2, t)));
-    e.p.f[7] = static_cast<float>(1.0 - b1);
+    e.attr(5, 1.0 / (1.0 - std::pow(b1, t)));
+    e.attr(6, 1.0 / (1.0 - std::pow(b2, t)));
+    e.attr(7, 1.0 - b1);
     const float ob2 = static_cast<float>(1.0 - b2);
     std::memcpy(&e.p.extra[0], &ob2, 4);
   }
@@ -333,7 +351,7 @@ KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
   e.p.i[0] = c.num_inputs >= 3 ? 1 : 0;
   const int64_t v[] = {x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
   for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, ShaderId::conv2d_f32);
+  return e.dispatch_flat(r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64));
 }
 
 KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
@@ -345,7 +363,7 @@ KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
   const int64_t v[] = {x.shape[2], x.shape[3], c.i[1], c.i[2], c.i[3], c.i[4], c.i[5], c.i[6]};
   for (int k = 0; k < 8; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, ShaderId::pool2d_f32);
+  return e.dispatch_flat(r, pick(x.dtype, ShaderId::pool2d_f32, ShaderId::pool2d_f64));
 }
 
 KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
@@ -363,7 +381,7 @@ KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[1]));
   e.p.extra[2] = wide ? 1 : 0;
   uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
-  return e.dispatch(r, ShaderId::softmax_ce_f32, gx, gy, 1, "a label is outside [0, K)");
+  return e.dispatch(r, pick(x.dtype, ShaderId::softmax_ce_f32, ShaderId::softmax_ce_f64), gx, gy, 1, "a label is outside [0, K)");
 }
 
 KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
@@ -373,8 +391,8 @@ KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
   for (int k = 0; k < 5; ++k) e.operand(k, c.inputs[k]);
   for (int k = 0; k < c.num_outputs && k < 3; ++k) e.operand(6 + k, c.outputs[k]);
   e.p.n = static_cast<uint32_t>(x.shape[1]);
-  e.p.f[0] = static_cast<float>(c.f[0]);
-  e.p.f[1] = static_cast<float>(c.f[1]);
+  e.attr(0, c.f[0]);
+  e.attr(1, c.f[1]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
   e.p.i[1] = c.num_outputs;
   uint32_t rnd = 0;
@@ -390,7 +408,15 @@ KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
   if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm over more than 2^31 elements");
   e.p.extra[0] = static_cast<uint32_t>(count);
   e.p.extra[1] = rnd;
-  return dispatch_groups(e, r, ShaderId::batch_norm_f32);
+  return dispatch_groups(e, r, pick(x.dtype, ShaderId::batch_norm_f32, ShaderId::batch_norm_f64));
+}
+
+bool all_devices_have_float64() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.float64) return false;
+  return true;
 }
 
 bool all_devices_have_float16() {
@@ -405,10 +431,12 @@ bool all_devices_have_float16() {
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   switch (op) {
-    case BRAID_KOP_FILL: return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32;
+    case BRAID_KOP_FILL:
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     case BRAID_KOP_COPY:
       // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
+             (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
              (dtype == BRAID_FLOAT16 && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
     case BRAID_KOP_UNARY:
@@ -428,7 +456,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_POOL2D:
     case BRAID_KOP_SOFTMAX_CE:
     case BRAID_KOP_BATCH_NORM:
-      return dtype == BRAID_FLOAT32;
+      // float64 where every device has shaderFloat64 (supports() cannot name a device).
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     default: return false;
   }
 }
@@ -436,6 +465,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
 KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
   const braid_dtype dt = c.num_inputs > 0 ? c.inputs[0].dtype : c.outputs[0].dtype;
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
+  const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
+  if (any_f64 && !r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
   switch (c.op) {
     case BRAID_KOP_FILL: return fill(c, r);
     case BRAID_KOP_ARANGE: return arange(c, r);

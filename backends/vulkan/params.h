@@ -16,6 +16,7 @@ struct Params {
   int32_t i[8] = {};
   float f[8] = {};
   uint32_t extra[32] = {};
+  uint32_t dattr[16] = {};  // f[0..7] again as doubles, for float64 kernels (Enc::attr)
 };
 
 }  // namespace braid::vk
