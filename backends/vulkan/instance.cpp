@@ -162,7 +162,9 @@ std::string inspect(const Vk& vk, PhysicalDevice& d) {
   bp.compute_units = 0;  // Vulkan does not say
   bp.compute_queues = 1;
   bp.transfer_queues = 1;  // a transfer-only family's queue, or a second submission stream
-  bp.dtype_mask = (1u << BRAID_FLOAT32) | (d.float64 ? 1u << BRAID_FLOAT64 : 0u);
+  // Compute dtypes (float16 is storage only, as on the CPU backend): int32 and int64 elementwise.
+  bp.dtype_mask = (1u << BRAID_FLOAT32) | (1u << BRAID_INT32) | (d.float64 ? 1u << BRAID_FLOAT64 : 0u) |
+                  (d.int64 ? 1u << BRAID_INT64 : 0u);
   bp.host_visible = 0;
   d.json = props_json(d, families, sg);
   return "";

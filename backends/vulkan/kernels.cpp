@@ -88,13 +88,31 @@ struct Enc {
   }
 };
 
+// A double attribute as the integer the CPU backend would make of it (truncated, saturated, NaN -> 0),
+// as int64 bits in extra[0..1] for the integer shaders.
+void int_scalar(Enc& e, double v) {
+  int64_t i = 0;
+  if (v >= 9.2233720368547758e18) i = INT64_MAX;
+  else if (v <= -9.2233720368547758e18) i = INT64_MIN;
+  else if (v == v) i = static_cast<int64_t>(v);
+  const auto u = static_cast<uint64_t>(i);
+  e.p.extra[0] = static_cast<uint32_t>(u);
+  e.p.extra[1] = static_cast<uint32_t>(u >> 32);
+}
+
+bool is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
+
 KernelResult fill(const braid_kernel_call& c, Recorder& r) {
   Enc e;
+  const braid_dtype dt = c.outputs[0].dtype;
   e.shape(c.outputs[0]);
   e.operand(6, c.outputs[0]);
   e.attr(0, c.f[0]);
-  return e.dispatch_flat(r, c.outputs[0].dtype == BRAID_INT32 ? ShaderId::fill_i32
-                                      : pick(c.outputs[0].dtype, ShaderId::fill_f32, ShaderId::fill_f64));
+  if (is_int(dt)) {
+    int_scalar(e, c.f[0]);
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_i64);
+  }
+  return e.dispatch_flat(r, pick(dt, ShaderId::fill_f32, ShaderId::fill_f64));
 }
 
 KernelResult arange(const braid_kernel_call& c, Recorder& r) {
@@ -144,7 +162,9 @@ KernelResult unary(const braid_kernel_call& c, Recorder& r) {
   e.operand(0, c.inputs[0]);
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
-  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::unary_f32, ShaderId::unary_f64));
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::unary_i32 : ShaderId::unary_i64);
+  return e.dispatch_flat(r, pick(dt, ShaderId::unary_f32, ShaderId::unary_f64));
 }
 
 KernelResult binary(const braid_kernel_call& c, Recorder& r) {
@@ -154,7 +174,9 @@ KernelResult binary(const braid_kernel_call& c, Recorder& r) {
   e.operand(1, c.inputs[1]);
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
-  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::binary_f32, ShaderId::binary_f64));
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_i32 : ShaderId::binary_i64);
+  return e.dispatch_flat(r, pick(dt, ShaderId::binary_f32, ShaderId::binary_f64));
 }
 
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
@@ -165,7 +187,12 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
   e.p.i[1] = static_cast<int32_t>(c.i[1]);
   e.attr(0, c.f[0]);
-  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) {
+    int_scalar(e, c.f[0]);
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_scalar_i32 : ShaderId::binary_scalar_i64);
+  }
+  return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
 }
 
 void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
@@ -419,6 +446,14 @@ bool all_devices_have_float64() {
   return true;
 }
 
+bool all_devices_have_int64() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.int64) return false;
+  return true;
+}
+
 bool all_devices_have_float16() {
   const Instance& in = instance();
   if (in.devices.empty()) return false;
@@ -432,16 +467,18 @@ bool all_devices_have_float16() {
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   switch (op) {
     case BRAID_KOP_FILL:
-      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+    case BRAID_KOP_UNARY:
+    case BRAID_KOP_BINARY:
+    case BRAID_KOP_BINARY_SCALAR:
+      // Integer versions: int32 always, int64 where every device has shaderInt64.
+      if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have_int64())) return true;
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     case BRAID_KOP_COPY:
       // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
              (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
              (dtype == BRAID_FLOAT16 && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
-    case BRAID_KOP_UNARY:
-    case BRAID_KOP_BINARY:
-    case BRAID_KOP_BINARY_SCALAR:
     case BRAID_KOP_REDUCE:
     case BRAID_KOP_ARGMAX:
     case BRAID_KOP_MATMUL:
@@ -467,6 +504,8 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
   const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
   if (any_f64 && !r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
+  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && !r.physical().int64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderInt64");
   switch (c.op) {
     case BRAID_KOP_FILL: return fill(c, r);
     case BRAID_KOP_ARANGE: return arange(c, r);
