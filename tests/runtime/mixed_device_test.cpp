@@ -207,3 +207,42 @@ TEST_CASE("mixed devices: copies larger than the staging ring arrive intact both
   for (int64_t i = 0; i < n; ++i) bad += got[static_cast<size_t>(i)] != static_cast<float>(i - 1);
   CHECK(bad == 0);
 }
+
+// DESIGN §4: the same physical device seen twice (here: lavapipe's ICD listed under two names, so the
+// loader enumerates it twice) is listed once; the plugin logs the skipped duplicate's UUID.
+TEST_CASE("vulkan plugin: a device reported twice (same UUID) is listed once") {
+  const char* icd = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
+  std::FILE* in = std::fopen(icd, "rb");
+  if (!in) {
+    MESSAGE("skipped: no lavapipe ICD at ", icd);
+    return;
+  }
+  std::string json;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;) json.append(buf, n);
+  std::fclose(in);
+  const std::string base = "/tmp/braid-test-" + std::to_string(getpid()) + "-icd";
+  const std::string a = base + "-a.json", b = base + "-b.json";
+  for (const std::string& p : {a, b}) {
+    std::FILE* out = std::fopen(p.c_str(), "wb");
+    REQUIRE(out);
+    std::fwrite(json.data(), 1, json.size(), out);
+    std::fclose(out);
+  }
+  setenv("VK_ICD_FILENAMES", (a + ":" + b).c_str(), 1);
+  braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+  o.backends = "vulkan";
+  braid_context ctx = nullptr;
+  const braid_status st = braid_context_create(&o, &ctx);
+  unsetenv("VK_ICD_FILENAMES");
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+  if (st != BRAID_OK) {
+    MESSAGE("skipped: no vulkan plugin built (", braid_last_error(), ")");
+    return;
+  }
+  int32_t devices = -1;
+  braid_context_device_count(ctx, &devices);
+  CHECK(devices == 1);
+  braid_context_release(ctx);
+}
