@@ -16,6 +16,8 @@ packages=(
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)
   python3 python3-numpy                                # Python bindings and their tests
+  libvulkan-dev glslc                                  # Vulkan backend: headers + loader, GLSL -> SPIR-V
+  mesa-vulkan-drivers vulkan-validationlayers          # lavapipe (CPU Vulkan device) for CI, validation layer
 )
 # No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
 # machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).

@@ -19,32 +19,50 @@ void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& fr
   op.add_input_view(op.operand(&src, "x"), from);
   op.operand(&dst, "out");
   op.require_kernel(src.dtype);
+  if (dst.dtype != src.dtype) op.require_kernel(dst.dtype);  // a cast needs both ends (GPU backends lack some)
   op.add_overwritten_output(dst, to);
   op.push();
 }
 
 // Copies all of src into dst on another device: a byte copy on the destination's transfer queue,
-// ordered after src's writer wherever it runs.
+// ordered after src's writer wherever it runs. Between two backends one side must be host memory:
+// a host-visible source is read directly by the destination's queue; otherwise (a GPU source) the
+// source's transfer queue writes straight into the host-visible destination.
 void push_device_copy(Tensor& src, Tensor& dst) {
   Context& ctx = *dst.ctx;
   Device &from = src.device(), &to = dst.device();
-  auto node = ctx.engine->make_node("copy", to);
+  Device* runs_on = &to;
+  void* src_host = nullptr;
+  void* dst_host = nullptr;
+  if (from.backend != to.backend) {
+    if (auto* host = static_cast<std::byte*>(from.api->buffer_host_pointer(src.storage->block.buffer))) {
+      src_host = host + src.storage->block.offset;
+    } else if (auto* dhost = static_cast<std::byte*>(to.api->buffer_host_pointer(dst.storage->block.buffer))) {
+      dst_host = dhost + dst.storage->block.offset;
+      runs_on = &from;
+    } else {
+      fail(BRAID_ERR_UNSUPPORTED, "copy from ", from.id, " to ", to.id,
+           ": copies between two backends need host-visible memory on one side");
+    }
+  }
+  auto node = ctx.engine->make_node("copy", *runs_on);
   node->work.kind = BRAID_WORK_COPY;
   node->copy.bytes = src.bytes();
-  node->copy.dst_buffer = dst.storage->block.buffer;
-  node->copy.dst_offset = dst.storage->block.offset;
-  if (from.backend == to.backend) {
+  if (dst_host) {
+    node->copy.dst_host = dst_host;
+  } else {
+    node->copy.dst_buffer = dst.storage->block.buffer;
+    node->copy.dst_offset = dst.storage->block.offset;
+  }
+  if (src_host) {
+    node->copy.src_host = src_host;
+  } else {
     node->copy.src_buffer = src.storage->block.buffer;
     node->copy.src_offset = src.storage->block.offset;
-  } else if (auto* host = static_cast<std::byte*>(from.api->buffer_host_pointer(src.storage->block.buffer))) {
-    node->copy.src_host = host + src.storage->block.offset;  // host memory: read it directly
-  } else {
-    fail(BRAID_ERR_UNSUPPORTED, "copy from ", from.id, " to ", to.id,
-         ": copies between two backends need host-visible source memory (staged copies come with the GPU backends)");
   }
   Storage* s = src.storage.get();
   Storage* d = dst.storage.get();
-  ctx.engine->throttle(to);
+  ctx.engine->throttle(*runs_on);
   ctx.engine->push(node, {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
 }
 

@@ -12,34 +12,39 @@ const braid_dtype kAll[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,   BRAID_I
 }  // namespace
 
 TEST_CASE("copy: a copy on the same device is an independent clone") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : kAll) {
-      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
-      const ref::Array x = harness::sample({3, 33}, dt, 101);
-      const auto t = harness::upload(dev.index, dt, x);
-      const auto c = t.copy_to(dev.index);
-      CHECK(c.get() != t.get());
-      CHECK(c.device() == dev.index);
-      CHECK(c.dtype() == dt);
-      CHECK_CLOSE(harness::download(c), x, 0.0);
-      // Overwriting the clone leaves the original alone.
-      braid::copy_into(harness::upload(dev.index, dt, harness::sample({3, 33}, dt, 102)), c);
-      CHECK_CLOSE(harness::download(t), x, 0.0);
-      CHECK_CLOSE(harness::download(c), harness::sample({3, 33}, dt, 102), 0.0);
-    }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : kAll) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const ref::Array x = harness::sample({3, 33}, dt, 101);
+        const auto t = harness::upload(dev.index, dt, x);
+        const auto c = t.copy_to(dev.index);
+        CHECK(c.get() != t.get());
+        CHECK(c.device() == dev.index);
+        CHECK(c.dtype() == dt);
+        CHECK_CLOSE(harness::download(c), x, 0.0);
+        // Overwriting the clone leaves the original alone.
+        braid::copy_into(harness::upload(dev.index, dt, harness::sample({3, 33}, dt, 102)), c);
+        CHECK_CLOSE(harness::download(t), x, 0.0);
+        CHECK_CLOSE(harness::download(c), harness::sample({3, 33}, dt, 102), 0.0);
+      }
+    });
+  }
 }
 
 TEST_CASE("copy: copy_into is ordered after earlier writers and before later readers") {
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    const auto dst = braid::Tensor::zeros(context(), dev.index, BRAID_FLOAT64, {4096});
-    const auto src = braid::Tensor::arange(context(), dev.index, BRAID_FLOAT64, 0, 4096);
-    braid::copy_into(src, dst);
-    const auto doubled = dst * 2.0;  // reads dst after the copy
-    braid::copy_into(braid::Tensor::ones(context(), dev.index, BRAID_FLOAT64, {4096}), dst);
-    CHECK_CLOSE(harness::download(doubled), ref::binary_scalar(BRAID_BINARY_MUL, ref::arange(0, 4096, 1), 2.0, false),
-                0.0);
-    CHECK_CLOSE(harness::download(dst), ref::full({4096}, 1.0), 0.0);
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto dst = braid::Tensor::zeros(context(), dev.index, BRAID_FLOAT64, {4096});
+      const auto src = braid::Tensor::arange(context(), dev.index, BRAID_FLOAT64, 0, 4096);
+      braid::copy_into(src, dst);
+      const auto doubled = dst * 2.0;  // reads dst after the copy
+      braid::copy_into(braid::Tensor::ones(context(), dev.index, BRAID_FLOAT64, {4096}), dst);
+      CHECK_CLOSE(harness::download(doubled), ref::binary_scalar(BRAID_BINARY_MUL, ref::arange(0, 4096, 1), 2.0, false),
+                  0.0);
+      CHECK_CLOSE(harness::download(dst), ref::full({4096}, 1.0), 0.0);
+    });
   }
 }
 

@@ -11,19 +11,21 @@ using tol::Kind;
 TEST_CASE("creation: full, zeros and ones in every computable dtype") {
   const braid_dtype dtypes[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64, BRAID_UINT8};
   for (const auto& dev : harness::each_device()) {
-    for (braid_dtype dt : dtypes) {
-      INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
-      for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{3, 7}, ref::Shape{2, 3, 33}}) {
-        INFO("shape ", ref::to_string(shape));
-        CHECK_CLOSE(harness::download(braid::Tensor::zeros(context(), dev.index, dt, shape)), ref::full(shape, 0), 0.0);
-        CHECK_CLOSE(harness::download(braid::Tensor::ones(context(), dev.index, dt, shape)), ref::full(shape, 1), 0.0);
-        CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 42)), ref::full(shape, 42),
-                    0.0);
-        // A value off the dtype's grid is rounded like a conversion (truncation for integers).
-        CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 0.1)),
-                    ref::full(shape, ref::round_to(dt, 0.1)), 0.0);
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : dtypes) {
+        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
+        for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{3, 7}, ref::Shape{2, 3, 33}}) {
+          INFO("shape ", ref::to_string(shape));
+          CHECK_CLOSE(harness::download(braid::Tensor::zeros(context(), dev.index, dt, shape)), ref::full(shape, 0), 0.0);
+          CHECK_CLOSE(harness::download(braid::Tensor::ones(context(), dev.index, dt, shape)), ref::full(shape, 1), 0.0);
+          CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 42)), ref::full(shape, 42),
+                      0.0);
+          // A value off the dtype's grid is rounded like a conversion (truncation for integers).
+          CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 0.1)),
+                      ref::full(shape, ref::round_to(dt, 0.1)), 0.0);
+        }
       }
-    }
+    });
   }
 }
 
@@ -34,22 +36,24 @@ TEST_CASE("creation: arange has ceil((stop-start)/step) elements start + k*step"
   const Case float_cases[] = {{0, 7, 1}, {1, 2, 0.25}, {5, -1, -2}, {-3, 30, 0.7}, {0, 1, 1}};
   const Case int_cases[] = {{0, 7, 1}, {-3, 30, 3}, {10, 0, -3}, {0, 1, 1}};
   for (const auto& dev : harness::each_device()) {
-    for (braid_dtype dt : harness::kFloatTypes) {
-      for (const Case& c : float_cases) {
-        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
-             ")");
-        const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
-        CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), tol::of(Kind::compound, dt));
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        for (const Case& c : float_cases) {
+          INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
+               ")");
+          const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
+          CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), tol::of(Kind::compound, dt));
+        }
       }
-    }
-    for (braid_dtype dt : harness::kIntTypes) {
-      for (const Case& c : int_cases) {
-        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
-             ")");
-        const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
-        CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), 0.0);
+      for (braid_dtype dt : harness::kIntTypes) {
+        for (const Case& c : int_cases) {
+          INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
+               ")");
+          const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
+          CHECK_CLOSE(harness::download(t), ref::arange(c.start, c.stop, c.step), 0.0);
+        }
       }
-    }
+    });
   }
 }
 
@@ -58,51 +62,55 @@ TEST_CASE("creation: arange has ceil((stop-start)/step) elements start + k*step"
 TEST_CASE("creation: random_uniform and random_normal follow the Philox scheme bit for bit") {
   const uint64_t seeds[] = {0, 1234, 0x0123456789abcdefULL};
   for (const auto& dev : harness::each_device()) {
-    for (uint64_t seed : seeds) {
-      for (braid_dtype dt : harness::kFloatTypes) {
-        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", seed ", seed);
-        context().wait_all();
-        context().set_seed(seed);
-        // Sizes that are not multiples of the 4-word (uniform) or 2-element (normal) block.
-        const auto u1 = braid::Tensor::random_uniform(context(), dev.index, dt, {1});
-        const auto u2 = braid::Tensor::random_uniform(context(), dev.index, dt, {7, 33}, -2.0, 3.0);
-        const auto n1 = braid::Tensor::random_normal(context(), dev.index, dt, {3, 7});
-        const auto n2 = braid::Tensor::random_normal(context(), dev.index, dt, {33}, 1.5, 0.25);
-        // Values are computed in double and rounded once to the dtype (braid_backend.h).
-        const auto want = [dt](const ref::Array& a) { return ref::round_to(dt, a); };
-        CHECK_CLOSE(harness::download(u1), want(ref::random_uniform(seed, 0, {1}, 0.0, 1.0)),
-                    tol::of(Kind::rng_uniform, dt));
-        CHECK_CLOSE(harness::download(u2), want(ref::random_uniform(seed, 1, {7, 33}, -2.0, 3.0)),
-                    tol::of(Kind::rng_uniform, dt));
-        CHECK_CLOSE(harness::download(n1), want(ref::random_normal(seed, 2, {3, 7}, 0.0, 1.0)),
-                    tol::of(Kind::rng_normal, dt));
-        CHECK_CLOSE(harness::download(n2), want(ref::random_normal(seed, 3, {33}, 1.5, 0.25)),
-                    tol::of(Kind::rng_normal, dt));
+    harness::on_device(dev, [&] {
+      for (uint64_t seed : seeds) {
+        for (braid_dtype dt : harness::kFloatTypes) {
+          INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", seed ", seed);
+          context().wait_all();
+          context().set_seed(seed);
+          // Sizes that are not multiples of the 4-word (uniform) or 2-element (normal) block.
+          const auto u1 = braid::Tensor::random_uniform(context(), dev.index, dt, {1});
+          const auto u2 = braid::Tensor::random_uniform(context(), dev.index, dt, {7, 33}, -2.0, 3.0);
+          const auto n1 = braid::Tensor::random_normal(context(), dev.index, dt, {3, 7});
+          const auto n2 = braid::Tensor::random_normal(context(), dev.index, dt, {33}, 1.5, 0.25);
+          // Values are computed in double and rounded once to the dtype (braid_backend.h).
+          const auto want = [dt](const ref::Array& a) { return ref::round_to(dt, a); };
+          CHECK_CLOSE(harness::download(u1), want(ref::random_uniform(seed, 0, {1}, 0.0, 1.0)),
+                      tol::of(Kind::rng_uniform, dt));
+          CHECK_CLOSE(harness::download(u2), want(ref::random_uniform(seed, 1, {7, 33}, -2.0, 3.0)),
+                      tol::of(Kind::rng_uniform, dt));
+          CHECK_CLOSE(harness::download(n1), want(ref::random_normal(seed, 2, {3, 7}, 0.0, 1.0)),
+                      tol::of(Kind::rng_normal, dt));
+          CHECK_CLOSE(harness::download(n2), want(ref::random_normal(seed, 3, {33}, 1.5, 0.25)),
+                      tol::of(Kind::rng_normal, dt));
 
-        // Resetting the seed repeats the sequence.
-        context().set_seed(seed);
-        const auto again = braid::Tensor::random_uniform(context(), dev.index, dt, {1});
-        CHECK_CLOSE(harness::download(again), harness::download(u1), 0.0);
+          // Resetting the seed repeats the sequence.
+          context().set_seed(seed);
+          const auto again = braid::Tensor::random_uniform(context(), dev.index, dt, {1});
+          CHECK_CLOSE(harness::download(again), harness::download(u1), 0.0);
+        }
       }
-    }
+    });
   }
 }
 
 TEST_CASE("creation: uniform values lie in (low, high) and normal moments are plausible") {
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    context().set_seed(99);
-    const auto u =
-        braid::Tensor::random_uniform(context(), dev.index, BRAID_FLOAT64, {4096}, 2.0, 4.0).to_vector<double>();
-    CHECK(*std::min_element(u.begin(), u.end()) > 2.0);
-    CHECK(*std::max_element(u.begin(), u.end()) < 4.0);
-    const auto n =
-        braid::Tensor::random_normal(context(), dev.index, BRAID_FLOAT64, {4096}, 0.0, 1.0).to_vector<double>();
-    double mean = 0, sq = 0;
-    for (double v : n) mean += v, sq += v * v;
-    mean /= 4096.0;
-    // Standard error of the mean is 1/64; of the variance about 0.022.
-    CHECK(std::abs(mean) < 0.08);
-    CHECK(std::abs(sq / 4096.0 - mean * mean - 1.0) < 0.12);
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      context().set_seed(99);
+      const auto u =
+          braid::Tensor::random_uniform(context(), dev.index, BRAID_FLOAT64, {4096}, 2.0, 4.0).to_vector<double>();
+      CHECK(*std::min_element(u.begin(), u.end()) > 2.0);
+      CHECK(*std::max_element(u.begin(), u.end()) < 4.0);
+      const auto n =
+          braid::Tensor::random_normal(context(), dev.index, BRAID_FLOAT64, {4096}, 0.0, 1.0).to_vector<double>();
+      double mean = 0, sq = 0;
+      for (double v : n) mean += v, sq += v * v;
+      mean /= 4096.0;
+      // Standard error of the mean is 1/64; of the variance about 0.022.
+      CHECK(std::abs(mean) < 0.08);
+      CHECK(std::abs(sq / 4096.0 - mean * mean - 1.0) < 0.12);
+    });
   }
 }

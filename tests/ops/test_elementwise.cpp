@@ -83,47 +83,56 @@ const ref::Shape kShapes[] = {{1}, {7}, {3, 33}, {2, 3, 7}};
 }  // namespace
 
 TEST_CASE("elementwise: every unary op on float32 and float64") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (int o = 0; o < BRAID_UNARY_COUNT; ++o) {
-        const auto op = static_cast<braid_unary_op>(o);
-        for (const ref::Shape& s : kShapes) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op), ", shape ", ref::to_string(s));
-          const ref::Array x = unary_input(op, s, dt);
-          const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
-          CHECK(y.dtype() == dt);
-          CHECK_CLOSE(harness::download(y), ref::unary(op, x), tol::of(unary_kind(op), dt));
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (int o = 0; o < BRAID_UNARY_COUNT; ++o) {
+          const auto op = static_cast<braid_unary_op>(o);
+          for (const ref::Shape& s : kShapes) {
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op), ", shape ", ref::to_string(s));
+            const ref::Array x = unary_input(op, s, dt);
+            const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
+            CHECK(y.dtype() == dt);
+            CHECK_CLOSE(harness::download(y), ref::unary(op, x), tol::of(unary_kind(op), dt));
+          }
         }
-      }
+    });
+  }
 }
 
 TEST_CASE("elementwise: neg, abs, relu, square and sign on int32 and int64") {
   const braid_unary_op ops[] = {BRAID_UNARY_NEG, BRAID_UNARY_ABS, BRAID_UNARY_RELU, BRAID_UNARY_SQUARE,
                                 BRAID_UNARY_SIGN};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kIntTypes)
-      for (braid_unary_op op : ops) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op));
-        const ref::Array x = harness::random_ints({3, 33}, -50, 51, 31);
-        const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
-        CHECK(y.dtype() == dt);
-        CHECK_CLOSE(harness::download(y), ref::unary(op, x), 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes)
+        for (braid_unary_op op : ops) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", unary_name(op));
+          const ref::Array x = harness::random_ints({3, 33}, -50, 51, 31);
+          const auto y = braid::unary(op, harness::upload(dev.index, dt, x));
+          CHECK(y.dtype() == dt);
+          CHECK_CLOSE(harness::download(y), ref::unary(op, x), 0.0);
+        }
+    });
+  }
 }
 
 TEST_CASE("elementwise: every binary op on equal shapes") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
-        const auto op = static_cast<braid_binary_op>(o);
-        for (const ref::Shape& s : kShapes) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", shape ", ref::to_string(s));
-          const auto [a, b] = binary_inputs(op, s, s, dt);
-          const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
-          CHECK(y.dtype() == dt);  // comparisons give 1 or 0 in the input dtype
-          CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), dt));
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
+          const auto op = static_cast<braid_binary_op>(o);
+          for (const ref::Shape& s : kShapes) {
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", shape ", ref::to_string(s));
+            const auto [a, b] = binary_inputs(op, s, s, dt);
+            const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
+            CHECK(y.dtype() == dt);  // comparisons give 1 or 0 in the input dtype
+            CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), dt));
+          }
         }
-      }
+    });
+  }
 }
 
 TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and different ranks") {
@@ -144,19 +153,22 @@ TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and d
   };
   const braid_binary_op ops[] = {BRAID_BINARY_ADD, BRAID_BINARY_SUB, BRAID_BINARY_DIV, BRAID_BINARY_MAXIMUM,
                                  BRAID_BINARY_LESS};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (const Pair& p : pairs)
-        for (braid_binary_op op : ops)
-          for (bool swap : {false, true}) {
-            const ref::Shape& sa = swap ? p.b : p.a;
-            const ref::Shape& sb = swap ? p.a : p.b;
-            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa),
-                 " with ", ref::to_string(sb));
-            const auto [a, b] = binary_inputs(op, sa, sb, dt);
-            const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
-            CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), dt));
-          }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Pair& p : pairs)
+          for (braid_binary_op op : ops)
+            for (bool swap : {false, true}) {
+              const ref::Shape& sa = swap ? p.b : p.a;
+              const ref::Shape& sb = swap ? p.a : p.b;
+              INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", ", ref::to_string(sa),
+                   " with ", ref::to_string(sb));
+              const auto [a, b] = binary_inputs(op, sa, sb, dt);
+              const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
+              CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), dt));
+            }
+    });
+  }
 }
 
 // braid.h does not list the dtypes of binary ops; a device that sets the int32/int64 bit of its
@@ -164,56 +176,65 @@ TEST_CASE("elementwise: broadcasting of scalars, rows, columns, both sides and d
 TEST_CASE("elementwise: integer binary ops where the device computes on integers") {
   const braid_binary_op ops[] = {BRAID_BINARY_ADD,     BRAID_BINARY_SUB,   BRAID_BINARY_MUL,  BRAID_BINARY_MAXIMUM,
                                  BRAID_BINARY_MINIMUM, BRAID_BINARY_EQUAL, BRAID_BINARY_LESS, BRAID_BINARY_GREATER};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kIntTypes) {
-      if ((context().device_info(dev.index).dtype_mask & (1u << dt)) == 0) {
-        MESSAGE("skipped: ", dev.id, " has no ", harness::dtype_name(dt), " kernels");
-        continue;
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes) {
+        if ((context().device_info(dev.index).dtype_mask & (1u << dt)) == 0) {
+          MESSAGE("skipped: ", dev.id, " has no ", harness::dtype_name(dt), " kernels");
+          continue;
+        }
+        for (braid_binary_op op : ops) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op));
+          const ref::Array a = harness::random_ints({3, 7}, -20, 21, 41), b = harness::random_ints({7}, -20, 21, 42);
+          const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
+          CHECK(y.dtype() == dt);
+          CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), 0.0);
+          const auto ys = braid::binary(op, harness::upload(dev.index, dt, a), 3.0, true);
+          CHECK_CLOSE(harness::download(ys), ref::binary_scalar(op, a, 3.0, true), 0.0);
+        }
       }
-      for (braid_binary_op op : ops) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op));
-        const ref::Array a = harness::random_ints({3, 7}, -20, 21, 41), b = harness::random_ints({7}, -20, 21, 42);
-        const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
-        CHECK(y.dtype() == dt);
-        CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), 0.0);
-        const auto ys = braid::binary(op, harness::upload(dev.index, dt, a), 3.0, true);
-        CHECK_CLOSE(harness::download(ys), ref::binary_scalar(op, a, 3.0, true), 0.0);
-      }
-    }
+    });
+  }
 }
 
 TEST_CASE("elementwise: every binary op with a scalar, forward and reverse") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
-        const auto op = static_cast<braid_binary_op>(o);
-        for (bool reverse : {false, true}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op),
-               reverse ? " (scalar op x)" : " (x op scalar)");
-          // A positive x keeps pow and reverse div defined; 1.5 occurs among the inputs for equal.
-          ref::Array x = harness::random_array({3, 33}, 0.25, 3.0, dt, 51);
-          x.data[5] = 1.5;
-          const double s = 1.5;
-          const auto y = braid::binary(op, harness::upload(dev.index, dt, x), s, reverse);
-          CHECK_CLOSE(harness::download(y), ref::binary_scalar(op, x, s, reverse), tol::of(binary_kind(op), dt));
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
+          const auto op = static_cast<braid_binary_op>(o);
+          for (bool reverse : {false, true}) {
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op),
+                 reverse ? " (scalar op x)" : " (x op scalar)");
+            // A positive x keeps pow and reverse div defined; 1.5 occurs among the inputs for equal.
+            ref::Array x = harness::random_array({3, 33}, 0.25, 3.0, dt, 51);
+            x.data[5] = 1.5;
+            const double s = 1.5;
+            const auto y = braid::binary(op, harness::upload(dev.index, dt, x), s, reverse);
+            CHECK_CLOSE(harness::download(y), ref::binary_scalar(op, x, s, reverse), tol::of(binary_kind(op), dt));
+          }
         }
-      }
+    });
+  }
 }
 
 TEST_CASE("elementwise: braid.hpp operators compose like the reference") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes) {
-      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
-      const ref::Array a = harness::random_array({4, 5}, 0.5, 2.0, dt, 61),
-                       b = harness::random_array({5}, 0.5, 2.0, dt, 62);
-      const braid::Tensor ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
-      const braid::Tensor y = (ta + tb) * 2.0 - 1.0 / ta + (-tb) / 4.0;
-      const ref::Array want =
-          ref::binary(BRAID_BINARY_ADD,
-                      ref::binary(BRAID_BINARY_SUB,
-                                  ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
-                                  ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
-                      ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
-      CHECK_CLOSE(harness::download(y), want, 4 * tol::of(Kind::rounded, dt));  // four dependent roundings
-    }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const ref::Array a = harness::random_array({4, 5}, 0.5, 2.0, dt, 61),
+                         b = harness::random_array({5}, 0.5, 2.0, dt, 62);
+        const braid::Tensor ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
+        const braid::Tensor y = (ta + tb) * 2.0 - 1.0 / ta + (-tb) / 4.0;
+        const ref::Array want =
+            ref::binary(BRAID_BINARY_ADD,
+                        ref::binary(BRAID_BINARY_SUB,
+                                    ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
+                                    ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
+                        ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
+        CHECK_CLOSE(harness::download(y), want, 4 * tol::of(Kind::rounded, dt));  // four dependent roundings
+      }
+    });
+  }
 }

@@ -21,23 +21,28 @@ TEST_CASE("layout: reshape keeps row-major order, infers -1 and shares storage")
                         {{1}, {}},
                         {{2, 1, 3}, {3, -1}},
                         {{33}, {3, 11}}};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : kAllComputable)
-      for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", ref::to_string(c.from), " -> ",
-             ref::to_string(c.to));
-        const ref::Array x = harness::sample(c.from, dt, 91);
-        const auto y = braid::reshape(harness::upload(dev.index, dt, x), c.to);
-        CHECK_CLOSE(harness::download(y), ref::reshape(x, c.to), 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : kAllComputable)
+        for (const Case& c : cases) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", ref::to_string(c.from), " -> ",
+               ref::to_string(c.to));
+          const ref::Array x = harness::sample(c.from, dt, 91);
+          const auto y = braid::reshape(harness::upload(dev.index, dt, x), c.to);
+          CHECK_CLOSE(harness::download(y), ref::reshape(x, c.to), 0.0);
+        }
+    });
+  }
 
   // "Same storage": an in-place update through the reshaped tensor shows in the original.
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    const auto w = braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {2, 3});
-    const auto flat = braid::reshape(w, {6});
-    braid::sgd_update(flat, braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {6}), 0.5);
-    CHECK(w.to_vector<float>() == std::vector<float>(6, 0.5f));
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto w = braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {2, 3});
+      const auto flat = braid::reshape(w, {6});
+      braid::sgd_update(flat, braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {6}), 0.5);
+      CHECK(w.to_vector<float>() == std::vector<float>(6, 0.5f));
+    });
   }
 }
 
@@ -56,15 +61,18 @@ TEST_CASE("layout: slice with begin, end and steps along every axis") {
       {{3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {2, 2, 3}},
       {{2, 3, 1, 7}, {1, 0, 0, 3}, {2, 3, 1, 7}, {1, 3, 1, 2}},
   };
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : kAllComputable)
-      for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", slice of ", ref::to_string(c.shape), " from ",
-             ref::to_string(c.begin), " to ", ref::to_string(c.end), " step ", ref::to_string(c.step));
-        const ref::Array x = harness::sample(c.shape, dt, 92);
-        const auto y = braid::slice(harness::upload(dev.index, dt, x), c.begin, c.end, c.step);
-        CHECK_CLOSE(harness::download(y), ref::slice(x, c.begin, c.end, c.step), 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : kAllComputable)
+        for (const Case& c : cases) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", slice of ", ref::to_string(c.shape), " from ",
+               ref::to_string(c.begin), " to ", ref::to_string(c.end), " step ", ref::to_string(c.step));
+          const ref::Array x = harness::sample(c.shape, dt, 92);
+          const auto y = braid::slice(harness::upload(dev.index, dt, x), c.begin, c.end, c.step);
+          CHECK_CLOSE(harness::download(y), ref::slice(x, c.begin, c.end, c.step), 0.0);
+        }
+    });
+  }
 }
 
 TEST_CASE("layout: transpose with every permutation of 3 axes and others") {
@@ -82,14 +90,17 @@ TEST_CASE("layout: transpose with every permutation of 3 axes and others") {
                         {{1, 7}, {1, 0}},
                         {{2, 3, 1, 5}, {3, 1, 0, 2}},
                         {{5}, {0}}};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : kAllComputable)
-      for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", transpose ", ref::to_string(c.shape));
-        const ref::Array x = harness::sample(c.shape, dt, 93);
-        const auto y = braid::transpose(harness::upload(dev.index, dt, x), c.perm);
-        CHECK_CLOSE(harness::download(y), ref::transpose(x, c.perm), 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : kAllComputable)
+        for (const Case& c : cases) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", transpose ", ref::to_string(c.shape));
+          const ref::Array x = harness::sample(c.shape, dt, 93);
+          const auto y = braid::transpose(harness::upload(dev.index, dt, x), c.perm);
+          CHECK_CLOSE(harness::download(y), ref::transpose(x, c.perm), 0.0);
+        }
+    });
+  }
 }
 
 TEST_CASE("layout: concat along each axis") {
@@ -105,60 +116,72 @@ TEST_CASE("layout: concat along each axis") {
       {{{7}, {33}}, 0},
       {{{3, 5}}, 1},  // one input: a copy
   };
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : kAllComputable)
-      for (const Case& c : cases) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", c.shapes.size(), " inputs on axis ", c.axis);
-        std::vector<ref::Array> xs;
-        std::vector<braid::Tensor> ts;
-        for (size_t i = 0; i < c.shapes.size(); ++i) {
-          xs.push_back(harness::sample(c.shapes[i], dt, 94 + static_cast<uint32_t>(i)));
-          ts.push_back(harness::upload(dev.index, dt, xs.back()));
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : kAllComputable)
+        for (const Case& c : cases) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", c.shapes.size(), " inputs on axis ", c.axis);
+          std::vector<ref::Array> xs;
+          std::vector<braid::Tensor> ts;
+          for (size_t i = 0; i < c.shapes.size(); ++i) {
+            xs.push_back(harness::sample(c.shapes[i], dt, 94 + static_cast<uint32_t>(i)));
+            ts.push_back(harness::upload(dev.index, dt, xs.back()));
+          }
+          const auto y = braid::concat(ts, c.axis);
+          CHECK_CLOSE(harness::download(y), ref::concat(xs, c.axis), 0.0);
         }
-        const auto y = braid::concat(ts, c.axis);
-        CHECK_CLOSE(harness::download(y), ref::concat(xs, c.axis), 0.0);
-      }
+    });
+  }
 }
 
 TEST_CASE("layout: cast between floats rounds to nearest even, through float16 and bfloat16") {
   const braid_dtype targets[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT16, BRAID_BFLOAT16};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype from : harness::kFloatTypes)
-      for (braid_dtype to : targets) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
-        ref::Array x = harness::random_array({7, 33}, -300.0, 300.0, from, 95);
-        // Edge values: the float16 maximum, overflow to infinity, a float16 subnormal, a tie.
-        const double edges[] = {65504.0, 70000.0, -1e-6, 1.0 + 0x1p-11, 0.1, -0.0, 3e-41};
-        for (size_t i = 0; i < std::size(edges); ++i) x.data[i] = ref::round_to(from, edges[i]);
-        const auto y = braid::cast(harness::upload(dev.index, from, x), to);
-        CHECK(y.dtype() == to);
-        const ref::Array want = ref::round_to(to, x);
-        CHECK_CLOSE(harness::download(y), want, 0.0);
-        // And back: the rounded values are exact in the source type, so the round trip is lossless.
-        CHECK_CLOSE(harness::download(braid::cast(y, from)), want, 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype from : harness::kFloatTypes)
+        for (braid_dtype to : targets) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
+          ref::Array x = harness::random_array({7, 33}, -300.0, 300.0, from, 95);
+          // Edge values: the float16 maximum, overflow to infinity, a float16 subnormal, a tie.
+          const double edges[] = {65504.0, 70000.0, -1e-6, 1.0 + 0x1p-11, 0.1, -0.0, 3e-41};
+          for (size_t i = 0; i < std::size(edges); ++i) x.data[i] = ref::round_to(from, edges[i]);
+          const auto y = braid::cast(harness::upload(dev.index, from, x), to);
+          CHECK(y.dtype() == to);
+          const ref::Array want = ref::round_to(to, x);
+          CHECK_CLOSE(harness::download(y), want, 0.0);
+          // And back: the rounded values are exact in the source type, so the round trip is lossless.
+          CHECK_CLOSE(harness::download(braid::cast(y, from)), want, 0.0);
+        }
+    });
+  }
 }
 
 TEST_CASE("layout: cast between integer and float dtypes with integral values") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype from : kAllComputable)
-      for (braid_dtype to : kAllComputable) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
-        // Values every dtype of the pair holds exactly (uint8 limits the range).
-        const ref::Array x = harness::random_ints({3, 7}, 0, 256, 96);
-        const auto y = braid::cast(harness::upload(dev.index, from, x), to);
-        CHECK(y.dtype() == to);
-        CHECK_CLOSE(harness::download(y), x, 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype from : kAllComputable)
+        for (braid_dtype to : kAllComputable) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
+          // Values every dtype of the pair holds exactly (uint8 limits the range).
+          const ref::Array x = harness::random_ints({3, 7}, 0, 256, 96);
+          const auto y = braid::cast(harness::upload(dev.index, from, x), to);
+          CHECK(y.dtype() == to);
+          CHECK_CLOSE(harness::download(y), x, 0.0);
+        }
+    });
+  }
 }
 
 TEST_CASE("layout: float to integer casts truncate toward zero") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype from : harness::kFloatTypes)
-      for (braid_dtype to : harness::kIntTypes) {
-        INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
-        const ref::Array x({6}, {-2.75, -1.5, -0.25, 0.5, 1.5, 99.99});
-        const auto y = braid::cast(harness::upload(dev.index, from, x), to);
-        CHECK_CLOSE(harness::download(y), ref::round_to(to, x), 0.0);
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype from : harness::kFloatTypes)
+        for (braid_dtype to : harness::kIntTypes) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
+          const ref::Array x({6}, {-2.75, -1.5, -0.25, 0.5, 1.5, 99.99});
+          const auto y = braid::cast(harness::upload(dev.index, from, x), to);
+          CHECK_CLOSE(harness::download(y), ref::round_to(to, x), 0.0);
+        }
+    });
+  }
 }

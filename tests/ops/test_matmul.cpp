@@ -33,29 +33,38 @@ void check_matmul(const harness::DeviceRef& dev, braid_dtype dt, int64_t batch_a
 }  // namespace
 
 TEST_CASE("matmul: 2-D with every transpose combination") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (const Dims& d : kDims)
-        for (bool ta : {false, true})
-          for (bool tb : {false, true}) check_matmul(dev, dt, 0, 0, d, ta, tb);
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Dims& d : kDims)
+          for (bool ta : {false, true})
+            for (bool tb : {false, true}) check_matmul(dev, dt, 0, 0, d, ta, tb);
+    });
+  }
 }
 
 TEST_CASE("matmul: batched 3-D with every transpose combination") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (const Dims& d : {Dims{1, 1, 1}, Dims{3, 7, 5}, Dims{9, 4, 11}})
-        for (int64_t batch : {1, 3})
-          for (bool ta : {false, true})
-            for (bool tb : {false, true}) check_matmul(dev, dt, batch, batch, d, ta, tb);
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Dims& d : {Dims{1, 1, 1}, Dims{3, 7, 5}, Dims{9, 4, 11}})
+          for (int64_t batch : {1, 3})
+            for (bool ta : {false, true})
+              for (bool tb : {false, true}) check_matmul(dev, dt, batch, batch, d, ta, tb);
+    });
+  }
 }
 
 TEST_CASE("matmul: batched with one side 2-D (shared by every batch)") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (const Dims& d : {Dims{3, 7, 5}, Dims{1, 4, 6}})
-        for (bool ta : {false, true})
-          for (bool tb : {false, true}) {
-            check_matmul(dev, dt, 4, 0, d, ta, tb);
-            check_matmul(dev, dt, 0, 4, d, ta, tb);
-          }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Dims& d : {Dims{3, 7, 5}, Dims{1, 4, 6}})
+          for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+              check_matmul(dev, dt, 4, 0, d, ta, tb);
+              check_matmul(dev, dt, 0, 4, d, ta, tb);
+            }
+    });
+  }
 }

@@ -46,37 +46,43 @@ TEST_CASE("reduce: every op over single, multiple and all axes, with and without
       {{2, 3, 4, 5}, {1, 2, 3}},
       {{1}, {0}},
   };
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (int o = 0; o < BRAID_REDUCE_COUNT; ++o) {
-        const auto op = static_cast<braid_reduce_op>(o);
-        const Kind kind = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN ? Kind::exact : Kind::reduction;
-        for (const Case& c : cases)
-          for (bool keep : {false, true}) {
-            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", reduce_name(op), " of ",
-                 ref::to_string(c.shape), " over ", axes_string(c.axes), keep ? ", keepdims" : "");
-            const ref::Array x = harness::random_array(c.shape, -2.0, 2.0, dt, 71);
-            const auto y = braid::reduce(op, harness::upload(dev.index, dt, x), c.axes, keep);
-            CHECK(y.dtype() == dt);
-            CHECK_CLOSE(harness::download(y), ref::reduce(op, x, c.axes, keep), tol::of(kind, dt));
-          }
-      }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (int o = 0; o < BRAID_REDUCE_COUNT; ++o) {
+          const auto op = static_cast<braid_reduce_op>(o);
+          const Kind kind = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN ? Kind::exact : Kind::reduction;
+          for (const Case& c : cases)
+            for (bool keep : {false, true}) {
+              INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", reduce_name(op), " of ",
+                   ref::to_string(c.shape), " over ", axes_string(c.axes), keep ? ", keepdims" : "");
+              const ref::Array x = harness::random_array(c.shape, -2.0, 2.0, dt, 71);
+              const auto y = braid::reduce(op, harness::upload(dev.index, dt, x), c.axes, keep);
+              CHECK(y.dtype() == dt);
+              CHECK_CLOSE(harness::download(y), ref::reduce(op, x, c.axes, keep), tol::of(kind, dt));
+            }
+        }
+    });
+  }
 }
 
 TEST_CASE("reduce: long sums and means stay within the summation tolerance") {
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes) {
-      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
-      // Positive values: the relative error of any summation order is bounded by n*u, typically sqrt(n)*u.
-      const ref::Array x = harness::random_array({1000, 3}, 0.0, 1.0, dt, 72);
-      const auto t = harness::upload(dev.index, dt, x);
-      CHECK_CLOSE(harness::download(braid::sum(t)), ref::reduce(BRAID_REDUCE_SUM, x, {}, false),
-                  tol::of(Kind::reduction, dt));
-      CHECK_CLOSE(harness::download(braid::mean(t, {0})), ref::reduce(BRAID_REDUCE_MEAN, x, {0}, false),
-                  tol::of(Kind::reduction, dt));
-      CHECK_CLOSE(harness::download(braid::norm(t, {0}, true)), ref::reduce(BRAID_REDUCE_NORM, x, {0}, true),
-                  tol::of(Kind::reduction, dt));
-    }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        // Positive values: the relative error of any summation order is bounded by n*u, typically sqrt(n)*u.
+        const ref::Array x = harness::random_array({1000, 3}, 0.0, 1.0, dt, 72);
+        const auto t = harness::upload(dev.index, dt, x);
+        CHECK_CLOSE(harness::download(braid::sum(t)), ref::reduce(BRAID_REDUCE_SUM, x, {}, false),
+                    tol::of(Kind::reduction, dt));
+        CHECK_CLOSE(harness::download(braid::mean(t, {0})), ref::reduce(BRAID_REDUCE_MEAN, x, {0}, false),
+                    tol::of(Kind::reduction, dt));
+        CHECK_CLOSE(harness::download(braid::norm(t, {0}, true)), ref::reduce(BRAID_REDUCE_NORM, x, {0}, true),
+                    tol::of(Kind::reduction, dt));
+      }
+    });
+  }
 }
 
 TEST_CASE("reduce: argmax along each axis gives int64 indices") {
@@ -86,24 +92,29 @@ TEST_CASE("reduce: argmax along each axis gives int64 indices") {
   };
   const Case cases[] = {{{7}, 0},       {{3, 33}, 0},   {{3, 33}, 1}, {{3, 33}, -1},
                         {{2, 3, 7}, 1}, {{2, 3, 7}, 2}, {{1, 1}, 0}};
-  for (const auto& dev : harness::each_device())
-    for (braid_dtype dt : harness::kFloatTypes)
-      for (const Case& c : cases)
-        for (bool keep : {false, true}) {
-          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", argmax of ", ref::to_string(c.shape), " along ",
-               c.axis, keep ? ", keepdims" : "");
-          const ref::Array x = harness::random_array(c.shape, -5.0, 5.0, dt, 73);  // ties are improbable
-          const auto y = braid::argmax(harness::upload(dev.index, dt, x), c.axis, keep);
-          CHECK(y.dtype() == BRAID_INT64);
-          CHECK_CLOSE(harness::download(y), ref::argmax(x, c.axis, keep), 0.0);
-        }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Case& c : cases)
+          for (bool keep : {false, true}) {
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", argmax of ", ref::to_string(c.shape), " along ",
+                 c.axis, keep ? ", keepdims" : "");
+            const ref::Array x = harness::random_array(c.shape, -5.0, 5.0, dt, 73);  // ties are improbable
+            const auto y = braid::argmax(harness::upload(dev.index, dt, x), c.axis, keep);
+            CHECK(y.dtype() == BRAID_INT64);
+            CHECK_CLOSE(harness::download(y), ref::argmax(x, c.axis, keep), 0.0);
+          }
+    });
+  }
 }
 
 TEST_CASE("reduce: argmax returns the first of tied maxima") {
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    const ref::Array x({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
-    const auto y = braid::argmax(harness::upload(dev.index, BRAID_FLOAT32, x), 1);
-    CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const ref::Array x({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
+      const auto y = braid::argmax(harness::upload(dev.index, BRAID_FLOAT32, x), 1);
+      CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+    });
   }
 }

@@ -16,7 +16,10 @@ TEST_CASE("context: finds devices and describes each consistently") {
     CHECK(std::string(info.backend).size() > 0);
     CHECK(context().find_device(info.id) == dev.index);
     CHECK((info.dtype_mask & (1u << BRAID_FLOAT32)) != 0);
-    CHECK((info.dtype_mask & (1u << BRAID_FLOAT64)) != 0);
+    // The CPU reference computes in float64 too; a GPU backend may not (its float64 cases then report
+    // themselves skipped, see harness::on_device).
+    if (dev.id.rfind("cpu:", 0) == 0) CHECK((info.dtype_mask & (1u << BRAID_FLOAT64)) != 0);
+    else if ((info.dtype_mask & (1u << BRAID_FLOAT64)) == 0) MESSAGE("note: ", dev.id, " has no float64 kernels");
     CHECK(info.compute_queues >= 1);
     CHECK(info.transfer_queues >= 1);
   }
@@ -34,23 +37,25 @@ TEST_CASE("context: finds devices and describes each consistently") {
 
 TEST_CASE("context: memory statistics follow an allocation") {
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    const braid_memory_stats before = context().memory_stats(dev.index);
-    constexpr int64_t kElems = 1 << 18;  // 1 MiB of float32
-    auto t = braid::Tensor::zeros(context(), dev.index, BRAID_FLOAT32, {kElems});
-    t.wait_to_read();
-    const braid_memory_stats during = context().memory_stats(dev.index);
-    CHECK(during.allocated_bytes >= before.allocated_bytes + 4 * kElems);
-    CHECK(during.peak_allocated_bytes >= during.allocated_bytes);
-    CHECK(during.reserved_bytes >= during.allocated_bytes);
-    CHECK(during.alloc_count > before.alloc_count);
-    t = braid::Tensor();
-    context().wait_all();
-    context().empty_cache(dev.index);
-    context().reset_peak(dev.index);
-    const braid_memory_stats after = context().memory_stats(dev.index);
-    CHECK(after.reserved_bytes >= after.allocated_bytes);
-    CHECK(after.peak_allocated_bytes == after.allocated_bytes);
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const braid_memory_stats before = context().memory_stats(dev.index);
+      constexpr int64_t kElems = 1 << 18;  // 1 MiB of float32
+      auto t = braid::Tensor::zeros(context(), dev.index, BRAID_FLOAT32, {kElems});
+      t.wait_to_read();
+      const braid_memory_stats during = context().memory_stats(dev.index);
+      CHECK(during.allocated_bytes >= before.allocated_bytes + 4 * kElems);
+      CHECK(during.peak_allocated_bytes >= during.allocated_bytes);
+      CHECK(during.reserved_bytes >= during.allocated_bytes);
+      CHECK(during.alloc_count > before.alloc_count);
+      t = braid::Tensor();
+      context().wait_all();
+      context().empty_cache(dev.index);
+      context().reset_peak(dev.index);
+      const braid_memory_stats after = context().memory_stats(dev.index);
+      CHECK(after.reserved_bytes >= after.allocated_bytes);
+      CHECK(after.peak_allocated_bytes == after.allocated_bytes);
+    });
   }
 }
 
@@ -58,38 +63,42 @@ TEST_CASE("tensor: upload, metadata, download and overwrite in every dtype") {
   const braid_dtype all[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32,   BRAID_INT64,
                              BRAID_UINT8,   BRAID_FLOAT16, BRAID_BFLOAT16};
   for (const auto& dev : harness::each_device()) {
-    for (braid_dtype dt : all) {
-      INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
-      for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{7}, ref::Shape{3, 33}, ref::Shape{2, 1, 3, 5}}) {
-        INFO("shape ", ref::to_string(shape));
-        const ref::Array a = harness::sample(shape, dt, 2);
-        const braid::Tensor t = harness::upload(dev.index, dt, a);
-        CHECK(t.shape() == shape);
-        CHECK(t.ndim() == static_cast<int32_t>(shape.size()));
-        CHECK(t.dtype() == dt);
-        CHECK(t.device() == dev.index);
-        CHECK(t.numel() == ref::numel(shape));
-        CHECK_CLOSE(harness::download(t), a, 0.0);
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : all) {
+        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
+        for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{7}, ref::Shape{3, 33}, ref::Shape{2, 1, 3, 5}}) {
+          INFO("shape ", ref::to_string(shape));
+          const ref::Array a = harness::sample(shape, dt, 2);
+          const braid::Tensor t = harness::upload(dev.index, dt, a);
+          CHECK(t.shape() == shape);
+          CHECK(t.ndim() == static_cast<int32_t>(shape.size()));
+          CHECK(t.dtype() == dt);
+          CHECK(t.device() == dev.index);
+          CHECK(t.numel() == ref::numel(shape));
+          CHECK_CLOSE(harness::download(t), a, 0.0);
 
-        // write_host replaces the contents in program order (u's download gives c's bytes in dt's
-        // encoding, including the 16-bit float formats).
-        const ref::Array c = harness::sample(shape, dt, 3);
-        const braid::Tensor u = harness::upload(dev.index, dt, c);
-        std::vector<std::byte> bytes(static_cast<size_t>(t.numel()) * braid_dtype_size(dt));
-        u.to_host(bytes);
-        t.write_host(bytes);
-        CHECK_CLOSE(harness::download(t), c, 0.0);
+          // write_host replaces the contents in program order (u's download gives c's bytes in dt's
+          // encoding, including the 16-bit float formats).
+          const ref::Array c = harness::sample(shape, dt, 3);
+          const braid::Tensor u = harness::upload(dev.index, dt, c);
+          std::vector<std::byte> bytes(static_cast<size_t>(t.numel()) * braid_dtype_size(dt));
+          u.to_host(bytes);
+          t.write_host(bytes);
+          CHECK_CLOSE(harness::download(t), c, 0.0);
+        }
       }
-    }
+    });
   }
 }
 
 TEST_CASE("tensor: a 0-d tensor has shape {} and one element") {
   for (const auto& dev : harness::each_device()) {
-    INFO("device ", dev.id);
-    const auto t = braid::Tensor::full(context(), dev.index, BRAID_FLOAT64, {}, 2.5);
-    CHECK(t.ndim() == 0);
-    CHECK(t.numel() == 1);
-    CHECK(t.to_vector<double>() == std::vector<double>{2.5});
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto t = braid::Tensor::full(context(), dev.index, BRAID_FLOAT64, {}, 2.5);
+      CHECK(t.ndim() == 0);
+      CHECK(t.numel() == 1);
+      CHECK(t.to_vector<double>() == std::vector<double>{2.5});
+    });
   }
 }

@@ -1,0 +1,69 @@
+#include "host.h"
+
+#include <atomic>
+#include <cstddef>
+
+namespace braid::vk::host {
+namespace {
+
+using LogFn = void (*)(braid_log_level, const char*);
+using BeginFn = int32_t (*)(void*);
+using EndFn = void (*)(void*, braid_status, const char*);
+
+struct Callbacks {
+  LogFn log = nullptr;
+  BeginFn work_begin = nullptr;
+  EndFn work_end = nullptr;
+  bool operator==(const Callbacks&) const = default;
+};
+
+// A field is usable only if the host's struct_size covers it (an older host has a shorter table).
+Callbacks read(const braid_host_api* api) {
+  Callbacks cb;
+  if (api == nullptr) return cb;
+  auto covers = [api](size_t offset, size_t size) { return api->struct_size >= offset + size; };
+  if (covers(offsetof(braid_host_api, log), sizeof api->log)) cb.log = api->log;
+  if (covers(offsetof(braid_host_api, work_begin), sizeof api->work_begin)) cb.work_begin = api->work_begin;
+  if (covers(offsetof(braid_host_api, work_end), sizeof api->work_end)) cb.work_end = api->work_end;
+  return cb;
+}
+
+// Global mutable state (1 of 2, with the query refcount in plugin.cpp): the host's callbacks. We copy
+// the function pointers rather than keep the host's table pointer, so the table need only live through
+// the query call. Atomics because queue threads read them while another context's query or shutdown
+// may run on another thread; they only change while no device is open (first query, last shutdown).
+std::atomic<LogFn> g_log{nullptr};
+std::atomic<BeginFn> g_work_begin{nullptr};
+std::atomic<EndFn> g_work_end{nullptr};
+
+}  // namespace
+
+void install(const braid_host_api* api) {
+  Callbacks cb = read(api);
+  g_log.store(cb.log, std::memory_order_release);
+  g_work_begin.store(cb.work_begin, std::memory_order_release);
+  g_work_end.store(cb.work_end, std::memory_order_release);
+}
+
+bool matches(const braid_host_api* api) {
+  Callbacks cur{g_log.load(std::memory_order_acquire), g_work_begin.load(std::memory_order_acquire),
+                g_work_end.load(std::memory_order_acquire)};
+  return cur == read(api);
+}
+
+void uninstall() { install(nullptr); }
+
+bool work_begin(void* token) {
+  BeginFn fn = g_work_begin.load(std::memory_order_acquire);
+  return fn == nullptr || fn(token) != 0;
+}
+
+void work_end(void* token, braid_status status, const char* message) {
+  if (EndFn fn = g_work_end.load(std::memory_order_acquire)) fn(token, status, message);
+}
+
+void log(braid_log_level level, const char* message) {
+  if (LogFn fn = g_log.load(std::memory_order_acquire)) fn(level, message);
+}
+
+}  // namespace braid::vk::host

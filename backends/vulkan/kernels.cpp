@@ -1,0 +1,534 @@
+// Kernel encoders: validate what the shaders can do, fill the parameter block and dispatch.
+#include "kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace braid::vk {
+namespace {
+
+constexpr uint32_t kGroup = 256;  // local_size_x of the elementwise shaders
+
+uint64_t dtype_size(braid_dtype d) {
+  switch (d) {
+    case BRAID_FLOAT64: case BRAID_INT64: return 8;
+    case BRAID_UINT8: return 1;
+    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
+    default: return 4;
+  }
+}
+
+int64_t numel(const braid_buffer_view& v) {
+  int64_t n = 1;
+  for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
+  return n;
+}
+
+// braid_dtype_name lives in libbraid, which a plugin does not link.
+const char* dtype_name(braid_dtype d) {
+  static const char* const names[] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bfloat16"};
+  return d >= 0 && d < BRAID_DTYPE_COUNT ? names[d] : "unknown dtype";
+}
+
+// The float64 variant of a shader when the kernel's dtype is float64.
+ShaderId pick(braid_dtype dt, ShaderId f32, ShaderId f64) { return dt == BRAID_FLOAT64 ? f64 : f32; }
+
+KernelResult fail(braid_status s, std::string m) { return {s, std::move(m)}; }
+KernelResult ok() { return {}; }
+
+// Encoding state for one kernel: its parameter block and bindings.
+struct Enc {
+  Params p;
+  Binding b[kNumBindings];
+  std::string error;
+
+  // Binds `v` as operand `op` (0..5 inputs, 6..9 outputs): the binding starts at the 256-byte
+  // boundary at or below the view's first byte (buffers start on one), the rest goes to off[op].
+  void operand(int op, const braid_buffer_view& v) {
+    const braid_backend_buffer_t* buf = v.buffer;
+    const uint64_t esize = dtype_size(v.dtype);
+    const uint64_t aligned = v.byte_offset & ~uint64_t{255};
+    const uint64_t end = (buf->size + 255) & ~uint64_t{255};
+    Binding& bd = b[op < 6 ? kFirstInputBinding + op : kFirstOutputBinding + (op - 6)];
+    bd.buffer = buf->buffer;
+    bd.offset = buf->offset + aligned;
+    bd.range = end > aligned ? end - aligned : 256;
+    p.off[op] = static_cast<int32_t>((v.byte_offset - aligned) / esize);
+    for (int d = 0; d < v.ndim && d < 8; ++d) {
+      if (v.strides[d] > INT32_MAX || v.strides[d] < INT32_MIN) error = "a stride exceeds 32 bits";
+      p.strides[op * 8 + d] = static_cast<int32_t>(v.strides[d]);
+    }
+  }
+  // Scalar attribute k for the shaders: as a float (float32 kernels) and a double (float64 kernels).
+  void attr(int k, double v) {
+    static_assert(sizeof p.dattr == 2 * sizeof p.f);
+    p.f[k] = static_cast<float>(v);
+    std::memcpy(&p.dattr[2 * k], &v, sizeof v);
+  }
+  // The iteration shape (row-major) and element count.
+  void shape(const braid_buffer_view& v) {
+    p.ndim = static_cast<uint32_t>(v.ndim);
+    for (int d = 0; d < v.ndim; ++d) p.shape[d] = static_cast<uint32_t>(v.shape[d]);
+    int64_t n = numel(v);
+    if (n > INT32_MAX) error = "more than 2^31 elements in one kernel";
+    p.n = static_cast<uint32_t>(n);
+  }
+  KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+                        const char* error_message = nullptr) {
+    if (!error.empty()) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: " + error);
+    std::string e = r.dispatch(s, p, b, gx, gy, gz, error_message);
+    return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
+  }
+  // One invocation per element of p.n, over a 2-D grid of workgroups.
+  KernelResult dispatch_flat(Recorder& r, ShaderId s) {
+    uint32_t groups = (p.n + kGroup - 1) / kGroup;
+    uint32_t gx = std::min<uint32_t>(groups, 65535), gy = gx ? (groups + gx - 1) / gx : 0;
+    return dispatch(r, s, gx, gy);
+  }
+};
+
+// A double attribute as the integer the CPU backend would make of it (truncated, saturated, NaN -> 0),
+// as int64 bits in extra[0..1] for the integer shaders.
+void int_scalar(Enc& e, double v) {
+  int64_t i = 0;
+  if (v >= 9.2233720368547758e18) i = INT64_MAX;
+  else if (v <= -9.2233720368547758e18) i = INT64_MIN;
+  else if (v == v) i = static_cast<int64_t>(v);
+  const auto u = static_cast<uint64_t>(i);
+  e.p.extra[0] = static_cast<uint32_t>(u);
+  e.p.extra[1] = static_cast<uint32_t>(u >> 32);
+}
+
+bool is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
+
+KernelResult fill(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  const braid_dtype dt = c.outputs[0].dtype;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  e.attr(0, c.f[0]);
+  if (is_int(dt)) {
+    int_scalar(e, c.f[0]);
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_i64);
+  }
+  return e.dispatch_flat(r, pick(dt, ShaderId::fill_f32, ShaderId::fill_f64));
+}
+
+KernelResult arange(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  e.attr(0, c.f[0]);
+  e.attr(1, c.f[1]);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::arange_f32, ShaderId::arange_f64));
+}
+
+KernelResult copy(const braid_kernel_call& c, Recorder& r) {
+  const braid_dtype s = c.inputs[0].dtype, d = c.outputs[0].dtype;
+  ShaderId id;
+  auto is32 = [](braid_dtype t) { return t == BRAID_FLOAT32 || t == BRAID_INT32; };
+  auto is64 = [](braid_dtype t) { return t == BRAID_FLOAT64 || t == BRAID_INT64; };
+  if (s == d && is32(s)) id = ShaderId::copy_u32;
+  else if (s == d && is64(s)) id = ShaderId::copy_u64;
+  else if (s == BRAID_FLOAT32 && d == BRAID_INT32) id = ShaderId::copy_f32_i32;
+  else if (s == BRAID_INT32 && d == BRAID_FLOAT32) id = ShaderId::copy_i32_f32;
+  else if (s == BRAID_INT32 && d == BRAID_INT64) id = ShaderId::copy_i32_i64;
+  else if (s == BRAID_INT64 && d == BRAID_INT32) id = ShaderId::copy_i64_i32;
+  else if (s == BRAID_FLOAT32 && d == BRAID_INT64) id = ShaderId::copy_f32_i64;
+  else if (s == BRAID_INT64 && d == BRAID_FLOAT32) id = ShaderId::copy_i64_f32;
+  else if (s == BRAID_FLOAT64 && d == BRAID_FLOAT32) id = ShaderId::copy_f64_f32;
+  else if (s == BRAID_FLOAT32 && d == BRAID_FLOAT64) id = ShaderId::copy_f32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT32) id = ShaderId::copy_f64_i32;
+  else if (s == BRAID_INT32 && d == BRAID_FLOAT64) id = ShaderId::copy_i32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT64) id = ShaderId::copy_f64_i64;
+  else if (s == BRAID_INT64 && d == BRAID_FLOAT64) id = ShaderId::copy_i64_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
+  else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
+  else
+    return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
+                                           dtype_name(d));
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(6, c.outputs[0]);
+  return e.dispatch_flat(r, id);
+}
+
+KernelResult unary(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(6, c.outputs[0]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::unary_i32 : ShaderId::unary_i64);
+  return e.dispatch_flat(r, pick(dt, ShaderId::unary_f32, ShaderId::unary_f64));
+}
+
+KernelResult binary(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(1, c.inputs[1]);
+  e.operand(6, c.outputs[0]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_i32 : ShaderId::binary_i64);
+  return e.dispatch_flat(r, pick(dt, ShaderId::binary_f32, ShaderId::binary_f64));
+}
+
+KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(6, c.outputs[0]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  e.p.i[1] = static_cast<int32_t>(c.i[1]);
+  e.attr(0, c.f[0]);
+  const braid_dtype dt = c.inputs[0].dtype;
+  if (is_int(dt)) {
+    int_scalar(e, c.f[0]);
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_scalar_i32 : ShaderId::binary_scalar_i64);
+  }
+  return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
+}
+
+void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
+void put_u64(uint32_t* at, uint64_t v) {
+  at[0] = static_cast<uint32_t>(v);
+  at[1] = static_cast<uint32_t>(v >> 32);
+}
+
+// One workgroup per output element (or row): p.n groups over a 2-D grid.
+KernelResult dispatch_groups(Enc& e, Recorder& r, ShaderId s) {
+  uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
+  return e.dispatch(r, s, gx, gy);
+}
+
+KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  Enc e;
+  e.shape(out);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  uint32_t rnd = 0;
+  int64_t count = 1;
+  for (int d = 0; d < in.ndim; ++d) {
+    if (!((c.i[1] >> d) & 1)) continue;
+    e.p.extra[2 + rnd] = static_cast<uint32_t>(in.shape[d]);
+    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[d]));
+    count *= in.shape[d];
+    ++rnd;
+  }
+  if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: reduction over more than 2^31 elements");
+  e.p.extra[0] = static_cast<uint32_t>(count);
+  e.p.extra[1] = rnd;
+  const bool sg = r.physical().subgroup_arithmetic;
+  if (in.dtype == BRAID_FLOAT64) return dispatch_groups(e, r, ShaderId::reduce_f64);  // tree only
+  return dispatch_groups(e, r, sg ? ShaderId::reduce_f32_subgroup : ShaderId::reduce_f32);
+}
+
+KernelResult argmax(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  const int axis = static_cast<int>(c.i[0]);
+  Enc e;
+  e.shape(out);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
+  return dispatch_groups(e, r, pick(in.dtype, ShaderId::argmax_f32, ShaderId::argmax_f64));
+}
+
+KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
+  const auto &in = c.inputs[0], &out = c.outputs[0];
+  const int axis = static_cast<int>(c.i[0]);
+  braid_buffer_view rows = in;
+  rows.shape[axis] = 1;
+  Enc e;
+  e.shape(rows);
+  e.operand(0, in);
+  e.operand(6, out);
+  e.p.i[1] = static_cast<int32_t>(c.i[1]);
+  e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
+  e.p.extra[2] = static_cast<uint32_t>(static_cast<int32_t>(out.strides[axis]));
+  return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
+}
+
+KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
+  const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
+  const bool ta = c.i[0] != 0, tb = c.i[1] != 0;
+  if (a.ndim < 2 || b.ndim < 2 || y.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul needs 2-D or 3-D views");
+  auto at = [](const braid_buffer_view& v, int from_end) { return v.strides[v.ndim - from_end]; };
+  const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
+  const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
+  const int64_t B = y.ndim == 3 ? y.shape[0] : 1;
+  if (B > 65535 || (N + 63) / 64 > 65535 || (M + 63) / 64 > 65535)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul grid too large");
+  Enc e;
+  e.operand(0, a);
+  e.operand(1, b);
+  e.operand(6, y);
+  auto s32 = [&e](int64_t v) {
+    if (v > INT32_MAX || v < INT32_MIN) e.error = "a stride exceeds 32 bits";
+    return static_cast<int32_t>(v);
+  };
+  e.p.strides[0] = s32(a.ndim == 3 ? a.strides[0] : 0);
+  e.p.strides[1] = s32(ta ? at(a, 1) : at(a, 2));
+  e.p.strides[2] = s32(ta ? at(a, 2) : at(a, 1));
+  e.p.strides[8] = s32(b.ndim == 3 ? b.strides[0] : 0);
+  e.p.strides[9] = s32(tb ? at(b, 1) : at(b, 2));
+  e.p.strides[10] = s32(tb ? at(b, 2) : at(b, 1));
+  e.p.strides[48] = s32(y.ndim == 3 ? y.strides[0] : 0);
+  e.p.strides[49] = s32(at(y, 2));
+  e.p.strides[50] = s32(at(y, 1));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(N);
+  e.p.extra[2] = static_cast<uint32_t>(K);
+  e.p.n = static_cast<uint32_t>(M * N);
+  if (M == 0 || N == 0 || B == 0) return ok();
+  if (K == 0) {  // an empty sum: zeros
+    Enc z;
+    z.shape(y);
+    z.operand(6, y);
+    return z.dispatch_flat(r, pick(y.dtype, ShaderId::fill_f32, ShaderId::fill_f64));
+  }
+  return e.dispatch(r, pick(y.dtype, ShaderId::matmul_f32, ShaderId::matmul_f64), static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
+                    static_cast<uint32_t>(B));
+}
+
+void philox_params(Enc& e, const braid_kernel_call& c) {
+  put_u64(&e.p.extra[0], static_cast<uint64_t>(c.i[0]));
+  put_u64(&e.p.extra[2], static_cast<uint64_t>(c.i[1]));
+}
+
+KernelResult random_uniform(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: random_uniform needs shaderFloat64");
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  philox_params(e, c);
+  put_double(&e.p.extra[4], c.f[0]);
+  put_double(&e.p.extra[6], c.f[1]);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::random_uniform_f32, ShaderId::random_uniform_f64));
+}
+
+KernelResult random_normal(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: random_normal needs shaderFloat64");
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(6, c.outputs[0]);
+  philox_params(e, c);
+  put_double(&e.p.extra[4], c.f[0]);
+  put_double(&e.p.extra[6], c.f[1]);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::random_normal_f32, ShaderId::random_normal_f64));
+}
+
+KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
+  if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: dropout needs shaderFloat64");
+  const double p = c.f[0];
+  const uint64_t thr = p <= 0.0 ? 0 : p >= 1.0 ? (uint64_t{1} << 32) : uint64_t(std::ceil(std::ldexp(p, 32) - 0.5));
+  const double scale = p < 1.0 ? 1.0 / (1.0 - p) : 0.0;
+  Enc e;
+  e.shape(c.outputs[0]);
+  e.operand(0, c.inputs[0]);
+  e.operand(6, c.outputs[0]);
+  const bool has_mask = c.num_outputs >= 2;
+  if (has_mask) e.operand(7, c.outputs[1]);
+  e.p.i[0] = has_mask ? 1 : 0;
+  philox_params(e, c);
+  put_u64(&e.p.extra[4], thr);
+  put_double(&e.p.extra[6], scale);
+  return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::dropout_f32, ShaderId::dropout_f64));
+}
+
+KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.inputs[0]);
+  for (int k = 0; k < c.num_inputs && k < 4; ++k) e.operand(k, c.inputs[k]);
+  for (int k = 0; k < 5; ++k) e.attr(k, c.f[k]);
+  const bool f64 = c.inputs[0].dtype == BRAID_FLOAT64;
+  ShaderId id = f64 ? ShaderId::sgd_f64 : ShaderId::sgd_f32;
+  if (c.op == BRAID_KOP_SGD_MOMENTUM) id = f64 ? ShaderId::sgd_momentum_f64 : ShaderId::sgd_momentum_f32;
+  if (c.op == BRAID_KOP_ADAM_UPDATE) {
+    id = f64 ? ShaderId::adam_f64 : ShaderId::adam_f32;
+    const double b1 = c.f[1], b2 = c.f[2];
+    const double t = static_cast<double>(std::max<int64_t>(c.i[0], 1));
+    e.attr(5, 1.0 / (1.0 - std::pow(b1, t)));
+    e.attr(6, 1.0 / (1.0 - std::pow(b2, t)));
+    e.attr(7, 1.0 - b1);
+    const float ob2 = static_cast<float>(1.0 - b2);
+    std::memcpy(&e.p.extra[0], &ob2, 4);
+  }
+  return e.dispatch_flat(r, id);
+}
+
+KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &w = c.inputs[1], &y = c.outputs[0];
+  Enc e;
+  e.shape(y);
+  e.operand(0, x);
+  e.operand(1, w);
+  if (c.num_inputs >= 3) e.operand(2, c.inputs[2]);
+  e.operand(6, y);
+  e.p.i[0] = c.num_inputs >= 3 ? 1 : 0;
+  const int64_t v[] = {x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64));
+}
+
+KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &y = c.outputs[0];
+  Enc e;
+  e.shape(y);
+  e.operand(0, x);
+  e.operand(6, y);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  const int64_t v[] = {x.shape[2], x.shape[3], c.i[1], c.i[2], c.i[3], c.i[4], c.i[5], c.i[6]};
+  for (int k = 0; k < 8; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, pick(x.dtype, ShaderId::pool2d_f32, ShaderId::pool2d_f64));
+}
+
+KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &labels = c.inputs[1], &y = c.outputs[0];
+  if (labels.dtype != BRAID_INT32 && labels.dtype != BRAID_INT64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: softmax_cross_entropy labels must be int32 or int64");
+  Enc e;
+  e.operand(0, x);
+  e.operand(1, labels);
+  e.operand(6, y);
+  const bool wide = labels.dtype == BRAID_INT64;
+  if (wide) e.p.off[1] *= 2;  // the shader reads int64 labels as pairs of 32-bit words
+  e.p.n = static_cast<uint32_t>(x.shape[0]);
+  e.p.extra[0] = static_cast<uint32_t>(x.shape[1]);
+  e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[1]));
+  e.p.extra[2] = wide ? 1 : 0;
+  uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
+  return e.dispatch(r, pick(x.dtype, ShaderId::softmax_ce_f32, ShaderId::softmax_ce_f64), gx, gy, 1, "a label is outside [0, K)");
+}
+
+KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &y = c.outputs[0];
+  if (x.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm needs a channel axis");
+  Enc e;
+  for (int k = 0; k < 5; ++k) e.operand(k, c.inputs[k]);
+  for (int k = 0; k < c.num_outputs && k < 3; ++k) e.operand(6 + k, c.outputs[k]);
+  e.p.n = static_cast<uint32_t>(x.shape[1]);
+  e.attr(0, c.f[0]);
+  e.attr(1, c.f[1]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  e.p.i[1] = c.num_outputs;
+  uint32_t rnd = 0;
+  int64_t count = 1;
+  for (int d = 0; d < x.ndim; ++d) {
+    if (d == 1) continue;
+    e.p.extra[2 + rnd] = static_cast<uint32_t>(x.shape[d]);
+    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[d]));
+    e.p.extra[18 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(y.strides[d]));
+    count *= x.shape[d];
+    ++rnd;
+  }
+  if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm over more than 2^31 elements");
+  e.p.extra[0] = static_cast<uint32_t>(count);
+  e.p.extra[1] = rnd;
+  return dispatch_groups(e, r, pick(x.dtype, ShaderId::batch_norm_f32, ShaderId::batch_norm_f64));
+}
+
+bool all_devices_have_float64() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.float64) return false;
+  return true;
+}
+
+bool all_devices_have_int64() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.int64) return false;
+  return true;
+}
+
+bool all_devices_have_float16() {
+  const Instance& in = instance();
+  if (in.devices.empty()) return false;
+  for (const auto& d : in.devices)
+    if (!d.float16) return false;
+  return true;
+}
+
+}  // namespace
+
+bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
+  switch (op) {
+    case BRAID_KOP_FILL:
+    case BRAID_KOP_UNARY:
+    case BRAID_KOP_BINARY:
+    case BRAID_KOP_BINARY_SCALAR:
+      // Integer versions: int32 always, int64 where every device has shaderInt64.
+      if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have_int64())) return true;
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+    case BRAID_KOP_COPY:
+      // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
+             (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
+             (dtype == BRAID_FLOAT16 && all_devices_have_float16());
+    case BRAID_KOP_ARANGE:
+    case BRAID_KOP_REDUCE:
+    case BRAID_KOP_ARGMAX:
+    case BRAID_KOP_MATMUL:
+    case BRAID_KOP_SOFTMAX:
+    case BRAID_KOP_RANDOM_UNIFORM:
+    case BRAID_KOP_RANDOM_NORMAL:
+    case BRAID_KOP_DROPOUT:
+    case BRAID_KOP_SGD_UPDATE:
+    case BRAID_KOP_SGD_MOMENTUM:
+    case BRAID_KOP_ADAM_UPDATE:
+    case BRAID_KOP_CONV2D:
+    case BRAID_KOP_POOL2D:
+    case BRAID_KOP_SOFTMAX_CE:
+    case BRAID_KOP_BATCH_NORM:
+      // float64 where every device has shaderFloat64 (supports() cannot name a device).
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+    default: return false;
+  }
+}
+
+KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
+  const braid_dtype dt = c.num_inputs > 0 ? c.inputs[0].dtype : c.outputs[0].dtype;
+  if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
+  const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
+  if (any_f64 && !r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
+  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && !r.physical().int64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderInt64");
+  switch (c.op) {
+    case BRAID_KOP_FILL: return fill(c, r);
+    case BRAID_KOP_ARANGE: return arange(c, r);
+    case BRAID_KOP_COPY: return copy(c, r);
+    case BRAID_KOP_UNARY: return unary(c, r);
+    case BRAID_KOP_BINARY: return binary(c, r);
+    case BRAID_KOP_BINARY_SCALAR: return binary_scalar(c, r);
+    case BRAID_KOP_REDUCE: return reduce(c, r);
+    case BRAID_KOP_ARGMAX: return argmax(c, r);
+    case BRAID_KOP_SOFTMAX: return softmax(c, r);
+    case BRAID_KOP_MATMUL: return matmul(c, r);
+    case BRAID_KOP_RANDOM_UNIFORM: return random_uniform(c, r);
+    case BRAID_KOP_RANDOM_NORMAL: return random_normal(c, r);
+    case BRAID_KOP_DROPOUT: return dropout(c, r);
+    case BRAID_KOP_SGD_UPDATE:
+    case BRAID_KOP_SGD_MOMENTUM:
+    case BRAID_KOP_ADAM_UPDATE: return optimizer(c, r);
+    case BRAID_KOP_CONV2D: return conv2d(c, r);
+    case BRAID_KOP_POOL2D: return pool2d(c, r);
+    case BRAID_KOP_SOFTMAX_CE: return softmax_ce(c, r);
+    case BRAID_KOP_BATCH_NORM: return batch_norm(c, r);
+    default: return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op");
+  }
+}
+
+}  // namespace braid::vk

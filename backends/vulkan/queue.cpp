@@ -1,0 +1,514 @@
+#include "queue.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "host.h"
+#include "kernels.h"
+#include "timeline.h"
+
+namespace braid::vk {
+namespace {
+constexpr uint64_t kRingSize = uint64_t{16} << 20;  // staging + parameters, per queue
+constexpr uint64_t kChunk = kRingSize / 4;          // copies go through staging in chunks of this
+constexpr uint64_t kRingAlign = 256;
+constexpr uint32_t kMaxSets = 256;                  // dispatches per batch
+constexpr size_t kMaxItems = 512;                   // submissions per batch
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool range_ok(const braid_backend_buffer_t* b, uint64_t off, uint64_t bytes) {
+  return off <= b->size && bytes <= b->size - off;
+}
+
+const char* check_work(const braid_work& w) {
+  if (w.struct_size < sizeof(braid_work)) return "work: struct_size too small";
+  if (w.num_waits > BRAID_MAX_WAITS) return "work: num_waits exceeds BRAID_MAX_WAITS";
+  for (uint32_t i = 0; i < w.num_waits; ++i)
+    if (w.waits[i] == nullptr) return "work: NULL wait semaphore";
+  switch (w.kind) {
+    case BRAID_WORK_KERNEL: {
+      const braid_kernel_call* k = w.kernel;
+      if (k == nullptr || k->struct_size < sizeof(braid_kernel_call)) return "kernel: missing or too small";
+      if (k->op < 0 || k->op >= BRAID_KOP_COUNT) return "kernel: unknown op";
+      if (k->num_inputs < 0 || k->num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
+      if (k->num_outputs < 0 || k->num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
+      for (int32_t i = 0; i < k->num_inputs; ++i)
+        if (k->inputs[i].buffer == nullptr) return "kernel: input without a buffer";
+      for (int32_t i = 0; i < k->num_outputs; ++i)
+        if (k->outputs[i].buffer == nullptr) return "kernel: output without a buffer";
+      return nullptr;
+    }
+    case BRAID_WORK_COPY: {
+      const braid_copy_desc* c = w.copy;
+      if (c == nullptr || c->struct_size < sizeof(braid_copy_desc)) return "copy: missing or too small";
+      if (c->bytes == 0) return nullptr;
+      if ((c->src_buffer != nullptr) == (c->src_host != nullptr)) return "copy: exactly one of src_buffer and src_host must be set";
+      if ((c->dst_buffer != nullptr) == (c->dst_host != nullptr)) return "copy: exactly one of dst_buffer and dst_host must be set";
+      if (c->src_buffer && !range_ok(c->src_buffer, c->src_offset, c->bytes)) return "copy: source range exceeds its buffer";
+      if (c->dst_buffer && !range_ok(c->dst_buffer, c->dst_offset, c->bytes)) return "copy: destination range exceeds its buffer";
+      return nullptr;
+    }
+    case BRAID_WORK_MARKER:
+      return nullptr;
+    default:
+      return "work: unknown kind";
+  }
+}
+}  // namespace
+
+const PhysicalDevice& Recorder::physical() const { return q_.device_.physical(); }
+
+Queue::Queue(Device& device, braid_queue_kind kind)
+    : device_(device),
+      vkq_(device.vk_queue(kind == BRAID_QUEUE_TRANSFER)),
+      staging_(device, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, kRingSize) {
+  const Vk& vk = device_.vk();
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  pi.queueFamilyIndex = vkq_.family;
+  if (vk.vkCreateCommandPool(device_.handle(), &pi, nullptr, &cmd_pool_) != VK_SUCCESS)
+    throw std::runtime_error("vkCreateCommandPool failed");
+  VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  si.pNext = &ti;
+  if (vk.vkCreateSemaphore(device_.handle(), &si, nullptr, &timeline_) != VK_SUCCESS) {
+    vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
+    throw std::runtime_error("vkCreateSemaphore (timeline) failed");
+  }
+  if (staging_.allocate(kRingSize, &ring_) != BRAID_OK || ring_->block->mapped == nullptr) {
+    vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+    vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
+    throw std::runtime_error("cannot allocate the host-visible staging ring");
+  }
+  ring_size_ = kRingSize;
+  completer_ = std::thread([this] { complete_loop(); });
+}
+
+Queue::~Queue() {
+  {
+    std::unique_lock lock(mu_);
+    // Deferred work waits on other queues' semaphores; those queues finish it (or fail it).
+    cv_.wait(lock, [&] { return deferred_.empty() && !busy_; });
+    submit_open(lock);
+    stop_ = true;
+    cv_.notify_all();
+  }
+  completer_.join();
+  const Vk& vk = device_.vk();
+  for (auto& b : spare_) free_batch(*b);
+  if (open_) free_batch(*open_);
+  staging_.free(ring_);
+  vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+  vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
+}
+
+std::unique_ptr<Queue::Batch> Queue::new_batch() {
+  const Vk& vk = device_.vk();
+  if (!spare_.empty()) {
+    auto b = std::move(spare_.back());
+    spare_.pop_back();
+    vk.vkResetCommandBuffer(b->cmd, 0);
+    vk.vkResetDescriptorPool(device_.handle(), b->pool, 0);
+    b->sets = b->commands = 0;
+    b->begun = b->submitted = false;
+    b->submit_error.clear();
+    b->items.clear();
+    b->readbacks.clear();
+    b->ring_end = ring_head_;
+    return b;
+  }
+  auto b = std::make_unique<Batch>();
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = cmd_pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  if (vk.vkAllocateCommandBuffers(device_.handle(), &ai, &b->cmd) != VK_SUCCESS) throw std::bad_alloc();
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kMaxSets * kNumBindings};
+  VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pi.maxSets = kMaxSets;
+  pi.poolSizeCount = 1;
+  pi.pPoolSizes = &size;
+  if (vk.vkCreateDescriptorPool(device_.handle(), &pi, nullptr, &b->pool) != VK_SUCCESS) throw std::bad_alloc();
+  b->ring_end = ring_head_;
+  return b;
+}
+
+void Queue::free_batch(Batch& b) {
+  const Vk& vk = device_.vk();
+  if (b.pool) vk.vkDestroyDescriptorPool(device_.handle(), b.pool, nullptr);
+  // Command buffers go with the pool.
+  b.pool = VK_NULL_HANDLE;
+}
+
+Queue::Batch& Queue::open_batch() {
+  if (!open_) open_ = new_batch();
+  return *open_;
+}
+
+void Queue::begin(Batch& b) {
+  if (b.begun) return;
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  device_.vk().vkBeginCommandBuffer(b.cmd, &bi);
+  b.begun = true;
+}
+
+// Before every command: everything earlier on this VkQueue (this batch or an earlier submission) is
+// finished and its writes visible. Coarse, but correct for any mix of copies and dispatches; the
+// engine already orders only what depends on each other, and the dependency graph inside one batch
+// is a chain.
+void Queue::barrier(Batch& b) {
+  begin(b);
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+  device_.vk().vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1,
+                                    &mb, 0, nullptr, 0, nullptr);
+  ++b.commands;
+}
+
+void Queue::submit_open(std::unique_lock<std::mutex>&) {
+  if (!open_ || (open_->items.empty() && open_->commands == 0)) return;
+  Batch& b = *open_;
+  const Vk& vk = device_.vk();
+  begin(b);
+  // Downloads land in host-visible memory: make the device's writes visible to the host's reads.
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vk.vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
+                          nullptr);
+  VkResult r = vk.vkEndCommandBuffer(b.cmd);
+  b.ticket = ++next_ticket_;
+  if (device_.failed()) {
+    b.submit_error = device_.failure();
+  } else if (r != VK_SUCCESS) {
+    b.submit_error = "vkEndCommandBuffer failed: " + vk_result_name(r);
+  } else {
+    VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    ti.signalSemaphoreValueCount = 1;
+    ti.pSignalSemaphoreValues = &b.ticket;
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.pNext = &ti;
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &b.cmd;
+    si.signalSemaphoreCount = 1;
+    si.pSignalSemaphores = &timeline_;
+    {
+      std::lock_guard ql(vkq_.mu);
+      r = device_.inject_submit_failure() ? VK_ERROR_DEVICE_LOST : vk.vkQueueSubmit(vkq_.queue, 1, &si, VK_NULL_HANDLE);
+    }
+    if (r == VK_SUCCESS) {
+      b.submitted = true;
+    } else {
+      b.submit_error = "vkQueueSubmit failed: " + vk_result_name(r);
+      device_.mark_failed(b.submit_error);
+    }
+  }
+  inflight_.push_back(std::move(open_));
+  cv_.notify_all();
+}
+
+// Set on completion threads: they must never wait for staging space, since the space comes back
+// only when a completion thread (possibly this one) finishes a batch.
+thread_local bool t_completion_thread = false;
+
+Queue::Staged Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
+  bytes = round_up(bytes, kRingAlign);
+  for (;;) {
+    uint64_t pos = ring_head_ % ring_size_;
+    uint64_t skip = pos + bytes > ring_size_ ? ring_size_ - pos : 0;  // never wrap inside one allocation
+    if (ring_head_ + skip + bytes - ring_tail_ <= ring_size_) {
+      ring_head_ += skip;
+      const uint64_t at = ring_head_ % ring_size_;
+      ring_head_ += bytes;
+      open_batch().ring_end = ring_head_;
+      return {static_cast<std::byte*>(ring_->block->mapped) + ring_->offset + at, ring_->buffer, ring_->offset + at};
+    }
+    if (t_completion_thread) {
+      // Work recorded from a completion callback (a notification chain): take overflow staging memory
+      // that lives as long as the open batch instead of waiting, which could wait on this very thread.
+      braid_backend_buffer_t* extra = nullptr;
+      if (staging_.allocate(bytes, &extra) != BRAID_OK) throw std::bad_alloc();
+      open_batch().overflow.push_back(extra);
+      return {static_cast<std::byte*>(extra->block->mapped) + extra->offset, extra->buffer, extra->offset};
+    }
+    // Full: hand the open batch to the device and wait for the oldest batch to give space back.
+    submit_open(lock);
+    if (inflight_.empty()) {
+      ring_head_ = ring_tail_ = 0;  // nothing holds staging space: start over
+      if (open_) open_->ring_end = 0;
+      continue;
+    }
+    uint64_t tail = ring_tail_;
+    cv_.wait(lock, [&] { return ring_tail_ != tail || inflight_.empty(); });
+  }
+}
+
+std::string Recorder::dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
+                               uint32_t gz, const char* error_message) {
+  Queue& q = q_;
+  Device& d = q.device_;
+  VkPipeline pipeline = d.pipeline(shader);
+  if (pipeline == VK_NULL_HANDLE) return std::string("cannot create the pipeline of shader ") + shader_name(shader);
+  const uint64_t max_range = d.physical().props.limits.maxStorageBufferRange;
+  for (uint32_t i = 1; i < kNumBindings; ++i)
+    if (bindings[i].buffer && bindings[i].range > max_range)
+      return "a tensor of " + std::to_string(bindings[i].range) + " bytes exceeds the device's maxStorageBufferRange (" +
+             std::to_string(max_range) + ")";
+  if (gx == 0 || gy == 0 || gz == 0) return "";
+  if (q.open_batch().sets >= kMaxSets) q.submit_open(*q.lock_);
+  // The parameters and the error word in one allocation, so both belong to the batch of the dispatch.
+  constexpr uint64_t kWordAt = (sizeof(Params) + kRingAlign - 1) / kRingAlign * kRingAlign;
+  const Queue::Staged st = q.stage(*q.lock_, error_message ? kWordAt + 4 : sizeof(Params));
+  std::memcpy(st.host, &params, sizeof(Params));
+  if (error_message) {
+    auto* word = reinterpret_cast<uint32_t*>(static_cast<std::byte*>(st.host) + kWordAt);
+    *word = 0;
+    q.pending_checks_.push_back({word, error_message});
+  }
+  Queue::Batch& b = q.open_batch();
+  const Vk& vk = d.vk();
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = b.pool;
+  ai.descriptorSetCount = 1;
+  VkDescriptorSetLayout layout = d.set_layout();
+  ai.pSetLayouts = &layout;
+  VkDescriptorSet set;
+  if (vk.vkAllocateDescriptorSets(d.handle(), &ai, &set) != VK_SUCCESS) return "vkAllocateDescriptorSets failed";
+  ++b.sets;
+  VkDescriptorBufferInfo infos[kNumBindings];
+  VkWriteDescriptorSet writes[kNumBindings];
+  for (uint32_t i = 0; i < kNumBindings; ++i) {
+    if (i == kParamBinding) {
+      infos[i] = {st.buffer, st.offset, sizeof(Params)};
+    } else if (i == kNumBindings - 1 && error_message) {
+      infos[i] = {st.buffer, st.offset + kWordAt, 4};
+    } else if (bindings[i].buffer) {
+      infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
+    } else {
+      infos[i] = {d.dummy_buffer(), d.dummy_offset(), 256};
+    }
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vk.vkUpdateDescriptorSets(d.handle(), kNumBindings, writes, 0, nullptr);
+  q.barrier(b);
+  vk.vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline);
+  vk.vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, d.pipeline_layout(), 0, 1, &set, 0, nullptr);
+  vk.vkCmdDispatch(b.cmd, gx, gy, gz);
+  return "";
+}
+
+void Queue::record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_desc& c, Item& item) {
+  if (c.bytes == 0) return;
+  const Vk& vk = device_.vk();
+  if (c.src_host && c.dst_host) {
+    std::memmove(c.dst_host, c.src_host, c.bytes);
+    return;
+  }
+  if (c.src_buffer && c.dst_buffer) {
+    const auto *s = c.src_buffer, *d = c.dst_buffer;
+    uint64_t so = s->offset + c.src_offset, doff = d->offset + c.dst_offset;
+    if (s->buffer == d->buffer && so < doff + c.bytes && doff < so + c.bytes) {
+      item.status = BRAID_ERR_UNSUPPORTED;
+      item.message = "copy: overlapping source and destination ranges";
+      return;
+    }
+    Batch& b = open_batch();
+    barrier(b);
+    VkBufferCopy region{so, doff, c.bytes};
+    vk.vkCmdCopyBuffer(b.cmd, s->buffer, d->buffer, 1, &region);
+    return;
+  }
+  // Through the staging ring, chunk by chunk: chunk k+1 is filled while chunk k is being copied
+  // (the ring holds four chunks, so up to four are in flight).
+  for (uint64_t done = 0; done < c.bytes;) {
+    const uint64_t n = std::min(kChunk, c.bytes - done);
+    const Staged st = stage(lock, n);
+    Batch& b = open_batch();
+    barrier(b);
+    if (c.src_host) {
+      std::memcpy(st.host, static_cast<const std::byte*>(c.src_host) + done, n);
+      VkBufferCopy region{st.offset, c.dst_buffer->offset + c.dst_offset + done, n};
+      vk.vkCmdCopyBuffer(b.cmd, st.buffer, c.dst_buffer->buffer, 1, &region);
+    } else {
+      VkBufferCopy region{c.src_buffer->offset + c.src_offset + done, st.offset, n};
+      vk.vkCmdCopyBuffer(b.cmd, c.src_buffer->buffer, st.buffer, 1, &region);
+      b.readbacks.push_back({st.host, static_cast<std::byte*>(c.dst_host) + done, n});
+    }
+    done += n;
+  }
+}
+
+void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
+  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}};
+  if (device_.failed()) {
+    item.status = BRAID_ERR_DEVICE;
+    item.message = "the Vulkan device failed earlier: " + device_.failure();
+  } else {
+    try {
+      if (work.kind == BRAID_WORK_KERNEL) {
+        Recorder r(*this);
+        pending_checks_.clear();
+        KernelResult kr = encode_kernel(*work.kernel, r);
+        item.status = kr.status;
+        item.message = std::move(kr.message);
+        item.checks = std::move(pending_checks_);
+        pending_checks_.clear();
+      } else if (work.kind == BRAID_WORK_COPY) {
+        record_copy(lock, *work.copy, item);
+      }
+    } catch (const std::bad_alloc&) {
+      item.status = BRAID_ERR_OUT_OF_MEMORY;
+      item.message = "out of memory while recording";
+    } catch (...) {
+      item.status = BRAID_ERR_INTERNAL;
+      item.message = "exception while recording";
+    }
+  }
+  Batch& b = open_batch();
+  b.items.push_back(std::move(item));
+  // Start at once when the device is idle; otherwise keep recording until the batch in flight ends
+  // (the completion thread then submits this one) or this batch is full.
+  if (inflight_.empty() || b.items.size() >= kMaxItems) submit_open(lock);
+}
+
+void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
+  if (busy_) return;
+  busy_ = true;
+  lock_ = &lock;
+  while (!deferred_.empty() && deferred_.front()->pending == 0) {
+    std::unique_ptr<Deferred> d = std::move(deferred_.front());
+    deferred_.pop_front();
+    if (d->status != BRAID_OK) {
+      Batch& b = open_batch();
+      b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
+                         "a semaphore this work waited on has failed", {}});
+      if (inflight_.empty()) submit_open(lock);
+      continue;
+    }
+    d->work.kernel = &d->call;
+    d->work.copy = &d->copy;
+    record(lock, d->work);
+  }
+  lock_ = nullptr;
+  busy_ = false;
+  cv_.notify_all();
+}
+
+struct WaitNote {
+  Queue* queue;
+  void* deferred;
+};
+
+void Queue::on_wait_reached(void* user, braid_status status) {
+  std::unique_ptr<WaitNote> note(static_cast<WaitNote*>(user));
+  Queue& q = *note->queue;
+  std::unique_lock lock(q.mu_);
+  auto* d = static_cast<Deferred*>(note->deferred);
+  if (status != BRAID_OK && d->status == BRAID_OK) d->status = status;
+  --d->pending;
+  q.drain_deferred(lock);
+}
+
+braid_status Queue::submit(const braid_work& work, const char** why) {
+  if (const char* bad = check_work(work)) {
+    *why = bad;
+    return BRAID_ERR_INVALID_ARGUMENT;
+  }
+  std::unique_lock lock(mu_);
+  std::vector<std::pair<braid_backend_semaphore, uint64_t>> unmet;
+  for (uint32_t i = 0; i < work.num_waits; ++i) {
+    uint64_t v = 0;
+    braid_status st = work.waits[i]->query(&v);
+    if (st != BRAID_OK || v < work.wait_values[i]) unmet.emplace_back(work.waits[i], work.wait_values[i]);
+  }
+  if (unmet.empty() && deferred_.empty() && !busy_) {
+    busy_ = true;
+    lock_ = &lock;
+    record(lock, work);
+    lock_ = nullptr;
+    busy_ = false;
+    drain_deferred(lock);  // submissions that arrived while this one was recording
+    return BRAID_OK;
+  }
+  auto d = std::make_unique<Deferred>();
+  d->work = work;
+  if (work.kind == BRAID_WORK_KERNEL) d->call = *work.kernel;
+  if (work.kind == BRAID_WORK_COPY) d->copy = *work.copy;
+  d->pending = static_cast<uint32_t>(unmet.size());
+  Deferred* raw = d.get();
+  deferred_.push_back(std::move(d));
+  if (unmet.empty()) {
+    drain_deferred(lock);
+    return BRAID_OK;
+  }
+  lock.unlock();
+  // Registered outside the lock: a notification may run inside semaphore_notify.
+  for (auto& [sem, value] : unmet) sem->notify(value, &Queue::on_wait_reached, new WaitNote{this, raw});
+  return BRAID_OK;
+}
+
+void Queue::complete_loop() {
+  t_completion_thread = true;
+  const Vk& vk = device_.vk();
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !inflight_.empty(); });
+    if (inflight_.empty()) return;  // stop_ and drained
+    Batch* b = inflight_.front().get();
+    lock.unlock();
+    braid_status st = BRAID_OK;
+    std::string msg;
+    if (b->submitted) {
+      VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+      wi.semaphoreCount = 1;
+      wi.pSemaphores = &timeline_;
+      wi.pValues = &b->ticket;
+      VkResult r = vk.vkWaitSemaphores(device_.handle(), &wi, UINT64_MAX);
+      if (r != VK_SUCCESS) {
+        msg = "waiting for the device failed: " + vk_result_name(r);
+        device_.mark_failed(msg);
+        st = BRAID_ERR_DEVICE;
+      }
+    } else {
+      st = BRAID_ERR_DEVICE;
+      msg = b->submit_error;
+    }
+    if (st == BRAID_OK)
+      for (const auto& rb : b->readbacks) std::memcpy(rb.host, rb.staging, rb.bytes);
+    for (auto& it : b->items) {
+      if (st == BRAID_OK && it.status == BRAID_OK)
+        for (const Check& c : it.checks)
+          if (*c.word != 0) {
+            it.status = BRAID_ERR_KERNEL;
+            it.message = c.message;
+          }
+      braid_status s = it.status != BRAID_OK ? it.status : st;
+      const std::string& m = it.status != BRAID_OK ? it.message : msg;
+      if (it.token) host::work_end(it.token, s, s == BRAID_OK ? nullptr : m.c_str());
+      if (it.signal == nullptr) continue;
+      // Without a token the semaphore is the only way to tell anyone of a failure.
+      if (s != BRAID_OK && it.token == nullptr) it.signal->fail(s);
+      else it.signal->signal(it.signal_value);
+    }
+    lock.lock();
+    for (braid_backend_buffer_t* extra : b->overflow) staging_.free(extra);
+    b->overflow.clear();
+    ring_tail_ = b->ring_end;
+    spare_.push_back(std::move(inflight_.front()));
+    inflight_.pop_front();
+    if (inflight_.empty()) submit_open(lock);
+    cv_.notify_all();
+  }
+}
+
+}  // namespace braid::vk

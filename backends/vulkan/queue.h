@@ -1,0 +1,148 @@
+// A braid queue on a Vulkan device: work is recorded into the open batch (one command buffer) and
+// batches are submitted one vkQueueSubmit each; a completion thread waits for each batch on the
+// queue's Vulkan timeline semaphore, copies downloads out of staging, calls work_end per submission
+// and then signals the submissions' semaphores. See README.md for the design and why.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid_backend.h"
+#include "device.h"
+#include "params.h"
+#include "shaders.h"
+
+namespace braid::vk {
+
+// A storage-buffer binding of a dispatch.
+struct Binding {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0;
+  uint64_t range = 0;
+};
+
+class Queue;
+
+// What a kernel encoder sees: it adds dispatches to the open batch.
+class Recorder {
+ public:
+  explicit Recorder(Queue& q) : q_(q) {}
+  // bindings[kNumBindings]; unset ones (buffer NULL) get a dummy buffer. Returns "" or the error.
+  // With error_message, binding 10 is a zeroed host-visible word the shader may set; if it is
+  // non-zero when the batch ends, the submission fails with BRAID_ERR_KERNEL and that message.
+  std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy, uint32_t gz,
+                       const char* error_message = nullptr);
+  const PhysicalDevice& physical() const;
+
+ private:
+  Queue& q_;
+};
+
+class Queue {
+ public:
+  Queue(Device& device, braid_queue_kind kind);
+  ~Queue();  // drains: every submitted work ends before it returns
+  Queue(const Queue&) = delete;
+  Queue& operator=(const Queue&) = delete;
+
+  braid_status submit(const braid_work& work, const char** why);
+  Device& device() { return device_; }
+  bool on_own_thread() const { return std::this_thread::get_id() == completer_.get_id(); }
+
+ private:
+  friend class Recorder;
+  struct Readback {
+    const void* staging;
+    void* host;
+    uint64_t bytes;
+  };
+  struct Check {
+    const volatile uint32_t* word;  // in the staging ring, written by the device
+    const char* message;
+  };
+  struct Item {
+    void* token;
+    braid_backend_semaphore signal;
+    uint64_t signal_value;
+    braid_status status;
+    std::string message;
+    std::vector<Check> checks;
+  };
+  struct Batch {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;
+    VkDescriptorPool pool = VK_NULL_HANDLE;
+    uint32_t sets = 0;
+    uint32_t commands = 0;
+    bool begun = false;
+    bool submitted = false;
+    std::string submit_error;
+    uint64_t ticket = 0;
+    uint64_t ring_end = 0;  // the staging ring's head after this batch's allocations
+    std::vector<Item> items;
+    std::vector<Readback> readbacks;
+    std::vector<braid_backend_buffer_t*> overflow;  // staging beyond the ring, freed with the batch
+  };
+  // A submission held back until the semaphores it waits on are reached (see README: waits are
+  // resolved on the host, so no batch ever blocks a shared VkQueue on a value not yet submitted).
+  struct Deferred {
+    braid_work work;
+    braid_kernel_call call;
+    braid_copy_desc copy;
+    uint32_t pending = 0;
+    braid_status status = BRAID_OK;
+  };
+
+  Batch& open_batch();                      // under mu_
+  void begin(Batch& b);                     // under mu_
+  void barrier(Batch& b);                   // under mu_
+  void submit_open(std::unique_lock<std::mutex>& lock);  // under mu_
+  // Host-visible staging space of `bytes` (<= ring size) for the open batch: from the ring, waiting
+  // for batches to finish if it is full (or, on a completion thread, from overflow memory).
+  struct Staged {
+    void* host;
+    VkBuffer buffer;
+    uint64_t offset;  // within buffer
+  };
+  Staged stage(std::unique_lock<std::mutex>& lock, uint64_t bytes);
+  void record(std::unique_lock<std::mutex>& lock, const braid_work& work);  // under mu_
+  void record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_desc& c, Item& item);
+  void drain_deferred(std::unique_lock<std::mutex>& lock);
+  static void on_wait_reached(void* user, braid_status status);
+  void complete_loop();
+  std::unique_ptr<Batch> new_batch();
+  void free_batch(Batch& b);
+
+  Device& device_;
+  SharedVkQueue& vkq_;
+  VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
+  VkSemaphore timeline_ = VK_NULL_HANDLE;
+  braid_backend_buffer_t* ring_ = nullptr;  // host-visible staging + kernel parameters
+  uint64_t ring_size_ = 0, ring_head_ = 0, ring_tail_ = 0;  // monotonic byte counters
+  uint64_t next_ticket_ = 0;
+  Allocator staging_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unique_ptr<Batch> open_;
+  std::deque<std::unique_ptr<Batch>> inflight_;
+  std::vector<std::unique_ptr<Batch>> spare_;
+  std::deque<std::unique_ptr<Deferred>> deferred_;
+  bool stop_ = false;
+  // Set while one thread records: later submissions queue up behind it (in deferred_) so that a
+  // recording that waits for staging space cannot be overtaken. lock_ is that thread's lock.
+  bool busy_ = false;
+  std::vector<Check> pending_checks_;  // error words of the kernel being recorded
+  std::unique_lock<std::mutex>* lock_ = nullptr;
+  std::thread completer_;
+};
+
+}  // namespace braid::vk
+
+struct braid_backend_queue_t : braid::vk::Queue {
+  using Queue::Queue;
+};

@@ -1,0 +1,98 @@
+#version 450
+// COPY between any strides, with a cast. MODE picks the pair: 0 32-bit bit copy, 1 64-bit bit copy,
+// 2 f32->i32, 3 i32->f32, 4 i32->i64, 5 i64->i32, 6 f32->i64, 7 i64->f32, 8 f32->f16, 9 f16->f32,
+// 10 16-bit bit copy (8-10 need the device's 16-bit storage feature), 11 f64->f32, 12 f32->f64,
+// 13 f64->i32, 14 i32->f64, 15 f64->i64, 16 i64->f64 (11-16 need shaderFloat64). 64-bit integers are held as
+// uvec2 (low, high) so no device feature is needed.
+#extension GL_GOOGLE_include_directive : require
+#if MODE >= 8
+#extension GL_EXT_shader_16bit_storage : require
+#endif
+layout(local_size_x = 256) in;
+#include "common.glsl"
+uvec2 i32_to_i64(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
+float i64_to_f32(uvec2 v) { return float(int(v.y)) * 4294967296.0 + float(v.x); }
+#if MODE == 15
+// Truncation toward zero, as a C cast, for |v| < 2^63.
+uvec2 f64_to_i64(double v) {
+  double t = v < 0.0LF ? ceil(v) : floor(v);
+  double hi = floor(t / 4294967296.0LF);
+  return uvec2(uint(t - hi * 4294967296.0LF), uint(int(hi)));
+}
+#endif
+#if MODE == 0
+#define S uint
+#define D uint
+#define CONVERT(v) v
+#elif MODE == 1
+#define S uvec2
+#define D uvec2
+#define CONVERT(v) v
+#elif MODE == 2
+#define S float
+#define D int
+#define CONVERT(v) int(v)
+#elif MODE == 3
+#define S int
+#define D float
+#define CONVERT(v) float(v)
+#elif MODE == 4
+#define S int
+#define D uvec2
+#define CONVERT(v) i32_to_i64(v)
+#elif MODE == 5
+#define S uvec2
+#define D int
+#define CONVERT(v) int(v.x)
+#elif MODE == 6
+#define S float
+#define D uvec2
+#define CONVERT(v) i32_to_i64(int(v))
+#elif MODE == 7
+#define S uvec2
+#define D float
+#define CONVERT(v) i64_to_f32(v)
+#elif MODE == 8
+#define S float
+#define D float16_t
+#define CONVERT(v) float16_t(v)
+#elif MODE == 9
+#define S float16_t
+#define D float
+#define CONVERT(v) float(v)
+#elif MODE == 10
+#define S uint16_t
+#define D uint16_t
+#define CONVERT(v) v
+#elif MODE == 11
+#define S double
+#define D float
+#define CONVERT(v) float(v)
+#elif MODE == 12
+#define S float
+#define D double
+#define CONVERT(v) double(v)
+#elif MODE == 13
+#define S double
+#define D int
+#define CONVERT(v) int(v)
+#elif MODE == 14
+#define S int
+#define D double
+#define CONVERT(v) double(v)
+#elif MODE == 15
+#define S double
+#define D uvec2
+#define CONVERT(v) f64_to_i64(v)
+#else
+#define S uvec2
+#define D double
+#define CONVERT(v) (double(int(v.y)) * 4294967296.0LF + double(v.x))
+#endif
+layout(std430, binding = 1) readonly buffer In0 { S x[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { D y[]; };
+void main() {
+  uint i = flat_id();
+  if (i >= P.n) return;
+  y[offset_of(6, i)] = CONVERT(x[offset_of(0, i)]);
+}

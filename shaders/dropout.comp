@@ -1,0 +1,19 @@
+#version 450
+// DROPOUT: keep element i when its uniform u >= p, i.e. w >= extra[4] (= ceil(p 2^32 - 0.5), as a
+// 33-bit threshold: extra[5] = 1 means "never keep"); y = x * scale, mask = keep. scale = fattr[0].
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+#include "real.glsl"
+#include "philox.glsl"
+layout(std430, binding = 1) readonly buffer In0 { T x[]; };
+layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
+layout(std430, binding = 8) writeonly buffer Out1 { T mask[]; };
+void main() {
+  uint i = flat_id();
+  if (i >= P.n) return;
+  bool keep = P.extra[5] == 0u && philox_word(i) >= P.extra[4];
+  T v = x[offset_of(0, i)];
+  y[offset_of(6, i)] = keep ? T(double(v) * packDouble2x32(uvec2(P.extra[6], P.extra[7]))) : 0.0;
+  if (P.iattr[0] != 0) mask[offset_of(7, i)] = keep ? 1.0 : 0.0;
+}
