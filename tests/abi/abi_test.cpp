@@ -499,6 +499,10 @@ const char* const kApiFunctions[] = {
     "braid_concat", "braid_copy", "braid_cast", "braid_copy_into", "braid_conv2d", "braid_pool2d",
     "braid_batch_norm", "braid_softmax", "braid_softmax_cross_entropy", "braid_dropout", "braid_sgd_update",
     "braid_sgd_momentum_update", "braid_adam_update",
+    // autograd
+    "braid_autograd_set_recording", "braid_autograd_is_recording", "braid_tensor_attach_grad", "braid_tensor_grad",
+    "braid_backward", "braid_conv2d_backward_data", "braid_conv2d_backward_weight", "braid_pool2d_backward",
+    "braid_batch_norm_backward", "braid_softmax_cross_entropy_backward",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -525,7 +529,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58);  // ABI 1.1
+  CHECK(declared.size() == 68);  // ABI 1.1 (58 + 10 of autograd)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
