@@ -354,6 +354,66 @@ typedef struct braid_adam_params {
 BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_tensor m, braid_tensor v,
                                          const braid_adam_params* params);
 
+/* ---- data: datasets and mini-batch iterators -------------------------------------------------- */
+/* (ABI 1.1) Labelled image datasets read from IDX files (MNIST layout) into host memory, and a
+ * shuffling mini-batch iterator whose background thread prepares the next batches while the caller
+ * computes. See docs/DATA.md. */
+typedef struct braid_dataset_t* braid_dataset;                 /* ref-counted; thread-safe */
+typedef struct braid_batch_iterator_t* braid_batch_iterator;   /* ref-counted; not thread-safe */
+
+typedef enum braid_dataset_split { BRAID_SPLIT_TRAIN = 0, BRAID_SPLIT_TEST = 1 } braid_dataset_split;
+
+typedef struct braid_dataset_options {
+  uint32_t struct_size;
+  const char* name;            /* "fashion-mnist" or "mnist" (IDX files, gzip or plain) */
+  const char* dir;             /* NULL: $BRAID_DATA_DIR, else /usr/share/datasets/fashion-mnist */
+  braid_dataset_split split;
+} braid_dataset_options;
+#define BRAID_DATASET_OPTIONS_INIT {sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN}
+
+/* Reads and validates the split's image and label files into host memory. A missing file fails with
+ * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip, image/label
+ * counts differ, label out of range) with BRAID_ERR_IO, each with a message naming the file and the
+ * Debian package (dataset-fashion-mnist); bad options give BRAID_ERR_INVALID_ARGUMENT. Files are
+ * NAME.gz, else plain NAME (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-...). options may
+ * be NULL (defaults). The dataset keeps ctx alive. Thread-safe. See docs/DATA.md. */
+BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options,
+                                          braid_dataset* out);
+BRAID_API braid_status braid_dataset_retain(braid_dataset ds);
+BRAID_API braid_status braid_dataset_release(braid_dataset ds);
+/* Number of examples, and the shape of one image (ndim 3: 1, 28, 28). Thread-safe (a dataset is
+ * immutable once open). */
+BRAID_API braid_status braid_dataset_size(braid_dataset ds, int64_t* count);
+BRAID_API braid_status braid_dataset_image_shape(braid_dataset ds, int32_t* ndim, int64_t* shape /* >= 3 */);
+
+typedef struct braid_batch_iterator_options {
+  uint32_t struct_size;
+  int64_t batch_size;          /* > 0 */
+  int32_t shuffle;             /* reshuffle every epoch (counter-based, from seed + epoch) */
+  uint64_t seed;
+  int32_t drop_last;           /* 0: the last batch may be smaller */
+  braid_device device;         /* where the batches are placed */
+  int32_t prefetch;            /* batches prepared ahead by the background thread; default 2 */
+} braid_batch_iterator_options;
+#define BRAID_BATCH_ITERATOR_OPTIONS_INIT {sizeof(braid_batch_iterator_options), 256, 1, 0, 0, 0, 2}
+
+/* Creates an iterator over ds (which it retains) and starts its prefetch thread. options may be NULL
+ * (defaults). Thread-safe. The iterator itself is NOT thread-safe: call _next and _batches on one
+ * iterator from one thread at a time (retain/release are thread-safe). The last release joins the
+ * prefetch thread. */
+BRAID_API braid_status braid_batch_iterator_create(braid_dataset ds, const braid_batch_iterator_options* options,
+                                                   braid_batch_iterator* out);
+BRAID_API braid_status braid_batch_iterator_retain(braid_batch_iterator it);
+BRAID_API braid_status braid_batch_iterator_release(braid_batch_iterator it);
+/* The next mini-batch: images float32 [B, 1, 28, 28] scaled to [0, 1], labels int32 [B], on the
+ * iterator's device (new tensors the caller releases). At the end of the epoch returns BRAID_OK with
+ * *images = *labels = NULL; the next call starts the next epoch (reshuffled). The order of epoch e is
+ * a Fisher-Yates shuffle keyed by splitmix64 of (seed, e): the same for the same seed whatever the
+ * prefetch depth, batch size or timing (docs/DATA.md gives the exact function). */
+BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_tensor* images,
+                                                 braid_tensor* labels);
+/* Number of batches per epoch. */
+BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int64_t* count);
 /* ---- autograd --------------------------------------------------------------------------------- *
  * While recording is on (per thread and per context: each thread of each context has its own switch,
  * off by default), every differentiable op whose inputs require a gradient is recorded on a tape held by

@@ -488,6 +488,117 @@ inline void adam_update(const Tensor& w, const Tensor& g, const Tensor& m, const
   check(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &p));
 }
 
+// ---- data: datasets and mini-batch iterators -----------------------------------------------------
+
+// An IDX dataset (Fashion-MNIST / MNIST) held in host memory. Copies retain, moves transfer.
+class Dataset {
+ public:
+  Dataset() = default;
+  // dir empty: $BRAID_DATA_DIR, else /usr/share/datasets/fashion-mnist.
+  Dataset(const Context& ctx, braid_dataset_split split, const std::string& name = "fashion-mnist",
+          const std::string& dir = {}) {
+    braid_dataset_options o = BRAID_DATASET_OPTIONS_INIT;
+    o.name = name.c_str();
+    o.dir = dir.empty() ? nullptr : dir.c_str();
+    o.split = split;
+    check(braid_dataset_open(ctx.get(), &o, &h_));
+  }
+  Dataset(const Context& ctx, const braid_dataset_options& options) {
+    check(braid_dataset_open(ctx.get(), &options, &h_));
+  }
+  Dataset(const Dataset& o) : h_(o.h_) {
+    if (h_) check(braid_dataset_retain(h_));
+  }
+  Dataset(Dataset&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  Dataset& operator=(Dataset o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~Dataset() {
+    if (h_) braid_dataset_release(h_);
+  }
+
+  braid_dataset get() const noexcept { return h_; }
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+
+  int64_t size() const {
+    int64_t n = 0;
+    check(braid_dataset_size(h_, &n));
+    return n;
+  }
+  // Shape of one image (1, 28, 28).
+  Shape image_shape() const {
+    std::array<int64_t, BRAID_MAX_DIMS> dims{};
+    int32_t nd = 0;
+    check(braid_dataset_image_shape(h_, &nd, dims.data()));
+    return Shape(dims.begin(), dims.begin() + nd);
+  }
+
+ private:
+  braid_dataset h_ = nullptr;
+};
+
+struct BatchIteratorOptions {
+  int64_t batch_size = 256;
+  bool shuffle = true;
+  uint64_t seed = 0;
+  bool drop_last = false;
+  Device device = 0;
+  int32_t prefetch = 2;
+};
+
+struct Batch {
+  Tensor images;  // float32 [B, 1, 28, 28] in [0, 1]
+  Tensor labels;  // int32 [B]
+  // False at the end of an epoch (both tensors null).
+  explicit operator bool() const noexcept { return static_cast<bool>(images); }
+};
+
+// A shuffling mini-batch iterator (not thread-safe: use from one thread). Typical loop:
+//   for (braid::Batch b; (b = it.next());) { ... }   // one epoch; the next call starts the next
+class BatchIterator {
+ public:
+  BatchIterator() = default;
+  BatchIterator(const Dataset& ds, const BatchIteratorOptions& o = {}) {
+    braid_batch_iterator_options c = BRAID_BATCH_ITERATOR_OPTIONS_INIT;
+    c.batch_size = o.batch_size;
+    c.shuffle = o.shuffle ? 1 : 0;
+    c.seed = o.seed;
+    c.drop_last = o.drop_last ? 1 : 0;
+    c.device = o.device;
+    c.prefetch = o.prefetch;
+    check(braid_batch_iterator_create(ds.get(), &c, &h_));
+  }
+  BatchIterator(const BatchIterator& o) : h_(o.h_) {
+    if (h_) check(braid_batch_iterator_retain(h_));
+  }
+  BatchIterator(BatchIterator&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  BatchIterator& operator=(BatchIterator o) noexcept {
+    std::swap(h_, o.h_);
+    return *this;
+  }
+  ~BatchIterator() {
+    if (h_) braid_batch_iterator_release(h_);
+  }
+
+  braid_batch_iterator get() const noexcept { return h_; }
+  explicit operator bool() const noexcept { return h_ != nullptr; }
+
+  // The next batch; an empty Batch marks the end of the epoch.
+  Batch next() const {
+    braid_tensor images = nullptr, labels = nullptr;
+    check(braid_batch_iterator_next(h_, &images, &labels));
+    return {Tensor::adopt(images), Tensor::adopt(labels)};
+  }
+  int64_t batches() const {
+    int64_t n = 0;
+    check(braid_batch_iterator_batches(h_, &n));
+    return n;
+  }
+
+ private:
+  braid_batch_iterator h_ = nullptr;
+};
 // ---- autograd -------------------------------------------------------------------------------------
 
 // Attaches a zero gradient buffer (a leaf); BRAID_GRAD_ADD accumulates over backwards.

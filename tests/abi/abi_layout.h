@@ -353,4 +353,27 @@ BRAID_PIN_OFFSET(braid_backend_api, shutdown, 176);
 BRAID_PIN_OFFSET(braid_backend_api, device_props_json, 184); /* 1.1 */
 #endif /* x86-64 */
 
+/* data section (ABI 1.1): datasets and mini-batch iterators. */
+BRAID_PIN_ASSERT(sizeof(braid_dataset_split) == 4, "ABI change: sizeof(braid_dataset_split)");
+BRAID_PIN_VALUE(BRAID_SPLIT_TRAIN, 0);
+BRAID_PIN_VALUE(BRAID_SPLIT_TEST, 1);
+BRAID_PIN_OFFSET(braid_dataset_options, struct_size, 0);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, struct_size, 0);
+#if defined(__x86_64__) && defined(__LP64__)
+BRAID_PIN_SIZE(braid_dataset_options, 32);
+BRAID_PIN_ALIGN(braid_dataset_options, 8);
+BRAID_PIN_OFFSET(braid_dataset_options, name, 8);
+BRAID_PIN_OFFSET(braid_dataset_options, dir, 16);
+BRAID_PIN_OFFSET(braid_dataset_options, split, 24);
+
+BRAID_PIN_SIZE(braid_batch_iterator_options, 48);
+BRAID_PIN_ALIGN(braid_batch_iterator_options, 8);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, batch_size, 8);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, shuffle, 16);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, seed, 24);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, drop_last, 32);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, device, 36);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, prefetch, 40);
+#endif /* x86-64 */
+
 #endif /* BRAID_TESTS_ABI_LAYOUT_H_ */

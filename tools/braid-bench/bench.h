@@ -77,5 +77,6 @@ int affinity_cores();
 void suite_engine(Run& run);
 void suite_async(Run& run);
 void suite_gemm(Run& run);
+void suite_memory(Run& run);
 
 }  // namespace braid::bench

@@ -29,6 +29,9 @@ constexpr Suite kSuites[] = {
     {"async", "the chapter's loop y = x + 1 (2000x2000, 1000 times): wait per op vs one wait; vs PyTorch",
      suite_async},
     {"gemm", "2000x2000 float32 matmul through braid vs a direct OpenBLAS cblas_sgemm, GFLOP/s", suite_gemm},
+    {"memory", "chapter's asynchrony and memory: MLP steps on Fashion-MNIST batches pushed without waits, peak memory "
+               "with the default backpressure bound vs none",
+     suite_memory},
 };
 
 void usage(FILE* f) {
