@@ -29,6 +29,9 @@ constexpr int64_t kColBudget = int64_t{1} << 21;  // im2col scratch elements per
 constexpr int64_t kQBlock = 16;                // output columns kept in registers
 constexpr int64_t kDirectMaxK = 8;             // gemm's M dimension below this wastes its kernels
 constexpr int64_t kDirectMaxPad = 1 << 18;     // padded image elements per task (stack of the chunk)
+// With few taps per output (LeNet's first layer: C*R*S = 9) im2col copies the image R*S times and the
+// gemm has almost no inner dimension to amortise it over: the direct kernel wins at any K.
+constexpr int64_t kDirectMaxTaps = 32;
 
 // With K = 6 (LeNet's first layer) gemm's M dimension is too small for its micro-kernel and packing
 // the R*S-times-larger column matrix dominates. Here each output row block of kQBlock columns lives
@@ -93,7 +96,7 @@ void conv_typed(Exec& ex, const Call& c) {
   const ConvGeom geom{N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw};
 
   const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock - 1) / kQBlock * kQBlock + S - 1);
-  if (sh == 1 && sw == 1 && K <= kDirectMaxK && C * Hp * Wq <= kDirectMaxPad) {
+  if (sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad) {
     parallel(ex, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * PQ * CRS / 8)), [&](int64_t b, int64_t e) {
       std::vector<T> xpad(static_cast<size_t>(C * Hp * Wq));  // per chunk: small, on this worker
       for (int64_t n = b; n < e; ++n)
