@@ -4,9 +4,9 @@ namespace lenet {
 
 using braid::Tensor;
 
-Model init(const braid::Context& ctx, braid::Device d) {
+Model init(const braid::Context& ctx, braid::Device d, double std) {
   auto normal = [&](braid::List<int64_t> shape) {
-    Tensor t = Tensor::random_normal(ctx, d, BRAID_FLOAT32, shape, 0.0, 0.01);
+    Tensor t = Tensor::random_normal(ctx, d, BRAID_FLOAT32, shape, 0.0, std);
     braid::attach_grad(t);
     return t;
   };

@@ -13,8 +13,8 @@ struct Model {
   std::vector<braid::Tensor> params() const { return {w1, b1, w2, b2, w3, b3, w4, b4}; }
 };
 
-// Weights from N(0, 0.01^2) (the context's counter-based RNG), zero biases, gradients attached.
-Model init(const braid::Context& ctx, braid::Device d);
+// Weights from N(0, std^2) (the context's counter-based RNG), zero biases, gradients attached.
+Model init(const braid::Context& ctx, braid::Device d, double std = 0.01);
 // Logits [B, 10] of images [B, 1, 28, 28].
 braid::Tensor forward(const Model& m, const braid::Tensor& x);
 // One SGD step on a batch: records the forward pass, back-propagates the mean loss, updates the

@@ -7,7 +7,9 @@
 //   --device NAME   a device id ("cpu:0", "vulkan:0"); default: the best device (best_device below)
 //   --epochs N      default 4
 //   --batches N     at most N training batches per epoch (0 = all; CI uses a short run)
-//   --json          one JSON object on stdout at the end (progress and the table go to stderr)
+//   --init-std X    standard deviation of the initial weights (default 0.01, the chapter's)
+//   --json          one JSON object on stdout at the end (progress and the table go to stderr); each
+//                   epoch also reports loss_first / loss_last, the mean loss of its first / last 5 batches
 //
 // Exit status: 0 on success, 1 on an error, 77 when the dataset is not installed (ctest: skipped).
 #include <unistd.h>
@@ -29,6 +31,7 @@ struct Options {
   int64_t batches = 0;
   int64_t batch_size = 256;
   double lr = 0.2;
+  double init_std = 0.01;
   uint64_t seed = 0;
   std::string data_dir;
   bool json = false;
@@ -37,7 +40,7 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--epochs N] [--batches N] "
-                       "[--batch-size N] [--lr X] [--seed N] [--data-dir DIR] [--json] [--list-devices]\n", why);
+                       "[--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] [--list-devices]\n", why);
   std::exit(2);
 }
 
@@ -66,6 +69,11 @@ Options parse(int argc, char** argv) {
       char* end = nullptr;
       o.lr = std::strtod(v.c_str(), &end);
       if (v.empty() || *end || !(o.lr > 0)) usage(("--lr: bad value '" + v + "'").c_str());
+    } else if (a == "--init-std") {
+      const std::string v = value();
+      char* end = nullptr;
+      o.init_std = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(o.init_std > 0)) usage(("--init-std: bad value '" + v + "'").c_str());
     } else if (a == "--data-dir") o.data_dir = value();
     else if (a == "--json") o.json = true;
     else if (a == "--list-devices") o.list = true;
@@ -107,9 +115,15 @@ void progress(int epoch, int64_t done, int64_t total) {
 }
 
 struct EpochResult {
-  double seconds, train_loss, test_accuracy;
+  double seconds, train_loss, test_accuracy, loss_first, loss_last;
   int64_t batches;
 };
+
+double mean_of(const std::vector<braid::Tensor>& losses) {
+  double s = 0;
+  for (const auto& l : losses) s += static_cast<double>(l.to_vector<float>()[0]);
+  return losses.empty() ? 0.0 : s / static_cast<double>(losses.size());
+}
 
 int run(const Options& opt) {
   braid::Context ctx;
@@ -140,16 +154,21 @@ int run(const Options& opt) {
 
   std::fprintf(stderr, "LeNet on %s (%s), %d epochs of %lld batches of %lld, lr %g\n", info.id, info.name,
                opt.epochs, static_cast<long long>(per_epoch), static_cast<long long>(opt.batch_size), opt.lr);
-  const lenet::Model model = lenet::init(ctx, dev);
+  const lenet::Model model = lenet::init(ctx, dev, opt.init_std);
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     // The loss sum stays on the device: reading it every step would wait for each step to finish.
     braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
+    std::vector<braid::Tensor> first, last;  // device scalars, read after the epoch
     int64_t n = 0;
     for (braid::Batch b; n < per_epoch && (b = train.next());) {
-      loss_sum = loss_sum + lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
+      braid::Tensor loss = lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
+      loss_sum = loss_sum + loss;
+      if (first.size() < 5) first.push_back(loss);
+      last.push_back(loss);
+      if (last.size() > 5) last.erase(last.begin());
       ++n;
       if (tty || n == per_epoch) progress(epoch, n, per_epoch);
     }
@@ -166,16 +185,18 @@ int run(const Options& opt) {
       seen += b.labels.numel();
     }
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
-    results.push_back({seconds, loss, acc, n});
+    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n});
     std::fprintf(stderr, "\nepoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
   if (opt.json) {
     std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"epochs\": [", info.id,
                 static_cast<long long>(opt.batch_size), opt.lr);
     for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"train_loss\": %.6f, \"test_accuracy\": %.4f}",
+      std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
+                  "\"loss_first\": %.6f, \"loss_last\": %.6f}",
                   i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
-                  results[i].train_loss, results[i].test_accuracy);
+                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first,
+                  results[i].loss_last);
     std::printf("]}\n");
   }
   return 0;
