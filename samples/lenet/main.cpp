@@ -163,7 +163,13 @@ int run(const Options& opt) {
     braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
     std::vector<braid::Tensor> first, last;  // device scalars, read after the epoch
     int64_t n = 0;
-    for (braid::Batch b; n < per_epoch && (b = train.next());) {
+    bool epoch_ended = false;  // the iterator returned its end-of-epoch marker
+    while (n < per_epoch) {
+      braid::Batch b = train.next();
+      if (!b) {
+        epoch_ended = true;
+        break;
+      }
       braid::Tensor loss = lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
       loss_sum = loss_sum + loss;
       if (first.size() < 5) first.push_back(loss);
@@ -172,7 +178,7 @@ int run(const Options& opt) {
       ++n;
       if (tty || n == per_epoch) progress(epoch, n, per_epoch);
     }
-    if (n < per_epoch || opt.batches > 0)  // a short epoch: finish the iterator's epoch
+    if (!epoch_ended)  // skip the rest of a short epoch and its end marker: the next call starts a new one
       while (train.next()) {
       }
     const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));

@@ -69,6 +69,76 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
   DX.finish(ex);
 }
 
+// Few taps per output channel (LeNet's first layer: C*R*S = 9): im2col would copy the image R*S times
+// and gather dy for a gemm whose output is tiny, so each tap's gradient is summed directly as dot
+// products of dy rows with shifted image rows. Chunks of images accumulate privately, then add up in
+// a fixed order (deterministic).
+constexpr int64_t kDirectMaxTaps = 32;
+
+// sum of a[i] * b[i]: explicit vectors (the compiler may not reorder a float sum by itself).
+template <class T>
+inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
+  typedef T V __attribute__((vector_size(16)));
+  constexpr int64_t L = 16 / sizeof(T);
+  V acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    V a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, sizeof(V));
+    std::memcpy(&a1, a + i + L, sizeof(V));
+    std::memcpy(&b0, b + i, sizeof(V));
+    std::memcpy(&b1, b + i + L, sizeof(V));
+    acc0 += a0 * b0;
+    acc1 += a1 * b1;
+  }
+  acc0 += acc1;
+  T s = 0;
+  for (int64_t l = 0; l < L; ++l) s += acc0[l];
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Adds image n's contribution to acc [K, C, R, S] (double).
+template <class T>
+BRAID_HOT void weight_grad_image(const ConvGeom& G, const T* dy, const T* x, int64_t n, double* acc) {
+  const int64_t PQ = G.pq(), HW = G.hw();
+  for (int64_t k = 0; k < G.K; ++k)
+    for (int64_t ci = 0; ci < G.C; ++ci)
+      for (int64_t r = 0; r < G.R; ++r)
+        for (int64_t s = 0; s < G.S; ++s) {
+          int64_t q0, q1, p0, p1;
+          valid_range(G.W, G.Q, G.sw, G.pw, s, q0, q1);
+          valid_range(G.H, G.P, G.sh, G.ph, r, p0, p1);
+          T sum = 0;
+          for (int64_t p = p0; p < p1; ++p) {
+            const T* g = dy + (n * G.K + k) * PQ + p * G.Q;
+            const T* xr = x + (n * G.C + ci) * HW + (p * G.sh - G.ph + r) * G.W - G.pw + s;
+            if (G.sw == 1)
+              sum += dot(g + q0, xr + q0, q1 - q0);
+            else
+              for (int64_t q = q0; q < q1; ++q) sum += g[q] * xr[q * G.sw];
+          }
+          acc[((k * G.C + ci) * G.R + r) * G.S + s] += double(sum);
+        }
+}
+
+template <class T>
+void conv_bwd_weight_direct(Exec& ex, const ConvGeom& G, const T* dy, const T* x, T* dw) {
+  const int64_t KCRS = G.K * G.crs();
+  const int64_t chunks = std::min<int64_t>(G.N, 64), per = (G.N + chunks - 1) / chunks;
+  std::vector<double> part(size_t(chunks * KCRS), 0.0);
+  parallel(ex, chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch)
+      for (int64_t n = ch * per; n < std::min(G.N, (ch + 1) * per); ++n)
+        weight_grad_image(G, dy, x, n, part.data() + ch * KCRS);
+  });
+  for (int64_t i = 0; i < KCRS; ++i) {
+    double t = 0;
+    for (int64_t ch = 0; ch < chunks; ++ch) t += part[size_t(ch * KCRS + i)];
+    dw[i] = T(t);
+  }
+}
+
 // dw = sum over groups of dy_g [K, g*PQ] @ im2col(x_g)^T.
 template <class T>
 void conv_bwd_weight_typed(Exec& ex, const Call& c) {
@@ -81,6 +151,11 @@ void conv_bwd_weight_typed(Exec& ex, const Call& c) {
   if (G.K * CRS == 0) return;
   if (G.N == 0 || PQ == 0) {
     std::fill_n(dw, G.K * CRS, T(0));
+    DW.finish(ex);
+    return;
+  }
+  if (CRS <= kDirectMaxTaps) {
+    conv_bwd_weight_direct(ex, G, DY.get(), X.get(), dw);
     DW.finish(ex);
     return;
   }
