@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "context/context.h"
@@ -73,9 +74,12 @@ std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options&
   if (!o.name) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name is NULL");
   const Known* known = find_known(o.name);
   if (!known) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name '", o.name, "' is not a known dataset (fashion-mnist, mnist)");
-  if (o.split != BRAID_SPLIT_TRAIN && o.split != BRAID_SPLIT_TEST)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "options->split ", static_cast<int>(o.split),
-         " is not BRAID_SPLIT_TRAIN or BRAID_SPLIT_TEST");
+  // Read as the int the caller stored: a value outside the enum must be reported, not loaded as one.
+  int32_t split = 0;
+  static_assert(sizeof split == sizeof o.split);
+  std::memcpy(&split, &o.split, sizeof split);
+  if (split != BRAID_SPLIT_TRAIN && split != BRAID_SPLIT_TEST)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options->split ", split, " is not BRAID_SPLIT_TRAIN or BRAID_SPLIT_TEST");
   std::string dir;
   if (o.dir) dir = o.dir;
   else if (const char* env = std::getenv("BRAID_DATA_DIR"); env && *env) dir = env;
@@ -84,7 +88,7 @@ std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options&
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
 
   const std::string hint = hint_for(*known, dir);
-  const std::string prefix = o.split == BRAID_SPLIT_TRAIN ? "train" : "t10k";
+  const std::string prefix = split == BRAID_SPLIT_TRAIN ? "train" : "t10k";
   auto ds = std::make_unique<Dataset>();
   ds->name = o.name;
   ds->image_path = locate(dir, prefix + "-images-idx3-ubyte");

@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <cstring>
 #include <string>
 
 #include "data/data_support.h"
@@ -57,7 +58,8 @@ TEST_CASE("braid_dataset_open") {
   bad.name = "cifar-10";
   CHECK_INVALID(braid_dataset_open(ctx.ctx, &bad, &out), "cifar-10");
   bad = o;
-  bad.split = static_cast<braid_dataset_split>(7);
+  const int32_t seven = 7;  // stored as a C caller would; a C++ cast to the enum would itself be UB
+  std::memcpy(&bad.split, &seven, sizeof seven);
   CHECK_INVALID(braid_dataset_open(ctx.ctx, &bad, &out), "split");
   bad = o;
   bad.dir = "";
@@ -81,7 +83,8 @@ TEST_CASE("braid_dataset_open") {
   // An older caller whose struct ends before `split` gets BRAID_SPLIT_TRAIN.
   braid_dataset_options older = o;
   older.struct_size = static_cast<uint32_t>(offsetof(braid_dataset_options, split));
-  older.split = static_cast<braid_dataset_split>(12345);  // beyond its struct_size: ignored
+  const int32_t garbage = 12345;  // beyond its struct_size: ignored
+  std::memcpy(&older.split, &garbage, sizeof garbage);
   dtest::Dataset ds;
   BRAID_CHECK_OK(braid_dataset_open(ctx.ctx, &older, ds.out()));
   int64_t n = 0;

@@ -126,9 +126,8 @@ void fuzz(bool gz, uint64_t seed, int rounds) {
     if (auto raw = plain_bytes(mutated)) {
       p = images ? parse(*raw, 3, {28, 28}) : parse(*raw, 1, {});
       if (p && p->dims[0] != kCount) p.reset();
-      if (p && !images)
-        for (uint8_t l : p->payload)
-          if (l >= 10) p.reset();
+      if (p && !images && std::any_of(p->payload.begin(), p->payload.end(), [](uint8_t l) { return l >= 10; }))
+        p.reset();
     }
     if (st != BRAID_OK) {
       ++failed;
