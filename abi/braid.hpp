@@ -599,6 +599,7 @@ class BatchIterator {
  private:
   braid_batch_iterator h_ = nullptr;
 };
+
 // ---- autograd -------------------------------------------------------------------------------------
 
 // Attaches a zero gradient buffer (a leaf); BRAID_GRAD_ADD accumulates over backwards.
