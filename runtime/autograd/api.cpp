@@ -36,23 +36,25 @@ std::vector<Node*> topological(const std::vector<Meta*>& heads) {
     for (auto& p : m->producers) {
       visit(p.node.get());
       while (!stack.empty()) {
-        Frame& f = stack.back();
-        Node* n = f.node;
-        bool pushed = false;
-        while (f.input < n->inputs.size() && !pushed) {
-          const Tensor& t = *n->inputs[f.input];
-          if (!n->needs[f.input] || !t.ag || f.producer >= t.ag->producers.size()) {
-            ++f.input;
-            f.producer = 0;
-            continue;
-          }
-          Node* child = t.ag->producers[f.producer++].node.get();
-          if (!seen.count(child)) {
-            visit(child);
-            pushed = true;
+        Node* n = stack.back().node;
+        Node* child = nullptr;
+        {
+          Frame& f = stack.back();  // not used after visit(): pushing may move the stack
+          while (!child && f.input < n->inputs.size()) {
+            const Tensor& t = *n->inputs[f.input];
+            if (!n->needs[f.input] || !t.ag || f.producer >= t.ag->producers.size()) {
+              ++f.input;
+              f.producer = 0;
+              continue;
+            }
+            Node* c = t.ag->producers[f.producer++].node.get();
+            if (!seen.count(c)) child = c;
           }
         }
-        if (pushed) continue;
+        if (child) {
+          visit(child);
+          continue;
+        }
         seen[n] = true;
         post.push_back(n);
         stack.pop_back();

@@ -176,7 +176,8 @@ int run(const Options& opt) {
       last.push_back(loss);
       if (last.size() > 5) last.erase(last.begin());
       ++n;
-      if (tty || n == per_epoch) progress(epoch, n, per_epoch);
+      // On a terminal every batch redraws the bar; in a log, every tenth of the epoch.
+      if (tty || n == per_epoch || (n * 10 / per_epoch) != ((n - 1) * 10 / per_epoch)) progress(epoch, n, per_epoch);
     }
     if (!epoch_ended)  // skip the rest of a short epoch and its end marker: the next call starts a new one
       while (train.next()) {
