@@ -414,6 +414,56 @@ BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_
                                                  braid_tensor* labels);
 /* Number of batches per epoch. */
 BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int64_t* count);
+/* ---- autograd --------------------------------------------------------------------------------- *
+ * While recording is on (per thread and per context: each thread of each context has its own switch,
+ * off by default), every differentiable op whose inputs require a gradient is recorded on a tape held by
+ * its outputs. A tensor requires a gradient when one is attached to it (a leaf) or when it is the output
+ * of a recorded op. braid_backward pushes the gradient ops to the engine like any op (asynchronous,
+ * parallel where independent) and frees the tape unless asked to retain it. See docs/AUTOGRAD.md.
+ * Not recorded: in-place ops (optimizer updates, copy_into onto a leaf), argmax, comparisons, creation
+ * and random ops, and copies between devices. Recording and backward on separate graphs may run on
+ * separate threads; attach_grad or backward must not race with ops using the same tensors. */
+typedef enum braid_grad_req {
+  BRAID_GRAD_NULL = 0,  /* no gradient: detaches a previously attached one */
+  BRAID_GRAD_WRITE = 1, /* backward overwrites the gradient buffer */
+  BRAID_GRAD_ADD = 2    /* backward adds to the gradient buffer (accumulation over several backwards) */
+} braid_grad_req;
+
+/* Turns recording on (on != 0) or off for the calling thread in ctx; *prev (may be NULL) receives the
+ * previous setting, to restore it after a no-grad section. Thread-safe. */
+BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev);
+BRAID_API braid_status braid_autograd_is_recording(braid_context ctx, int32_t* out);
+/* Attaches a zero-filled gradient buffer of t's shape and dtype (float32/float64) and makes t a leaf:
+ * a history t had is dropped. Attaching again keeps the buffer and changes req; BRAID_GRAD_NULL
+ * detaches it. */
+BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req req);
+/* A new reference to t's gradient buffer; fails with BRAID_ERR_INVALID_STATE if none is attached. */
+BRAID_API braid_status braid_tensor_grad(braid_tensor t, braid_tensor* out);
+/* Back-propagates from count heads. head_grads may be NULL (or hold NULLs): a head without one must
+ * have one element and gets 1. Gradients reach the buffers of the leaves (written or added by their
+ * req). The tape is freed unless retain_graph != 0; a second backward over a freed tape fails with
+ * BRAID_ERR_INVALID_STATE. Errors of the pushed ops surface as usual (wait on a gradient). */
+BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, const braid_tensor* head_grads,
+                                      int32_t retain_graph);
+
+/* Backward ops (the gradients that are not compositions of other ops; autograd uses them, and so may
+ * an application). Shapes and params as in the forward op; each returns a new tensor. */
+/* dx (shape x_shape, 4 values) of conv2d from dy and w. */
+BRAID_API braid_status braid_conv2d_backward_data(braid_tensor dy, braid_tensor w, const int64_t* x_shape,
+                                                  const braid_conv2d_params* params, braid_tensor* dx);
+/* dw (shape w_shape, 4 values) of conv2d from dy and x. */
+BRAID_API braid_status braid_conv2d_backward_weight(braid_tensor dy, braid_tensor x, const int64_t* w_shape,
+                                                    const braid_conv2d_params* params, braid_tensor* dw);
+BRAID_API braid_status braid_pool2d_backward(braid_tensor dy, braid_tensor x, const braid_pool2d_params* params,
+                                             braid_tensor* dx);
+/* training != 0: the gradient flows through the batch statistics save_mean/save_invstd; otherwise they
+ * are constants. dgamma and dbeta may be NULL. */
+BRAID_API braid_status braid_batch_norm_backward(braid_tensor dy, braid_tensor x, braid_tensor gamma,
+                                                 braid_tensor save_mean, braid_tensor save_invstd, int32_t training,
+                                                 braid_tensor* dx, braid_tensor* dgamma, braid_tensor* dbeta);
+/* dlogits = (softmax(logits) - onehot(labels)) * dloss[:, None]. */
+BRAID_API braid_status braid_softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels,
+                                                            braid_tensor dloss, braid_tensor* dlogits);
 
 #ifdef __cplusplus
 } /* extern "C" */

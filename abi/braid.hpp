@@ -600,6 +600,47 @@ class BatchIterator {
   braid_batch_iterator h_ = nullptr;
 };
 
+// ---- autograd -------------------------------------------------------------------------------------
+
+// Attaches a zero gradient buffer (a leaf); BRAID_GRAD_ADD accumulates over backwards.
+inline void attach_grad(const Tensor& t, braid_grad_req req = BRAID_GRAD_WRITE) {
+  check(braid_tensor_attach_grad(t.get(), req));
+}
+inline Tensor grad(const Tensor& t) { return detail::call(braid_tensor_grad, t.get()); }
+// Back-propagates from one head (a scalar, or with a head gradient of its shape).
+inline void backward(const Tensor& head, const Tensor& head_grad = {}, bool retain_graph = false) {
+  braid_tensor h = head.get(), g = head_grad.get();
+  check(braid_backward(1, &h, head_grad ? &g : nullptr, retain_graph ? 1 : 0));
+}
+inline void backward(List<Tensor> heads, List<Tensor> head_grads = {}, bool retain_graph = false) {
+  std::vector<braid_tensor> hs, gs;
+  for (const Tensor& t : heads) hs.push_back(t.get());
+  for (const Tensor& t : head_grads) gs.push_back(t.get());
+  if (!gs.empty() && gs.size() != hs.size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "backward: one head gradient per head");
+  check(braid_backward(static_cast<int32_t>(hs.size()), hs.data(), gs.empty() ? nullptr : gs.data(), retain_graph ? 1 : 0));
+}
+
+// Records on the calling thread for its lifetime (restores the previous setting), or, with
+// record = false, a no-grad section.
+class AutogradScope {
+ public:
+  explicit AutogradScope(const Context& ctx, bool record = true) : ctx_(ctx.get()) {
+    check(braid_autograd_set_recording(ctx_, record ? 1 : 0, &prev_));
+  }
+  ~AutogradScope() { braid_autograd_set_recording(ctx_, prev_, nullptr); }
+  AutogradScope(const AutogradScope&) = delete;
+  AutogradScope& operator=(const AutogradScope&) = delete;
+
+ private:
+  braid_context ctx_;
+  int32_t prev_ = 0;
+};
+inline bool is_recording(const Context& ctx) {
+  int32_t on = 0;
+  check(braid_autograd_is_recording(ctx.get(), &on));
+  return on != 0;
+}
+
 }  // namespace braid
 
 #endif  // BRAID_HPP_

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/recording.h"
 #include "device/device.h"
 #include "engine/engine.h"
 #include "plugin/backend.h"
@@ -28,6 +29,7 @@ struct braid_context_t {
   std::string profile_path;  // written when the context is destroyed
   std::atomic<uint64_t> seed{0};
   std::atomic<uint64_t> rng_draw{0};
+  braid::autograd::Recording recording;  // autograd's per-thread switch
 
   explicit braid_context_t(const braid_context_options& options);
   ~braid_context_t();

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 #include "plugin/backend.h"
@@ -99,7 +100,9 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
     }
     if (s.numel() != a.shape.numel())
       fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
-    *out = a.ctx->view_tensor(a, s).release();
+    TensorRef y = a.ctx->view_tensor(a, s);
+    autograd::record_reshape(*a.ctx, a, *y);
+    *out = y.release();
   });
 }
 

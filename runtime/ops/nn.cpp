@@ -2,21 +2,12 @@
 #include <cstring>
 
 #include "ops/op_builder.h"
+#include "ops/params.h"
 #include "ops/shapes.h"
 
 using namespace braid;
 
 namespace {
-// Reads a params struct honouring the caller's struct_size: fields it does not cover keep defaults.
-template <class T>
-T read_params(const T* in, T defaults, const char* what) {
-  if (!in) return defaults;
-  if (in->struct_size < sizeof(uint32_t) || in->struct_size > 4096)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", in->struct_size, " is not a valid size");
-  std::memcpy(&defaults, in, std::min<size_t>(in->struct_size, sizeof(T)));
-  return defaults;
-}
-
 void require_vector(const Tensor& t, int64_t c, braid_dtype dtype, const char* op, const char* what) {
   if (t.shape.ndim != 1 || t.shape[0] != c)
     fail(BRAID_ERR_SHAPE, op, ": ", what, " must have shape [", c, "], got ", t.shape.str());
@@ -31,9 +22,7 @@ BRAID_API braid_status braid_conv2d(braid_tensor x, braid_tensor w, braid_tensor
   return guard("braid_conv2d", [&] {
     require(out, "out");
     *out = nullptr;
-    braid_conv2d_params p = read_params<braid_conv2d_params>(params, BRAID_CONV2D_PARAMS_INIT, "params");
-    for (auto* v : {&p.stride[0], &p.stride[1]})
-      if (*v == 0) *v = 1;
+    braid_conv2d_params p = conv2d_params(params);
     OpBuilder op("conv2d", BRAID_KOP_CONV2D);
     Tensor& tx = op.input(x, "x");
     Tensor& tw = op.input(w, "w");
@@ -55,21 +44,11 @@ BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* p
   return guard("braid_pool2d", [&] {
     require(out, "out");
     *out = nullptr;
-    braid_pool2d_params p = read_params<braid_pool2d_params>(params, BRAID_POOL2D_PARAMS_INIT, "params");
     OpBuilder op("pool2d", BRAID_KOP_POOL2D);
     Tensor& tx = op.input(x, "x");
     require_float(tx, "pool2d", "x");
     if (tx.shape.ndim != 4) fail(BRAID_ERR_SHAPE, "pool2d: x must be N,C,H,W, got ", tx.shape.str());
-    if (int32_t kind = enum_int(p.kind); kind != BRAID_POOL_MAX && kind != BRAID_POOL_AVG)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "pool2d: invalid braid_pool_kind ", kind);
-    if (p.global) {
-      p.kernel[0] = static_cast<int32_t>(tx.shape[2]);
-      p.kernel[1] = static_cast<int32_t>(tx.shape[3]);
-      p.stride[0] = p.stride[1] = 1;
-      p.padding[0] = p.padding[1] = 0;
-    }
-    for (int i = 0; i < 2; ++i)
-      if (p.stride[i] == 0) p.stride[i] = p.kernel[i];
+    braid_pool2d_params p = pool2d_params(params, tx.shape);
     int64_t ph = pooled_size(tx.shape[2], p.kernel[0], p.stride[0], p.padding[0], "pool2d");
     int64_t pw = pooled_size(tx.shape[3], p.kernel[1], p.stride[1], p.padding[1], "pool2d");
     op.require_kernel(tx.dtype);

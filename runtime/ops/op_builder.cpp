@@ -1,5 +1,7 @@
 #include "ops/op_builder.h"
 
+#include "autograd/tape.h"
+
 namespace braid {
 
 void OpBuilder::set_device(Context& ctx, Device& dev) {
@@ -50,13 +52,16 @@ void OpBuilder::add_input_view(Tensor& t, const braid_buffer_view& view) {
   auto& call = node_->call;
   if (call.num_inputs >= BRAID_KERNEL_MAX_INPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many inputs");
   call.inputs[call.num_inputs++] = view;
+  operands_[static_cast<size_t>(num_operands_++)] = &t;
   add_read(t.storage.get());
 }
 
 void OpBuilder::add_inplace_output(Tensor& t) {
   auto& call = node_->call;
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
+  out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
   call.outputs[call.num_outputs++] = t.view();
+  inplace_ = true;
   add_read(t.storage.get());
   add_write(t.storage.get());
 }
@@ -64,6 +69,8 @@ void OpBuilder::add_inplace_output(Tensor& t) {
 void OpBuilder::add_overwritten_output(Tensor& t, const braid_buffer_view& view) {
   auto& call = node_->call;
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
+  out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
+  overwritten_ |= 1u << call.num_outputs;
   call.outputs[call.num_outputs++] = view;
   add_write(t.storage.get());
 }
@@ -79,6 +86,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
   TensorRef ref = ctx_->new_tensor(*device_, dtype, shape);
   Tensor& t = *ref;
   node_->out_bytes += t.storage->block.size;
+  out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
   call.outputs[call.num_outputs++] = t.view();
   add_write(t.storage.get());
   outputs_[static_cast<size_t>(call.num_outputs - 1)] = std::move(ref);
@@ -94,6 +102,11 @@ void OpBuilder::require_kernel(braid_dtype dtype) {
 
 void OpBuilder::push(braid_queue_kind queue) {
   if (!throttled_) ctx_->engine->throttle(*device_);
+  // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
+  // is not an in-place update of a differentiable value.
+  if (ctx_->recording.any() || overwritten_)
+    autograd::record(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
+                             {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
   ctx_->engine->push(node_, {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
 }
 

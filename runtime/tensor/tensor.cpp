@@ -46,6 +46,7 @@ TensorRef::~TensorRef() {
 void release_tensor(Tensor* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
   Context* ctx = t->ctx;
+  t->ag.reset();       // may release the tape behind this tensor (other handles, recursively)
   t->storage.reset();  // the storage itself lives on while in-flight ops use it
   t->ctx = nullptr;
   ctx->tensors.release(t);

@@ -12,6 +12,9 @@
 #include "tensor/storage.h"
 
 struct braid_context_t;
+namespace braid::autograd {
+struct Meta;
+}
 
 struct braid_tensor_t {
   std::atomic<uint32_t> magic{0};
@@ -20,6 +23,8 @@ struct braid_tensor_t {
   std::shared_ptr<braid::Storage> storage;
   braid_dtype dtype = BRAID_FLOAT32;
   braid::Shape shape;
+  // Autograd state (gradient buffer, producing node); NULL for tensors autograd never saw.
+  std::shared_ptr<braid::autograd::Meta> ag;
 
   braid::Device& device() const noexcept { return *storage->device; }
   uint64_t bytes() const noexcept;

@@ -503,6 +503,10 @@ const char* const kApiFunctions[] = {
     "braid_dataset_open", "braid_dataset_retain", "braid_dataset_release", "braid_dataset_size",
     "braid_dataset_image_shape", "braid_batch_iterator_create", "braid_batch_iterator_retain",
     "braid_batch_iterator_release", "braid_batch_iterator_next", "braid_batch_iterator_batches",
+    // autograd
+    "braid_autograd_set_recording", "braid_autograd_is_recording", "braid_tensor_attach_grad", "braid_tensor_grad",
+    "braid_backward", "braid_conv2d_backward_data", "braid_conv2d_backward_weight", "braid_pool2d_backward",
+    "braid_batch_norm_backward", "braid_softmax_cross_entropy_backward",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -529,7 +533,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10);  // ABI 1.1 (+10: data)
+  CHECK(declared.size() == 58 + 10 + 10);  // ABI 1.1 (+10: data, +10: autograd)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

@@ -423,5 +423,10 @@ KernelResult k_softmax_ce(const Call&, Exec&);
 KernelResult k_sgd(const Call&, Exec&);
 KernelResult k_sgd_momentum(const Call&, Exec&);
 KernelResult k_adam(const Call&, Exec&);
+KernelResult k_conv2d_bwd_data(const Call&, Exec&);    // backward.cpp
+KernelResult k_conv2d_bwd_weight(const Call&, Exec&);
+KernelResult k_pool2d_bwd(const Call&, Exec&);
+KernelResult k_batch_norm_bwd(const Call&, Exec&);
+KernelResult k_softmax_ce_bwd(const Call&, Exec&);
 
 }  // namespace braid::cpu::kern

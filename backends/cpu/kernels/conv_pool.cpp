@@ -17,27 +17,23 @@
 #include <optional>
 
 #include "blas.h"
+#include "im2col.h"
 
 namespace braid::cpu::kern {
 namespace {
 
-constexpr int64_t kColBudget = int64_t{1} << 21;  // im2col scratch elements per group (8 MiB of float)
-
-// Output indices q in [q0, q1) read input columns q*stride - pad + offset inside [0, size).
-inline void valid_range(int64_t size, int64_t out, int64_t stride, int64_t pad, int64_t offset, int64_t& q0, int64_t& q1) {
-  const int64_t lo = pad - offset;             // need q*stride >= lo
-  const int64_t hi = size - 1 + pad - offset;  // need q*stride <= hi
-  q0 = lo <= 0 ? 0 : (lo + stride - 1) / stride;
-  q1 = hi < 0 ? 0 : std::min(out, hi / stride + 1);
-  q0 = std::min(q0, out);
-  q1 = std::max(q1, q0);
-}
+// Column-matrix elements per group of images: 1 MiB of float, one core's L2 here, so im2col writes and
+// gemm reads stay in cache. (8 MiB groups were 1.3-1.8x slower for LeNet's second conv on this machine.)
+constexpr int64_t kColBudget = int64_t{1} << 18;
 
 // ---- direct convolution (stride 1, few output channels) -------------------------------------------
 
 constexpr int64_t kQBlock = 16;                // output columns kept in registers
 constexpr int64_t kDirectMaxK = 8;             // gemm's M dimension below this wastes its kernels
 constexpr int64_t kDirectMaxPad = 1 << 18;     // padded image elements per task (stack of the chunk)
+// With few taps per output (LeNet's first layer: C*R*S = 9) im2col copies the image R*S times and the
+// gemm has almost no inner dimension to amortise it over: the direct kernel wins at any K.
+constexpr int64_t kDirectMaxTaps = 32;
 
 // With K = 6 (LeNet's first layer) gemm's M dimension is too small for its micro-kernel and packing
 // the R*S-times-larger column matrix dominates. Here each output row block of kQBlock columns lives
@@ -99,9 +95,10 @@ void conv_typed(Exec& ex, const Call& c) {
   const T* w = Wt.get();
   T* y = Y.get();
   const int64_t CRS = C * R * S, PQ = P * Q, HW = H * W;
+  const ConvGeom geom{N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw};
 
   const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock - 1) / kQBlock * kQBlock + S - 1);
-  if (sh == 1 && sw == 1 && K <= kDirectMaxK && C * Hp * Wq <= kDirectMaxPad) {
+  if (sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad) {
     parallel(ex, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * PQ * CRS / 8)), [&](int64_t b, int64_t e) {
       std::vector<T> xpad(static_cast<size_t>(C * Hp * Wq));  // per chunk: small, on this worker
       for (int64_t n = b; n < e; ++n)
@@ -137,30 +134,7 @@ void conv_typed(Exec& ex, const Call& c) {
   T* const tmp = tmp_buf.get();
   for (int64_t n0 = 0; n0 < N; n0 += G) {
     const int64_t g = std::min(G, N - n0), ld = g * PQ;
-    // im2col: row (ci, r, s) of image i holds x[ci][p*sh - ph + r][q*sw - pw + s], zero outside.
-    parallel(ex, CRS * g, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
-      for (int64_t t = b; t < e; ++t) {
-        const int64_t row = t / g, img = t % g;
-        const int64_t ci = row / (R * S), r = (row / S) % R, s = row % S;
-        const T* xp = x + ((n0 + img) * C + ci) * HW;
-        T* dst = col + row * ld + img * PQ;
-        int64_t q0, q1, p0, p1;
-        valid_range(W, Q, sw, pw, s, q0, q1);
-        valid_range(H, P, sh, ph, r, p0, p1);
-        std::fill_n(dst, p0 * Q, T(0));
-        for (int64_t p = p0; p < p1; ++p) {
-          T* d = dst + p * Q;
-          const T* src = xp + (p * sh - ph + r) * W;  // input row; column of q is q*sw - pw + s
-          std::fill_n(d, q0, T(0));
-          if (sw == 1)
-            std::copy(src + (q0 - pw + s), src + (q1 - pw + s), d + q0);
-          else
-            for (int64_t q = q0; q < q1; ++q) d[q] = src[q * sw - pw + s];
-          std::fill(d + q1, d + Q, T(0));
-        }
-        std::fill(dst + p1 * Q, dst + PQ, T(0));
-      }
-    });
+    im2col(ex, geom, x, n0, g, col);
     if (g == 1) {
       if (bias) init_bias(n0);
       gemm(false, false, K, PQ, CRS, w, CRS, col, ld, beta, y + n0 * K * PQ, PQ);

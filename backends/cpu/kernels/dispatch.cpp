@@ -26,7 +26,8 @@ const char* op_name(braid_kernel_op op) {
       "fill",       "arange",     "random_uniform",        "random_normal", "copy",        "unary",
       "binary",     "binary_scalar", "reduce",            "argmax",        "matmul",      "conv2d",
       "pool2d",     "batch_norm", "softmax",               "softmax_cross_entropy",         "dropout",
-      "sgd_update", "sgd_momentum", "adam_update"};
+      "sgd_update", "sgd_momentum", "adam_update", "conv2d_bwd_data", "conv2d_bwd_weight",
+      "pool2d_bwd", "batch_norm_bwd", "softmax_cross_entropy_bwd"};
   return op >= 0 && op < BRAID_KOP_COUNT ? names[op] : "invalid";
 }
 
@@ -66,6 +67,11 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* SGD_UPDATE */ kFloat,
     /* SGD_MOMENTUM */ kFloat,
     /* ADAM_UPDATE */ kFloat,
+    /* CONV2D_BWD_DATA */ kFloat,
+    /* CONV2D_BWD_WEIGHT */ kFloat,
+    /* POOL2D_BWD */ kFloat,
+    /* BATCH_NORM_BWD */ kFloat,
+    /* SOFTMAX_CE_BWD */ kFloat,
 };
 
 using KernelFn = KernelResult (*)(const Call&, Exec&);
@@ -73,7 +79,7 @@ constexpr KernelFn kKernels[BRAID_KOP_COUNT] = {
     k_fill,   k_arange,   k_random,  k_random,     k_copy,       k_unary,      k_binary,
     k_binary_scalar,      k_reduce,  k_argmax,     k_matmul,     k_conv2d,     k_pool2d,
     k_batch_norm,         k_softmax, k_softmax_ce, k_dropout,    k_sgd,        k_sgd_momentum,
-    k_adam,
+    k_adam,   k_conv2d_bwd_data,    k_conv2d_bwd_weight, k_pool2d_bwd, k_batch_norm_bwd, k_softmax_ce_bwd,
 };
 
 // Creation ops are typed by their output, everything else by its first input.

@@ -1,0 +1,353 @@
+// Backward kernels (ABI 1.1): CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT (im2col/col2im + one gemm per group of
+// images, as the forward conv), POOL2D_BWD, BATCH_NORM_BWD, SOFTMAX_CE_BWD. Every kernel overwrites its
+// outputs. Autograd (runtime/autograd) composes all other gradients from forward ops.
+#include "common.h"
+// (common.h first: see the note at its top)
+#include <cmath>
+#include <optional>
+
+#include "blas.h"
+#include "fold.h"
+#include "im2col.h"
+#include "vmath.h"
+
+namespace braid::cpu::kern {
+namespace {
+
+// Column-matrix elements per group of images: 1 MiB of float, one core's L2 here, so im2col writes and
+// gemm reads stay in cache. (8 MiB groups were 1.3-1.8x slower for LeNet's second conv on this machine.)
+constexpr int64_t kColBudget = int64_t{1} << 18;
+
+template <class T> inline T& at(const braid_buffer_view& v, int64_t i) { return data_of<T>(v)[i * v.strides[0]]; }
+
+ConvGeom conv_geom(const Call& c, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y) {
+  return ConvGeom{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], y.shape[2],
+                  y.shape[3], std::max<int64_t>(1, c.i[0]), std::max<int64_t>(1, c.i[1]), c.i[2], c.i[3]};
+}
+
+// Images per group: the column matrix and the gathered gradient each within kColBudget elements.
+int64_t group_size(const ConvGeom& G) {
+  return std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, std::max(G.crs(), G.K) * G.pq()), 1, G.N);
+}
+
+// dyg [K, g*PQ] = dy of images n0 .. n0+g-1 ([g, K, PQ]) with the image axis moved inside.
+template <class T>
+void gather_dy(Exec& ex, const ConvGeom& G, const T* dy, int64_t n0, int64_t g, T* dyg) {
+  const int64_t PQ = G.pq(), ld = g * PQ;
+  parallel(ex, g * G.K, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / G.K, k = t % G.K;
+      std::copy_n(dy + ((n0 + img) * G.K + k) * PQ, PQ, dyg + k * ld + img * PQ);
+    }
+  });
+}
+
+// dx = col2im(W^T dy), a group of images at a time.
+template <class T>
+void conv_bwd_data_typed(Exec& ex, const Call& c) {
+  // in[0] dy NKPQ, in[1] w KCRS, out[0] dx NCHW
+  const ConvGeom G = conv_geom(c, c.outputs[0], c.inputs[1], c.inputs[0]);
+  const DenseIn<T> DY(ex, c.inputs[0]), Wt(ex, c.inputs[1]);
+  DenseOut<T> DX(c.outputs[0]);
+  T* dx = DX.get();
+  if (G.N == 0 || G.C == 0 || G.H * G.W == 0) return;
+  if (G.K == 0 || G.pq() == 0) {
+    std::fill_n(dx, G.N * G.C * G.hw(), T(0));
+    DX.finish(ex);
+    return;
+  }
+  const int64_t GS = group_size(G), CRS = G.crs(), PQ = G.pq();
+  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
+  for (int64_t n0 = 0; n0 < G.N; n0 += GS) {
+    const int64_t g = std::min(GS, G.N - n0), ld = g * PQ;
+    const T* dyg = DY.get() + n0 * G.K * PQ;
+    if (g > 1) {
+      gather_dy(ex, G, DY.get(), n0, g, dyg_buf.get());
+      dyg = dyg_buf.get();
+    }
+    gemm(true, false, CRS, ld, G.K, Wt.get(), CRS, dyg, ld, T(0), col_buf.get(), ld);
+    col2im(ex, G, col_buf.get(), n0, g, dx);
+  }
+  DX.finish(ex);
+}
+
+// Few taps per output channel (LeNet's first layer: C*R*S = 9): im2col would copy the image R*S times
+// and gather dy for a gemm whose output is tiny, so each tap's gradient is summed directly as dot
+// products of dy rows with shifted image rows. Chunks of images accumulate privately, then add up in
+// a fixed order (deterministic).
+constexpr int64_t kDirectMaxTaps = 32;
+
+// sum of a[i] * b[i]: explicit vectors (the compiler may not reorder a float sum by itself).
+template <class T>
+inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
+  typedef T V __attribute__((vector_size(16)));
+  constexpr int64_t L = 16 / sizeof(T);
+  V acc0{}, acc1{};
+  int64_t i = 0;
+  for (; i + 2 * L <= n; i += 2 * L) {
+    V a0, a1, b0, b1;
+    std::memcpy(&a0, a + i, sizeof(V));
+    std::memcpy(&a1, a + i + L, sizeof(V));
+    std::memcpy(&b0, b + i, sizeof(V));
+    std::memcpy(&b1, b + i + L, sizeof(V));
+    acc0 += a0 * b0;
+    acc1 += a1 * b1;
+  }
+  acc0 += acc1;
+  T s = 0;
+  for (int64_t l = 0; l < L; ++l) s += acc0[l];
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+// Adds image n's contribution to acc [K, C, R, S] (double).
+template <class T>
+BRAID_HOT void weight_grad_image(const ConvGeom& G, const T* dy, const T* x, int64_t n, double* acc) {
+  const int64_t PQ = G.pq(), HW = G.hw();
+  for (int64_t k = 0; k < G.K; ++k)
+    for (int64_t ci = 0; ci < G.C; ++ci)
+      for (int64_t r = 0; r < G.R; ++r)
+        for (int64_t s = 0; s < G.S; ++s) {
+          int64_t q0, q1, p0, p1;
+          valid_range(G.W, G.Q, G.sw, G.pw, s, q0, q1);
+          valid_range(G.H, G.P, G.sh, G.ph, r, p0, p1);
+          T sum = 0;
+          for (int64_t p = p0; p < p1; ++p) {
+            const T* g = dy + (n * G.K + k) * PQ + p * G.Q;
+            const T* xr = x + (n * G.C + ci) * HW + (p * G.sh - G.ph + r) * G.W - G.pw + s;
+            if (G.sw == 1)
+              sum += dot(g + q0, xr + q0, q1 - q0);
+            else
+              for (int64_t q = q0; q < q1; ++q) sum += g[q] * xr[q * G.sw];
+          }
+          acc[((k * G.C + ci) * G.R + r) * G.S + s] += double(sum);
+        }
+}
+
+template <class T>
+void conv_bwd_weight_direct(Exec& ex, const ConvGeom& G, const T* dy, const T* x, T* dw) {
+  const int64_t KCRS = G.K * G.crs();
+  const int64_t chunks = std::min<int64_t>(G.N, 64), per = (G.N + chunks - 1) / chunks;
+  std::vector<double> part(size_t(chunks * KCRS), 0.0);
+  parallel(ex, chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch)
+      for (int64_t n = ch * per; n < std::min(G.N, (ch + 1) * per); ++n)
+        weight_grad_image(G, dy, x, n, part.data() + ch * KCRS);
+  });
+  for (int64_t i = 0; i < KCRS; ++i) {
+    double t = 0;
+    for (int64_t ch = 0; ch < chunks; ++ch) t += part[size_t(ch * KCRS + i)];
+    dw[i] = T(t);
+  }
+}
+
+// dw = sum over groups of dy_g [K, g*PQ] @ im2col(x_g)^T.
+template <class T>
+void conv_bwd_weight_typed(Exec& ex, const Call& c) {
+  // in[0] dy NKPQ, in[1] x NCHW, out[0] dw KCRS
+  const ConvGeom G = conv_geom(c, c.inputs[1], c.outputs[0], c.inputs[0]);
+  const DenseIn<T> DY(ex, c.inputs[0]), X(ex, c.inputs[1]);
+  DenseOut<T> DW(c.outputs[0]);
+  T* dw = DW.get();
+  const int64_t CRS = G.crs(), PQ = G.pq();
+  if (G.K * CRS == 0) return;
+  if (G.N == 0 || PQ == 0) {
+    std::fill_n(dw, G.K * CRS, T(0));
+    DW.finish(ex);
+    return;
+  }
+  if (CRS <= kDirectMaxTaps) {
+    conv_bwd_weight_direct(ex, G, DY.get(), X.get(), dw);
+    DW.finish(ex);
+    return;
+  }
+  const int64_t GS = group_size(G);
+  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
+  for (int64_t n0 = 0; n0 < G.N; n0 += GS) {
+    const int64_t g = std::min(GS, G.N - n0), ld = g * PQ;
+    const T* dyg = DY.get() + n0 * G.K * PQ;
+    if (g > 1) {
+      gather_dy(ex, G, DY.get(), n0, g, dyg_buf.get());
+      dyg = dyg_buf.get();
+    }
+    im2col(ex, G, X.get(), n0, g, col_buf.get());
+    gemm(false, true, G.K, CRS, ld, dyg, ld, col_buf.get(), ld, n0 == 0 ? T(0) : T(1), dw, CRS);
+  }
+  DW.finish(ex);
+}
+
+// Max: each window's gradient goes to its first maximum; avg: spread over the in-bounds cells.
+template <class T>
+void pool_bwd_typed(Exec& ex, const Call& c) {
+  const auto& vdy = c.inputs[0];
+  const auto& vx = c.inputs[1];
+  const bool is_max = c.i[0] == BRAID_POOL_MAX;
+  const int64_t kh = c.i[1], kw = c.i[2];
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  const int64_t ph = c.i[5], pw = c.i[6];
+  const int64_t H = vx.shape[2], W = vx.shape[3], P = vdy.shape[2], Q = vdy.shape[3];
+  const int64_t planes = vx.shape[0] * vx.shape[1];
+  const DenseIn<T> DY(ex, vdy);
+  std::optional<DenseIn<T>> X;
+  if (is_max) X.emplace(ex, vx);
+  DenseOut<T> DX(c.outputs[0]);
+  const T* dy = DY.get();
+  T* dx = DX.get();
+  const bool two_by_two_avg = !is_max && kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0;
+  parallel(ex, planes, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, H * W)), [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const T* g = dy + pl * P * Q;
+      T* d = dx + pl * H * W;
+      std::fill_n(d, H * W, T(0));
+      if (two_by_two_avg) {
+        for (int64_t p = 0; p < P; ++p) {
+          T* r0 = d + 2 * p * W;
+          T* r1 = r0 + W;
+          const T* gp = g + p * Q;
+          for (int64_t q = 0; q < Q; ++q) {
+            const T v = gp[q] * T(0.25);
+            r0[2 * q] = v, r0[2 * q + 1] = v, r1[2 * q] = v, r1[2 * q + 1] = v;
+          }
+        }
+        continue;
+      }
+      const T* xp = is_max ? X->get() + pl * H * W : nullptr;
+      for (int64_t p = 0; p < P; ++p) {
+        const int64_t h0 = p * sh - ph, hs = std::max<int64_t>(h0, 0), he = std::min(h0 + kh, H);
+        for (int64_t q = 0; q < Q; ++q) {
+          const int64_t w0 = q * sw - pw, ws = std::max<int64_t>(w0, 0), we = std::min(w0 + kw, W);
+          if (hs >= he || ws >= we) continue;
+          const T gv = g[p * Q + q];
+          if (is_max) {
+            // The same scan as the forward kernel: the first cell that beats the running maximum.
+            int64_t arg = hs * W + ws;
+            T m = xp[arg];
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t i = ws; i < we; ++i) {
+                const T v = xp[h * W + i];
+                if (v > m || (v != v && m == m)) m = v, arg = h * W + i;  // first max; NaN wins as forward
+              }
+            d[arg] += gv;
+          } else {
+            const T v = gv / T((he - hs) * (we - ws));
+            for (int64_t h = hs; h < he; ++h)
+              for (int64_t i = ws; i < we; ++i) d[h * W + i] += v;
+          }
+        }
+      }
+    }
+  });
+  DX.finish(ex);
+}
+
+// in: dy, x, gamma, save_mean, save_invstd; out: dx, dgamma, dbeta. With xhat = (x - mean) * invstd:
+// dbeta = sum dy, dgamma = sum dy * xhat; training: dx = gamma * invstd * (dy - dbeta/M - xhat * dgamma/M),
+// otherwise dx = gamma * invstd * dy. Sums in double, parallel over channels.
+template <class T>
+void batch_norm_bwd_typed(Exec& ex, const Call& c) {
+  const auto& vx = c.inputs[1];
+  const auto &gamma = c.inputs[2], &smean = c.inputs[3], &sinv = c.inputs[4];
+  const int64_t N = vx.shape[0], C = vx.shape[1];
+  int64_t L = 1;
+  for (int d = 2; d < vx.ndim; ++d) L *= vx.shape[d];
+  const bool training = c.i[0] != 0;
+  const DenseIn<T> DY(ex, c.inputs[0]), X(ex, vx);
+  DenseOut<T> DX(c.outputs[0]);
+  const T *dy = DY.get(), *x = X.get();
+  T* dx = DX.get();
+  const double M = double(N * L);
+  parallel(ex, C, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, N * L)), [&](int64_t b, int64_t e) {
+    for (int64_t ch = b; ch < e; ++ch) {
+      const double mean = double(at<const T>(smean, ch)), inv = double(at<const T>(sinv, ch));
+      double sdy = 0, sdyx = 0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* g = dy + (n * C + ch) * L;
+        const T* xp = x + (n * C + ch) * L;
+        for (int64_t i = 0; i < L; ++i) {
+          sdy += double(g[i]);
+          sdyx += double(g[i]) * (double(xp[i]) - mean);
+        }
+      }
+      const double dgamma = sdyx * inv, dbeta = sdy;
+      if (c.num_outputs >= 2) at<T>(c.outputs[1], ch) = T(dgamma);
+      if (c.num_outputs >= 3) at<T>(c.outputs[2], ch) = T(dbeta);
+      const double scale = double(at<const T>(gamma, ch)) * inv;
+      const double mdy = training && M > 0 ? dbeta / M : 0.0, mdg = training && M > 0 ? dgamma / M : 0.0;
+      for (int64_t n = 0; n < N; ++n) {
+        const T* g = dy + (n * C + ch) * L;
+        const T* xp = x + (n * C + ch) * L;
+        T* o = dx + (n * C + ch) * L;
+        for (int64_t i = 0; i < L; ++i) {
+          const double xhat = (double(xp[i]) - mean) * inv;
+          o[i] = T(scale * (double(g[i]) - mdy - xhat * mdg));
+        }
+      }
+    }
+  });
+  DX.finish(ex);
+}
+
+// dlogits[n] = (softmax(logits[n]) - onehot(label[n])) * dloss[n].
+template <class T, class Lb>
+KernelResult softmax_ce_bwd_typed(Exec& ex, const Call& c) {
+  const auto &vx = c.inputs[0], &vl = c.inputs[1], &vd = c.inputs[2];
+  const int64_t N = vx.shape[0], K = vx.shape[1];
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t l = int64_t(at<const Lb>(vl, n));
+    if (l < 0 || l >= K)
+      return fail(BRAID_ERR_KERNEL, "softmax_cross_entropy backward: label " + std::to_string(l) +
+                                        " out of range [0, " + std::to_string(K) + ") at row " + std::to_string(n));
+  }
+  const DenseIn<T> X(ex, vx);
+  DenseOut<T> DX(c.outputs[0]);
+  const T* x = X.get();
+  T* dx = DX.get();
+  parallel(ex, N, std::max<int64_t>(1, kGrainHeavy / std::max<int64_t>(K, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t n = b; n < e; ++n) {
+      const T* row = x + n * K;
+      T* o = dx + n * K;
+      const T m = fold_run<MaxR<T>>(row, K, 1);
+      for (int64_t k = 0; k < K; ++k) o[k] = v_exp(row[k] - m);
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(o[k]);
+      const T d = at<const T>(vd, n);
+      const T f = T(double(d) / s);
+      for (int64_t k = 0; k < K; ++k) o[k] *= f;
+      o[int64_t(at<const Lb>(vl, n))] -= d;
+    }
+  });
+  DX.finish(ex);
+  return {};
+}
+
+}  // namespace
+
+KernelResult k_conv2d_bwd_data(const Call& c, Exec& ex) {
+  visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { conv_bwd_data_typed<T>(ex, c); });
+  return {};
+}
+
+KernelResult k_conv2d_bwd_weight(const Call& c, Exec& ex) {
+  visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { conv_bwd_weight_typed<T>(ex, c); });
+  return {};
+}
+
+KernelResult k_pool2d_bwd(const Call& c, Exec& ex) {
+  visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { pool_bwd_typed<T>(ex, c); });
+  return {};
+}
+
+KernelResult k_batch_norm_bwd(const Call& c, Exec& ex) {
+  visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { batch_norm_bwd_typed<T>(ex, c); });
+  return {};
+}
+
+KernelResult k_softmax_ce_bwd(const Call& c, Exec& ex) {
+  KernelResult r = unsupported(c.op, c.inputs[1].dtype, "labels must be int32 or int64");
+  visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) {
+    visit_dtype(IntTypes{}, c.inputs[1].dtype, [&]<class Lb>(Tag<Lb>) { r = softmax_ce_bwd_typed<T, Lb>(ex, c); });
+  });
+  return r;
+}
+
+}  // namespace braid::cpu::kern

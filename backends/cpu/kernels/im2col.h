@@ -1,0 +1,88 @@
+// im2col and col2im for CONV2D and its backward kernels. The column matrix of a group of g images is
+// [C*R*S, g*P*Q]: row (ci, r, s), column img*P*Q + p*Q + q holds x[img][ci][p*sh - ph + r][q*sw - pw + s]
+// (zero outside the image). Images side by side keep gemm's N dimension wide (see conv_pool.cpp).
+#pragma once
+#include "common.h"
+// (common.h first: see the note at its top)
+
+namespace braid::cpu::kern {
+
+struct ConvGeom {
+  int64_t N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw;
+  int64_t crs() const { return C * R * S; }
+  int64_t pq() const { return P * Q; }
+  int64_t hw() const { return H * W; }
+};
+
+// Output indices q in [q0, q1) read input columns q*stride - pad + offset inside [0, size).
+inline void valid_range(int64_t size, int64_t out, int64_t stride, int64_t pad, int64_t offset, int64_t& q0,
+                        int64_t& q1) {
+  const int64_t lo = pad - offset;             // need q*stride >= lo
+  const int64_t hi = size - 1 + pad - offset;  // need q*stride <= hi
+  q0 = lo <= 0 ? 0 : (lo + stride - 1) / stride;
+  q1 = hi < 0 ? 0 : std::min(out, hi / stride + 1);
+  q0 = std::min(q0, out);
+  q1 = std::max(q1, q0);
+}
+
+// Fills col ([CRS, g*PQ]) from images n0 .. n0+g-1 of x, in parallel over rows and images.
+template <class T>
+void im2col(Exec& ex, const ConvGeom& G, const T* x, int64_t n0, int64_t g, T* col) {
+  const int64_t PQ = G.pq(), HW = G.hw(), ld = g * PQ, R = G.R, S = G.S, P = G.P, Q = G.Q, W = G.W;
+  parallel(ex, G.crs() * g, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t row = t / g, img = t % g;
+      const int64_t ci = row / (R * S), r = (row / S) % R, s = row % S;
+      const T* xp = x + ((n0 + img) * G.C + ci) * HW;
+      T* dst = col + row * ld + img * PQ;
+      int64_t q0, q1, p0, p1;
+      valid_range(W, Q, G.sw, G.pw, s, q0, q1);
+      valid_range(G.H, P, G.sh, G.ph, r, p0, p1);
+      std::fill_n(dst, p0 * Q, T(0));
+      for (int64_t p = p0; p < p1; ++p) {
+        T* d = dst + p * Q;
+        const T* src = xp + (p * G.sh - G.ph + r) * W;  // input row; column of q is q*sw - pw + s
+        std::fill_n(d, q0, T(0));
+        if (G.sw == 1)
+          std::copy(src + (q0 - G.pw + s), src + (q1 - G.pw + s), d + q0);
+        else
+          for (int64_t q = q0; q < q1; ++q) d[q] = src[q * G.sw - G.pw + s];
+        std::fill(d + q1, d + Q, T(0));
+      }
+      std::fill(dst + p1 * Q, dst + PQ, T(0));
+    }
+  });
+}
+
+// The adjoint of im2col: dx[n0+img] = sum over rows (ci, r, s) of col scattered back to the pixels they
+// were read from. Parallel over (image, channel) planes, so no two tasks write the same pixel.
+template <class T>
+void col2im(Exec& ex, const ConvGeom& G, const T* col, int64_t n0, int64_t g, T* dx) {
+  const int64_t PQ = G.pq(), HW = G.hw(), ld = g * PQ, R = G.R, S = G.S, P = G.P, Q = G.Q, W = G.W;
+  parallel(ex, g * G.C, std::max<int64_t>(1, kGrain / std::max<int64_t>(R * S * PQ, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / G.C, ci = t % G.C;
+      T* xp = dx + ((n0 + img) * G.C + ci) * HW;
+      std::fill_n(xp, HW, T(0));
+      for (int64_t r = 0; r < R; ++r)
+        for (int64_t s = 0; s < S; ++s) {
+          const T* src = col + ((ci * R + r) * S + s) * ld + img * PQ;
+          int64_t q0, q1, p0, p1;
+          valid_range(W, Q, G.sw, G.pw, s, q0, q1);
+          valid_range(G.H, P, G.sh, G.ph, r, p0, p1);
+          for (int64_t p = p0; p < p1; ++p) {
+            T* d = xp + (p * G.sh - G.ph + r) * W;
+            const T* c = src + p * Q;
+            if (G.sw == 1) {
+              T* dd = d + (-G.pw + s);
+              for (int64_t q = q0; q < q1; ++q) dd[q] += c[q];
+            } else {
+              for (int64_t q = q0; q < q1; ++q) d[q * G.sw - G.pw + s] += c[q];
+            }
+          }
+        }
+    }
+  });
+}
+
+}  // namespace braid::cpu::kern

@@ -1,0 +1,220 @@
+// The autograd C API: the recording switch, gradient buffers, and backward.
+#include <algorithm>
+#include <unordered_map>
+
+#include "autograd/gradients.h"
+#include "autograd/ops.h"
+#include "autograd/tape.h"
+#include "context/context.h"
+#include "core/dtype.h"
+#include "ops/op_builder.h"
+
+using namespace braid;
+using namespace braid::autograd;
+
+namespace {
+
+// Nodes reachable from the heads, consumers before producers (reverse DFS post-order).
+std::vector<Node*> topological(const std::vector<Meta*>& heads) {
+  std::vector<Node*> post;
+  std::unordered_map<Node*, bool> seen;  // true once finished
+  struct Frame {
+    Node* node;
+    size_t input;
+    size_t producer;
+  };
+  std::vector<Frame> stack;
+  auto visit = [&](Node* n) {
+    if (seen.count(n)) return;
+    if (n->freed)
+      fail(BRAID_ERR_INVALID_STATE, "the graph through ", n->name,
+           " was freed by an earlier backward; pass retain_graph = 1 to the first backward to run another");
+    seen[n] = false;
+    stack.push_back({n, 0, 0});
+  };
+  for (Meta* m : heads)
+    for (auto& p : m->producers) {
+      visit(p.node.get());
+      while (!stack.empty()) {
+        Node* n = stack.back().node;
+        Node* child = nullptr;
+        {
+          Frame& f = stack.back();  // not used after visit(): pushing may move the stack
+          while (!child && f.input < n->inputs.size()) {
+            const Tensor& t = *n->inputs[f.input];
+            if (!n->needs[f.input] || !t.ag || f.producer >= t.ag->producers.size()) {
+              ++f.input;
+              f.producer = 0;
+              continue;
+            }
+            Node* c = t.ag->producers[f.producer++].node.get();
+            if (!seen.count(c)) child = c;
+          }
+        }
+        if (child) {
+          visit(child);
+          continue;
+        }
+        seen[n] = true;
+        post.push_back(n);
+        stack.pop_back();
+      }
+    }
+  std::reverse(post.begin(), post.end());
+  return post;
+}
+
+class Backward {
+ public:
+  explicit Backward(Context& ctx) : ctx_(ctx) {}
+
+  void add(const std::shared_ptr<Meta>& m, TensorRef g) {
+    keep_.push_back(m);
+    auto it = grads_.find(m.get());
+    if (it == grads_.end()) {
+      grads_.emplace(m.get(), std::move(g));
+    } else {
+      it->second = op::add(it->second.get(), g.get());
+    }
+  }
+
+  void run(const std::vector<Meta*>& heads, bool retain) {
+    std::vector<Node*> order = topological(heads);
+    std::vector<TensorRef> zeros, dx;
+    std::vector<Tensor*> dys;
+    for (Node* n : order) {
+      dys.assign(n->outputs.size(), nullptr);
+      zeros.clear();
+      bool any = false;
+      for (size_t k = 0; k < n->outputs.size(); ++k) {
+        auto m = n->out_meta[k].lock();
+        auto it = m ? grads_.find(m.get()) : grads_.end();
+        if (it != grads_.end()) {
+          dys[k] = it->second.get();
+          any = true;
+        }
+      }
+      if (!any) continue;
+      for (size_t k = 0; k < dys.size(); ++k)
+        if (!dys[k] && dtype_is_float(n->outputs[k]->dtype)) {
+          zeros.push_back(op::full_like(*n->outputs[k], 0.0));
+          dys[k] = zeros.back().get();
+        }
+      gradient(*n, dys, dx);
+      for (size_t k = 0; k < dx.size(); ++k)
+        if (dx[k].get()) add(n->inputs[k]->ag, std::move(dx[k]));
+    }
+    // Leaves: write or add into their buffers.
+    for (auto& [m, g] : grads_) {
+      if (!m->leaf || !m->grad.get()) continue;
+      if (m->req == BRAID_GRAD_ADD) {
+        TensorRef sum = op::add(m->grad.get(), g.get());
+        op::copy_into(sum.get(), m->grad.get());
+      } else {
+        op::copy_into(g.get(), m->grad.get());
+      }
+    }
+    if (!retain)
+      for (Node* n : order) {
+        n->freed = true;
+        n->inputs.clear();
+        n->outputs.clear();
+      }
+  }
+
+ private:
+  Context& ctx_;
+  std::unordered_map<Meta*, TensorRef> grads_;
+  std::vector<std::shared_ptr<Meta>> keep_;  // the keys stay alive while the map uses them
+};
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev) {
+  return guard("braid_autograd_set_recording", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    const bool was = c.recording.set(on != 0);
+    if (prev) *prev = was ? 1 : 0;
+  });
+}
+
+BRAID_API braid_status braid_autograd_is_recording(braid_context ctx, int32_t* out) {
+  return guard("braid_autograd_is_recording", [&] {
+    require(out, "out");
+    *out = checked_context(ctx, "ctx").recording.on() ? 1 : 0;
+  });
+}
+
+BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req req) {
+  return guard("braid_tensor_attach_grad", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    const int32_t r = enum_int(req);
+    if (r != BRAID_GRAD_NULL && r != BRAID_GRAD_WRITE && r != BRAID_GRAD_ADD)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_grad_req ", r);
+    if (r == BRAID_GRAD_NULL) {
+      if (x.ag) {
+        x.ag->leaf = false;
+        x.ag->req = BRAID_GRAD_NULL;
+        x.ag->grad = TensorRef();
+      }
+      return;
+    }
+    if (!dtype_is_float(x.dtype))
+      fail(BRAID_ERR_DTYPE, "gradients need a float32 or float64 tensor, not ", dtype_name(x.dtype));
+    TensorRef grad = x.ag && x.ag->grad.get() ? TensorRef() : op::full_like(x, 0.0);
+    if (!x.ag) x.ag = std::make_shared<Meta>();
+    if (grad.get()) x.ag->grad = std::move(grad);
+    x.ag->req = req;
+    x.ag->leaf = true;
+    x.ag->producers.clear();
+  });
+}
+
+BRAID_API braid_status braid_tensor_grad(braid_tensor t, braid_tensor* out) {
+  return guard("braid_tensor_grad", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Tensor& x = checked_tensor(t, "t");
+    if (!x.ag || !x.ag->grad.get())
+      fail(BRAID_ERR_INVALID_STATE, "no gradient is attached to this tensor (braid_tensor_attach_grad)");
+    *out = op::retain(x.ag->grad.get()).release();
+  });
+}
+
+BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, const braid_tensor* head_grads,
+                                      int32_t retain_graph) {
+  return guard("braid_backward", [&] {
+    if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count must be positive, got ", count);
+    require(heads, "heads");
+    Context& ctx = *checked_tensor(heads[0], "heads[0]").ctx;
+    PauseRecording pause(ctx.recording);
+    Backward bw(ctx);
+    std::vector<Meta*> metas;
+    for (int32_t i = 0; i < count; ++i) {
+      Tensor& y = checked_tensor(heads[i], "heads[i]");
+      if (y.ctx != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "heads belong to different contexts");
+      if (!requires_grad(y))
+        fail(BRAID_ERR_INVALID_STATE, "head ", i,
+             " does not require a gradient: it was not computed while recording from a tensor with an attached gradient");
+      TensorRef g;
+      if (head_grads && head_grads[i]) {
+        Tensor& hg = checked_tensor(head_grads[i], "head_grads[i]");
+        if (!(hg.shape == y.shape)) fail(BRAID_ERR_SHAPE, "head_grads[", i, "] has shape ", hg.shape.str(), ", head ", y.shape.str());
+        if (hg.dtype != y.dtype) fail(BRAID_ERR_DTYPE, "head_grads[", i, "] has dtype ", dtype_name(hg.dtype), ", head ", dtype_name(y.dtype));
+        if (&hg.device() != &y.device()) fail(BRAID_ERR_DEVICE, "head_grads[", i, "] is on another device than its head");
+        g = op::retain(&hg);
+      } else {
+        if (y.shape.numel() != 1)
+          fail(BRAID_ERR_SHAPE, "head ", i, " has ", y.shape.numel(), " elements: pass a head gradient for a non-scalar head");
+        g = op::full_like(y, 1.0);
+      }
+      bw.add(y.ag, std::move(g));
+      metas.push_back(y.ag.get());
+    }
+    bw.run(metas, retain_graph != 0);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,342 @@
+// The gradient of every differentiable op, written once, in terms of other ops (ops.h) and the
+// backward kernels. Keyed by the kernel op the forward pushed (plus the attributes it recorded), so
+// an op added to runtime/ops gets its gradient here and nowhere else.
+#include "autograd/gradients.h"
+
+#include <cmath>
+
+#include "autograd/ops.h"
+#include "context/context.h"
+#include "core/dtype.h"
+#include "ops/op_builder.h"
+
+namespace braid::autograd {
+namespace {
+
+using op::h;
+
+// g summed over the axes that broadcasting stretched to reach g's shape from `target`.
+TensorRef sum_to(TensorRef g, const Shape& target) {
+  if (g->shape == target) return g;
+  const int lead = g->shape.ndim - target.ndim;
+  std::vector<int32_t> axes;
+  for (int d = 0; d < g->shape.ndim; ++d)
+    if (d < lead || (target[d - lead] == 1 && g->shape[d] != 1)) axes.push_back(d);
+  TensorRef r = op::reduce(BRAID_REDUCE_SUM, h(g), axes, true);
+  return op::reshape(h(r), target);
+}
+
+// dy * (mask) where mask is 1 where x > s, 1/2 where x == s (a tie shares the gradient), else 0.
+TensorRef select_greater(Tensor* dy, Tensor* a, Tensor* b, bool less) {
+  TensorRef gt = op::binary(less ? BRAID_BINARY_LESS : BRAID_BINARY_GREATER, a, b);
+  TensorRef eq = op::binary(BRAID_BINARY_EQUAL, a, b);
+  TensorRef half = op::scalar(BRAID_BINARY_MUL, h(eq), 0.5);
+  TensorRef m = op::add(h(gt), h(half));
+  return op::mul(dy, h(m));
+}
+
+void unary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* x = h(n.inputs[0]);
+  Tensor* y = h(n.outputs[0]);
+  switch (static_cast<braid_unary_op>(n.i[0])) {
+    case BRAID_UNARY_NEG: dx[0] = op::unary(BRAID_UNARY_NEG, dy); break;
+    case BRAID_UNARY_ABS: {
+      TensorRef s = op::unary(BRAID_UNARY_SIGN, x);
+      dx[0] = op::mul(dy, h(s));
+      break;
+    }
+    case BRAID_UNARY_EXP: dx[0] = op::mul(dy, y); break;
+    case BRAID_UNARY_LOG: dx[0] = op::div(dy, x); break;
+    case BRAID_UNARY_SQRT: {  // dy / (2 y)
+      TensorRef t = op::scalar(BRAID_BINARY_MUL, y, 2.0);
+      dx[0] = op::div(dy, h(t));
+      break;
+    }
+    case BRAID_UNARY_RELU: {
+      TensorRef m = op::scalar(BRAID_BINARY_GREATER, x, 0.0);
+      dx[0] = op::mul(dy, h(m));
+      break;
+    }
+    case BRAID_UNARY_SIGMOID: {  // dy * y * (1 - y)
+      TensorRef one_minus = op::scalar(BRAID_BINARY_SUB, y, 1.0, true);
+      TensorRef t = op::mul(y, h(one_minus));
+      dx[0] = op::mul(dy, h(t));
+      break;
+    }
+    case BRAID_UNARY_TANH: {  // dy * (1 - y^2)
+      TensorRef sq = op::unary(BRAID_UNARY_SQUARE, y);
+      TensorRef t = op::scalar(BRAID_BINARY_SUB, h(sq), 1.0, true);
+      dx[0] = op::mul(dy, h(t));
+      break;
+    }
+    case BRAID_UNARY_SQUARE: {
+      TensorRef t = op::scalar(BRAID_BINARY_MUL, x, 2.0);
+      dx[0] = op::mul(dy, h(t));
+      break;
+    }
+    case BRAID_UNARY_SIGN: dx[0] = op::full_like(*x, 0.0); break;
+    default: fail(BRAID_ERR_INTERNAL, "autograd: unary op ", n.i[0], " has no gradient");
+  }
+}
+
+void binary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* a = h(n.inputs[0]);
+  Tensor* b = h(n.inputs[1]);
+  TensorRef ga, gb;
+  switch (static_cast<braid_binary_op>(n.i[0])) {
+    case BRAID_BINARY_ADD:
+      if (n.needs[0]) ga = op::retain(dy);
+      if (n.needs[1]) gb = op::retain(dy);
+      break;
+    case BRAID_BINARY_SUB:
+      if (n.needs[0]) ga = op::retain(dy);
+      if (n.needs[1]) gb = op::unary(BRAID_UNARY_NEG, dy);
+      break;
+    case BRAID_BINARY_MUL:
+      if (n.needs[0]) ga = op::mul(dy, b);
+      if (n.needs[1]) gb = op::mul(dy, a);
+      break;
+    case BRAID_BINARY_DIV:
+      if (n.needs[0]) ga = op::div(dy, b);
+      if (n.needs[1]) {  // -dy * a / b^2 = -(dy * y) / b
+        TensorRef t = op::mul(dy, h(n.outputs[0]));
+        TensorRef u = op::div(h(t), b);
+        gb = op::unary(BRAID_UNARY_NEG, h(u));
+      }
+      break;
+    case BRAID_BINARY_POW:
+      if (n.needs[0]) {  // dy * b * a^(b-1)
+        TensorRef bm1 = op::scalar(BRAID_BINARY_SUB, b, 1.0);
+        TensorRef p = op::binary(BRAID_BINARY_POW, a, h(bm1));
+        TensorRef t = op::mul(h(p), b);
+        ga = op::mul(dy, h(t));
+      }
+      if (n.needs[1]) {  // dy * y * log(a)
+        TensorRef la = op::unary(BRAID_UNARY_LOG, a);
+        TensorRef t = op::mul(h(n.outputs[0]), h(la));
+        gb = op::mul(dy, h(t));
+      }
+      break;
+    case BRAID_BINARY_MAXIMUM:
+    case BRAID_BINARY_MINIMUM: {
+      const bool less = n.i[0] == BRAID_BINARY_MINIMUM;
+      if (n.needs[0]) ga = select_greater(dy, a, b, less);
+      if (n.needs[1]) gb = select_greater(dy, b, a, less);
+      break;
+    }
+    default: return;
+  }
+  if (ga.get()) dx[0] = sum_to(std::move(ga), a->shape);
+  if (gb.get()) dx[1] = sum_to(std::move(gb), b->shape);
+}
+
+void binary_scalar_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* x = h(n.inputs[0]);
+  Tensor* y = h(n.outputs[0]);
+  const double s = n.f[0];
+  const bool rev = n.i[1] != 0;
+  switch (static_cast<braid_binary_op>(n.i[0])) {
+    case BRAID_BINARY_ADD: dx[0] = op::retain(dy); break;
+    case BRAID_BINARY_SUB: dx[0] = op::scalar(BRAID_BINARY_MUL, dy, rev ? -1.0 : 1.0); break;
+    case BRAID_BINARY_MUL: dx[0] = op::scalar(BRAID_BINARY_MUL, dy, s); break;
+    case BRAID_BINARY_DIV:
+      if (!rev) {
+        dx[0] = op::scalar(BRAID_BINARY_MUL, dy, 1.0 / s);
+      } else {  // s / x: -dy * y / x
+        TensorRef t = op::mul(dy, y);
+        TensorRef u = op::div(h(t), x);
+        dx[0] = op::unary(BRAID_UNARY_NEG, h(u));
+      }
+      break;
+    case BRAID_BINARY_POW:
+      if (!rev) {  // x^s: dy * s * x^(s-1)
+        TensorRef p = op::scalar(BRAID_BINARY_POW, x, s - 1.0);
+        TensorRef t = op::scalar(BRAID_BINARY_MUL, h(p), s);
+        dx[0] = op::mul(dy, h(t));
+      } else {  // s^x: dy * y * ln s
+        TensorRef t = op::scalar(BRAID_BINARY_MUL, y, std::log(s));
+        dx[0] = op::mul(dy, h(t));
+      }
+      break;
+    case BRAID_BINARY_MAXIMUM:
+    case BRAID_BINARY_MINIMUM: {
+      const bool less = n.i[0] == BRAID_BINARY_MINIMUM;
+      TensorRef gt = op::scalar(less ? BRAID_BINARY_LESS : BRAID_BINARY_GREATER, x, s);
+      TensorRef eq = op::scalar(BRAID_BINARY_EQUAL, x, s);
+      TensorRef half = op::scalar(BRAID_BINARY_MUL, h(eq), 0.5);
+      TensorRef m = op::add(h(gt), h(half));
+      dx[0] = op::mul(dy, h(m));
+      break;
+    }
+    default: return;
+  }
+}
+
+void reduce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* x = h(n.inputs[0]);
+  const braid_buffer_view& kv = n.out_views[0];  // keepdims layout
+  Shape kept = Shape::of({kv.shape, size_t(kv.ndim)});
+  TensorRef g = op::reshape(dy, kept);
+  TensorRef y = op::reshape(h(n.outputs[0]), kept);
+  const int64_t count = kept.numel() > 0 ? x->shape.numel() / kept.numel() : 0;
+  TensorRef zeros = op::full_like(*x, 0.0);
+  switch (static_cast<braid_reduce_op>(n.i[0])) {
+    case BRAID_REDUCE_SUM: dx[0] = op::add(h(zeros), h(g)); break;
+    case BRAID_REDUCE_MEAN: {
+      TensorRef t = op::scalar(BRAID_BINARY_MUL, h(g), count > 0 ? 1.0 / double(count) : 0.0);
+      dx[0] = op::add(h(zeros), h(t));
+      break;
+    }
+    case BRAID_REDUCE_MAX:
+    case BRAID_REDUCE_MIN: {  // split among the elements equal to the extremum
+      TensorRef m = op::binary(BRAID_BINARY_EQUAL, x, h(y));
+      std::vector<int32_t> axes;
+      for (int d = 0; d < 32 && d < x->shape.ndim; ++d)
+        if (n.i[1] >> d & 1) axes.push_back(d);
+      TensorRef cnt = op::reduce(BRAID_REDUCE_SUM, h(m), axes, true);
+      TensorRef share = op::div(h(g), h(cnt));
+      dx[0] = op::mul(h(m), h(share));
+      break;
+    }
+    case BRAID_REDUCE_NORM: {  // x * g / y
+      TensorRef t = op::div(h(g), h(y));
+      dx[0] = op::mul(x, h(t));
+      break;
+    }
+    default: fail(BRAID_ERR_INTERNAL, "autograd: reduce op ", n.i[0], " has no gradient");
+  }
+}
+
+// C = op(A) op(B). A 2-D operand broadcast over a batch gets its gradient summed over the batch.
+void matmul_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* a = h(n.inputs[0]);
+  Tensor* b = h(n.inputs[1]);
+  const bool ta = n.i[0] != 0, tb = n.i[1] != 0;
+  auto fit = [](TensorRef g, const Shape& s) {
+    if (g->shape.ndim == 3 && s.ndim == 2) g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, false);
+    return g;
+  };
+  if (n.needs[0]) dx[0] = fit(ta ? op::matmul(b, dy, tb, true) : op::matmul(dy, b, false, !tb), a->shape);
+  if (n.needs[1]) dx[1] = fit(tb ? op::matmul(dy, a, true, ta) : op::matmul(a, dy, !ta, false), b->shape);
+}
+
+braid_conv2d_params conv_params(const Node& n) {
+  braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
+  p.stride[0] = int32_t(n.i[0]), p.stride[1] = int32_t(n.i[1]), p.padding[0] = int32_t(n.i[2]), p.padding[1] = int32_t(n.i[3]);
+  return p;
+}
+
+void conv_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* x = h(n.inputs[0]);
+  Tensor* w = h(n.inputs[1]);
+  const braid_conv2d_params p = conv_params(n);
+  const braid_conv2d_params* pp = &p;
+  if (n.needs[0]) dx[0] = op::run(braid_conv2d_backward_data, dy, w, x->shape.dims.data(), pp);
+  if (n.needs[1]) dx[1] = op::run(braid_conv2d_backward_weight, dy, x, w->shape.dims.data(), pp);
+  if (n.inputs.size() > 2 && n.needs[2]) dx[2] = op::reduce(BRAID_REDUCE_SUM, dy, {0, 2, 3}, false);
+}
+
+void pool_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  braid_pool2d_params p = BRAID_POOL2D_PARAMS_INIT;
+  p.kind = static_cast<braid_pool_kind>(n.i[0]);
+  p.kernel[0] = int32_t(n.i[1]), p.kernel[1] = int32_t(n.i[2]), p.stride[0] = int32_t(n.i[3]), p.stride[1] = int32_t(n.i[4]);
+  p.padding[0] = int32_t(n.i[5]), p.padding[1] = int32_t(n.i[6]);
+  const braid_pool2d_params* pp = &p;
+  dx[0] = op::run(braid_pool2d_backward, dy, h(n.inputs[0]), pp);
+}
+
+void batch_norm_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  braid_tensor gx = nullptr, gg = nullptr, gb = nullptr;
+  braid_status st = braid_batch_norm_backward(dy, h(n.inputs[0]), h(n.inputs[1]), h(n.outputs[1]), h(n.outputs[2]),
+                                              int32_t(n.i[0]), &gx, &gg, &gb);
+  if (st != BRAID_OK) fail(st, braid_last_error());
+  TensorRef rx(gx), rg(gg), rb(gb);
+  if (n.needs[0]) dx[0] = std::move(rx);
+  if (n.needs[1]) dx[1] = std::move(rg);
+  if (n.needs[2]) dx[2] = std::move(rb);
+}
+
+void softmax_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* y = h(n.outputs[0]);
+  const int32_t axis = int32_t(n.i[0]);
+  if (n.i[1]) {  // log-softmax: dy - exp(y) * sum(dy)
+    TensorRef s = op::reduce(BRAID_REDUCE_SUM, dy, {axis}, true);
+    TensorRef e = op::unary(BRAID_UNARY_EXP, y);
+    TensorRef t = op::mul(h(e), h(s));
+    dx[0] = op::sub(dy, h(t));
+  } else {  // y * (dy - sum(dy * y))
+    TensorRef p = op::mul(dy, y);
+    TensorRef s = op::reduce(BRAID_REDUCE_SUM, h(p), {axis}, true);
+    TensorRef d = op::sub(dy, h(s));
+    dx[0] = op::mul(y, h(d));
+  }
+}
+
+void softmax_ce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  dx[0] = op::run(braid_softmax_cross_entropy_backward, h(n.inputs[0]), h(n.inputs[1]), dy);
+}
+
+void dropout_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  TensorRef t = op::mul(dy, h(n.outputs[1]));
+  dx[0] = op::scalar(BRAID_BINARY_MUL, h(t), 1.0 / (1.0 - n.f[0]));
+}
+
+// A view of a recorded view moved onto another tensor's storage (same layout, other buffer).
+braid_buffer_view rebase(braid_buffer_view v, const Tensor& from, const Tensor& onto) {
+  v.byte_offset = v.byte_offset - from.storage->block.offset + onto.storage->block.offset;
+  v.buffer = onto.storage->block.buffer;
+  v.dtype = onto.dtype;
+  return v;
+}
+
+// COPY read view `from` of x and wrote view `to` of y (slice, transpose, concat part, cast, copy): the
+// gradient copies dy's `to` part back into `from` of a zero gradient (no zeros when `from` is all of x).
+void copy_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* x = h(n.inputs[0]);
+  Tensor* y = h(n.outputs[0]);
+  if (dy->dtype != y->dtype || !dtype_is_float(x->dtype)) return;
+  const braid_buffer_view& from = n.in_views[0];
+  int64_t count = 1;
+  for (int d = 0; d < from.ndim; ++d) count *= from.shape[d];
+  TensorRef g = count == x->shape.numel() && from.byte_offset == x->storage->block.offset
+                    ? x->ctx->new_tensor(x->device(), x->dtype, x->shape)
+                    : op::full_like(*x, 0.0);
+  OpBuilder b("copy_backward", BRAID_KOP_COPY);
+  b.add_input_view(b.operand(dy, "dy"), rebase(n.out_views[0], *y, *dy));
+  b.operand(h(g), "out");
+  b.require_kernel(dy->dtype);
+  b.add_overwritten_output(*g, rebase(from, *x, *g));
+  b.push();
+  dx[0] = std::move(g);
+}
+
+}  // namespace
+
+void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) {
+  dx.clear();
+  dx.resize(n.inputs.size());
+  Tensor* g = dy[0];
+  if (std::string_view(n.name) == "reshape") {
+    dx[0] = op::reshape(g, n.inputs[0]->shape);
+    return;
+  }
+  switch (n.kop) {
+    case BRAID_KOP_UNARY: unary_grad(n, g, dx); break;
+    case BRAID_KOP_BINARY: binary_grad(n, g, dx); break;
+    case BRAID_KOP_BINARY_SCALAR: binary_scalar_grad(n, g, dx); break;
+    case BRAID_KOP_REDUCE: reduce_grad(n, g, dx); break;
+    case BRAID_KOP_MATMUL: matmul_grad(n, g, dx); break;
+    case BRAID_KOP_CONV2D: conv_grad(n, g, dx); break;
+    case BRAID_KOP_POOL2D: pool_grad(n, g, dx); break;
+    case BRAID_KOP_BATCH_NORM: batch_norm_grad(n, g, dx); break;
+    case BRAID_KOP_SOFTMAX: softmax_grad(n, g, dx); break;
+    case BRAID_KOP_SOFTMAX_CE: softmax_ce_grad(n, g, dx); break;
+    case BRAID_KOP_DROPOUT: dropout_grad(n, g, dx); break;
+    case BRAID_KOP_COPY: copy_grad(n, g, dx); break;
+    default: fail(BRAID_ERR_INTERNAL, "autograd: ", n.name, " has no gradient");
+  }
+  for (size_t k = 0; k < dx.size(); ++k)
+    if (!n.needs[k]) dx[k] = TensorRef();
+}
+
+}  // namespace braid::autograd

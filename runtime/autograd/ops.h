@@ -1,0 +1,59 @@
+// Gradient code calls the public ops (so backward goes through validation and the engine like any
+// op); these wrappers turn a failed status into the runtime's exception and own the results.
+#pragma once
+#include <initializer_list>
+#include <vector>
+
+#include "core/error.h"
+#include "tensor/tensor.h"
+
+namespace braid::autograd::op {
+
+// Runs a C op whose last parameter is its one output and owns the result. (A helper taking the status
+// and the handle as two arguments would read the handle before the call had set it.)
+template <class F, class... Args>
+inline TensorRef run(F f, Args... args) {
+  braid_tensor y = nullptr;
+  if (braid_status st = f(args..., &y); st != BRAID_OK) fail(st, braid_last_error());
+  return TensorRef(y);
+}
+inline Tensor* h(const TensorRef& t) { return t.get(); }
+// Another reference to an existing tensor (gradients are never written in place, so sharing is safe).
+inline TensorRef retain(Tensor* t) {
+  t->refs.fetch_add(1, std::memory_order_relaxed);
+  return TensorRef(t);
+}
+
+inline TensorRef unary(braid_unary_op o, Tensor* x) {
+  return run(braid_unary, o, x);
+}
+inline TensorRef binary(braid_binary_op o, Tensor* a, Tensor* b) {
+  return run(braid_binary, o, a, b);
+}
+inline TensorRef scalar(braid_binary_op o, Tensor* x, double s, bool reverse = false) {
+  return run(braid_binary_scalar, o, x, s, reverse);
+}
+inline TensorRef mul(Tensor* a, Tensor* b) { return binary(BRAID_BINARY_MUL, a, b); }
+inline TensorRef add(Tensor* a, Tensor* b) { return binary(BRAID_BINARY_ADD, a, b); }
+inline TensorRef sub(Tensor* a, Tensor* b) { return binary(BRAID_BINARY_SUB, a, b); }
+inline TensorRef div(Tensor* a, Tensor* b) { return binary(BRAID_BINARY_DIV, a, b); }
+inline TensorRef reduce(braid_reduce_op o, Tensor* x, std::vector<int32_t> axes, bool keepdims) {
+  return run(braid_reduce, o, x, int32_t(axes.size()), axes.data(), keepdims);
+}
+inline TensorRef reshape(Tensor* x, const Shape& s) {
+  return run(braid_reshape, x, s.ndim, s.dims.data());
+}
+inline TensorRef full_like(const Tensor& x, double v) {
+  return run(braid_full, x.ctx, x.storage->device->index, x.dtype, x.shape.ndim, x.shape.dims.data(), v);
+}
+inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) {
+  return run(braid_matmul, a, b, ta, tb);
+}
+inline TensorRef cast(Tensor* x, braid_dtype d) {
+  return run(braid_cast, x, d);
+}
+inline void copy_into(Tensor* src, Tensor* dst) {
+  if (braid_status st = braid_copy_into(src, dst); st != BRAID_OK) fail(st, braid_last_error());
+}
+
+}  // namespace braid::autograd::op

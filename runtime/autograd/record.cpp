@@ -1,0 +1,100 @@
+// Recording: OpBuilder::push hands every op here; reshape calls record_reshape.
+#include "autograd/tape.h"
+#include "context/context.h"
+#include "core/dtype.h"
+
+namespace braid::autograd {
+namespace {
+
+// Ops whose result has no gradient with respect to their operands.
+bool differentiable(const PushedOp& op) {
+  switch (op.kop) {
+    case BRAID_KOP_ARGMAX:
+    case BRAID_KOP_FILL:
+    case BRAID_KOP_ARANGE:
+    case BRAID_KOP_RANDOM_UNIFORM:
+    case BRAID_KOP_RANDOM_NORMAL:
+      return false;
+    case BRAID_KOP_BINARY:
+    case BRAID_KOP_BINARY_SCALAR:
+      return op.call->i[0] < BRAID_BINARY_EQUAL;  // comparisons are piecewise constant
+    default:
+      return op.kop < BRAID_KOP_CONV2D_BWD_DATA;  // backward ops are not differentiated again
+  }
+}
+
+bool covers_whole(const Tensor& t, const braid_buffer_view& v) {
+  if (v.byte_offset != t.storage->block.offset) return false;
+  int64_t n = 1;
+  for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+  return n == t.shape.numel();
+}
+
+// A tensor overwritten by an op that is not recorded loses its history (it no longer holds what the
+// tape says); a leaf keeps its gradient.
+void forget_history(const PushedOp& op) {
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    Tensor* t = op.outputs[k];
+    if ((op.overwritten >> k & 1u) && t->ag && !t->ag->producers.empty() && covers_whole(*t, op.call->outputs[k]))
+      t->ag->producers.clear();
+  }
+}
+
+}  // namespace
+
+void record(Context& ctx, const PushedOp& op) {
+  const bool copy_into = op.kop == BRAID_KOP_COPY && std::string_view(op.name) == "copy_into";
+  bool any = false;
+  if (!op.inplace && !copy_into && ctx.recording.any() && ctx.recording.on())
+    for (Tensor* t : op.operands) any = any || requires_grad(*t);
+  if (!any || !differentiable(op)) {
+    if (op.overwritten) forget_history(op);
+    return;
+  }
+  auto node = std::make_shared<Node>();
+  node->name = op.name;
+  node->kop = op.kop;
+  std::copy(std::begin(op.call->i), std::end(op.call->i), node->i);
+  std::copy(std::begin(op.call->f), std::end(op.call->f), node->f);
+  node->inputs.reserve(op.operands.size());
+  for (size_t k = 0; k < op.operands.size(); ++k) {
+    Tensor* t = op.operands[k];
+    t->refs.fetch_add(1, std::memory_order_relaxed);
+    node->inputs.emplace_back(t);
+    node->in_views.push_back(op.call->inputs[k]);
+    node->needs.push_back(requires_grad(*t) && dtype_is_float(t->dtype) ? 1 : 0);
+  }
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    Tensor* t = op.outputs[k];
+    node->out_views.push_back(op.call->outputs[k]);
+    node->outputs.push_back(ctx.view_tensor(*t, t->shape));
+    if (!dtype_is_float(t->dtype)) {
+      node->out_meta.emplace_back();
+      continue;
+    }
+    if (!t->ag) t->ag = std::make_shared<Meta>();
+    Meta& m = *t->ag;
+    node->out_meta.push_back(t->ag);
+    if (m.leaf) continue;  // a leaf written by a copy stays a leaf
+    const bool whole = !(op.overwritten >> k & 1u) || covers_whole(*t, op.call->outputs[k]);
+    if (whole) m.producers.clear();
+    m.producers.push_back({node, static_cast<int>(k)});
+  }
+}
+
+void record_reshape(Context& ctx, Tensor& x, Tensor& y) {
+  if (!ctx.recording.any() || !requires_grad(x) || !ctx.recording.on()) return;
+  auto node = std::make_shared<Node>();
+  node->name = "reshape";
+  x.refs.fetch_add(1, std::memory_order_relaxed);
+  node->inputs.emplace_back(&x);
+  node->in_views.push_back(x.view());
+  node->needs.push_back(1);
+  y.ag = std::make_shared<Meta>();
+  node->out_meta.push_back(y.ag);
+  node->outputs.push_back(ctx.view_tensor(y, y.shape));
+  node->out_views.push_back(y.view());
+  y.ag->producers.push_back({node, 0});
+}
+
+}  // namespace braid::autograd

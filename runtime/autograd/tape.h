@@ -1,0 +1,69 @@
+// The tape: a recorded op (Node) keeps what its gradient needs, and each tensor that requires a
+// gradient carries a Meta. The graph is held by the tensors: an output's Meta points to the node that
+// wrote it, the node holds references to its inputs. Nothing points from a node to its outputs but
+// weak references, so releasing the last handle of a result frees its part of the tape.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "braid_backend.h"
+#include "tensor/tensor.h"
+
+namespace braid {
+using Context = ::braid_context_t;
+}
+
+namespace braid::autograd {
+
+struct Meta;
+
+struct Node {
+  const char* name = "";  // the op's name ("slice", "transpose"... share the COPY kernel)
+  braid_kernel_op kop = BRAID_KOP_COUNT;  // BRAID_KOP_COUNT: reshape (no kernel)
+  int64_t i[8] = {};
+  double f[8] = {};
+  std::vector<TensorRef> inputs;              // the handles the op read (graph edges)
+  std::vector<braid_buffer_view> in_views;    // as the kernel saw them (strided copies need them)
+  std::vector<uint8_t> needs;                 // input k requires a gradient
+  std::vector<std::weak_ptr<Meta>> out_meta;  // the outputs' Metas (weak: outputs own their node)
+  std::vector<TensorRef> outputs;             // handles over the outputs' storages, without history
+  std::vector<braid_buffer_view> out_views;
+  bool freed = false;                         // a backward without retain_graph released the above
+};
+
+// One producer of a tensor: node output `index`. Concat writes one tensor with several copies, so a
+// tensor may have several producers, each covering a part of it.
+struct Producer {
+  std::shared_ptr<Node> node;
+  int index = 0;
+};
+
+struct Meta {
+  braid_grad_req req = BRAID_GRAD_NULL;
+  bool leaf = false;        // a gradient is attached (req != NULL)
+  TensorRef grad;           // the leaf's gradient buffer
+  std::vector<Producer> producers;
+  bool requires_grad() const noexcept { return leaf || !producers.empty(); }
+};
+
+inline bool requires_grad(const Tensor& t) noexcept { return t.ag && t.ag->requires_grad(); }
+
+// What OpBuilder::push knows about an op (the single recording hook).
+struct PushedOp {
+  const char* name;
+  braid_kernel_op kop;
+  const braid_kernel_call* call;
+  std::span<Tensor* const> operands;  // in kernel input order
+  std::span<Tensor* const> outputs;   // in kernel output order
+  uint32_t overwritten;               // bit k: output k is an existing tensor (the result of a copy op)
+  bool inplace;                       // the op updates an operand in place: never recorded
+};
+
+// Records the op if the calling thread records and an operand requires a gradient.
+void record(Context& ctx, const PushedOp& op);
+// Records reshape (a view: no kernel, so no push).
+void record_reshape(Context& ctx, Tensor& x, Tensor& y);
+
+}  // namespace braid::autograd
