@@ -4,6 +4,8 @@
 // Vulkan device.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <unistd.h>
 
 #include "support.h"
@@ -11,10 +13,23 @@
 
 namespace {
 
+// The sanitizer runs of scripts/test.sh set BRAID_BACKENDS=cpu (lavapipe is not instrumented and leaks
+// from inside Mesa); these tests name their backends explicitly, so they honour that restriction
+// themselves and say they were skipped.
+bool vulkan_excluded() {
+  const char* only = std::getenv("BRAID_BACKENDS");
+  if (only == nullptr || *only == '\0') return false;
+  const std::string list = std::string(",") + only + ",";
+  if (list.find(",vulkan,") != std::string::npos) return false;
+  MESSAGE("skipped: BRAID_BACKENDS=" + std::string(only) + " excludes the vulkan plugin");
+  return true;
+}
+
 struct Mixed {
   braid_context ctx = nullptr;
   braid_device cpu = -1, vk = -1;
   Mixed() {
+    if (vulkan_excluded()) return;
     braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
     o.backends = "cpu,vulkan";
     o.engine_mode = BRAID_ENGINE_ASYNC;
@@ -29,8 +44,11 @@ struct Mixed {
       if (std::string(info.backend) == "vulkan" && vk < 0) vk = d;
     }
   }
-  ~Mixed() { braid_context_release(ctx); }
+  ~Mixed() {
+    if (ctx) braid_context_release(ctx);
+  }
   bool ready() const {
+    if (ctx == nullptr) return false;  // excluded (said so already)
     if (vk < 0) MESSAGE("skipped: no Vulkan device (libvulkan + a driver such as mesa-vulkan-drivers' lavapipe)");
     return cpu >= 0 && vk >= 0;
   }
@@ -122,6 +140,7 @@ TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device'
 
 // DESIGN §4: a plugin whose vendor library is missing loads, reports zero devices and says why.
 TEST_CASE("vulkan plugin: without a Vulkan loader it loads with zero devices and a reason") {
+  if (vulkan_excluded()) return;
   setenv("BRAID_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);  // read when the plugin first enumerates
   braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
   o.backends = "vulkan";
@@ -211,6 +230,7 @@ TEST_CASE("mixed devices: copies larger than the staging ring arrive intact both
 // DESIGN §4: the same physical device seen twice (here: lavapipe's ICD listed under two names, so the
 // loader enumerates it twice) is listed once; the plugin logs the skipped duplicate's UUID.
 TEST_CASE("vulkan plugin: a device reported twice (same UUID) is listed once") {
+  if (vulkan_excluded()) return;
   const char* icd = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
   std::FILE* in = std::fopen(icd, "rb");
   if (!in) {
