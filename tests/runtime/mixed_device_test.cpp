@@ -21,7 +21,8 @@ bool vulkan_excluded() {
   if (only == nullptr || *only == '\0') return false;
   const std::string list = std::string(",") + only + ",";
   if (list.find(",vulkan,") != std::string::npos) return false;
-  MESSAGE("skipped: BRAID_BACKENDS=" + std::string(only) + " excludes the vulkan plugin");
+  const std::string why = "skipped: BRAID_BACKENDS=" + std::string(only) + " excludes the vulkan plugin";
+  MESSAGE(why);
   return true;
 }
 
