@@ -121,7 +121,12 @@ KernelResult arange(const braid_kernel_call& c, Recorder& r) {
   e.operand(6, c.outputs[0]);
   e.attr(0, c.f[0]);
   e.attr(1, c.f[1]);
-  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::arange_f32, ShaderId::arange_f64));
+  const braid_dtype dt = c.outputs[0].dtype;
+  if (is_int(dt)) {  // computed in double like the CPU backend, then converted
+    if (!r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: integer arange needs shaderFloat64");
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::arange_i32 : ShaderId::arange_i64);
+  }
+  return e.dispatch_flat(r, pick(dt, ShaderId::arange_f32, ShaderId::arange_f64));
 }
 
 KernelResult copy(const braid_kernel_call& c, Recorder& r) {
@@ -438,6 +443,85 @@ KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(x.dtype, ShaderId::batch_norm_f32, ShaderId::batch_norm_f64));
 }
 
+// ---- backward kernels (ABI 1.1) ----
+
+KernelResult softmax_ce_bwd(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &labels = c.inputs[1], &dy = c.outputs[0];
+  if (labels.dtype != BRAID_INT32 && labels.dtype != BRAID_INT64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: softmax_cross_entropy labels must be int32 or int64");
+  Enc e;
+  e.operand(0, x);
+  e.operand(1, labels);
+  e.operand(2, c.inputs[2]);
+  e.operand(6, dy);
+  const bool wide = labels.dtype == BRAID_INT64;
+  if (wide) e.p.off[1] *= 2;  // the shader reads int64 labels as pairs of 32-bit words
+  e.p.n = static_cast<uint32_t>(x.shape[0]);
+  e.p.extra[0] = static_cast<uint32_t>(x.shape[1]);
+  e.p.extra[2] = wide ? 1 : 0;
+  uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
+  return e.dispatch(r, pick(x.dtype, ShaderId::softmax_ce_bwd_f32, ShaderId::softmax_ce_bwd_f64), gx, gy, 1,
+                    "a label is outside [0, K)");
+}
+
+KernelResult pool2d_bwd(const braid_kernel_call& c, Recorder& r) {
+  const auto &dy = c.inputs[0], &x = c.inputs[1], &dx = c.outputs[0];
+  const int64_t kh = c.i[1], kw = c.i[2];
+  // A stride of 0 means the kernel size, as in the CPU reference.
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  Enc e;
+  e.shape(dx);
+  e.operand(0, dy);
+  e.operand(1, x);
+  e.operand(6, dx);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  const int64_t v[] = {x.shape[2], x.shape[3], kh, kw, sh, sw, c.i[5], c.i[6], dy.shape[2], dy.shape[3]};
+  for (int k = 0; k < 10; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, pick(x.dtype, ShaderId::pool2d_bwd_f32, ShaderId::pool2d_bwd_f64));
+}
+
+KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
+  const auto &dy = c.inputs[0], &w = c.inputs[1], &dx = c.outputs[0];
+  if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
+  Enc e;
+  e.shape(dx);
+  e.operand(0, dy);
+  e.operand(1, w);
+  e.operand(6, dx);
+  const int64_t v[] = {dy.shape[1], dy.shape[2], dy.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return e.dispatch_flat(r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64));
+}
+
+KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
+  const auto &dy = c.inputs[0], &x = c.inputs[1], &dw = c.outputs[0];
+  if (dy.shape[0] * dy.shape[2] * dy.shape[3] > INT32_MAX)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d weight gradient over more than 2^31 terms");
+  Enc e;
+  e.shape(dw);
+  e.operand(0, dy);
+  e.operand(1, x);
+  e.operand(6, dw);
+  const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+  return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64));
+}
+
+KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
+  const auto& x = c.inputs[1];
+  if (x.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: batch_norm backward needs a channel axis");
+  Enc e;
+  e.shape(x);
+  for (int k = 0; k < 5; ++k) e.operand(k, c.inputs[k]);
+  for (int k = 0; k < c.num_outputs && k < 3; ++k) e.operand(6 + k, c.outputs[k]);
+  e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  e.p.i[1] = c.num_outputs;
+  const int64_t count = x.shape[1] > 0 ? numel(x) / x.shape[1] : 0;
+  e.p.extra[0] = static_cast<uint32_t>(count);
+  e.p.n = static_cast<uint32_t>(x.shape[1]);
+  return dispatch_groups(e, r, pick(x.dtype, ShaderId::batch_norm_bwd_f32, ShaderId::batch_norm_bwd_f64));
+}
+
 bool all_devices_have_float64() {
   const Instance& in = instance();
   if (in.devices.empty()) return false;
@@ -479,6 +563,11 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
              (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
              (dtype == BRAID_FLOAT16 && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
+      // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
+      // every device also has shaderInt64.
+      if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
+        return all_devices_have_float64() && (dtype == BRAID_INT32 || all_devices_have_int64());
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     case BRAID_KOP_REDUCE:
     case BRAID_KOP_ARGMAX:
     case BRAID_KOP_MATMUL:
@@ -493,6 +582,11 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_POOL2D:
     case BRAID_KOP_SOFTMAX_CE:
     case BRAID_KOP_BATCH_NORM:
+    case BRAID_KOP_CONV2D_BWD_DATA:
+    case BRAID_KOP_CONV2D_BWD_WEIGHT:
+    case BRAID_KOP_POOL2D_BWD:
+    case BRAID_KOP_BATCH_NORM_BWD:
+    case BRAID_KOP_SOFTMAX_CE_BWD:
       // float64 where every device has shaderFloat64 (supports() cannot name a device).
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     default: return false;
@@ -527,6 +621,11 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_POOL2D: return pool2d(c, r);
     case BRAID_KOP_SOFTMAX_CE: return softmax_ce(c, r);
     case BRAID_KOP_BATCH_NORM: return batch_norm(c, r);
+    case BRAID_KOP_CONV2D_BWD_DATA: return conv2d_bwd_data(c, r);
+    case BRAID_KOP_CONV2D_BWD_WEIGHT: return conv2d_bwd_weight(c, r);
+    case BRAID_KOP_POOL2D_BWD: return pool2d_bwd(c, r);
+    case BRAID_KOP_BATCH_NORM_BWD: return batch_norm_bwd(c, r);
+    case BRAID_KOP_SOFTMAX_CE_BWD: return softmax_ce_bwd(c, r);
     default: return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op");
   }
 }
