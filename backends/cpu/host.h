@@ -1,20 +1,7 @@
-// The host's callbacks (braid_host_api), as the plugin's threads see them.
+// The host's callbacks: the plugin-side helper every backend shares (backends/common/host_callbacks.h).
 #pragma once
-#include "braid_backend.h"
+#include "host_callbacks.h"
 
-namespace braid::cpu::host {
-
-// Installs the callbacks of `api` (NULL = none). Called by the first query.
-void install(const braid_host_api* api);
-// Whether `api` carries the installed callbacks. A later query must: one process-wide table cannot
-// serve two different hosts.
-bool matches(const braid_host_api* api);
-// Forgets the callbacks (the last shutdown).
-void uninstall();
-
-// Asks whether to run a submission; true when the host has no work_begin.
-bool work_begin(void* token);
-void work_end(void* token, braid_status status, const char* message);
-void log(braid_log_level level, const char* message);
-
-}  // namespace braid::cpu::host
+namespace braid::cpu {
+namespace host = ::braid::plugin::host;
+}  // namespace braid::cpu

@@ -1,13 +1,20 @@
-// The host's callbacks (logging, work_begin/work_end), installed by the first query.
+// The host's callbacks: the plugin-side helper every backend shares (backends/common/host_callbacks.h),
+// with a log that takes a std::string and prefixes the backend's name.
 #pragma once
 #include <string>
 
-#include "braid_backend.h"
+#include "host_callbacks.h"
 
 namespace braid::cuda::host {
-void install(const braid_host_api* api);
-void uninstall();
-bool matches(const braid_host_api* api);
-void log(braid_log_level level, const std::string& message) noexcept;
-void work_end(void* token, braid_status status, const char* message) noexcept;
+using ::braid::plugin::host::install;
+using ::braid::plugin::host::matches;
+using ::braid::plugin::host::uninstall;
+using ::braid::plugin::host::work_end;
+
+inline void log(braid_log_level level, const std::string& message) noexcept {
+  try {
+    ::braid::plugin::host::log(level, ("cuda: " + message).c_str());
+  } catch (...) {  // no memory for the message: drop it
+  }
+}
 }  // namespace braid::cuda::host

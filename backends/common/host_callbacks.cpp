@@ -1,9 +1,9 @@
-#include "host.h"
+#include "host_callbacks.h"
 
 #include <atomic>
 #include <cstddef>
 
-namespace braid::vk::host {
+namespace braid::plugin::host {
 namespace {
 
 using LogFn = void (*)(braid_log_level, const char*);
@@ -28,7 +28,7 @@ Callbacks read(const braid_host_api* api) {
   return cb;
 }
 
-// Global mutable state (1 of 2, with the query refcount in plugin.cpp): the host's callbacks. We copy
+// Global mutable state (one set per plugin library, next to the plugin's query refcount): the host's callbacks. We copy
 // the function pointers rather than keep the host's table pointer, so the table need only live through
 // the query call. Atomics because queue threads read them while another context's query or shutdown
 // may run on another thread; they only change while no device is open (first query, last shutdown).
@@ -59,6 +59,7 @@ bool work_begin(void* token) {
 }
 
 void work_end(void* token, braid_status status, const char* message) {
+  if (token == nullptr) return;  // a submission without a token asked for no callbacks
   if (EndFn fn = g_work_end.load(std::memory_order_acquire)) fn(token, status, message);
 }
 
@@ -66,4 +67,4 @@ void log(braid_log_level level, const char* message) {
   if (LogFn fn = g_log.load(std::memory_order_acquire)) fn(level, message);
 }
 
-}  // namespace braid::vk::host
+}  // namespace braid::plugin::host
