@@ -21,29 +21,37 @@ braid_backend_queue_t::~braid_backend_queue_t() {
 }
 
 braid_status braid_backend_queue_t::submit(const braid_work& work, const char** why) {
-  braid::cpu::WorkItem item;
-  if (braid_status s = braid::cpu::make_work_item(work, item, why); s != BRAID_OK) return s;
   if (stopping_.load(std::memory_order_relaxed)) {
     *why = "queue is being destroyed";
     return BRAID_ERR_INVALID_STATE;
   }
-  if (!spilling_.load() && ring_.try_push(item)) {
+  // The common case builds the item straight in its ring slot. A malformed submission that already
+  // claimed a slot leaves a blank item there (it runs nothing) and is refused all the same.
+  braid_status status = BRAID_OK;
+  auto fill = [&](braid::cpu::WorkItem& slot) noexcept {
+    status = braid::cpu::make_work_item(work, slot, why);
+    if (status != BRAID_OK) slot = braid::cpu::WorkItem{};
+  };
+  if (!spilling_.load() && ring_.try_emplace(fill)) {
     // The ring's publishing store is seq_cst, as is this load and the queue thread's store of
     // parked_ before its last check: either it sees the item, or we see it parked and wake it.
     // The wake-up takes mu_ so it cannot fall between that check and the sleep.
-    if (parked_.load()) {
+    if (status == BRAID_OK && parked_.load()) {
       std::lock_guard lock(mu_);
       cv_.notify_one();
     }
-    return BRAID_OK;
+    return status;
   }
   std::lock_guard lock(mu_);
-  if (spilling_.load() || !ring_.try_push(item)) {
+  if (spilling_.load() || !ring_.try_emplace(fill)) {
+    braid::cpu::WorkItem item;
+    fill(item);
+    if (status != BRAID_OK) return status;
     overflow_.push(std::move(item));
     spilling_.store(true);
   }
-  if (parked_.load()) cv_.notify_one();
-  return BRAID_OK;
+  if (status == BRAID_OK && parked_.load()) cv_.notify_one();
+  return status;
 }
 
 bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {

@@ -21,10 +21,13 @@ class SubmitRing {
     for (size_t i = 0; i < Capacity; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
   }
 
-  // Any thread. Moves from value and returns true, or returns false (value untouched) when full. The
+  // Any thread. Claims the next slot and calls fill(T&) on it to build the item in place, then
+  // publishes it; returns false without calling fill when the ring is full. fill must not throw, and
+  // whatever it leaves in the slot is published (a failed fill leaves an item that does nothing). The
   // publishing store is sequentially consistent so that a producer's later check of the consumer's
   // "parked" flag cannot be ordered before it (queue.cpp relies on that to never miss a wake-up).
-  bool try_push(T& value) noexcept {
+  template <typename Fill>
+  bool try_emplace(Fill&& fill) noexcept {
     uint64_t pos = tail_.load(std::memory_order_relaxed);
     for (;;) {
       Slot& slot = slots_[pos & (Capacity - 1)];
@@ -32,7 +35,7 @@ class SubmitRing {
       const auto lag = static_cast<int64_t>(seq - pos);
       if (lag == 0) {
         if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          slot.value = std::move(value);
+          fill(slot.value);
           slot.seq.store(pos + 1);
           return true;
         }
