@@ -14,61 +14,81 @@ braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, bra
 braid_backend_queue_t::~braid_backend_queue_t() {
   {
     std::lock_guard lock(mu_);
-    stopping_ = true;
+    stopping_.store(true);
   }
   cv_.notify_one();
   thread_.join();
 }
 
 braid_status braid_backend_queue_t::submit(const braid_work& work, const char** why) {
-  // Validate and copy outside the lock; only the move into the ring is serialised.
-  braid::cpu::WorkItem item;
-  if (braid_status s = braid::cpu::make_work_item(work, item, why); s != BRAID_OK) return s;
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      *why = "queue is being destroyed";
-      return BRAID_ERR_INVALID_STATE;
-    }
-    fifo_.push(std::move(item));
-    queued_.store(fifo_.size(), std::memory_order_release);
+  if (stopping_.load(std::memory_order_relaxed)) {
+    *why = "queue is being destroyed";
+    return BRAID_ERR_INVALID_STATE;
   }
-  // A thread that parked did so under mu_ before our push, so it is visible here; one that has not
-  // parked yet will see the item when it checks under mu_.
-  if (parked_.load()) cv_.notify_one();
-  return BRAID_OK;
+  // The common case builds the item straight in its ring slot. A malformed submission that already
+  // claimed a slot leaves a blank item there (it runs nothing) and is refused all the same.
+  braid_status status = BRAID_OK;
+  auto fill = [&](braid::cpu::WorkItem& slot) noexcept {
+    status = braid::cpu::make_work_item(work, slot, why);
+    if (status != BRAID_OK) slot = braid::cpu::WorkItem{};
+  };
+  if (!spilling_.load() && ring_.try_emplace(fill)) {
+    // The ring's publishing store is seq_cst, as is this load and the queue thread's store of
+    // parked_ before its last check: either it sees the item, or we see it parked and wake it.
+    // The wake-up takes mu_ so it cannot fall between that check and the sleep.
+    if (status == BRAID_OK && parked_.load()) {
+      std::lock_guard lock(mu_);
+      cv_.notify_one();
+    }
+    return status;
+  }
+  std::lock_guard lock(mu_);
+  if (spilling_.load() || !ring_.try_emplace(fill)) {
+    braid::cpu::WorkItem item;
+    fill(item);
+    if (status != BRAID_OK) return status;
+    overflow_.push(std::move(item));
+    spilling_.store(true);
+  }
+  if (status == BRAID_OK && parked_.load()) cv_.notify_one();
+  return status;
 }
 
-bool braid_backend_queue_t::wait_for_work(std::unique_lock<std::mutex>& lock) noexcept {
-  // Tiny ops arrive microseconds apart: sleeping between them would cost a futex wake-up (several
-  // microseconds) per op on both sides, so the thread spins for a short while before it parks.
-  constexpr auto kSpin = std::chrono::microseconds(50);
-  if (fifo_.empty() && !stopping_) {
-    lock.unlock();
+bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {
+  for (;;) {
+    if (!batch_.empty()) {
+      item = batch_.pop();
+      return true;
+    }
+    if (ring_.ready()) {
+      item = ring_.pop();
+      return true;
+    }
+    // The ring is drained up to everything published before the spill began: the overflow is next.
+    if (spilling_.load()) {
+      std::lock_guard lock(mu_);
+      std::swap(batch_, overflow_);
+      spilling_.store(false);
+      continue;
+    }
+    // Tiny ops arrive microseconds apart: sleeping between them would cost a futex wake-up (several
+    // microseconds) per op on both sides, so the thread spins for a short while before it parks.
+    constexpr auto kSpin = std::chrono::microseconds(50);
     const auto until = std::chrono::steady_clock::now() + kSpin;
-    for (int i = 0; queued_.load(std::memory_order_acquire) == 0; ++i) {
+    for (int i = 0; !has_work(); ++i) {
       __builtin_ia32_pause();
       if ((i & 255) == 255 && std::chrono::steady_clock::now() > until) break;
     }
-    lock.lock();
-  }
-  if (fifo_.empty() && !stopping_) {
+    if (has_work()) continue;
+    std::unique_lock lock(mu_);
     parked_.store(true);
-    cv_.wait(lock, [this] { return !fifo_.empty() || stopping_; });
+    cv_.wait(lock, [this] { return has_work() || stopping_.load(); });
     parked_.store(false);
+    if (!has_work()) return false;  // stopping and drained
   }
-  return !fifo_.empty();
 }
 
 void braid_backend_queue_t::loop() noexcept {
-  for (;;) {
-    braid::cpu::WorkItem item;
-    {
-      std::unique_lock lock(mu_);
-      if (!wait_for_work(lock)) return;  // stopping and drained
-      item = fifo_.pop();
-      queued_.store(fifo_.size(), std::memory_order_release);
-    }
-    braid::cpu::run_work_item(item, device_);
-  }
+  braid::cpu::WorkItem item;
+  while (next(item)) braid::cpu::run_work_item(item, device_);
 }

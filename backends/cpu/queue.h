@@ -1,4 +1,4 @@
-// A queue: one dedicated thread running submitted work in FIFO order.
+// A queue: one dedicated thread running submitted work in FIFO order, fed through a lock-free ring.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -7,6 +7,7 @@
 
 #include "braid_backend.h"
 #include "fifo.h"
+#include "submit_ring.h"
 #include "work.h"
 
 struct braid_backend_device_t;
@@ -32,20 +33,26 @@ struct braid_backend_queue_t {
 
  private:
   void loop() noexcept;
+  // Takes the next item in submission order, spinning briefly and then parking when there is none.
+  // Returns false once stopping and drained.
+  bool next(braid::cpu::WorkItem& item) noexcept;
+  bool has_work() const noexcept { return ring_.ready() || spilling_.load() || !batch_.empty(); }
 
   braid_backend_device_t& device_;
   const braid_queue_kind kind_;
-  // Waits for work: spins briefly, then parks on cv_. Returns false once stopping and drained.
-  bool wait_for_work(std::unique_lock<std::mutex>& lock) noexcept;
 
-  std::mutex mu_;
+  // Submissions go into ring_; when it is full they go, in order, to overflow_ (under mu_), and every
+  // later submission follows them there until the queue thread has taken the overflow (spilling_),
+  // so FIFO order holds across the two. 256 slots of ~400 bytes stay in L2 while they cycle.
+  braid::cpu::SubmitRing<braid::cpu::WorkItem, 256> ring_;
+  std::mutex mu_;  // guards overflow_, stopping_'s writes and parking
   std::condition_variable cv_;
-  braid::cpu::Fifo<braid::cpu::WorkItem> fifo_;
-  bool stopping_ = false;
-  // Mirrors fifo_.size() so the spinning thread can watch it without the lock.
-  std::atomic<size_t> queued_{0};
+  braid::cpu::Fifo<braid::cpu::WorkItem> overflow_;
+  std::atomic<bool> spilling_{false};
+  std::atomic<bool> stopping_{false};
   // Set (under mu_) while the thread sleeps on cv_: submit only pays for a wake-up then.
   std::atomic<bool> parked_{false};
+  braid::cpu::Fifo<braid::cpu::WorkItem> batch_;  // queue thread only: overflow taken, not yet run
   std::thread thread_;  // last: started once everything it touches exists
 };
 

@@ -96,7 +96,7 @@ Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexce
   Outcome out;
   try {
     if (item.kind == BRAID_WORK_KERNEL) {
-      const braid_kernel_call* call = item.host_call ? item.host_call : &item.call;
+      const braid_kernel_call* call = item.call;
       KernelResult r;
       BlasSection no_fork(call->op == BRAID_KOP_MATMUL || call->op == BRAID_KOP_CONV2D);
       // Not inside arena.execute: entering the arena wakes TBB's workers even for a 2-element add.
@@ -138,7 +138,7 @@ void copy_kernel_call(const braid_kernel_call& from, braid_kernel_call& to) noex
 
 }  // namespace
 
-void WorkItem::assign(const WorkItem& o) noexcept {
+void WorkItem::take(WorkItem& o) noexcept {
   kind = o.kind;
   num_waits = o.num_waits;
   std::copy_n(o.waits.begin(), o.num_waits, waits.begin());
@@ -146,8 +146,8 @@ void WorkItem::assign(const WorkItem& o) noexcept {
   signal = o.signal;
   signal_value = o.signal_value;
   token = o.token;
-  host_call = o.host_call;
-  if (kind == BRAID_WORK_KERNEL && !host_call) copy_kernel_call(o.call, call);
+  call = o.call;
+  owned_call = std::move(o.owned_call);
   if (kind == BRAID_WORK_COPY) copy = o.copy;
 }
 
@@ -168,8 +168,18 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
       if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");
       if (const char* bad = check_kernel(*work.kernel)) return invalid(bad);
       out.kind = BRAID_WORK_KERNEL;
-      if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) out.host_call = work.kernel;
-      else copy_kernel_call(*work.kernel, out.call);
+      if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) {
+        out.call = work.kernel;
+      } else {
+        try {
+          out.owned_call = std::make_unique_for_overwrite<braid_kernel_call>();
+        } catch (const std::bad_alloc&) {
+          *why = "out of host memory copying a kernel call";
+          return BRAID_ERR_OUT_OF_MEMORY;
+        }
+        copy_kernel_call(*work.kernel, *out.owned_call);
+        out.call = out.owned_call.get();
+      }
       break;
     }
     case BRAID_WORK_COPY: {

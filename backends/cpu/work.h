@@ -2,6 +2,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <memory>
 
 #include "braid_backend.h"
 
@@ -9,10 +10,10 @@ struct braid_backend_device_t;
 
 namespace braid::cpu {
 
-// Self-contained: the descs a braid_work points to are only valid during queue_submit, so the kernel
-// call and copy desc are held by value. Copying one copies only what is in use (the header, the
-// views the call has, the waits it has): a whole kernel call is ~1.7 KiB, a tiny op's used part
-// ~350 bytes, and items are copied on submit and again when the queue thread takes them.
+// Self-contained: the descs a braid_work points to are only valid during queue_submit unless the host
+// marks them persistent (the runtime does), so a kernel call is either the host's (borrowed) or a copy
+// owned here. Kept small (about 400 bytes, the waits being most of it) because every item passes
+// through a slot of the queue's ring, and moving one moves only the waits in use.
 struct WorkItem {
   braid_work_kind kind = BRAID_WORK_MARKER;
   uint32_t num_waits = 0;
@@ -21,20 +22,19 @@ struct WorkItem {
   braid_backend_semaphore signal = nullptr;
   uint64_t signal_value = 0;
   void* token = nullptr;
-  braid_kernel_call call;  // KERNEL: inputs/outputs beyond num_inputs/num_outputs are unset
-  // KERNEL with BRAID_WORK_PERSISTENT_DESCS: the host's call, used in place of `call` (not copied).
-  const braid_kernel_call* host_call = nullptr;
-  braid_copy_desc copy;    // COPY
+  const braid_kernel_call* call = nullptr;        // KERNEL: the host's call or owned_call
+  std::unique_ptr<braid_kernel_call> owned_call;  // KERNEL without BRAID_WORK_PERSISTENT_DESCS
+  braid_copy_desc copy;                           // COPY
 
   WorkItem() = default;
-  WorkItem(const WorkItem& o) noexcept { assign(o); }
-  WorkItem& operator=(const WorkItem& o) noexcept {
-    if (this != &o) assign(o);
+  WorkItem(WorkItem&& o) noexcept { take(o); }
+  WorkItem& operator=(WorkItem&& o) noexcept {
+    if (this != &o) take(o);
     return *this;
   }
 
  private:
-  void assign(const WorkItem& o) noexcept;
+  void take(WorkItem& o) noexcept;
 };
 
 // Validates `work` cheaply and copies it into `out`. On failure returns BRAID_ERR_INVALID_ARGUMENT and

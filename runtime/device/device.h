@@ -32,10 +32,22 @@ struct Device {
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
 
-  // Backpressure (DESIGN §5): ops and output bytes in flight on this device.
-  std::atomic<uint64_t> inflight_ops{0};
-  std::atomic<uint64_t> inflight_bytes{0};
-  std::atomic<uint32_t> backpressure_waiters{0};
+  // Backpressure (DESIGN §5): ops and output bytes in flight on this device, counted as what was
+  // pushed minus what has ended. The two sides are written by different threads (pushers, the
+  // backend's completion threads), so each gets its own cache line: one shared in-flight counter
+  // moved a line between the cores twice per op. `ended_seen` is the pushers' last reading of
+  // `ended`: since `ended` only grows, pushed - ended_seen is an upper bound of what is in flight,
+  // and `ended` needs reloading only when that bound reaches the limit.
+  struct Counts {
+    std::atomic<uint64_t> ops{0};
+    std::atomic<uint64_t> bytes{0};
+  };
+  struct alignas(64) PushSide {
+    Counts pushed;
+    Counts ended_seen;
+  } push_side;
+  alignas(64) Counts ended;
+  alignas(64) std::atomic<uint32_t> backpressure_waiters{0};
   std::mutex backpressure_mu;
   std::condition_variable backpressure_cv;
 

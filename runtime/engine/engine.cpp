@@ -23,8 +23,8 @@ struct CallbackScope {
 bool is_done(const std::shared_ptr<OpNode>& n) { return n->done.load(std::memory_order_acquire); }
 
 const OpNode* failed_producer(const OpNode& node) {
-  for (uint32_t i = 0; i < node.num_producers; ++i) {
-    const OpNode* p = node.producers[i].get();
+  for (const auto& producer : node.producers) {
+    const OpNode* p = producer.get();
     if (p->done.load(std::memory_order_acquire) && p->status != BRAID_OK) return p;
   }
   return nullptr;
@@ -78,16 +78,29 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) cons
 }
 
 void Engine::throttle(Device& device) {
-  auto over = [&] {
-    uint64_t ops = device.inflight_ops.load(std::memory_order_relaxed);
-    return ops > 0 && (ops >= options_.max_inflight_ops ||
-                       device.inflight_bytes.load(std::memory_order_relaxed) >= options_.max_inflight_bytes);
+  Device::PushSide& side = device.push_side;
+  auto over = [&](uint64_t ended_ops, uint64_t ended_bytes) {
+    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
+    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
+    return ops > 0 && (ops >= options_.max_inflight_ops || bytes >= options_.max_inflight_bytes);
   };
-  if (!over()) return;
+  // The common case reads only the pushers' own cache line.
+  if (!over(side.ended_seen.ops.load(std::memory_order_relaxed), side.ended_seen.bytes.load(std::memory_order_relaxed)))
+    return;
+  auto over_now = [&] {
+    // seq_cst, as the fetch_add of backpressure_waiters and finish's update: a waiter must not miss
+    // the end that its notifier saw no waiter for.
+    uint64_t ops = device.ended.ops.load();
+    uint64_t bytes = device.ended.bytes.load();
+    side.ended_seen.ops.store(ops, std::memory_order_relaxed);  // any reading is a valid lower bound
+    side.ended_seen.bytes.store(bytes, std::memory_order_relaxed);
+    return over(ops, bytes);
+  };
+  if (!over_now()) return;
   if (t_engine_callback_depth > 0) return;  // never block a backend thread
   std::unique_lock lock(device.backpressure_mu);
   device.backpressure_waiters.fetch_add(1);
-  device.backpressure_cv.wait(lock, [&] { return !over(); });
+  device.backpressure_cv.wait(lock, [&] { return !over_now(); });
   device.backpressure_waiters.fetch_sub(1);
 }
 
@@ -101,9 +114,9 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
     n.t_submit = profiler_.now();
   }
   auto keep = [&](Storage* s) {
-    for (uint32_t i = 0; i < n.num_keep; ++i)
-      if (n.keep[i].get() == s) return;
-    n.keep[n.num_keep++] = s->shared_from_this();
+    for (const auto& k : n.keep)
+      if (k.get() == s) return;
+    n.keep.emplace_back(s->shared_from_this());
   };
   auto written = [&](Storage* s) { return std::find(writes.begin(), writes.end(), s) != writes.end(); };
 
@@ -146,8 +159,8 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
       // An input already known to be poisoned: the op is skipped and inherits the error, but still
       // takes its place in queue order so later writers stay ordered after earlier readers.
       if (w->status != BRAID_OK && n.status == BRAID_OK) inherit(n, *w);
-    } else if (n.num_producers < n.producers.size()) {
-      n.producers[n.num_producers++] = w;
+    } else if (!n.producers.full()) {
+      n.producers.emplace_back(w);
     }
   }
   for (Storage* s : writes) {
@@ -183,8 +196,8 @@ void Engine::push(const std::shared_ptr<OpNode>& node, std::span<Storage* const>
   if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
   n.seq = ++queue.next_seq;
   n.self = node;
-  n.device->inflight_ops.fetch_add(1);
-  n.device->inflight_bytes.fetch_add(n.out_bytes);
+  n.device->push_side.pushed.ops.fetch_add(1, std::memory_order_relaxed);
+  n.device->push_side.pushed.bytes.fetch_add(n.out_bytes, std::memory_order_relaxed);
 
   braid_work& w = n.work;
   w.kernel = &n.call;
@@ -294,15 +307,12 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   }
   if (n.status != BRAID_OK) record_error(n);
   // Release what the op held before announcing completion, so a waiter sees memory returned.
-  // Only the slots in use are touched: clearing the whole arrays (or moving them out) costs a few
-  // hundred instructions per op on the backend thread, more than a tiny kernel itself.
-  for (uint32_t i = 0; i < n.num_producers; ++i) n.producers[i].reset();
-  for (uint32_t i = 0; i < n.num_keep; ++i) n.keep[i].reset();
-  n.num_keep = n.num_producers = 0;
+  n.producers.clear();
+  n.keep.clear();
   Device& dev = *n.device;
   std::shared_ptr<OpNode> self = std::move(n.self);
-  dev.inflight_bytes.fetch_sub(n.out_bytes);
-  dev.inflight_ops.fetch_sub(1);
+  dev.ended.bytes.fetch_add(n.out_bytes);
+  dev.ended.ops.fetch_add(1);
   if (dev.backpressure_waiters.load() > 0) {
     std::lock_guard lock(dev.backpressure_mu);
     dev.backpressure_cv.notify_all();

@@ -1,6 +1,5 @@
 // What the engine tracks: one OpNode per pushed op, one Var per storage, one Queue per backend queue.
 #pragma once
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "core/inline_vector.h"
 
 namespace braid {
 
@@ -55,11 +55,9 @@ struct OpNode {
   std::atomic<bool> done{false};
 
   // Ops whose outputs this op reads: if one failed, this op is skipped and inherits the error.
-  std::array<std::shared_ptr<OpNode>, kMaxProducers> producers;
-  uint32_t num_producers = 0;
+  InlineVector<std::shared_ptr<OpNode>, kMaxProducers> producers;
   // Storages this op touches stay alive until it ends (deferred frees).
-  std::array<std::shared_ptr<Storage>, kMaxKeep> keep;
-  uint32_t num_keep = 0;
+  InlineVector<std::shared_ptr<Storage>, kMaxKeep> keep;
   // The backend holds a raw token; this keeps the node alive until work_end.
   std::shared_ptr<OpNode> self;
 

@@ -1,6 +1,7 @@
 #include "memory/caching_allocator.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "core/error.h"
 
@@ -35,7 +36,49 @@ CachingAllocator::CachingAllocator(BackendAlloc alloc, BackendFree free, Drain d
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mu_);
+  take_returned_locked();  // returns the nodes to their pool
   for (auto& seg : segments_) backend_free_(seg->buffer);
+}
+
+bool CachingAllocator::take_returned_locked(uint64_t want, Block* hit) noexcept {
+  ReturnedBlock* r = returned_.exchange(nullptr, std::memory_order_acquire);
+  bool found = false;
+  // Newest first: the newest block of the wanted size is the likeliest to be in cache, and the
+  // common case (an op loop freeing each output before it allocates the next) is the top one.
+  if (r && want != 0 && r->block.size == want) {
+    *hit = r->block;
+    found = true;
+    ReturnedBlock* next = r->next;
+    std::destroy_at(r);
+    returned_nodes_.deallocate(r, sizeof(ReturnedBlock));
+    r = next;
+  }
+  // The rest in reverse, so the most recently freed block ends on top of its size's LIFO.
+  ReturnedBlock* oldest_first = nullptr;
+  while (r) {
+    ReturnedBlock* next = r->next;
+    r->next = oldest_first;
+    oldest_first = r;
+    r = next;
+  }
+  while (oldest_first) {
+    ReturnedBlock* next = oldest_first->next;
+    const Block block = oldest_first->block;
+    std::destroy_at(oldest_first);
+    returned_nodes_.deallocate(oldest_first, sizeof(ReturnedBlock));
+    stats_.allocated -= block.size;
+    remember_recent_locked(block);
+    oldest_first = next;
+  }
+  return found;
+}
+
+void CachingAllocator::remember_recent_locked(const Block& block) noexcept {
+  try {
+    recent_[block.size].push_back(block);
+  } catch (...) {  // no room to remember it: return it to the pool
+    release_block_locked(block);
+  }
 }
 
 bool CachingAllocator::try_allocate(uint64_t bytes, Block* out) {
@@ -88,6 +131,10 @@ Block CachingAllocator::allocate(uint64_t bytes) {
   Block block;
   {
     std::lock_guard lock(mu_);
+    if (take_returned_locked(bytes <= kSmallLimit ? bytes : 0, &block)) {
+      ++stats_.alloc_count;  // still counted as allocated: it was never subtracted
+      return block;
+    }
     if (bytes <= kSmallLimit) {
       auto it = recent_.find(bytes);
       if (it != recent_.end() && !it->second.empty()) {
@@ -104,6 +151,7 @@ Block CachingAllocator::allocate(uint64_t bytes) {
   // Out of memory: let pending frees land, give cached segments back, and try once more.
   if (drain_) drain_();
   std::lock_guard lock(mu_);
+  take_returned_locked();
   flush_recent_locked();
   release_free_segments_locked();
   if (try_allocate(bytes, &block)) return block;
@@ -113,15 +161,21 @@ Block CachingAllocator::allocate(uint64_t bytes) {
 
 void CachingAllocator::free(const Block& block) noexcept {
   if (!block) return;
-  std::lock_guard lock(mu_);
   if (block.size <= kSmallLimit && block.segment->small) {
+    void* mem = nullptr;
     try {
-      recent_[block.size].push_back(block);
-      stats_.allocated -= block.size;
+      mem = returned_nodes_.allocate(sizeof(ReturnedBlock));
+    } catch (...) {  // no memory for the node: take the locked path below
+    }
+    if (mem) {
+      ReturnedBlock* r = std::construct_at(static_cast<ReturnedBlock*>(mem), ReturnedBlock{block, nullptr});
+      r->next = returned_.load(std::memory_order_relaxed);
+      while (!returned_.compare_exchange_weak(r->next, r, std::memory_order_release, std::memory_order_relaxed)) {
+      }
       return;
-    } catch (...) {  // no room to remember it: return it to the pool below
     }
   }
+  std::lock_guard lock(mu_);
   stats_.allocated -= block.size;
   release_block_locked(block);
 }
@@ -183,18 +237,21 @@ void CachingAllocator::release_free_segments_locked() noexcept {
 
 void CachingAllocator::empty_cache() noexcept {
   std::lock_guard lock(mu_);
+  take_returned_locked();
   flush_recent_locked();
   release_free_segments_locked();
 }
 
 void CachingAllocator::reset_peak() noexcept {
   std::lock_guard lock(mu_);
+  take_returned_locked();
   stats_.peak_allocated = stats_.allocated;
   stats_.peak_reserved = stats_.reserved;
 }
 
-MemoryStats CachingAllocator::stats() const noexcept {
+MemoryStats CachingAllocator::stats() noexcept {
   std::lock_guard lock(mu_);
+  take_returned_locked();
   return stats_;
 }
 

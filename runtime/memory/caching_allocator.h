@@ -1,8 +1,15 @@
 // Per-device caching allocator (DESIGN §6). Tensors get blocks carved out of larger segments obtained
 // from the backend; freed blocks go back to a size-ordered cache and are merged with free neighbours,
 // so steady-state training allocates nothing from the backend. Thread-safe.
+//
+// Tensors are mostly allocated on the pushing thread and freed on a backend thread (an op's last
+// reference to its output ends with the op). Small frees therefore go onto a lock-free stack that the
+// next allocation (or statistics call) takes whole under the lock, so the freeing thread never takes
+// the allocator's mutex or touches its maps: one cache line changes hands per free instead of the
+// mutex and the cache's buckets moving between the cores twice per op.
 #pragma once
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -12,6 +19,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "memory/slot_pool.h"
 
 namespace braid {
 
@@ -49,7 +57,7 @@ class CachingAllocator {
   void free(const Block& block) noexcept;
   void empty_cache() noexcept;
   void reset_peak() noexcept;
-  MemoryStats stats() const noexcept;
+  MemoryStats stats() noexcept;  // takes pending frees first, so it counts them
 
  private:
   struct FreeKey {
@@ -61,7 +69,16 @@ class CachingAllocator {
   };
   struct Span;  // a free or used range inside a segment
 
+  struct ReturnedBlock {
+    Block block;
+    ReturnedBlock* next;
+  };
+
   bool try_allocate(uint64_t bytes, Block* out);
+  // Moves the small blocks freed since the last call into recent_ (and out of the statistics), except
+  // that when the newest of them has `want` bytes it is put in *hit instead, and true returned.
+  bool take_returned_locked(uint64_t want = 0, Block* hit = nullptr) noexcept;
+  void remember_recent_locked(const Block& block) noexcept;
   void release_block_locked(const Block& block) noexcept;
   void flush_recent_locked() noexcept;
   void release_free_segments_locked() noexcept;
@@ -82,6 +99,10 @@ class CachingAllocator {
   std::unordered_map<uint64_t, std::vector<Block>> recent_;
   uint64_t serial_ = 0;
   MemoryStats stats_;
+  // Small frees not yet taken (newest first). Nodes come from returned_nodes_, whose own free path is
+  // lock-free too: the freeing thread allocates them, the taking thread returns them.
+  std::atomic<ReturnedBlock*> returned_{nullptr};
+  SlotPool returned_nodes_;
 };
 
 }  // namespace braid
