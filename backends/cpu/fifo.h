@@ -1,6 +1,6 @@
-// A growable ring buffer: the queue's FIFO. Unlike std::deque, which allocates a node per element of a
-// type as large as WorkItem, it allocates only when it grows, so a queue in steady state submits and
-// runs work without touching the heap. Not thread-safe (the queue's mutex guards it).
+// A growable ring buffer: the queue's overflow FIFO, used when its lock-free ring (submit_ring.h) is
+// full. Unlike std::deque, which allocates a node per element of a type as large as WorkItem, it
+// allocates only when it grows. Not thread-safe (the queue's mutex guards it).
 #pragma once
 #include <cstddef>
 #include <utility>
