@@ -1,6 +1,8 @@
 #version 450
-// CONV2D_BWD_WEIGHT: one workgroup per dw element (k, c, r, s) sums dy[n, k, p, q] *
-// x[n, c, p*sh - ph + r, q*sw - pw + s] over (n, p, q), then a shared-memory tree. P.shape = dw's
+// CONV2D_BWD_WEIGHT for few taps and long sums (kernels.cpp picks it over gemm.comp's MODE 3 when dw
+// has too few C R S columns to keep more than one workgroup busy, e.g. a first layer with C = 1): one
+// workgroup per dw element (k, c, r, s) sums dy[n, k, p, q] * x[n, c, p*sh - ph + r, q*sw - pw + s]
+// over (n, p, q), then a shared-memory tree. P.shape = dw's
 // KCRS. extra: N, P, Q, H, W, stride h, stride w, pad h, pad w. Operands: 0 dy NKPQ, 1 x NCHW, 6 dw.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;

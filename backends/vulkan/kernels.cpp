@@ -264,6 +264,23 @@ KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
 }
 
+// The gemm shader (shaders/gemm.comp): a workgroup per 16 rows x 256 columns of the output, z = batch.
+constexpr int64_t kGemmRows = 16, kGemmCols = 256;
+KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N, int64_t batch) {
+  const int64_t gx = (N + kGemmCols - 1) / kGemmCols, gy = (M + kGemmRows - 1) / kGemmRows;
+  if (gx > 65535 || gy > 65535 || batch > 65535) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm grid too large");
+  if (M > INT32_MAX || N > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm over more than 2^31 rows or columns");
+  return e.dispatch(r, s, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(batch));
+}
+
+// Convolution sizes for the implicit-gemm modes of shaders/gemm.comp: extra[3..15].
+void conv_sizes(Enc& e, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y,
+                const int64_t* i) {
+  const int64_t v[] = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], y.shape[2], y.shape[3],
+                       w.shape[2], w.shape[3], i[0], i[1], i[2], i[3]};
+  for (int k = 0; k < 13; ++k) e.p.extra[3 + k] = static_cast<uint32_t>(v[k]);
+}
+
 KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
   const bool ta = c.i[0] != 0, tb = c.i[1] != 0;
@@ -272,8 +289,6 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
   const int64_t B = y.ndim == 3 ? y.shape[0] : 1;
-  if (B > 65535 || (N + 63) / 64 > 65535 || (M + 63) / 64 > 65535)
-    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul grid too large");
   Enc e;
   e.operand(0, a);
   e.operand(1, b);
@@ -302,8 +317,12 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
     z.operand(6, y);
     return z.dispatch_flat(r, pick(y.dtype, ShaderId::fill_f32, ShaderId::fill_f64));
   }
-  return e.dispatch(r, pick(y.dtype, ShaderId::matmul_f32, ShaderId::matmul_f64), static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
-                    static_cast<uint32_t>(B));
+  // b read as vec4s: unit column stride, and every row start (and the view's start) on 4 elements.
+  const bool vec4 = N % 4 == 0 && e.p.strides[10] == 1 && e.p.strides[9] % 4 == 0 && e.p.strides[8] % 4 == 0 &&
+                    e.p.off[1] % 4 == 0;
+  const ShaderId id = y.dtype == BRAID_FLOAT64 ? (vec4 ? ShaderId::matmul_f64_vec4 : ShaderId::matmul_f64)
+                                               : (vec4 ? ShaderId::matmul_f32_vec4 : ShaderId::matmul_f32);
+  return dispatch_gemm(e, r, id, M, N, B);
 }
 
 void philox_params(Enc& e, const braid_kernel_call& c) {
@@ -374,16 +393,21 @@ KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
 
 KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
   const auto &x = c.inputs[0], &w = c.inputs[1], &y = c.outputs[0];
+  if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d needs positive strides");
+  // Implicit gemm: M = K output channels, columns = N P Q output pixels, summed over C R S.
+  const int64_t M = w.shape[0], cols = y.shape[0] * y.shape[2] * y.shape[3], sum = w.shape[1] * w.shape[2] * w.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(y);
   e.operand(0, x);
   e.operand(1, w);
   if (c.num_inputs >= 3) e.operand(2, c.inputs[2]);
   e.operand(6, y);
   e.p.i[0] = c.num_inputs >= 3 ? 1 : 0;
-  const int64_t v[] = {x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, x, w, y, c.i);
+  return dispatch_gemm(e, r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64), M, cols, 1);
 }
 
 KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
@@ -483,28 +507,45 @@ KernelResult pool2d_bwd(const braid_kernel_call& c, Recorder& r) {
 KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &w = c.inputs[1], &dx = c.outputs[0];
   if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
+  // Implicit gemm: M = C input channels, columns = N H W input pixels, summed over K R S.
+  const int64_t M = dx.shape[1], cols = dx.shape[0] * dx.shape[2] * dx.shape[3], sum = w.shape[0] * w.shape[2] * w.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(dx);
   e.operand(0, dy);
   e.operand(1, w);
   e.operand(6, dx);
-  const int64_t v[] = {dy.shape[1], dy.shape[2], dy.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, dx, w, dy, c.i);
+  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1);
 }
 
 KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &x = c.inputs[1], &dw = c.outputs[0];
+  if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
   if (dy.shape[0] * dy.shape[2] * dy.shape[3] > INT32_MAX)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d weight gradient over more than 2^31 terms");
+  // Implicit gemm: M = K output channels, columns = C R S taps, summed over N P Q.
+  const int64_t M = dw.shape[0], cols = dw.shape[1] * dw.shape[2] * dw.shape[3], sum = dy.shape[0] * dy.shape[2] * dy.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(dw);
   e.operand(0, dy);
   e.operand(1, x);
   e.operand(6, dw);
-  const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64));
+  if (cols < 64 && sum > 4096) {
+    // Too few columns to give the gemm more than one workgroup (which would run the whole sum alone):
+    // one workgroup per dw element instead, each summing its terms in parallel.
+    e.shape(dw);
+    const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+    for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+    return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_taps_f32, ShaderId::conv2d_bwd_weight_taps_f64));
+  }
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, x, dw, dy, c.i);
+  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols, 1);
 }
 
 KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
