@@ -74,9 +74,28 @@ struct Enc {
     if (n > INT32_MAX) error = "more than 2^31 elements in one kernel";
     p.n = static_cast<uint32_t>(n);
   }
+  // Marks the operands whose strides are row-major over the iteration shape (dimensions of size 1
+  // excepted), so the shaders' offset_of takes its fast path. Exact whatever the operand's role: the
+  // mark only says that offset_of's sum equals off + idx.
+  void mark_contiguous() {
+    int64_t expect[8] = {};
+    int64_t s = 1;
+    for (int d = static_cast<int>(p.ndim) - 1; d >= 0; --d) {
+      expect[d] = s;
+      s *= p.shape[d];
+    }
+    p.contig = 0;
+    for (int op = 0; op < kMaxOperands; ++op) {
+      bool c = true;
+      for (uint32_t d = 0; d < p.ndim; ++d)
+        if (p.shape[d] != 1 && p.strides[op * 8 + d] != expect[d]) c = false;
+      if (c) p.contig |= 1u << op;
+    }
+  }
   KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                         const char* error_message = nullptr) {
     if (!error.empty()) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: " + error);
+    mark_contiguous();
     std::string e = r.dispatch(s, p, b, gx, gy, gz, error_message);
     return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
   }
@@ -219,16 +238,31 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
   e.operand(0, in);
   e.operand(6, out);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  // The reduced dimensions, adjacent ones merged where their strides allow (a contiguous run becomes one
+  // dimension): the shader pays a division and a modulo per reduced dimension and element, none for
+  // a single one. The element order, hence the sum, is the same.
   uint32_t rnd = 0;
-  int64_t count = 1;
+  int64_t count = 1, size[8] = {}, stride[8] = {};
+  int last = -2;
   for (int d = 0; d < in.ndim; ++d) {
     if (!((c.i[1] >> d) & 1)) continue;
-    e.p.extra[2 + rnd] = static_cast<uint32_t>(in.shape[d]);
-    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[d]));
+    if (rnd > 0 && last == d - 1 && stride[rnd - 1] == in.strides[d] * in.shape[d]) {
+      size[rnd - 1] *= in.shape[d];
+      stride[rnd - 1] = in.strides[d];
+    } else {
+      size[rnd] = in.shape[d];
+      stride[rnd] = in.strides[d];
+      ++rnd;
+    }
+    last = d;
     count *= in.shape[d];
-    ++rnd;
   }
   if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: reduction over more than 2^31 elements");
+  for (uint32_t k = 0; k < rnd; ++k) {
+    if (stride[k] > INT32_MAX || stride[k] < INT32_MIN) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a stride exceeds 32 bits");
+    e.p.extra[2 + k] = static_cast<uint32_t>(size[k]);
+    e.p.extra[10 + k] = static_cast<uint32_t>(static_cast<int32_t>(stride[k]));
+  }
   e.p.extra[0] = static_cast<uint32_t>(count);
   e.p.extra[1] = rnd;
   const bool sg = r.physical().subgroup_arithmetic;
