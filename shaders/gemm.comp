@@ -42,7 +42,10 @@ layout(std430, binding = 2) readonly buffer In1 { T in1[]; };
 layout(std430, binding = 3) readonly buffer In2 { T bias[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };
 
-const uint TM = 16, BK = 32, WG = 64;
+#ifndef ROWS
+#define ROWS 16
+#endif
+const uint TM = ROWS, BK = 32, WG = 64;  // ROWS: 16 (matmul) or 32 (convolutions: -DROWS=32)
 shared V4 As[BK][TM / 4];  // [k][rows / 4]: read as vec4s
 
 // Convolution sizes (MODE 1..3).

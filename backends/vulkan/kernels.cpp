@@ -298,10 +298,11 @@ KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
 }
 
-// The gemm shader (shaders/gemm.comp): a workgroup per 16 rows x 256 columns of the output, z = batch.
-constexpr int64_t kGemmRows = 16, kGemmCols = 256;
-KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N, int64_t batch) {
-  const int64_t gx = (N + kGemmCols - 1) / kGemmCols, gy = (M + kGemmRows - 1) / kGemmRows;
+// The gemm shader (shaders/gemm.comp): a workgroup per `rows` (16 for matmul, 32 for the convolution
+// variants: shaders.list's -DROWS) x 256 columns of the output, z = batch.
+constexpr int64_t kGemmCols = 256;
+KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N, int64_t batch, int64_t rows) {
+  const int64_t gx = (N + kGemmCols - 1) / kGemmCols, gy = (M + rows - 1) / rows;
   if (gx > 65535 || gy > 65535 || batch > 65535) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm grid too large");
   if (M > INT32_MAX || N > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm over more than 2^31 rows or columns");
   return e.dispatch(r, s, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(batch));
@@ -356,7 +357,7 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
                     e.p.off[1] % 4 == 0;
   const ShaderId id = y.dtype == BRAID_FLOAT64 ? (vec4 ? ShaderId::matmul_f64_vec4 : ShaderId::matmul_f64)
                                                : (vec4 ? ShaderId::matmul_f32_vec4 : ShaderId::matmul_f32);
-  return dispatch_gemm(e, r, id, M, N, B);
+  return dispatch_gemm(e, r, id, M, N, B, 16);
 }
 
 void philox_params(Enc& e, const braid_kernel_call& c) {
@@ -441,7 +442,7 @@ KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(cols);
   e.p.extra[2] = static_cast<uint32_t>(sum);
   conv_sizes(e, x, w, y, c.i);
-  return dispatch_gemm(e, r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64), M, cols, 1);
+  return dispatch_gemm(e, r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64), M, cols, 1, 32);
 }
 
 KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
@@ -552,7 +553,7 @@ KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(cols);
   e.p.extra[2] = static_cast<uint32_t>(sum);
   conv_sizes(e, dx, w, dy, c.i);
-  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1);
+  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1, 32);
 }
 
 KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
@@ -579,7 +580,7 @@ KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(cols);
   e.p.extra[2] = static_cast<uint32_t>(sum);
   conv_sizes(e, x, dw, dy, c.i);
-  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols, 1);
+  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols, 1, 32);
 }
 
 KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
