@@ -121,12 +121,22 @@ void int_scalar(Enc& e, double v) {
 
 bool is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
 
+// A double as the CPU backend converts it to uint8: truncated, saturated to [0, 255], NaN -> 0.
+uint32_t to_u8(double v) {
+  if (!(v == v) || v <= 0.0) return 0;
+  return v >= 256.0 ? 255u : static_cast<uint32_t>(v);
+}
+
 KernelResult fill(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   const braid_dtype dt = c.outputs[0].dtype;
   e.shape(c.outputs[0]);
   e.operand(6, c.outputs[0]);
   e.attr(0, c.f[0]);
+  if (dt == BRAID_UINT8) {
+    e.p.extra[0] = to_u8(c.f[0]);
+    return e.dispatch_flat(r, ShaderId::fill_u8);
+  }
   if (is_int(dt)) {
     int_scalar(e, c.f[0]);
     return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_i64);
@@ -170,9 +180,26 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
   else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
   else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
+  else if (s == BRAID_UINT8 && d == BRAID_UINT8) id = ShaderId::copy_u8;  // uint8: words, shaders/copy_u8.comp
+  else if (s == BRAID_FLOAT32 && d == BRAID_UINT8) id = ShaderId::copy_f32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT32) id = ShaderId::copy_u8_f32;
+  else if (s == BRAID_INT32 && d == BRAID_UINT8) id = ShaderId::copy_i32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT32) id = ShaderId::copy_u8_i32;
+  else if (s == BRAID_INT64 && d == BRAID_UINT8) id = ShaderId::copy_i64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT64) id = ShaderId::copy_u8_i64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_UINT8) id = ShaderId::copy_f64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT64) id = ShaderId::copy_u8_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_FLOAT16) id = ShaderId::copy_f64_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_f16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_BFLOAT16) id = ShaderId::copy_f32_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_bf16_f32;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16) id = ShaderId::copy_f64_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_bf16_f64;
   else
     return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
                                            dtype_name(d));
+  if ((s == BRAID_FLOAT64 || d == BRAID_FLOAT64) && !r.physical().float64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
   Enc e;
   e.shape(c.outputs[0]);
   e.operand(0, c.inputs[0]);
@@ -630,14 +657,17 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_UNARY:
     case BRAID_KOP_BINARY:
     case BRAID_KOP_BINARY_SCALAR:
-      // Integer versions: int32 always, int64 where every device has shaderInt64.
+      // Integer versions: int32 always, int64 where every device has shaderInt64; uint8 fill only.
       if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have_int64())) return true;
+      if (dtype == BRAID_UINT8) return op == BRAID_KOP_FILL;
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     case BRAID_KOP_COPY:
-      // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
-      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
+      // float16 (casts to and from float32) and bfloat16 storage (casts to and from float32 and
+      // float64, as uint16 bit patterns) where every device has 16-bit storage buffers.
+      // uint8 is held in 32-bit words (no 8-bit storage feature needed).
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
              (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
-             (dtype == BRAID_FLOAT16 && all_devices_have_float16());
+             ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
       // every device also has shaderInt64.
