@@ -10,6 +10,7 @@ layout(std430, binding = 0) readonly buffer ParamsBuf {
   float fattr[8];
   uint extra[32];
   uint dattr[16];  // fattr[0..7] again as doubles (low, high words), for float64 kernels
+  uint contig;     // bit op: operand op's offset is off[op] + idx (row-major contiguous over shape)
 } P;
 
 // Workgroups are laid out as a 2-D grid (the x count is capped at 65535).
@@ -17,8 +18,11 @@ uint flat_id() {
   return (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
 }
 
-// Element offset of operand `op` for the idx-th element (row-major over P.shape).
+// Element offset of operand `op` for the idx-th element (row-major over P.shape). The contiguous case
+// skips the per-dimension division and modulo: integer division is not vectorised on a CPU device
+// (lavapipe), so the general path costs two scalar divisions per dimension, lane and operand.
 uint offset_of(uint op, uint idx) {
+  if ((P.contig & (1u << op)) != 0u) return uint(P.off[op]) + idx;
   int o = P.off[op];
   for (int d = int(P.ndim) - 1; d >= 0; --d) {
     uint s = P.shape[d];

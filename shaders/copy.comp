@@ -2,8 +2,9 @@
 // COPY between any strides, with a cast. MODE picks the pair: 0 32-bit bit copy, 1 64-bit bit copy,
 // 2 f32->i32, 3 i32->f32, 4 i32->i64, 5 i64->i32, 6 f32->i64, 7 i64->f32, 8 f32->f16, 9 f16->f32,
 // 10 16-bit bit copy (8-10 need the device's 16-bit storage feature), 11 f64->f32, 12 f32->f64,
-// 13 f64->i32, 14 i32->f64, 15 f64->i64, 16 i64->f64 (11-16 need shaderFloat64). 64-bit integers are held as
-// uvec2 (low, high) so no device feature is needed.
+// 13 f64->i32, 14 i32->f64, 15 f64->i64, 16 i64->f64 (11-16 need shaderFloat64), 17 f32->bf16,
+// 18 bf16->f32, 19 f64->bf16, 20 bf16->f64 (bfloat16 is held as its uint16 bit pattern; 17-20 need
+// 16-bit storage), 21 f64->f16, 22 f16->f64. 64-bit integers are held as uvec2 (low, high) so no device feature is needed.
 #extension GL_GOOGLE_include_directive : require
 #if MODE >= 8
 #extension GL_EXT_shader_16bit_storage : require
@@ -18,6 +19,37 @@ uvec2 f64_to_i64(double v) {
   double t = v < 0.0LF ? ceil(v) : floor(v);
   double hi = floor(t / 4294967296.0LF);
   return uvec2(uint(t - hi * 4294967296.0LF), uint(int(hi)));
+}
+#endif
+// bfloat16 from float32: round to nearest even on the bit pattern; NaN stays a (quiet) NaN. The bits
+// travel as uint (16-bit storage allows only loads, stores and conversions of uint16_t).
+uint f32_to_bf16(float v) {
+  uint u = floatBitsToUint(v);
+  if (isnan(v)) return (u >> 16) | 0x40u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+float bf16_to_f32(uint h) { return uintBitsToFloat(h << 16); }
+#if MODE == 19
+// From float64 in one rounding: the float32 conversion (nearest even) decides unless it landed exactly
+// on a bfloat16 tie while inexact; then the side of the tie the double lies on decides.
+uint f64_to_bf16(double v) {
+  float f = float(v);
+  uint u = floatBitsToUint(f);
+  if (!isnan(f) && (u & 0xffffu) == 0x8000u && double(f) != v) u = abs(double(f)) > abs(v) ? u - 1u : u + 1u;
+  return f32_to_bf16(uintBitsToFloat(u));
+}
+#endif
+#if MODE == 21
+// float64 -> float32 rounded to odd (inexact results get their last bit set, truncated toward zero
+// first): rounding that to float16 equals rounding the double directly, with no double-rounding error.
+float f64_to_f32_odd(double v) {
+  float f = float(v);
+  if (double(f) != v && !isinf(f) && !isnan(f)) {
+    uint u = floatBitsToUint(f);
+    if (abs(double(f)) > abs(v)) u -= 1u;
+    f = uintBitsToFloat(u | 1u);
+  }
+  return f;
 }
 #endif
 #if MODE == 0
@@ -84,10 +116,34 @@ uvec2 f64_to_i64(double v) {
 #define S double
 #define D uvec2
 #define CONVERT(v) f64_to_i64(v)
-#else
+#elif MODE == 16
 #define S uvec2
 #define D double
 #define CONVERT(v) (double(int(v.y)) * 4294967296.0LF + double(v.x))
+#elif MODE == 17
+#define S float
+#define D uint16_t
+#define CONVERT(v) uint16_t(f32_to_bf16(v))
+#elif MODE == 18
+#define S uint16_t
+#define D float
+#define CONVERT(v) bf16_to_f32(uint(v))
+#elif MODE == 19
+#define S double
+#define D uint16_t
+#define CONVERT(v) uint16_t(f64_to_bf16(v))
+#elif MODE == 20
+#define S uint16_t
+#define D double
+#define CONVERT(v) double(bf16_to_f32(uint(v)))
+#elif MODE == 21
+#define S double
+#define D float16_t
+#define CONVERT(v) float16_t(f64_to_f32_odd(v))
+#else
+#define S float16_t
+#define D double
+#define CONVERT(v) double(float(v))
 #endif
 layout(std430, binding = 1) readonly buffer In0 { S x[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { D y[]; };

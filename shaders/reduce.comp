@@ -33,10 +33,14 @@ void main() {
   for (uint j = t; j < r; j += 256) {
     uint idx = j;
     int off = int(base);
-    for (int d = int(rnd) - 1; d >= 0; --d) {
-      uint s = P.extra[2 + d];
-      off += int(idx % s) * int(P.extra[10 + d]);
-      idx /= s;
+    if (rnd == 1u) {  // one (merged) reduced dimension: no division
+      off += int(idx) * int(P.extra[10]);
+    } else {
+      for (int d = int(rnd) - 1; d >= 0; --d) {
+        uint s = P.extra[2 + d];
+        off += int(idx % s) * int(P.extra[10 + d]);
+        idx /= s;
+      }
     }
     T v = x[off];
     acc = combine(op, acc, op == 4 ? v * v : v);

@@ -74,9 +74,28 @@ struct Enc {
     if (n > INT32_MAX) error = "more than 2^31 elements in one kernel";
     p.n = static_cast<uint32_t>(n);
   }
+  // Marks the operands whose strides are row-major over the iteration shape (dimensions of size 1
+  // excepted), so the shaders' offset_of takes its fast path. Exact whatever the operand's role: the
+  // mark only says that offset_of's sum equals off + idx.
+  void mark_contiguous() {
+    int64_t expect[8] = {};
+    int64_t s = 1;
+    for (int d = static_cast<int>(p.ndim) - 1; d >= 0; --d) {
+      expect[d] = s;
+      s *= p.shape[d];
+    }
+    p.contig = 0;
+    for (int op = 0; op < kMaxOperands; ++op) {
+      bool c = true;
+      for (uint32_t d = 0; d < p.ndim; ++d)
+        if (p.shape[d] != 1 && p.strides[op * 8 + d] != expect[d]) c = false;
+      if (c) p.contig |= 1u << op;
+    }
+  }
   KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                         const char* error_message = nullptr) {
     if (!error.empty()) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: " + error);
+    mark_contiguous();
     std::string e = r.dispatch(s, p, b, gx, gy, gz, error_message);
     return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
   }
@@ -102,12 +121,22 @@ void int_scalar(Enc& e, double v) {
 
 bool is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
 
+// A double as the CPU backend converts it to uint8: truncated, saturated to [0, 255], NaN -> 0.
+uint32_t to_u8(double v) {
+  if (!(v == v) || v <= 0.0) return 0;
+  return v >= 256.0 ? 255u : static_cast<uint32_t>(v);
+}
+
 KernelResult fill(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   const braid_dtype dt = c.outputs[0].dtype;
   e.shape(c.outputs[0]);
   e.operand(6, c.outputs[0]);
   e.attr(0, c.f[0]);
+  if (dt == BRAID_UINT8) {
+    e.p.extra[0] = to_u8(c.f[0]);
+    return e.dispatch_flat(r, ShaderId::fill_u8);
+  }
   if (is_int(dt)) {
     int_scalar(e, c.f[0]);
     return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_i64);
@@ -151,9 +180,26 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
   else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
   else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
+  else if (s == BRAID_UINT8 && d == BRAID_UINT8) id = ShaderId::copy_u8;  // uint8: words, shaders/copy_u8.comp
+  else if (s == BRAID_FLOAT32 && d == BRAID_UINT8) id = ShaderId::copy_f32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT32) id = ShaderId::copy_u8_f32;
+  else if (s == BRAID_INT32 && d == BRAID_UINT8) id = ShaderId::copy_i32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT32) id = ShaderId::copy_u8_i32;
+  else if (s == BRAID_INT64 && d == BRAID_UINT8) id = ShaderId::copy_i64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT64) id = ShaderId::copy_u8_i64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_UINT8) id = ShaderId::copy_f64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT64) id = ShaderId::copy_u8_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_FLOAT16) id = ShaderId::copy_f64_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_f16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_BFLOAT16) id = ShaderId::copy_f32_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_bf16_f32;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16) id = ShaderId::copy_f64_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_bf16_f64;
   else
     return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
                                            dtype_name(d));
+  if ((s == BRAID_FLOAT64 || d == BRAID_FLOAT64) && !r.physical().float64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
   Enc e;
   e.shape(c.outputs[0]);
   e.operand(0, c.inputs[0]);
@@ -219,16 +265,31 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
   e.operand(0, in);
   e.operand(6, out);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
+  // The reduced dimensions, adjacent ones merged where their strides allow (a contiguous run becomes one
+  // dimension): the shader pays a division and a modulo per reduced dimension and element, none for
+  // a single one. The element order, hence the sum, is the same.
   uint32_t rnd = 0;
-  int64_t count = 1;
+  int64_t count = 1, size[8] = {}, stride[8] = {};
+  int last = -2;
   for (int d = 0; d < in.ndim; ++d) {
     if (!((c.i[1] >> d) & 1)) continue;
-    e.p.extra[2 + rnd] = static_cast<uint32_t>(in.shape[d]);
-    e.p.extra[10 + rnd] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[d]));
+    if (rnd > 0 && last == d - 1 && stride[rnd - 1] == in.strides[d] * in.shape[d]) {
+      size[rnd - 1] *= in.shape[d];
+      stride[rnd - 1] = in.strides[d];
+    } else {
+      size[rnd] = in.shape[d];
+      stride[rnd] = in.strides[d];
+      ++rnd;
+    }
+    last = d;
     count *= in.shape[d];
-    ++rnd;
   }
   if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: reduction over more than 2^31 elements");
+  for (uint32_t k = 0; k < rnd; ++k) {
+    if (stride[k] > INT32_MAX || stride[k] < INT32_MIN) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a stride exceeds 32 bits");
+    e.p.extra[2 + k] = static_cast<uint32_t>(size[k]);
+    e.p.extra[10 + k] = static_cast<uint32_t>(static_cast<int32_t>(stride[k]));
+  }
   e.p.extra[0] = static_cast<uint32_t>(count);
   e.p.extra[1] = rnd;
   const bool sg = r.physical().subgroup_arithmetic;
@@ -264,6 +325,24 @@ KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
 }
 
+// The gemm shader (shaders/gemm.comp): a workgroup per `rows` (16 for matmul, 32 for the convolution
+// variants: shaders.list's -DROWS) x 256 columns of the output, z = batch.
+constexpr int64_t kGemmCols = 256;
+KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N, int64_t batch, int64_t rows) {
+  const int64_t gx = (N + kGemmCols - 1) / kGemmCols, gy = (M + rows - 1) / rows;
+  if (gx > 65535 || gy > 65535 || batch > 65535) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm grid too large");
+  if (M > INT32_MAX || N > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm over more than 2^31 rows or columns");
+  return e.dispatch(r, s, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(batch));
+}
+
+// Convolution sizes for the implicit-gemm modes of shaders/gemm.comp: extra[3..15].
+void conv_sizes(Enc& e, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y,
+                const int64_t* i) {
+  const int64_t v[] = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], y.shape[2], y.shape[3],
+                       w.shape[2], w.shape[3], i[0], i[1], i[2], i[3]};
+  for (int k = 0; k < 13; ++k) e.p.extra[3 + k] = static_cast<uint32_t>(v[k]);
+}
+
 KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
   const bool ta = c.i[0] != 0, tb = c.i[1] != 0;
@@ -272,8 +351,6 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
   const int64_t B = y.ndim == 3 ? y.shape[0] : 1;
-  if (B > 65535 || (N + 63) / 64 > 65535 || (M + 63) / 64 > 65535)
-    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul grid too large");
   Enc e;
   e.operand(0, a);
   e.operand(1, b);
@@ -302,8 +379,12 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
     z.operand(6, y);
     return z.dispatch_flat(r, pick(y.dtype, ShaderId::fill_f32, ShaderId::fill_f64));
   }
-  return e.dispatch(r, pick(y.dtype, ShaderId::matmul_f32, ShaderId::matmul_f64), static_cast<uint32_t>((N + 63) / 64), static_cast<uint32_t>((M + 63) / 64),
-                    static_cast<uint32_t>(B));
+  // b read as vec4s: unit column stride, and every row start (and the view's start) on 4 elements.
+  const bool vec4 = N % 4 == 0 && e.p.strides[10] == 1 && e.p.strides[9] % 4 == 0 && e.p.strides[8] % 4 == 0 &&
+                    e.p.off[1] % 4 == 0;
+  const ShaderId id = y.dtype == BRAID_FLOAT64 ? (vec4 ? ShaderId::matmul_f64_vec4 : ShaderId::matmul_f64)
+                                               : (vec4 ? ShaderId::matmul_f32_vec4 : ShaderId::matmul_f32);
+  return dispatch_gemm(e, r, id, M, N, B, 16);
 }
 
 void philox_params(Enc& e, const braid_kernel_call& c) {
@@ -374,16 +455,21 @@ KernelResult optimizer(const braid_kernel_call& c, Recorder& r) {
 
 KernelResult conv2d(const braid_kernel_call& c, Recorder& r) {
   const auto &x = c.inputs[0], &w = c.inputs[1], &y = c.outputs[0];
+  if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d needs positive strides");
+  // Implicit gemm: M = K output channels, columns = N P Q output pixels, summed over C R S.
+  const int64_t M = w.shape[0], cols = y.shape[0] * y.shape[2] * y.shape[3], sum = w.shape[1] * w.shape[2] * w.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(y);
   e.operand(0, x);
   e.operand(1, w);
   if (c.num_inputs >= 3) e.operand(2, c.inputs[2]);
   e.operand(6, y);
   e.p.i[0] = c.num_inputs >= 3 ? 1 : 0;
-  const int64_t v[] = {x.shape[1], x.shape[2], x.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, x, w, y, c.i);
+  return dispatch_gemm(e, r, pick(x.dtype, ShaderId::conv2d_f32, ShaderId::conv2d_f64), M, cols, 1, 32);
 }
 
 KernelResult pool2d(const braid_kernel_call& c, Recorder& r) {
@@ -483,28 +569,45 @@ KernelResult pool2d_bwd(const braid_kernel_call& c, Recorder& r) {
 KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &w = c.inputs[1], &dx = c.outputs[0];
   if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
+  // Implicit gemm: M = C input channels, columns = N H W input pixels, summed over K R S.
+  const int64_t M = dx.shape[1], cols = dx.shape[0] * dx.shape[2] * dx.shape[3], sum = w.shape[0] * w.shape[2] * w.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(dx);
   e.operand(0, dy);
   e.operand(1, w);
   e.operand(6, dx);
-  const int64_t v[] = {dy.shape[1], dy.shape[2], dy.shape[3], w.shape[2], w.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return e.dispatch_flat(r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64));
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, dx, w, dy, c.i);
+  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1, 32);
 }
 
 KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &x = c.inputs[1], &dw = c.outputs[0];
+  if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
   if (dy.shape[0] * dy.shape[2] * dy.shape[3] > INT32_MAX)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d weight gradient over more than 2^31 terms");
+  // Implicit gemm: M = K output channels, columns = C R S taps, summed over N P Q.
+  const int64_t M = dw.shape[0], cols = dw.shape[1] * dw.shape[2] * dw.shape[3], sum = dy.shape[0] * dy.shape[2] * dy.shape[3];
+  if (M == 0 || cols == 0) return ok();
   Enc e;
-  e.shape(dw);
   e.operand(0, dy);
   e.operand(1, x);
   e.operand(6, dw);
-  const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
-  for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-  return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64));
+  if (cols < 64 && sum > 4096) {
+    // Too few columns to give the gemm more than one workgroup (which would run the whole sum alone):
+    // one workgroup per dw element instead, each summing its terms in parallel.
+    e.shape(dw);
+    const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
+    for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
+    return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_taps_f32, ShaderId::conv2d_bwd_weight_taps_f64));
+  }
+  e.p.extra[0] = static_cast<uint32_t>(M);
+  e.p.extra[1] = static_cast<uint32_t>(cols);
+  e.p.extra[2] = static_cast<uint32_t>(sum);
+  conv_sizes(e, x, dw, dy, c.i);
+  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols, 1, 32);
 }
 
 KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
@@ -554,14 +657,17 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_UNARY:
     case BRAID_KOP_BINARY:
     case BRAID_KOP_BINARY_SCALAR:
-      // Integer versions: int32 always, int64 where every device has shaderInt64.
+      // Integer versions: int32 always, int64 where every device has shaderInt64; uint8 fill only.
       if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have_int64())) return true;
+      if (dtype == BRAID_UINT8) return op == BRAID_KOP_FILL;
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
     case BRAID_KOP_COPY:
-      // float16 storage (casts to and from float32) where every device has 16-bit storage buffers.
-      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 ||
+      // float16 (casts to and from float32) and bfloat16 storage (casts to and from float32 and
+      // float64, as uint16 bit patterns) where every device has 16-bit storage buffers.
+      // uint8 is held in 32-bit words (no 8-bit storage feature needed).
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
              (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
-             (dtype == BRAID_FLOAT16 && all_devices_have_float16());
+             ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have_float16());
     case BRAID_KOP_ARANGE:
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
       // every device also has shaderInt64.

@@ -17,6 +17,7 @@ struct Params {
   float f[8] = {};
   uint32_t extra[32] = {};
   uint32_t dattr[16] = {};  // f[0..7] again as doubles, for float64 kernels (Enc::attr)
+  uint32_t contig = 0;      // bit op: operand op is row-major contiguous over `shape` (Enc::dispatch)
 };
 
 }  // namespace braid::vk

@@ -7,6 +7,8 @@
 //   --device NAME   a device id ("cpu:0", "vulkan:0"); default: the best device (best_device below)
 //   --epochs N      default 4
 //   --batches N     at most N training batches per epoch (0 = all; CI uses a short run)
+//   --test-batches N  evaluate at most N test batches of 1000 images (0 = all 10 000, the default;
+//                   short CI runs on slow devices use a subset)
 //   --init-std X    standard deviation of the initial weights (default 0.01, the chapter's)
 //   --json          one JSON object on stdout at the end (progress and the table go to stderr); each
 //                   epoch also reports loss_first / loss_last, the mean loss of its first / last 5 batches
@@ -29,6 +31,7 @@ struct Options {
   std::string device;
   int epochs = 4;
   int64_t batches = 0;
+  int64_t test_batches = 0;
   int64_t batch_size = 256;
   double lr = 0.2;
   double init_std = 0.01;
@@ -40,7 +43,7 @@ struct Options {
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--epochs N] [--batches N] "
-                       "[--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] [--list-devices]\n", why);
+                       "[--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] [--list-devices]\n", why);
   std::exit(2);
 }
 
@@ -62,6 +65,7 @@ Options parse(int argc, char** argv) {
     if (a == "--device") o.device = value();
     else if (a == "--epochs") o.epochs = static_cast<int>(number(1));
     else if (a == "--batches") o.batches = number(0);
+    else if (a == "--test-batches") o.test_batches = number(0);
     else if (a == "--batch-size") o.batch_size = number(1);
     else if (a == "--seed") o.seed = static_cast<uint64_t>(number(0));
     else if (a == "--lr") {
@@ -187,9 +191,15 @@ int run(const Options& opt) {
     const double seconds = seconds_since(t0);
     braid::Tensor hits = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
     int64_t seen = 0;
+    int64_t tested = 0;
     for (braid::Batch b; (b = test.next());) {
       hits = hits + lenet::correct(model, b.images, b.labels);
       seen += b.labels.numel();
+      if (++tested == opt.test_batches) {
+        while (test.next()) {  // skip the rest, so the next epoch's pass starts at the first batch
+        }
+        break;
+      }
     }
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n});

@@ -72,6 +72,35 @@ TEST_CASE("backward: conv2d data and weight gradients") {
       }
 }
 
+// A first layer's weight gradient: few taps (C R S = 9 or 18) summed over more than 4096 (n, p, q)
+// terms, which a backend may compute differently from the general case (the Vulkan backend splits
+// each tap's sum over a workgroup instead of tiling a gemm). Only dw: the data gradient's numerical
+// reference would cost a forward pass per input element.
+TEST_CASE("backward: conv2d weight gradient with few taps and a long sum") {
+  struct Case {
+    int64_t n, c, h, w, k;
+    std::array<int, 2> stride, padding;
+  };
+  const Case cases[] = {{5, 1, 30, 30, 3, {1, 1}, {1, 1}}, {9, 2, 33, 31, 2, {2, 1}, {0, 1}}};
+  for (const auto& dev : harness::each_device())
+    for (braid_dtype dt : harness::kFloatTypes)
+      for (const Case& c : cases) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", k ", c.k);
+        const ref::Array x = harness::random_array({c.n, c.c, c.h, c.w}, -1, 1, dt, 221);
+        const ref::Array w = harness::random_array({c.k, c.c, 3, 3}, -1, 1, dt, 222);
+        const ref::Array y = ref::conv2d(x, w, nullptr, c.stride, c.padding);
+        const ref::Array dy = harness::random_array(y.shape, -1, 1, dt, 223);
+        braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
+        p.stride[0] = c.stride[0], p.stride[1] = c.stride[1], p.padding[0] = c.padding[0], p.padding[1] = c.padding[1];
+        braid_tensor dw = nullptr;
+        REQUIRE(braid_conv2d_backward_weight(harness::upload(dev.index, dt, dy).get(),
+                                             harness::upload(dev.index, dt, x).get(), w.shape.data(), &p, &dw) == BRAID_OK);
+        CHECK_CLOSE(harness::download(braid::Tensor::adopt(dw)),
+                    vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
+                    tol::of(Kind::gemm, dt));
+      }
+}
+
 TEST_CASE("backward: max and average pooling") {
   struct Case {
     ref::Shape shape;
