@@ -50,7 +50,9 @@ TEST_CASE("backward: conv2d data and weight gradients") {
                         // CPU direct weight-gradient path (stride 1, <= 32 taps): rows that are not whole
                         // vectors, blocks of taps (9, 18 = 12 + 6, 30 = 12 + 12 + 6), padding, rows > 32
                         {2, 1, 12, 21, 6, 3, 3, {1, 1}, {0, 0}}, {1, 2, 9, 10, 3, 3, 3, {1, 1}, {1, 1}},
-                        {2, 3, 6, 7, 2, 2, 5, {1, 1}, {1, 2}},   {1, 1, 5, 40, 2, 1, 3, {1, 1}, {0, 1}}};
+                        {2, 3, 6, 7, 2, 2, 5, {1, 1}, {1, 2}},   {1, 1, 5, 40, 2, 1, 3, {1, 1}, {0, 1}},
+                        // CPU col2im: LeNet's second layer in small (vector path), rows too wide for it
+                        {2, 3, 13, 13, 4, 5, 5, {1, 1}, {0, 0}}, {1, 1, 3, 70, 2, 2, 3, {1, 1}, {0, 0}}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases) {

@@ -59,7 +59,15 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
     return;
   }
   const int64_t GS = group_size(G), CRS = G.crs(), PQ = G.pq();
-  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
+  // The vector col2im reads up to kCol2imMargin elements around the column matrix: zeroed margins.
+  const bool vec = col2im_vector_path(G);
+  const int64_t margin = vec ? kCol2imMargin : 0;
+  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ + 2 * margin)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
+  T* const col = col_buf.get() + margin;
+  if (vec) {
+    std::fill_n(col_buf.get(), margin, T(0));
+    std::fill_n(col + CRS * GS * PQ, margin, T(0));
+  }
   for (int64_t n0 = 0; n0 < G.N; n0 += GS) {
     const int64_t g = std::min(GS, G.N - n0), ld = g * PQ;
     const T* dyg = DY.get() + n0 * G.K * PQ;
@@ -67,8 +75,13 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
       gather_dy(ex, G, DY.get(), n0, g, dyg_buf.get());
       dyg = dyg_buf.get();
     }
-    gemm(true, false, CRS, ld, G.K, Wt.get(), CRS, dyg, ld, T(0), col_buf.get(), ld);
-    col2im(ex, G, col_buf.get(), n0, g, dx);
+    gemm(true, false, CRS, ld, G.K, Wt.get(), CRS, dyg, ld, T(0), col, ld);
+    if (vec) {
+      if (g < GS) std::fill_n(col + CRS * ld, margin, T(0));  // the last group's matrix ends earlier
+      col2im_s1(ex, G, col, n0, g, dx);
+    } else {
+      col2im(ex, G, col, n0, g, dx);
+    }
   }
   DX.finish(ex);
 }

@@ -5,6 +5,8 @@
 #include "common.h"
 // (common.h first: see the note at its top)
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 namespace braid::cpu::kern {
 
@@ -108,6 +110,74 @@ void im2col(Exec& ex, const ConvGeom& G, const T* x, int64_t n0, int64_t g, T* c
         if (q1 < Q) std::fill(d + q1, d + Q, T(0));
       }
       std::fill(dst + p1 * Q, dst + PQ, T(0));
+    }
+  });
+}
+
+// ---- col2im, stride 1, narrow rows ----------------------------------------------------------------
+// With LeNet's 9-wide output rows the generic col2im below spends its time on 225 short adds per plane.
+// For stride 1 and padded rows of at most kCol2imMaxRow elements, each padded dx row is a few whole
+// vectors held in a plane buffer: the contribution of tap (r, s) to row p + r is ONE vector load per
+// row vector, starting s elements early and masked to the Q valid lanes, so no add is shorter than a
+// vector. The loads run up to kCol2imMargin elements outside a (ci, r, s) block, so the caller's column
+// buffer has that many zeroed elements before and after it (col2im_margin).
+inline constexpr int64_t kCol2imMaxRow = 64;
+inline constexpr int64_t kCol2imMargin = kCol2imMaxRow;
+
+inline bool col2im_vector_path(const ConvGeom& G) {
+  return G.sh == 1 && G.sw == 1 && G.W + 2 * G.pw <= kCol2imMaxRow && G.S <= kCol2imMargin;
+}
+
+template <class T> using LaneMask = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+
+// masks [S, Wv]: all bits set in lane w of tap s's row when w - s is an output column (in [0, Q)).
+template <class T>
+BRAID_HOT void col2im_s1_plane(const ConvGeom& G, const T* __restrict col, int64_t ld, T* __restrict dxp,
+                               int64_t Wv, const LaneMask<T>* masks) {
+  typedef T V __attribute__((vector_size(32)));
+  typedef LaneMask<T> M __attribute__((vector_size(32)));
+  constexpr int64_t L = 32 / sizeof(T), kMaxVec = kCol2imMaxRow / L;
+  const int64_t R = G.R, S = G.S, P = G.P, Q = G.Q, NV = Wv / L;
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t s = 0; s < S; ++s) {
+      M mask[kMaxVec];
+      std::memcpy(mask, masks + s * Wv, size_t(NV) * sizeof(M));
+      const T* blk = col + (r * S + s) * ld;
+      for (int64_t p = 0; p < P; ++p) {
+        const T* src = blk + p * Q - s;
+        T* row = dxp + (p + r) * Wv;
+        for (int64_t j = 0; j < NV; ++j) {
+          V v, d;
+          std::memcpy(&v, src + j * L, sizeof(V));
+          std::memcpy(&d, row + j * L, sizeof(V));
+          M bits;
+          std::memcpy(&bits, &v, sizeof(V));
+          bits &= mask[j];
+          std::memcpy(&v, &bits, sizeof(V));
+          d += v;
+          std::memcpy(row + j * L, &d, sizeof(V));
+        }
+      }
+    }
+}
+
+// Stride-1 col2im through col2im_s1_plane; col needs col2im_margin (see above).
+template <class T>
+void col2im_s1(Exec& ex, const ConvGeom& G, const T* col, int64_t n0, int64_t g, T* dx) {
+  constexpr int64_t L = 32 / sizeof(T);
+  const int64_t PQ = G.pq(), HW = G.hw(), ld = g * PQ, RS = G.R * G.S;
+  const int64_t Hp = G.H + 2 * G.ph, Wv = (G.W + 2 * G.pw + L - 1) / L * L;
+  std::vector<LaneMask<T>> masks(size_t(G.S * Wv));
+  for (int64_t s = 0; s < G.S; ++s)
+    for (int64_t w = 0; w < Wv; ++w) masks[size_t(s * Wv + w)] = (w - s >= 0 && w - s < G.Q) ? LaneMask<T>(-1) : 0;
+  parallel(ex, g * G.C, std::max<int64_t>(1, kGrain / std::max<int64_t>(RS * PQ, 1)), [&](int64_t b, int64_t e) {
+    std::vector<T> dxp(size_t(Hp * Wv));
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t img = t / G.C, ci = t % G.C;
+      std::fill(dxp.begin(), dxp.end(), T(0));
+      col2im_s1_plane(G, col + ci * RS * ld + img * PQ, ld, dxp.data(), Wv, masks.data());
+      T* xp = dx + ((n0 + img) * G.C + ci) * HW;
+      for (int64_t h = 0; h < G.H; ++h) copy_run(xp + h * G.W, dxp.data() + (h + G.ph) * Wv + G.pw, G.W);
     }
   });
 }
