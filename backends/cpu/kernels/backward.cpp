@@ -142,7 +142,8 @@ BRAID_HOT void weight_grad_image(const ConvGeom& G, const T* dy, const T* x, int
 // Stride 1: the image and each dy row are copied zero-padded, rows rounded up to whole vectors, so a tap's
 // gradient is a sum of whole-vector products (a dy vector times the image row shifted by the tap) with
 // no bounds per row. NT taps accumulate in registers while each dy vector is loaded once. LeNet's first
-// layer ran 5x faster than with weight_grad_image's per-row dot products (26-wide rows).
+// layer ran about 2x faster than with weight_grad_image's per-row dot products (26-wide rows): 5.3 ->
+// 2.5 ms per batch of 256 on one core.
 struct PaddedGeom {
   int64_t Hp, Wq, Qv;  // padded image rows and row width, dy row width (whole vectors)
 };

@@ -28,9 +28,10 @@ inline void valid_range(int64_t size, int64_t out, int64_t stride, int64_t pad, 
   q1 = std::max(q1, q0);
 }
 
-// Short runs (a conv's output rows: 9 to a few dozen elements). std::copy and a plain loop both become a
-// memmove call, which for LeNet's 9-float rows cost more than the copied data (a third of the second
-// conv's time); fixed-size chunks compile to plain vector moves.
+// Short runs (a conv's output rows: 9 to a few dozen elements). std::copy becomes a memmove call (GCC
+// may turn a plain copy loop into one too), which for LeNet's 9-float rows cost more than the copied data
+// (with im2col's per-row bookkeeping, a third of the second conv's time in perf); fixed-size chunks
+// compile to plain vector moves.
 template <class T>
 inline void copy_run(T* __restrict d, const T* __restrict s, int64_t n) {
   constexpr int64_t L = 32 / sizeof(T);
