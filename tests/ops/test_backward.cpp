@@ -3,6 +3,7 @@
 // reference forward op, taken by differences of the reference (exact for the linear conv and average
 // pool, for max pool away from ties, central differences for batch norm).
 #include <functional>
+#include <limits>
 
 #include "harness.h"
 
@@ -45,7 +46,13 @@ TEST_CASE("backward: conv2d data and weight gradients") {
   };
   const Case cases[] = {{2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}}, {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}},
                         {3, 1, 5, 5, 2, 1, 1, {1, 1}, {0, 0}}, {2, 4, 9, 9, 5, 5, 5, {2, 2}, {2, 2}},
-                        {4, 1, 10, 10, 20, 3, 3, {1, 1}, {0, 0}}};
+                        {4, 1, 10, 10, 20, 3, 3, {1, 1}, {0, 0}},
+                        // CPU direct weight-gradient path (stride 1, <= 32 taps): rows that are not whole
+                        // vectors, blocks of taps (9, 18 = 12 + 6, 30 = 12 + 12 + 6), padding, rows > 32
+                        {2, 1, 12, 21, 6, 3, 3, {1, 1}, {0, 0}}, {1, 2, 9, 10, 3, 3, 3, {1, 1}, {1, 1}},
+                        {2, 3, 6, 7, 2, 2, 5, {1, 1}, {1, 2}},   {1, 1, 5, 40, 2, 1, 3, {1, 1}, {0, 1}},
+                        // CPU col2im: LeNet's second layer in small (vector path), rows too wide for it
+                        {2, 3, 13, 13, 4, 5, 5, {1, 1}, {0, 0}}, {1, 1, 3, 70, 2, 2, 3, {1, 1}, {0, 0}}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases) {
@@ -99,6 +106,34 @@ TEST_CASE("backward: conv2d weight gradient with few taps and a long sum") {
                     vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
                     tol::of(Kind::gemm, dt));
       }
+}
+
+// An inf in the image reaches exactly the weight gradients of the taps that read it (the CPU's direct
+// path pads rows with zero gradients, and 0 * inf must not leak NaN into the other taps).
+TEST_CASE("backward: conv2d weight gradient with an inf in the image") {
+  const int64_t N = 2, C = 1, H = 6, W = 7, K = 3, R = 3, S = 3, P = H - R + 1, Q = W - S + 1;
+  for (const auto& dev : harness::each_device())
+    for (braid_dtype dt : harness::kFloatTypes) {
+      INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+      ref::Array x = harness::random_array({N, C, H, W}, -1, 1, dt, 221);
+      x.data[2 * W + 6] = std::numeric_limits<double>::infinity();  // image 0, row 2, last column
+      const ref::Array dy = harness::random_array({N, K, P, Q}, 0.25, 1, dt, 222);  // positive: +inf, no NaN
+      ref::Array want({K, C, R, S});
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t r = 0; r < R; ++r)
+          for (int64_t s = 0; s < S; ++s) {
+            double sum = 0;
+            for (int64_t n = 0; n < N; ++n)
+              for (int64_t p = 0; p < P; ++p)
+                for (int64_t q = 0; q < Q; ++q) sum += dy.data[((n * K + k) * P + p) * Q + q] * x.data[(n * H + p + r) * W + q + s];
+            want.data[(k * R + r) * S + s] = sum;
+          }
+      braid_tensor dw = nullptr;
+      const int64_t ws[4] = {K, C, R, S};
+      REQUIRE(braid_conv2d_backward_weight(harness::upload(dev.index, dt, dy).get(), harness::upload(dev.index, dt, x).get(),
+                                           ws, nullptr, &dw) == BRAID_OK);
+      CHECK_CLOSE(harness::download(braid::Tensor::adopt(dw)), want, tol::of(Kind::gemm, dt));
+    }
 }
 
 TEST_CASE("backward: max and average pooling") {

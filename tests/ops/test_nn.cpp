@@ -15,6 +15,8 @@ TEST_CASE("nn: conv2d with stride, padding, with and without bias") {
       {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}, true},  {3, 1, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, true},
       {1, 4, 6, 6, 2, 5, 5, {2, 2}, {2, 2}, false}, {2, 3, 11, 13, 5, 1, 1, {3, 3}, {0, 0}, true},
       {1, 3, 9, 9, 8, 3, 3, {2, 2}, {1, 1}, false}, {2, 16, 12, 10, 7, 3, 3, {1, 1}, {1, 1}, true},
+      // CPU direct path (stride 1, few taps): rows wider than one register block, and tiny rows
+      {2, 1, 9, 41, 5, 3, 3, {1, 1}, {1, 1}, true}, {1, 2, 4, 5, 3, 2, 2, {1, 1}, {0, 0}, false},
   };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {

@@ -28,7 +28,9 @@ constexpr int64_t kColBudget = int64_t{1} << 18;
 
 // ---- direct convolution (stride 1, few output channels) -------------------------------------------
 
-constexpr int64_t kQBlock = 16;                // output columns kept in registers
+// Output columns kept in registers: four 32-byte vectors (AVX2 registers in the x86-64-v3 clone; pairs
+// of SSE registers in the baseline). 16-byte vectors ran LeNet's first conv at half the speed.
+template <class T> constexpr int64_t kQBlock = 128 / sizeof(T);
 constexpr int64_t kDirectMaxK = 8;             // gemm's M dimension below this wastes its kernels
 constexpr int64_t kDirectMaxPad = 1 << 18;     // padded image elements per task (stack of the chunk)
 // With few taps per output (LeNet's first layer: C*R*S = 9) im2col copies the image R*S times and the
@@ -49,12 +51,12 @@ BRAID_HOT void conv_direct_image(const T* __restrict x, const T* __restrict w, c
     for (int64_t h = 0; h < H; ++h) std::copy_n(x + (ci * H + h) * W, W, xpad + (ci * Hp + h + ph) * Wq + pw);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t p = 0; p < P; ++p)
-      for (int64_t q0 = 0; q0 < Q; q0 += kQBlock) {
-        // kQBlock accumulators as SSE-width GCC/Clang vectors held in registers across all taps. Left
+      for (int64_t q0 = 0; q0 < Q; q0 += kQBlock<T>) {
+        // kQBlock accumulators as GCC/Clang vectors held in registers across all taps. Left
         // to itself the auto-vectoriser vectorises the tap loop instead and spills the accumulators
         // (and a single wide generic vector is kept in memory by GCC).
-        typedef T V __attribute__((vector_size(16)));
-        constexpr int64_t L = 16 / sizeof(T), NV = kQBlock / L;
+        typedef T V __attribute__((vector_size(32)));
+        constexpr int64_t L = 32 / sizeof(T), NV = kQBlock<T> / L;
         V acc[NV];
         for (auto& a : acc) a = V{} + (bias ? bias[k] : T(0));
         for (int64_t ci = 0; ci < C; ++ci)
@@ -70,9 +72,9 @@ BRAID_HOT void conv_direct_image(const T* __restrict x, const T* __restrict w, c
               }
             }
           }
-        T out[kQBlock];
+        T out[kQBlock<T>];
         std::memcpy(out, acc, sizeof(acc));
-        std::copy_n(out, std::min(kQBlock, Q - q0), y + (k * P + p) * Q + q0);
+        std::copy_n(out, std::min(kQBlock<T>, Q - q0), y + (k * P + p) * Q + q0);
       }
 }
 
@@ -97,7 +99,7 @@ void conv_typed(Exec& ex, const Call& c) {
   const int64_t CRS = C * R * S, PQ = P * Q, HW = H * W;
   const ConvGeom geom{N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw};
 
-  const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock - 1) / kQBlock * kQBlock + S - 1);
+  const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock<T> - 1) / kQBlock<T> * kQBlock<T> + S - 1);
   if (sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad) {
     parallel(ex, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * PQ * CRS / 8)), [&](int64_t b, int64_t e) {
       std::vector<T> xpad(static_cast<size_t>(C * Hp * Wq));  // per chunk: small, on this worker
