@@ -97,6 +97,10 @@ Queue::~Queue() {
     cv_.notify_all();
   }
   completer_.join();
+  host::log(BRAID_LOG_DEBUG, ("vulkan: queue done: " + std::to_string(stats_.batches.load()) + " batches, " +
+                              std::to_string(stats_.device_waits.load()) + " device-side waits, " +
+                              std::to_string(stats_.host_held.load()) + " submissions held on the host")
+                                 .c_str());
   const Vk& vk = device_.vk();
   for (auto& b : spare_) free_batch(*b);
   if (open_) free_batch(*open_);
@@ -117,6 +121,7 @@ std::unique_ptr<Queue::Batch> Queue::new_batch() {
     b->submit_error.clear();
     b->items.clear();
     b->readbacks.clear();
+    b->waits.clear();
     b->ring_end = ring_head_;
     return b;
   }
@@ -188,11 +193,34 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
   } else if (r != VK_SUCCESS) {
     b.submit_error = "vkEndCommandBuffer failed: " + vk_result_name(r);
   } else {
+    // Device-side waits, one per timeline (the latest ticket). A value the host has already seen reached
+    // needs no wait; nor does a failed semaphore (the items report the failure anyway, see
+    // complete_loop), which also keeps us from naming the timeline of a queue that may be gone.
+    std::vector<VkSemaphore> wait_sems;
+    std::vector<uint64_t> wait_values;
+    for (const DeviceWait& w : b.waits) {
+      uint64_t v = 0;
+      if (w.what.sem->query(&v) != BRAID_OK || v >= w.what.value) continue;
+      auto it = std::find(wait_sems.begin(), wait_sems.end(), w.timeline);
+      if (it == wait_sems.end()) {
+        wait_sems.push_back(w.timeline);
+        wait_values.push_back(w.ticket);
+      } else {
+        uint64_t& t = wait_values[static_cast<size_t>(it - wait_sems.begin())];
+        t = std::max(t, w.ticket);
+      }
+    }
+    const std::vector<VkPipelineStageFlags> stages(wait_sems.size(), VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
     VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    ti.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+    ti.pWaitSemaphoreValues = wait_values.data();
     ti.signalSemaphoreValueCount = 1;
     ti.pSignalSemaphoreValues = &b.ticket;
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.pNext = &ti;
+    si.waitSemaphoreCount = static_cast<uint32_t>(wait_sems.size());
+    si.pWaitSemaphores = wait_sems.data();
+    si.pWaitDstStageMask = stages.data();
     si.commandBufferCount = 1;
     si.pCommandBuffers = &b.cmd;
     si.signalSemaphoreCount = 1;
@@ -201,8 +229,13 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
       std::lock_guard ql(vkq_.mu);
       r = device_.inject_submit_failure() ? VK_ERROR_DEVICE_LOST : vk.vkQueueSubmit(vkq_.queue, 1, &si, VK_NULL_HANDLE);
     }
+    ++stats_.batches;
     if (r == VK_SUCCESS) {
       b.submitted = true;
+      // From now on a wait for these values may happen on the device (never before: a wait must not
+      // precede its signal's submission, which could block a VkQueue shared with the signaller).
+      for (const Item& it : b.items)
+        if (it.signal != nullptr) it.signal->add_device_signal(it.signal_value, {device_.handle(), timeline_, b.ticket});
     } else {
       b.submit_error = "vkQueueSubmit failed: " + vk_result_name(r);
       device_.mark_failed(b.submit_error);
@@ -348,9 +381,45 @@ void Queue::record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_des
   }
 }
 
+braid_status Queue::resolve_waits(const braid_work& work, std::vector<DeviceWait>& out, std::vector<Awaited>& after) {
+  for (uint32_t i = 0; i < work.num_waits; ++i) {
+    braid_backend_semaphore sem = work.waits[i];
+    const uint64_t want = work.wait_values[i];
+    uint64_t v = 0;
+    if (braid_status st = sem->query(&v); st != BRAID_OK) return st;
+    if (v >= want) continue;
+    auto at = sem->device_signal(want, device_.handle());
+    if (!at) {
+      // Reached or failed since submit looked (submit holds back any other wait until it is reached).
+      if (braid_status st = sem->query(&v); st != BRAID_OK) return st;
+      if (v >= want) continue;
+      return BRAID_ERR_INTERNAL;
+    }
+    out.push_back({at->timeline, at->ticket, {sem, want}});
+    after.push_back({sem, want});
+  }
+  return BRAID_OK;
+}
+
 void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
-  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}};
-  if (device_.failed()) {
+  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}, {}};
+  std::vector<DeviceWait> waits;
+  if (braid_status st = resolve_waits(work, waits, item.after); st != BRAID_OK) {
+    // Nothing is recorded: the work reports the failure instead of running on a failed producer's data.
+    item.status = st;
+    item.message = st == BRAID_ERR_INTERNAL ? "a semaphore wait was neither reached nor signalled on the device"
+                                             : "a semaphore this work waited on has failed";
+    item.after.clear();
+  } else if (!waits.empty()) {
+    // The wait applies to the whole batch: start what is already recorded without it.
+    if (open_ && (!open_->items.empty() || open_->commands > 0)) submit_open(lock);
+    Batch& b = open_batch();
+    b.waits.insert(b.waits.end(), waits.begin(), waits.end());
+    stats_.device_waits += waits.size();
+  }
+  if (item.status != BRAID_OK) {
+    // Failed before recording (above): nothing runs.
+  } else if (device_.failed()) {
     item.status = BRAID_ERR_DEVICE;
     item.message = "the Vulkan device failed earlier: " + device_.failure();
   } else {
@@ -391,7 +460,7 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
     if (d->status != BRAID_OK) {
       Batch& b = open_batch();
       b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
-                         "a semaphore this work waited on has failed", {}});
+                         "a semaphore this work waited on has failed", {}, {}});
       if (inflight_.empty()) submit_open(lock);
       continue;
     }
@@ -427,10 +496,16 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
   std::unique_lock lock(mu_);
   std::vector<std::pair<braid_backend_semaphore, uint64_t>> unmet;
   for (uint32_t i = 0; i < work.num_waits; ++i) {
+    braid_backend_semaphore sem = work.waits[i];
     uint64_t v = 0;
-    braid_status st = work.waits[i]->query(&v);
-    if (st != BRAID_OK || v < work.wait_values[i]) unmet.emplace_back(work.waits[i], work.wait_values[i]);
+    braid_status st = sem->query(&v);
+    if (st == BRAID_OK && v >= work.wait_values[i]) continue;
+    // Signalled by work already submitted on this VkDevice: record now and wait on the device.
+    if (st == BRAID_OK && sem->device_signal(work.wait_values[i], device_.handle())) continue;
+    // Signalled by the host, another device, or work not submitted yet: hold it back on the host.
+    unmet.emplace_back(sem, work.wait_values[i]);
   }
+  if (!unmet.empty()) ++stats_.host_held;
   if (unmet.empty() && deferred_.empty() && !busy_) {
     busy_ = true;
     lock_ = &lock;
@@ -486,6 +561,15 @@ void Queue::complete_loop() {
     if (st == BRAID_OK)
       for (const auto& rb : b->readbacks) std::memcpy(rb.host, rb.staging, rb.bytes);
     for (auto& it : b->items) {
+      // Work that waited on the device for another submission's semaphore reports after it, and fails
+      // with it: its producer's work_end comes first (the host resolves inherited failures there), and
+      // a tokenless producer's failure reaches it through the semaphore. The wait is short: the producer's
+      // batch has finished on the device and its completion thread only has to report it.
+      for (const Awaited& a : it.after)
+        if (braid_status ws = a.sem->wait(a.value, UINT64_MAX); ws != BRAID_OK && it.status == BRAID_OK) {
+          it.status = ws;
+          it.message = "a semaphore this work waited on has failed";
+        }
       if (st == BRAID_OK && it.status == BRAID_OK)
         for (const Check& c : it.checks)
           if (*c.word != 0) {
