@@ -79,6 +79,7 @@ vulkan_validation() {
   local log="$probe_dir/validation.log" rc=0
   BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-ops >"$log" 2>&1 || rc=1
   BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-runtime -tc='mixed devices*' >>"$log" 2>&1 || rc=1
+  BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-vulkan >>"$log" 2>&1 || rc=1
   tail -n 4 "$log"
   if grep -q "braid vulkan validation error" "$log"; then
     grep "braid vulkan validation error" "$log" | sort | uniq -c | head -n 20

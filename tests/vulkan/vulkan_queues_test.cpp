@@ -26,10 +26,12 @@ namespace {
 
 std::mutex g_log_mu;
 std::vector<std::string> g_log;
+int g_log_errors = 0;  // BRAID_LOG_ERROR lines: validation-layer errors under BRAID_VULKAN_VALIDATION=1
 
-void host_log(braid_log_level, const char* message) {
+void host_log(braid_log_level level, const char* message) {
   std::lock_guard lock(g_log_mu);
   g_log.emplace_back(message);
+  if (level == BRAID_LOG_ERROR) ++g_log_errors;
 }
 
 // A submission's token: work_end records the status and then blocks until the test opens the gate.
@@ -108,6 +110,8 @@ struct Rig {
     if (s_transfer) api->semaphore_destroy(s_transfer);
     if (s_compute) api->semaphore_destroy(s_compute);
     api->device_close(dev);
+    std::lock_guard lock(g_log_mu);
+    CHECK_MESSAGE(g_log_errors == 0, "the plugin logged errors (validation?): ", g_log.empty() ? "" : g_log.back());
   }
   // Destroys a queue (it drains first) and returns the counts line it logged.
   std::string destroy(braid_backend_queue& q) {
