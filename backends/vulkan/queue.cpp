@@ -70,16 +70,17 @@ Queue::Queue(Device& device, braid_queue_kind kind)
   pi.queueFamilyIndex = vkq_.family;
   if (vk.vkCreateCommandPool(device_.handle(), &pi, nullptr, &cmd_pool_) != VK_SUCCESS)
     throw std::runtime_error("vkCreateCommandPool failed");
-  VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
-  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
-  si.pNext = &ti;
-  if (vk.vkCreateSemaphore(device_.handle(), &si, nullptr, &timeline_) != VK_SUCCESS) {
+  Device::Timeline t;
+  try {
+    t = device_.acquire_timeline();
+  } catch (...) {
     vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
-    throw std::runtime_error("vkCreateSemaphore (timeline) failed");
+    throw;
   }
+  timeline_ = t.sem;
+  next_ticket_ = t.last;
   if (staging_.allocate(kRingSize, &ring_) != BRAID_OK || ring_->block->mapped == nullptr) {
-    vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+    device_.release_timeline({timeline_, next_ticket_});
     vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
     throw std::runtime_error("cannot allocate the host-visible staging ring");
   }
@@ -105,7 +106,7 @@ Queue::~Queue() {
   for (auto& b : spare_) free_batch(*b);
   if (open_) free_batch(*open_);
   staging_.free(ring_);
-  vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+  device_.release_timeline({timeline_, next_ticket_});  // not destroyed: see Device::Timeline
   vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
 }
 
@@ -195,7 +196,7 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
   } else {
     // Device-side waits, one per timeline (the latest ticket). A value the host has already seen reached
     // needs no wait; nor does a failed semaphore (the items report the failure anyway, see
-    // complete_loop), which also keeps us from naming the timeline of a queue that may be gone.
+    // complete_loop). Timelines outlive their queues (Device::Timeline), so naming one is always safe.
     std::vector<VkSemaphore> wait_sems;
     std::vector<uint64_t> wait_values;
     for (const DeviceWait& w : b.waits) {
