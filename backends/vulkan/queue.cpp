@@ -92,15 +92,17 @@ Queue::~Queue() {
   {
     std::unique_lock lock(mu_);
     // Deferred work waits on other queues' semaphores; those queues finish it (or fail it).
-    cv_.wait(lock, [&] { return deferred_.empty() && !busy_; });
+    cv_.wait(lock, [&] { return deferred_.empty() && !busy_ && active_ == 0; });
     submit_open(lock);
     stop_ = true;
     cv_.notify_all();
   }
   completer_.join();
+  fire_watchers();
   host::log(BRAID_LOG_DEBUG, ("vulkan: queue done: " + std::to_string(stats_.batches.load()) + " batches, " +
                               std::to_string(stats_.device_waits.load()) + " device-side waits, " +
-                              std::to_string(stats_.host_held.load()) + " submissions held on the host")
+                              std::to_string(stats_.host_held.load()) + " submissions held on the host, " +
+                              std::to_string(stats_.promoted.load()) + " held waits made device-side when submitted")
                                  .c_str());
   const Vk& vk = device_.vk();
   for (auto& b : spare_) free_batch(*b);
@@ -235,8 +237,14 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
       b.submitted = true;
       // From now on a wait for these values may happen on the device (never before: a wait must not
       // precede its signal's submission, which could block a VkQueue shared with the signaller).
+      std::vector<braid_backend_semaphore_t::Watcher> fire;
       for (const Item& it : b.items)
-        if (it.signal != nullptr) it.signal->add_device_signal(it.signal_value, {device_.handle(), timeline_, b.ticket});
+        if (it.signal != nullptr)
+          it.signal->add_device_signal(it.signal_value, {device_.handle(), timeline_, b.ticket}, fire);
+      if (!fire.empty()) {
+        std::lock_guard fl(fired_mu_);
+        fired_.insert(fired_.end(), fire.begin(), fire.end());
+      }
     } else {
       b.submit_error = "vkQueueSubmit failed: " + vk_result_name(r);
       device_.mark_failed(b.submit_error);
@@ -474,19 +482,62 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
   cv_.notify_all();
 }
 
+// One held wait of a deferred submission, told by two sources: the host notification (reached or
+// failed) and the watcher (a device-side signal was submitted). The first to come counts; the note
+// goes when both have come (a watcher that never fires is dropped instead).
 struct WaitNote {
   Queue* queue;
   void* deferred;
+  std::atomic<bool> counted{false};
+  std::atomic<int> refs{2};
+  static void release(WaitNote* n) {
+    if (n->refs.fetch_sub(1) == 1) std::unique_ptr<WaitNote> owned(n);
+  }
 };
 
-void Queue::on_wait_reached(void* user, braid_status status) {
-  std::unique_ptr<WaitNote> note(static_cast<WaitNote*>(user));
-  Queue& q = *note->queue;
-  std::unique_lock lock(q.mu_);
+// The first of a note's two callbacks counts the wait; the second touches nothing but the note (the
+// queue may be gone by then). While counting, active_ keeps the destructor waiting, since the queue
+// is touched again after its lock is released (to fire watchers).
+void Queue::count_wait(void* user, braid_status status, bool promoted) {
+  auto* note = static_cast<WaitNote*>(user);
+  if (note->counted.exchange(true)) {
+    WaitNote::release(note);
+    return;
+  }
+  Queue& q = *note->queue;  // alive: the deferred work this wait belongs to is still pending
   auto* d = static_cast<Deferred*>(note->deferred);
-  if (status != BRAID_OK && d->status == BRAID_OK) d->status = status;
-  --d->pending;
-  q.drain_deferred(lock);
+  WaitNote::release(note);
+  {
+    std::unique_lock lock(q.mu_);
+    ++q.active_;
+    if (promoted) ++q.stats_.promoted;
+    if (status != BRAID_OK && d->status == BRAID_OK) d->status = status;
+    --d->pending;
+    q.drain_deferred(lock);
+  }
+  q.fire_watchers();
+  std::lock_guard lock(q.mu_);
+  --q.active_;
+  q.cv_.notify_all();
+}
+
+void Queue::on_wait_reached(void* user, braid_status status) { count_wait(user, status, false); }
+
+// The deferred work is recorded with a device-side wait (resolve_waits finds the signal).
+void Queue::on_promoted(void* user) { count_wait(user, BRAID_OK, true); }
+
+void Queue::on_dropped(void* user) { WaitNote::release(static_cast<WaitNote*>(user)); }
+
+void Queue::fire_watchers() {
+  for (;;) {
+    std::vector<braid_backend_semaphore_t::Watcher> now;
+    {
+      std::lock_guard fl(fired_mu_);
+      now.swap(fired_);
+    }
+    if (now.empty()) return;
+    for (const auto& w : now) w.fire(w.user);
+  }
 }
 
 braid_status Queue::submit(const braid_work& work, const char** why) {
@@ -494,6 +545,7 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     *why = bad;
     return BRAID_ERR_INVALID_ARGUMENT;
   }
+  FireAfter fire{*this};  // destroyed after `lock`: runs with this queue's lock released
   std::unique_lock lock(mu_);
   std::vector<std::pair<braid_backend_semaphore, uint64_t>> unmet;
   for (uint32_t i = 0; i < work.num_waits; ++i) {
@@ -528,8 +580,20 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     return BRAID_OK;
   }
   lock.unlock();
-  // Registered outside the lock: a notification may run inside semaphore_notify.
-  for (auto& [sem, value] : unmet) sem->notify(value, &Queue::on_wait_reached, new WaitNote{this, raw});
+  // Registered outside the lock: a notification may run inside semaphore_notify. Each held wait is also
+  // watched for its device-side signal: once the signalling batch is submitted, the work is recorded
+  // with a device-side wait instead of waiting for the value to be reached on the host.
+  for (auto& [sem, value] : unmet) {
+    auto note = std::make_unique<WaitNote>();
+    note->queue = this;
+    note->deferred = raw;
+    WaitNote* n = note.release();  // owned by its two callbacks from here (WaitNote::release)
+    if (!sem->watch({value, device_.handle(), &Queue::on_promoted, &Queue::on_dropped, n})) {
+      if (sem->device_signal(value, device_.handle())) on_promoted(n);  // submitted meanwhile
+      else on_dropped(n);  // reached or failed: the notification below counts it
+    }
+    sem->notify(value, &Queue::on_wait_reached, n);
+  }
   return BRAID_OK;
 }
 
@@ -539,9 +603,14 @@ void Queue::complete_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !inflight_.empty(); });
-    if (inflight_.empty()) return;  // stop_ and drained
+    if (inflight_.empty()) {  // stop_ and drained
+      lock.unlock();
+      fire_watchers();
+      return;
+    }
     Batch* b = inflight_.front().get();
     lock.unlock();
+    fire_watchers();
     braid_status st = BRAID_OK;
     std::string msg;
     if (b->submitted) {

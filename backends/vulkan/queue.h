@@ -19,6 +19,7 @@
 #include "device.h"
 #include "params.h"
 #include "shaders.h"
+#include "timeline.h"
 
 namespace braid::vk {
 
@@ -59,6 +60,7 @@ class Queue {
     std::atomic<uint64_t> batches{0};       // vkQueueSubmit calls
     std::atomic<uint64_t> device_waits{0};  // braid semaphore waits resolved on the device
     std::atomic<uint64_t> host_held{0};     // submissions held back on the host for a wait
+    std::atomic<uint64_t> promoted{0};      // held waits turned device-side once their signal was submitted
   };
   const Stats& stats() const { return stats_; }
   Device& device() { return device_; }
@@ -140,6 +142,16 @@ class Queue {
   void record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_desc& c, Item& item);
   void drain_deferred(std::unique_lock<std::mutex>& lock);
   static void on_wait_reached(void* user, braid_status status);
+  static void on_promoted(void* user);  // the held wait's signal was submitted: wait on the device
+  static void on_dropped(void* user);
+  static void count_wait(void* note, braid_status status, bool promoted);
+  // Watchers (see timeline.h) that this queue's submissions satisfied. They take other queues' locks,
+  // so they run only where this queue holds none: at the end of each entry point (FireAfter).
+  void fire_watchers();
+  struct FireAfter {
+    Queue& q;
+    ~FireAfter() { q.fire_watchers(); }
+  };
   void complete_loop();
   std::unique_ptr<Batch> new_batch();
   void free_batch(Batch& b);
@@ -163,9 +175,12 @@ class Queue {
   // Set while one thread records: later submissions queue up behind it (in deferred_) so that a
   // recording that waits for staging space cannot be overtaken. lock_ is that thread's lock.
   bool busy_ = false;
+  int active_ = 0;  // wait callbacks still touching this queue (see count_wait)
   std::vector<Check> pending_checks_;  // error words of the kernel being recorded
   std::unique_lock<std::mutex>* lock_ = nullptr;
   Stats stats_;
+  std::mutex fired_mu_;  // a leaf lock
+  std::vector<braid_backend_semaphore_t::Watcher> fired_;
   std::thread completer_;
 };
 

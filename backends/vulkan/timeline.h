@@ -11,6 +11,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "host_semaphore.h"
 #include "vk.h"
@@ -24,9 +25,26 @@ struct braid_backend_semaphore_t : braid::plugin::HostSemaphore {
     uint64_t ticket;       // the value it reaches when the batch with the signalling work has finished
   };
 
+  // Someone to tell when a device-side signal for a value arrives (a submission held on the host for
+  // want of one). fire(user) is called at most once; drop(user) is called instead when the entry is
+  // discarded without firing (the value was reached or failed on the host first, or the semaphore
+  // goes). drop runs under this semaphore's lock and must only release.
+  struct Watcher {
+    uint64_t value;
+    VkDevice device;
+    void (*fire)(void* user);
+    void (*drop)(void* user);
+    void* user;
+  };
+  ~braid_backend_semaphore_t();
+
   // Records that `value` is reached on the device once `timeline` reaches `ticket`. Called only after
-  // the batch that signals `ticket` was submitted, so a wait on it never precedes its signal.
-  void add_device_signal(uint64_t value, const DeviceSignal& at);
+  // the batch that signals `ticket` was submitted, so a wait on it never precedes its signal. Watchers
+  // this signal satisfies are moved to `fire`, for the caller to call once it holds no lock.
+  void add_device_signal(uint64_t value, const DeviceSignal& at, std::vector<Watcher>& fire);
+  // Registers w; false (w not taken) when the value already has a device-side signal, is reached, or
+  // the semaphore failed: the caller then acts at once.
+  bool watch(const Watcher& w);
   // The earliest submitted device-side signal reaching `value` on `device`, if the value is neither
   // reached on the host nor failed; nothing otherwise (then the caller waits on the host, or not at all).
   std::optional<DeviceSignal> device_signal(uint64_t value, VkDevice device);
@@ -40,4 +58,5 @@ struct braid_backend_semaphore_t : braid::plugin::HostSemaphore {
 
   std::mutex device_mu_;       // a leaf lock: nothing else is taken under it
   std::deque<Entry> signals_;  // ascending value (one queue signals a semaphore in order)
+  std::vector<Watcher> watchers_;
 };

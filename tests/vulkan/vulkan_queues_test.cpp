@@ -293,3 +293,50 @@ TEST_CASE("vulkan queues: a producer failing after its dependant was submitted w
   CHECK(after.status == BRAID_ERR_KERNEL);
   CHECK_MESSAGE(compute_line.find(" 1 device-side waits, 0 submissions held") != std::string::npos, compute_line);
 }
+
+TEST_CASE("vulkan queues: a wait held on the host becomes device-side once its signal is submitted") {
+  Rig r;
+  if (!r.open()) return;
+  std::vector<float> in(kN), out(kN, 0.0f);
+  for (int64_t i = 0; i < kN; ++i) in[static_cast<size_t>(i)] = static_cast<float>(i % 77);
+  braid_backend_buffer x = r.buffer(kBytes), x2 = r.buffer(kBytes), y = r.buffer(kBytes);
+
+  // The transfer queue is busy (its first batch cannot finish reporting: gated), so the second upload
+  // stays in its open batch, unsubmitted, and the kernel waiting for it must be held on the host.
+  Token first;
+  first.open = false;
+  const braid_copy_desc c1 = upload(in.data(), x, kBytes), c2 = upload(in.data(), x2, kBytes);
+  braid_work w1 = work_of(BRAID_WORK_COPY, r.s_transfer, 1, &first);
+  w1.copy = &c1;
+  REQUIRE(r.api->queue_submit(r.transfer, &w1) == BRAID_OK);
+  braid_work w2 = work_of(BRAID_WORK_COPY, r.s_transfer, 2, nullptr);
+  w2.copy = &c2;
+  REQUIRE(r.api->queue_submit(r.transfer, &w2) == BRAID_OK);
+
+  const braid_kernel_call k = negate(x2, y, kN);
+  braid_work w3 = work_of(BRAID_WORK_KERNEL, r.s_compute, 1, nullptr);
+  w3.kernel = &k;
+  add_wait(w3, r.s_transfer, 2);
+  REQUIRE(r.api->queue_submit(r.compute, &w3) == BRAID_OK);
+  CHECK(r.value(r.s_compute) == 0);
+
+  // The download behind the kernel on the same queue (queue order, no wait).
+  const braid_copy_desc c_down = download(y, out.data(), kBytes);
+  braid_work w4 = work_of(BRAID_WORK_COPY, r.s_compute, 2, nullptr);
+  w4.copy = &c_down;
+  REQUIRE(r.api->queue_submit(r.compute, &w4) == BRAID_OK);
+
+  // Released, the transfer queue's completion thread submits the second batch and, before it waits for
+  // that batch, hands the held kernel a device-side wait on it (nothing else submits to the transfer
+  // queue from here on, so no other thread can be the one to hand it over).
+  first.release();
+  REQUIRE(r.api->semaphore_wait(r.s_compute, 2, UINT64_MAX) == BRAID_OK);
+  REQUIRE(r.api->semaphore_wait(r.s_transfer, 2, UINT64_MAX) == BRAID_OK);
+  int bad = 0;
+  for (int64_t i = 0; i < kN; ++i) bad += out[static_cast<size_t>(i)] != -in[static_cast<size_t>(i)] ? 1 : 0;
+  CHECK(bad == 0);
+  const std::string line = r.destroy(r.compute);
+  CHECK_MESSAGE(line.find(" 1 device-side waits, 1 submissions held on the host, 1 held waits made device-side") !=
+                    std::string::npos,
+                line);
+}
