@@ -3,7 +3,8 @@
 // queue's Vulkan timeline semaphore, copies downloads out of staging, calls work_end per submission
 // and then signals the submissions' semaphores. A wait on a braid semaphore whose signalling work is
 // already submitted on this VkDevice becomes a device-side wait on that queue's timeline; any other
-// wait holds the submission back on the host. See README.md for the design and why.
+// wait holds the submission back on the host until the value is reached or its signalling batch is
+// submitted. See README.md ("Semaphores") for the design and why.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -113,8 +114,9 @@ class Queue {
     std::vector<braid_backend_buffer_t*> overflow;  // staging beyond the ring, freed with the batch
     std::vector<DeviceWait> waits;                   // device-side waits of the whole batch
   };
-  // A submission held back until the semaphores it waits on (those without a submitted device-side
-  // signal) are reached: no batch ever waits on the device for a value whose signal is not submitted.
+  // A submission held back until each semaphore it waits on without a submitted device-side signal is
+  // reached, or gets one (then it is recorded with a device-side wait): no batch ever waits on the
+  // device for a value whose signal is not submitted.
   struct Deferred {
     braid_work work;
     braid_kernel_call call;
