@@ -17,6 +17,7 @@
 #include "host.h"
 #include "kernels/kernels.h"
 #include "queue.h"
+#include "semaphore_api.h"
 #include "timeline_semaphore.h"
 #include "topology.h"
 
@@ -146,52 +147,8 @@ braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? 
 
 // ---- semaphores ----
 
-braid_status semaphore_create(braid_backend_device device, uint64_t initial, braid_backend_semaphore* out) {
-  return guarded([&] {
-    if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-    *out = nullptr;
-    if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-    *out = std::make_unique<Semaphore>(initial).release();
-    return BRAID_OK;
-  });
-}
-
-void semaphore_destroy(braid_backend_semaphore sem) {
-  std::unique_ptr<Semaphore> owned(sem);  // see ~braid_backend_semaphore_t for pending notifications
-}
-
-braid_status semaphore_query(braid_backend_semaphore sem, uint64_t* value) {
-  if (sem == nullptr || value == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return sem->query(value);
-}
-
-braid_status semaphore_signal(braid_backend_semaphore sem, uint64_t value) {
-  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return guarded([&] {
-    sem->signal(value);
-    return BRAID_OK;
-  });
-}
-
-braid_status semaphore_wait(braid_backend_semaphore sem, uint64_t value, uint64_t timeout_ns) {
-  if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return guarded([&] { return sem->wait(value, timeout_ns); });
-}
-
-braid_status semaphore_notify(braid_backend_semaphore sem, uint64_t value, void (*fn)(void*, braid_status), void* user) {
-  if (sem == nullptr || fn == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return guarded([&] {
-    sem->notify(value, fn, user);
-    return BRAID_OK;
-  });
-}
-
-void semaphore_fail(braid_backend_semaphore sem, braid_status status) {
-  if (sem == nullptr) return;
-  // Any non-zero code is a failure; one outside the enum is passed on as BRAID_ERR_INTERNAL.
-  auto code = enum_value(status);
-  sem->fail(code >= 0 && code <= BRAID_ERR_INTERNAL ? status : BRAID_ERR_INTERNAL);
-}
+// The semaphore_* entries are the shared ones (backends/common/semaphore_api.h), instantiated in the
+// function table below for this plugin's semaphore type.
 
 // ---- kernels and lifetime ----
 
@@ -217,8 +174,9 @@ constexpr braid_backend_api kApi = {
     device_count, device_props, device_open, device_close,
     buffer_alloc, buffer_free, buffer_host_pointer,
     queue_create, queue_destroy, queue_submit, queue_flush,
-    semaphore_create, semaphore_destroy, semaphore_query, semaphore_signal, semaphore_wait, semaphore_notify,
-    semaphore_fail,
+    plugin::semaphore_create<Semaphore>, plugin::semaphore_destroy<Semaphore>, plugin::semaphore_query<Semaphore>,
+    plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
+    plugin::semaphore_fail<Semaphore>,
     supports, shutdown,
     nullptr,  // device_props_json: braid_device_info already says all there is about a CPU device
 };

@@ -78,6 +78,8 @@ Device::~Device() { destroy(); }
 void Device::destroy() {
   if (device_ == VK_NULL_HANDLE) return;
   vk_.vkDeviceWaitIdle(device_);
+  for (const Timeline& t : spare_timelines_) vk_.vkDestroySemaphore(device_, t.sem, nullptr);
+  spare_timelines_.clear();
   for (VkPipeline p : pipelines_)
     if (p) vk_.vkDestroyPipeline(device_, p, nullptr);
   pipelines_.clear();
@@ -88,6 +90,30 @@ void Device::destroy() {
   device_memory_.reset();
   vk_.vkDestroyDevice(device_, nullptr);
   device_ = VK_NULL_HANDLE;
+}
+
+Device::Timeline Device::acquire_timeline() {
+  {
+    std::lock_guard lock(timelines_mu_);
+    if (!spare_timelines_.empty()) {
+      Timeline t = spare_timelines_.back();
+      spare_timelines_.pop_back();
+      return t;
+    }
+  }
+  VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
+  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  si.pNext = &ti;
+  Timeline t;
+  if (vk_.vkCreateSemaphore(device_, &si, nullptr, &t.sem) != VK_SUCCESS)
+    throw std::runtime_error("vkCreateSemaphore (timeline) failed");
+  return t;
+}
+
+void Device::release_timeline(Timeline t) {
+  std::lock_guard lock(timelines_mu_);
+  spare_timelines_.push_back(t);
 }
 
 int Device::memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {

@@ -54,6 +54,19 @@ struct Device {
   // device fail as if the device were lost, so tests can check the failure path without a real loss.
   bool inject_submit_failure() { return fail_submit_in_.fetch_sub(1) == 0; }
 
+  // A queue's timeline semaphore and the highest ticket issued on it. Timelines outlive their queue:
+  // another queue's submitted batch may still wait on one (a device-side wait for a value long reached,
+  // which the driver may still be looking at), and a VkSemaphore must not be destroyed while a pending
+  // batch names it. So a destroyed queue gives its timeline back; the next queue created continues it
+  // above `last` (waits for lower values stay satisfied), and the device destroys them when it closes,
+  // after vkDeviceWaitIdle.
+  struct Timeline {
+    VkSemaphore sem = VK_NULL_HANDLE;
+    uint64_t last = 0;
+  };
+  Timeline acquire_timeline();  // throws std::runtime_error
+  void release_timeline(Timeline t);
+
   // Device loss or a failed submission: every later submission fails with `failure()`.
   void mark_failed(const std::string& why);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -73,6 +86,8 @@ struct Device {
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
   std::mutex pipelines_mu_;
   std::vector<VkPipeline> pipelines_;
+  std::mutex timelines_mu_;
+  std::vector<Timeline> spare_timelines_;
   std::atomic<bool> failed_{false};
   std::atomic<int64_t> fail_submit_in_{-1};  // < 0: never
   std::mutex failure_mu_;

@@ -70,16 +70,17 @@ Queue::Queue(Device& device, braid_queue_kind kind)
   pi.queueFamilyIndex = vkq_.family;
   if (vk.vkCreateCommandPool(device_.handle(), &pi, nullptr, &cmd_pool_) != VK_SUCCESS)
     throw std::runtime_error("vkCreateCommandPool failed");
-  VkSemaphoreTypeCreateInfo ti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
-  ti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
-  VkSemaphoreCreateInfo si{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
-  si.pNext = &ti;
-  if (vk.vkCreateSemaphore(device_.handle(), &si, nullptr, &timeline_) != VK_SUCCESS) {
+  Device::Timeline t;
+  try {
+    t = device_.acquire_timeline();
+  } catch (...) {
     vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
-    throw std::runtime_error("vkCreateSemaphore (timeline) failed");
+    throw;
   }
+  timeline_ = t.sem;
+  next_ticket_ = t.last;
   if (staging_.allocate(kRingSize, &ring_) != BRAID_OK || ring_->block->mapped == nullptr) {
-    vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+    device_.release_timeline({timeline_, next_ticket_});
     vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
     throw std::runtime_error("cannot allocate the host-visible staging ring");
   }
@@ -91,17 +92,23 @@ Queue::~Queue() {
   {
     std::unique_lock lock(mu_);
     // Deferred work waits on other queues' semaphores; those queues finish it (or fail it).
-    cv_.wait(lock, [&] { return deferred_.empty() && !busy_; });
+    cv_.wait(lock, [&] { return deferred_.empty() && !busy_ && active_ == 0; });
     submit_open(lock);
     stop_ = true;
     cv_.notify_all();
   }
   completer_.join();
+  fire_watchers();
+  host::log(BRAID_LOG_DEBUG, ("vulkan: queue done: " + std::to_string(stats_.batches.load()) + " batches, " +
+                              std::to_string(stats_.device_waits.load()) + " device-side waits, " +
+                              std::to_string(stats_.host_held.load()) + " submissions held on the host, " +
+                              std::to_string(stats_.promoted.load()) + " held waits made device-side when submitted")
+                                 .c_str());
   const Vk& vk = device_.vk();
   for (auto& b : spare_) free_batch(*b);
   if (open_) free_batch(*open_);
   staging_.free(ring_);
-  vk.vkDestroySemaphore(device_.handle(), timeline_, nullptr);
+  device_.release_timeline({timeline_, next_ticket_});  // not destroyed: see Device::Timeline
   vk.vkDestroyCommandPool(device_.handle(), cmd_pool_, nullptr);
 }
 
@@ -117,6 +124,7 @@ std::unique_ptr<Queue::Batch> Queue::new_batch() {
     b->submit_error.clear();
     b->items.clear();
     b->readbacks.clear();
+    b->waits.clear();
     b->ring_end = ring_head_;
     return b;
   }
@@ -188,11 +196,34 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
   } else if (r != VK_SUCCESS) {
     b.submit_error = "vkEndCommandBuffer failed: " + vk_result_name(r);
   } else {
+    // Device-side waits, one per timeline (the latest ticket). A value the host has already seen reached
+    // needs no wait; nor does a failed semaphore (the items report the failure anyway, see
+    // complete_loop). Timelines outlive their queues (Device::Timeline), so naming one is always safe.
+    std::vector<VkSemaphore> wait_sems;
+    std::vector<uint64_t> wait_values;
+    for (const DeviceWait& w : b.waits) {
+      uint64_t v = 0;
+      if (w.what.sem->query(&v) != BRAID_OK || v >= w.what.value) continue;
+      auto it = std::find(wait_sems.begin(), wait_sems.end(), w.timeline);
+      if (it == wait_sems.end()) {
+        wait_sems.push_back(w.timeline);
+        wait_values.push_back(w.ticket);
+      } else {
+        uint64_t& t = wait_values[static_cast<size_t>(it - wait_sems.begin())];
+        t = std::max(t, w.ticket);
+      }
+    }
+    const std::vector<VkPipelineStageFlags> stages(wait_sems.size(), VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
     VkTimelineSemaphoreSubmitInfo ti{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+    ti.waitSemaphoreValueCount = static_cast<uint32_t>(wait_values.size());
+    ti.pWaitSemaphoreValues = wait_values.data();
     ti.signalSemaphoreValueCount = 1;
     ti.pSignalSemaphoreValues = &b.ticket;
     VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     si.pNext = &ti;
+    si.waitSemaphoreCount = static_cast<uint32_t>(wait_sems.size());
+    si.pWaitSemaphores = wait_sems.data();
+    si.pWaitDstStageMask = stages.data();
     si.commandBufferCount = 1;
     si.pCommandBuffers = &b.cmd;
     si.signalSemaphoreCount = 1;
@@ -201,8 +232,19 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
       std::lock_guard ql(vkq_.mu);
       r = device_.inject_submit_failure() ? VK_ERROR_DEVICE_LOST : vk.vkQueueSubmit(vkq_.queue, 1, &si, VK_NULL_HANDLE);
     }
+    ++stats_.batches;
     if (r == VK_SUCCESS) {
       b.submitted = true;
+      // From now on a wait for these values may happen on the device (never before: a wait must not
+      // precede its signal's submission, which could block a VkQueue shared with the signaller).
+      std::vector<braid_backend_semaphore_t::Watcher> fire;
+      for (const Item& it : b.items)
+        if (it.signal != nullptr)
+          it.signal->add_device_signal(it.signal_value, {device_.handle(), timeline_, b.ticket}, fire);
+      if (!fire.empty()) {
+        std::lock_guard fl(fired_mu_);
+        fired_.insert(fired_.end(), fire.begin(), fire.end());
+      }
     } else {
       b.submit_error = "vkQueueSubmit failed: " + vk_result_name(r);
       device_.mark_failed(b.submit_error);
@@ -348,9 +390,45 @@ void Queue::record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_des
   }
 }
 
+braid_status Queue::resolve_waits(const braid_work& work, std::vector<DeviceWait>& out, std::vector<Awaited>& after) {
+  for (uint32_t i = 0; i < work.num_waits; ++i) {
+    braid_backend_semaphore sem = work.waits[i];
+    const uint64_t want = work.wait_values[i];
+    uint64_t v = 0;
+    if (braid_status st = sem->query(&v); st != BRAID_OK) return st;
+    if (v >= want) continue;
+    auto at = sem->device_signal(want, device_.handle());
+    if (!at) {
+      // Reached or failed since submit looked (submit holds back any other wait until it is reached).
+      if (braid_status st = sem->query(&v); st != BRAID_OK) return st;
+      if (v >= want) continue;
+      return BRAID_ERR_INTERNAL;
+    }
+    out.push_back({at->timeline, at->ticket, {sem, want}});
+    after.push_back({sem, want});
+  }
+  return BRAID_OK;
+}
+
 void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
-  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}};
-  if (device_.failed()) {
+  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}, {}};
+  std::vector<DeviceWait> waits;
+  if (braid_status st = resolve_waits(work, waits, item.after); st != BRAID_OK) {
+    // Nothing is recorded: the work reports the failure instead of running on a failed producer's data.
+    item.status = st;
+    item.message = st == BRAID_ERR_INTERNAL ? "a semaphore wait was neither reached nor signalled on the device"
+                                             : "a semaphore this work waited on has failed";
+    item.after.clear();
+  } else if (!waits.empty()) {
+    // The wait applies to the whole batch: start what is already recorded without it.
+    if (open_ && (!open_->items.empty() || open_->commands > 0)) submit_open(lock);
+    Batch& b = open_batch();
+    b.waits.insert(b.waits.end(), waits.begin(), waits.end());
+    stats_.device_waits += waits.size();
+  }
+  if (item.status != BRAID_OK) {
+    // Failed before recording (above): nothing runs.
+  } else if (device_.failed()) {
     item.status = BRAID_ERR_DEVICE;
     item.message = "the Vulkan device failed earlier: " + device_.failure();
   } else {
@@ -391,7 +469,7 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
     if (d->status != BRAID_OK) {
       Batch& b = open_batch();
       b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
-                         "a semaphore this work waited on has failed", {}});
+                         "a semaphore this work waited on has failed", {}, {}});
       if (inflight_.empty()) submit_open(lock);
       continue;
     }
@@ -404,19 +482,62 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
   cv_.notify_all();
 }
 
+// One held wait of a deferred submission, told by two sources: the host notification (reached or
+// failed) and the watcher (a device-side signal was submitted). The first to come counts; the note
+// goes when both have come (a watcher that never fires is dropped instead).
 struct WaitNote {
   Queue* queue;
   void* deferred;
+  std::atomic<bool> counted{false};
+  std::atomic<int> refs{2};
+  static void release(WaitNote* n) {
+    if (n->refs.fetch_sub(1) == 1) std::unique_ptr<WaitNote> owned(n);
+  }
 };
 
-void Queue::on_wait_reached(void* user, braid_status status) {
-  std::unique_ptr<WaitNote> note(static_cast<WaitNote*>(user));
-  Queue& q = *note->queue;
-  std::unique_lock lock(q.mu_);
+// The first of a note's two callbacks counts the wait; the second touches nothing but the note (the
+// queue may be gone by then). While counting, active_ keeps the destructor waiting, since the queue
+// is touched again after its lock is released (to fire watchers).
+void Queue::count_wait(void* user, braid_status status, bool promoted) {
+  auto* note = static_cast<WaitNote*>(user);
+  if (note->counted.exchange(true)) {
+    WaitNote::release(note);
+    return;
+  }
+  Queue& q = *note->queue;  // alive: the deferred work this wait belongs to is still pending
   auto* d = static_cast<Deferred*>(note->deferred);
-  if (status != BRAID_OK && d->status == BRAID_OK) d->status = status;
-  --d->pending;
-  q.drain_deferred(lock);
+  WaitNote::release(note);
+  {
+    std::unique_lock lock(q.mu_);
+    ++q.active_;
+    if (promoted) ++q.stats_.promoted;
+    if (status != BRAID_OK && d->status == BRAID_OK) d->status = status;
+    --d->pending;
+    q.drain_deferred(lock);
+  }
+  q.fire_watchers();
+  std::lock_guard lock(q.mu_);
+  --q.active_;
+  q.cv_.notify_all();
+}
+
+void Queue::on_wait_reached(void* user, braid_status status) { count_wait(user, status, false); }
+
+// The deferred work is recorded with a device-side wait (resolve_waits finds the signal).
+void Queue::on_promoted(void* user) { count_wait(user, BRAID_OK, true); }
+
+void Queue::on_dropped(void* user) { WaitNote::release(static_cast<WaitNote*>(user)); }
+
+void Queue::fire_watchers() {
+  for (;;) {
+    std::vector<braid_backend_semaphore_t::Watcher> now;
+    {
+      std::lock_guard fl(fired_mu_);
+      now.swap(fired_);
+    }
+    if (now.empty()) return;
+    for (const auto& w : now) w.fire(w.user);
+  }
 }
 
 braid_status Queue::submit(const braid_work& work, const char** why) {
@@ -424,13 +545,20 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     *why = bad;
     return BRAID_ERR_INVALID_ARGUMENT;
   }
+  FireAfter fire{*this};  // destroyed after `lock`: runs with this queue's lock released
   std::unique_lock lock(mu_);
   std::vector<std::pair<braid_backend_semaphore, uint64_t>> unmet;
   for (uint32_t i = 0; i < work.num_waits; ++i) {
+    braid_backend_semaphore sem = work.waits[i];
     uint64_t v = 0;
-    braid_status st = work.waits[i]->query(&v);
-    if (st != BRAID_OK || v < work.wait_values[i]) unmet.emplace_back(work.waits[i], work.wait_values[i]);
+    braid_status st = sem->query(&v);
+    if (st == BRAID_OK && v >= work.wait_values[i]) continue;
+    // Signalled by work already submitted on this VkDevice: record now and wait on the device.
+    if (st == BRAID_OK && sem->device_signal(work.wait_values[i], device_.handle())) continue;
+    // Signalled by the host, another device, or work not submitted yet: hold it back on the host.
+    unmet.emplace_back(sem, work.wait_values[i]);
   }
+  if (!unmet.empty()) ++stats_.host_held;
   if (unmet.empty() && deferred_.empty() && !busy_) {
     busy_ = true;
     lock_ = &lock;
@@ -452,8 +580,20 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     return BRAID_OK;
   }
   lock.unlock();
-  // Registered outside the lock: a notification may run inside semaphore_notify.
-  for (auto& [sem, value] : unmet) sem->notify(value, &Queue::on_wait_reached, new WaitNote{this, raw});
+  // Registered outside the lock: a notification may run inside semaphore_notify. Each held wait is also
+  // watched for its device-side signal: once the signalling batch is submitted, the work is recorded
+  // with a device-side wait instead of waiting for the value to be reached on the host.
+  for (auto& [sem, value] : unmet) {
+    auto note = std::make_unique<WaitNote>();
+    note->queue = this;
+    note->deferred = raw;
+    WaitNote* n = note.release();  // owned by its two callbacks from here (WaitNote::release)
+    if (!sem->watch({value, device_.handle(), &Queue::on_promoted, &Queue::on_dropped, n})) {
+      if (sem->device_signal(value, device_.handle())) on_promoted(n);  // submitted meanwhile
+      else on_dropped(n);  // reached or failed: the notification below counts it
+    }
+    sem->notify(value, &Queue::on_wait_reached, n);
+  }
   return BRAID_OK;
 }
 
@@ -463,9 +603,14 @@ void Queue::complete_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [&] { return stop_ || !inflight_.empty(); });
-    if (inflight_.empty()) return;  // stop_ and drained
+    if (inflight_.empty()) {  // stop_ and drained
+      lock.unlock();
+      fire_watchers();
+      return;
+    }
     Batch* b = inflight_.front().get();
     lock.unlock();
+    fire_watchers();
     braid_status st = BRAID_OK;
     std::string msg;
     if (b->submitted) {
@@ -486,6 +631,15 @@ void Queue::complete_loop() {
     if (st == BRAID_OK)
       for (const auto& rb : b->readbacks) std::memcpy(rb.host, rb.staging, rb.bytes);
     for (auto& it : b->items) {
+      // Work that waited on the device for another submission's semaphore reports after it, and fails
+      // with it: its producer's work_end comes first (the host resolves inherited failures there), and
+      // a tokenless producer's failure reaches it through the semaphore. The wait is short: the producer's
+      // batch has finished on the device and its completion thread only has to report it.
+      for (const Awaited& a : it.after)
+        if (braid_status ws = a.sem->wait(a.value, UINT64_MAX); ws != BRAID_OK && it.status == BRAID_OK) {
+          it.status = ws;
+          it.message = "a semaphore this work waited on has failed";
+        }
       if (st == BRAID_OK && it.status == BRAID_OK)
         for (const Check& c : it.checks)
           if (*c.word != 0) {

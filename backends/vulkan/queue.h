@@ -1,8 +1,12 @@
 // A braid queue on a Vulkan device: work is recorded into the open batch (one command buffer) and
 // batches are submitted one vkQueueSubmit each; a completion thread waits for each batch on the
 // queue's Vulkan timeline semaphore, copies downloads out of staging, calls work_end per submission
-// and then signals the submissions' semaphores. See README.md for the design and why.
+// and then signals the submissions' semaphores. A wait on a braid semaphore whose signalling work is
+// already submitted on this VkDevice becomes a device-side wait on that queue's timeline; any other
+// wait holds the submission back on the host until the value is reached or its signalling batch is
+// submitted. See README.md ("Semaphores") for the design and why.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -16,6 +20,7 @@
 #include "device.h"
 #include "params.h"
 #include "shaders.h"
+#include "timeline.h"
 
 namespace braid::vk {
 
@@ -51,6 +56,14 @@ class Queue {
   Queue& operator=(const Queue&) = delete;
 
   braid_status submit(const braid_work& work, const char** why);
+  // Counters for the log line the destructor writes (BRAID_LOG=1 shows it; tests read it).
+  struct Stats {
+    std::atomic<uint64_t> batches{0};       // vkQueueSubmit calls
+    std::atomic<uint64_t> device_waits{0};  // braid semaphore waits resolved on the device
+    std::atomic<uint64_t> host_held{0};     // submissions held back on the host for a wait
+    std::atomic<uint64_t> promoted{0};      // held waits turned device-side once their signal was submitted
+  };
+  const Stats& stats() const { return stats_; }
   Device& device() { return device_; }
   bool on_own_thread() const { return std::this_thread::get_id() == completer_.get_id(); }
 
@@ -65,6 +78,11 @@ class Queue {
     const volatile uint32_t* word;  // in the staging ring, written by the device
     const char* message;
   };
+  // A braid semaphore value this queue waits for on the device.
+  struct Awaited {
+    braid_backend_semaphore sem;
+    uint64_t value;
+  };
   struct Item {
     void* token;
     braid_backend_semaphore signal;
@@ -72,6 +90,14 @@ class Queue {
     braid_status status;
     std::string message;
     std::vector<Check> checks;
+    // Waited for on the device: before the item reports, the completion thread waits (on the host) for
+    // each to be reached or failed, so a producer's failure, and its work_end, always come first.
+    std::vector<Awaited> after;
+  };
+  struct DeviceWait {
+    VkSemaphore timeline;  // another (or this) queue's timeline semaphore
+    uint64_t ticket;
+    Awaited what;          // the braid semaphore value it stands for
   };
   struct Batch {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -86,9 +112,11 @@ class Queue {
     std::vector<Item> items;
     std::vector<Readback> readbacks;
     std::vector<braid_backend_buffer_t*> overflow;  // staging beyond the ring, freed with the batch
+    std::vector<DeviceWait> waits;                   // device-side waits of the whole batch
   };
-  // A submission held back until the semaphores it waits on are reached (see README: waits are
-  // resolved on the host, so no batch ever blocks a shared VkQueue on a value not yet submitted).
+  // A submission held back until each semaphore it waits on without a submitted device-side signal is
+  // reached, or gets one (then it is recorded with a device-side wait): no batch ever waits on the
+  // device for a value whose signal is not submitted.
   struct Deferred {
     braid_work work;
     braid_kernel_call call;
@@ -110,9 +138,22 @@ class Queue {
   };
   Staged stage(std::unique_lock<std::mutex>& lock, uint64_t bytes);
   void record(std::unique_lock<std::mutex>& lock, const braid_work& work);  // under mu_
+  // The waits of `work` as device-side waits (appended to `out`) and the awaited values (to `after`).
+  // Returns BRAID_OK, or the failure of a semaphore waited on (then the work must not run).
+  braid_status resolve_waits(const braid_work& work, std::vector<DeviceWait>& out, std::vector<Awaited>& after);
   void record_copy(std::unique_lock<std::mutex>& lock, const braid_copy_desc& c, Item& item);
   void drain_deferred(std::unique_lock<std::mutex>& lock);
   static void on_wait_reached(void* user, braid_status status);
+  static void on_promoted(void* user);  // the held wait's signal was submitted: wait on the device
+  static void on_dropped(void* user);
+  static void count_wait(void* note, braid_status status, bool promoted);
+  // Watchers (see timeline.h) that this queue's submissions satisfied. They take other queues' locks,
+  // so they run only where this queue holds none: at the end of each entry point (FireAfter).
+  void fire_watchers();
+  struct FireAfter {
+    Queue& q;
+    ~FireAfter() { q.fire_watchers(); }
+  };
   void complete_loop();
   std::unique_ptr<Batch> new_batch();
   void free_batch(Batch& b);
@@ -136,8 +177,12 @@ class Queue {
   // Set while one thread records: later submissions queue up behind it (in deferred_) so that a
   // recording that waits for staging space cannot be overtaken. lock_ is that thread's lock.
   bool busy_ = false;
+  int active_ = 0;  // wait callbacks still touching this queue (see count_wait)
   std::vector<Check> pending_checks_;  // error words of the kernel being recorded
   std::unique_lock<std::mutex>* lock_ = nullptr;
+  Stats stats_;
+  std::mutex fired_mu_;  // a leaf lock
+  std::vector<braid_backend_semaphore_t::Watcher> fired_;
   std::thread completer_;
 };
 

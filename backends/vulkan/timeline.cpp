@@ -1,69 +1,63 @@
 #include "timeline.h"
 
-#include <chrono>
+#include <algorithm>
 
 braid_backend_semaphore_t::~braid_backend_semaphore_t() {
-  // Notifications still pending are told the semaphore is gone, so their owners can free what they hold.
-  for (auto& p : pending_) p.fn(p.user, BRAID_ERR_INVALID_STATE);
+  for (const Watcher& w : watchers_) w.drop(w.user);
 }
 
-braid_status braid_backend_semaphore_t::query(uint64_t* value) {
-  std::lock_guard lock(mu_);
-  *value = value_;
-  return failed_;
-}
-
-void braid_backend_semaphore_t::signal(uint64_t value) {
-  std::vector<Pending> due;
-  {
-    std::lock_guard lock(mu_);
-    if (value <= value_) return;
-    value_ = value;
-    for (size_t i = 0; i < pending_.size();) {
-      if (pending_[i].value <= value) {
-        due.push_back(pending_[i]);
-        pending_[i] = pending_.back();
-        pending_.pop_back();
-      } else {
-        ++i;
-      }
+void braid_backend_semaphore_t::prune_locked(uint64_t host_value) {
+  while (!signals_.empty() && signals_.front().value <= host_value) signals_.pop_front();
+  for (size_t i = 0; i < watchers_.size();) {
+    if (watchers_[i].value <= host_value) {
+      watchers_[i].drop(watchers_[i].user);  // its host notification fires (or fired) instead
+      watchers_[i] = watchers_.back();
+      watchers_.pop_back();
+    } else {
+      ++i;
     }
   }
-  cv_.notify_all();
-  for (auto& p : due) p.fn(p.user, BRAID_OK);  // outside the lock: a callback may submit more work
 }
 
-braid_status braid_backend_semaphore_t::wait(uint64_t value, uint64_t timeout_ns) {
-  std::unique_lock lock(mu_);
-  auto done = [&] { return value_ >= value || failed_ != BRAID_OK; };
-  if (timeout_ns == UINT64_MAX) {
-    cv_.wait(lock, done);
-  } else if (!cv_.wait_for(lock, std::chrono::nanoseconds(timeout_ns), done)) {
-    return BRAID_ERR_TIMEOUT;
-  }
-  return value_ >= value ? BRAID_OK : failed_;
-}
-
-void braid_backend_semaphore_t::notify(uint64_t value, void (*fn)(void*, braid_status), void* user) {
-  braid_status now;
-  {
-    std::lock_guard lock(mu_);
-    if (value_ < value && failed_ == BRAID_OK) {
-      pending_.push_back({value, fn, user});
-      return;
+void braid_backend_semaphore_t::add_device_signal(uint64_t value, const DeviceSignal& at, std::vector<Watcher>& fire) {
+  uint64_t host_value = 0;
+  if (query(&host_value) != BRAID_OK || host_value >= value) return;  // nobody will wait on the device
+  std::lock_guard lock(device_mu_);
+  prune_locked(host_value);
+  for (size_t i = 0; i < watchers_.size();) {
+    if (watchers_[i].value <= value && watchers_[i].device == at.device) {
+      fire.push_back(watchers_[i]);
+      watchers_[i] = watchers_.back();
+      watchers_.pop_back();
+    } else {
+      ++i;
     }
-    now = value_ >= value ? BRAID_OK : failed_;
   }
-  fn(user, now);
+  // Normally appended (one queue signals in order). A value below the last one (two queues signalling
+  // one semaphore) goes in its place, so the list stays sorted and lookups take the earliest signal.
+  auto at_pos = std::upper_bound(signals_.begin(), signals_.end(), value,
+                                 [](uint64_t v, const Entry& e) { return v < e.value; });
+  signals_.insert(at_pos, Entry{value, at});
 }
 
-void braid_backend_semaphore_t::fail(braid_status status) {
-  std::vector<Pending> due;
-  {
-    std::lock_guard lock(mu_);
-    if (failed_ == BRAID_OK) failed_ = status == BRAID_OK ? BRAID_ERR_INTERNAL : status;
-    due.swap(pending_);
-  }
-  cv_.notify_all();
-  for (auto& p : due) p.fn(p.user, status);
+std::optional<braid_backend_semaphore_t::DeviceSignal> braid_backend_semaphore_t::device_signal(uint64_t value,
+                                                                                                 VkDevice device) {
+  uint64_t host_value = 0;
+  if (query(&host_value) != BRAID_OK || host_value >= value) return std::nullopt;
+  std::lock_guard lock(device_mu_);
+  prune_locked(host_value);
+  for (const Entry& e : signals_)
+    if (e.value >= value && e.at.device == device) return e.at;
+  return std::nullopt;
+}
+
+bool braid_backend_semaphore_t::watch(const Watcher& w) {
+  uint64_t host_value = 0;
+  if (query(&host_value) != BRAID_OK || host_value >= w.value) return false;
+  std::lock_guard lock(device_mu_);
+  prune_locked(host_value);
+  for (const Entry& e : signals_)
+    if (e.value >= w.value && e.at.device == w.device) return false;
+  watchers_.push_back(w);
+  return true;
 }

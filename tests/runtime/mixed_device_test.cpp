@@ -190,6 +190,33 @@ TEST_CASE("mixed devices: a kernel error on vulkan does not poison the cpu's unr
   CHECK(braid_wait_all(m.ctx) == BRAID_ERR_KERNEL);
 }
 
+// Vulkan's two queues: the kernel runs on the compute queue, the copy out of it on the transfer queue,
+// waiting for the kernel on the device when the kernel's batch is already submitted. A kernel error must
+// reach the copy (never a silently successful copy of bad data, never a hang), every time: the copy
+// reports only after the kernel has (backends/vulkan/README.md, "Semaphores").
+TEST_CASE("mixed devices: a kernel error on vulkan's compute queue fails the copy out on its transfer queue") {
+  Mixed m;
+  if (!m.ready()) return;
+  std::vector<float> logits(12, 0.5f);
+  const int64_t ls[] = {3, 4}, lb[] = {3};
+  for (int round = 0; round < 20; ++round) {
+    std::vector<int32_t> labels = {0, 1, round % 2 == 0 ? 9 : 2};  // even rounds: 9 >= K = 4 fails
+    test::T tl, tb, loss, out;
+    BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
+    BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_INT32, 1, lb, labels.data(), labels.size() * 4, tb.out()));
+    BRAID_CHECK_OK(braid_softmax_cross_entropy(tl.t, tb.t, loss.out()));
+    BRAID_CHECK_OK(braid_copy(loss.t, m.cpu, out.out()));
+    if (round % 2 == 0) {
+      CHECK(braid_tensor_wait_to_read(out.t) == BRAID_ERR_KERNEL);
+      CHECK(braid_wait_all(m.ctx) == BRAID_ERR_KERNEL);
+    } else {
+      const auto got = to_vector(out.t, 3);
+      for (float v : got) CHECK(std::fabs(v - std::log(4.0f)) < 1e-5f);  // uniform logits: log K
+      BRAID_CHECK_OK(braid_wait_all(m.ctx));
+    }
+  }
+}
+
 // A failed submission (injected: BRAID_VULKAN_FAIL_SUBMIT=0 fails the device's first vkQueueSubmit as
 // a lost device would) fails the tensors it was computing, marks the device failed so later work
 // fails too, never hangs or aborts, and leaves the cpu device working.

@@ -1,9 +1,11 @@
-#include "timeline_semaphore.h"
+#include "host_semaphore.h"
 
 #include <chrono>
 #include <utility>
 
-braid_backend_semaphore_t::~braid_backend_semaphore_t() {
+namespace braid::plugin {
+
+HostSemaphore::~HostSemaphore() {
   std::vector<Notification> orphans;
   braid_status status;
   {
@@ -20,13 +22,13 @@ braid_backend_semaphore_t::~braid_backend_semaphore_t() {
   for (const Notification& n : orphans) n.fn(n.user, status);
 }
 
-braid_status braid_backend_semaphore_t::query(uint64_t* value) const {
+braid_status HostSemaphore::query(uint64_t* value) const {
   std::lock_guard lock(mu_);
   *value = value_;
   return status_;
 }
 
-void braid_backend_semaphore_t::signal(uint64_t value) {
+void HostSemaphore::signal(uint64_t value) {
   std::vector<Notification> ready;
   {
     std::lock_guard lock(mu_);
@@ -58,7 +60,7 @@ void braid_backend_semaphore_t::signal(uint64_t value) {
   for (const Notification& n : ready) n.fn(n.user, BRAID_OK);
 }
 
-void braid_backend_semaphore_t::fail(braid_status status) {
+void HostSemaphore::fail(braid_status status) {
   if (status == BRAID_OK) status = BRAID_ERR_INTERNAL;
   std::vector<Notification> fired;
   {
@@ -71,7 +73,7 @@ void braid_backend_semaphore_t::fail(braid_status status) {
   for (const Notification& n : fired) n.fn(n.user, status);
 }
 
-braid_status braid_backend_semaphore_t::wait(uint64_t value, uint64_t timeout_ns) {
+braid_status HostSemaphore::wait(uint64_t value, uint64_t timeout_ns) {
   std::unique_lock lock(mu_);
   auto done = [&] { return status_ != BRAID_OK || value_ >= value; };
   if (!done()) {
@@ -91,7 +93,7 @@ braid_status braid_backend_semaphore_t::wait(uint64_t value, uint64_t timeout_ns
   return value_ >= value ? BRAID_OK : BRAID_ERR_TIMEOUT;
 }
 
-void braid_backend_semaphore_t::notify(uint64_t value, NotifyFn fn, void* user) {
+void HostSemaphore::notify(uint64_t value, NotifyFn fn, void* user) {
   braid_status status;
   {
     std::lock_guard lock(mu_);
@@ -103,3 +105,5 @@ void braid_backend_semaphore_t::notify(uint64_t value, NotifyFn fn, void* user) 
   }
   fn(user, status);
 }
+
+}  // namespace braid::plugin
