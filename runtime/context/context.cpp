@@ -178,8 +178,9 @@ Device& braid_context_t::device(braid_device index, const char* what) {
 }
 
 TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
-  const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dtype_size(dtype);
-  if (shape.numel() != 0 && bytes / static_cast<uint64_t>(shape.numel()) != dtype_size(dtype))
+  const auto numel = static_cast<uint64_t>(shape.numel());
+  const uint64_t bytes = numel * dtype_size(dtype);
+  if (numel != 0 && bytes / numel != dtype_size(dtype))
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
   Block block = dev.allocator->allocate(bytes);
   auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);

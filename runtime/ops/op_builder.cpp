@@ -44,7 +44,11 @@ Tensor& OpBuilder::operand(braid_tensor t, const char* what) {
 
 Tensor& OpBuilder::input(braid_tensor t, const char* what) {
   Tensor& x = operand(t, what);
-  add_input_view(x, x.view());
+  auto& call = node_->call;
+  if (call.num_inputs >= BRAID_KERNEL_MAX_INPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many inputs");
+  x.write_view(call.inputs[call.num_inputs++]);
+  operands_[static_cast<size_t>(num_operands_++)] = &x;
+  add_read(x.storage.get());
   return x;
 }
 
@@ -87,7 +91,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
   Tensor& t = *ref;
   node_->out_bytes += t.storage->block.size;
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
-  call.outputs[call.num_outputs++] = t.view();
+  t.write_view(call.outputs[call.num_outputs++]);
   add_write(t.storage.get());
   outputs_[static_cast<size_t>(call.num_outputs - 1)] = std::move(ref);
   ++num_new_outputs_;

@@ -53,12 +53,14 @@ class OpBuilder {
   Context* ctx_ = nullptr;
   Device* device_ = nullptr;
   std::shared_ptr<OpNode> node_;
-  std::array<Storage*, OpNode::kMaxKeep> reads_{}, writes_{};
+  // Only [0, num_) of these arrays is ever read, so they are left uninitialised (zeroing them cost
+  // more per tiny op than filling them).
+  std::array<Storage*, OpNode::kMaxKeep> reads_, writes_;
   size_t num_reads_ = 0, num_writes_ = 0;
   std::array<TensorRef, BRAID_KERNEL_MAX_OUTPUTS> outputs_;
   // For autograd's hook in push(): the operands in kernel input order and every output.
-  std::array<Tensor*, BRAID_KERNEL_MAX_INPUTS> operands_{};
-  std::array<Tensor*, BRAID_KERNEL_MAX_OUTPUTS> out_tensors_{};
+  std::array<Tensor*, BRAID_KERNEL_MAX_INPUTS> operands_;
+  std::array<Tensor*, BRAID_KERNEL_MAX_OUTPUTS> out_tensors_;
   int num_operands_ = 0;
   uint32_t overwritten_ = 0;
   bool inplace_ = false;

@@ -69,17 +69,22 @@ uint64_t braid_tensor_t::bytes() const noexcept {
 }
 
 braid_buffer_view braid_tensor_t::view() const noexcept {
-  braid_buffer_view v{};
+  braid_buffer_view v;
+  write_view(v);
+  return v;
+}
+
+void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   v.buffer = storage->block.buffer;
   v.byte_offset = storage->block.offset;
   v.dtype = dtype;
   v.ndim = shape.ndim;
-  // Row-major strides computed in the same pass (every op calls this for every operand).
+  // Row-major strides computed in the same pass; the unused dimensions are zeroed, not left stale.
   int64_t stride = 1;
   for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
     v.strides[i] = stride;
     stride *= shape[i];
   }
-  return v;
+  for (int i = shape.ndim; i < BRAID_MAX_DIMS; ++i) v.shape[i] = v.strides[i] = 0;
 }
