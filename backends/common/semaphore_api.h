@@ -14,25 +14,13 @@
 #include <type_traits>
 
 #include "braid_backend.h"
+#include "guarded.h"
 
 namespace braid::plugin {
 
-namespace semaphore_detail {
-template <typename F>
-braid_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return BRAID_ERR_OUT_OF_MEMORY;
-  } catch (...) {
-    return BRAID_ERR_INTERNAL;
-  }
-}
-}  // namespace semaphore_detail
-
 template <typename Sem>
 braid_status semaphore_create(braid_backend_device device, uint64_t initial, Sem** out) {
-  return semaphore_detail::guarded([&] {
+  return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
     if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
@@ -56,7 +44,7 @@ braid_status semaphore_query(Sem* sem, uint64_t* value) {
 template <typename Sem>
 braid_status semaphore_signal(Sem* sem, uint64_t value) {
   if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return semaphore_detail::guarded([&] {
+  return guarded([&] {
     sem->signal(value);
     return BRAID_OK;
   });
@@ -65,13 +53,13 @@ braid_status semaphore_signal(Sem* sem, uint64_t value) {
 template <typename Sem>
 braid_status semaphore_wait(Sem* sem, uint64_t value, uint64_t timeout_ns) {
   if (sem == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return semaphore_detail::guarded([&] { return sem->wait(value, timeout_ns); });
+  return guarded([&] { return sem->wait(value, timeout_ns); });
 }
 
 template <typename Sem>
 braid_status semaphore_notify(Sem* sem, uint64_t value, void (*fn)(void*, braid_status), void* user) {
   if (sem == nullptr || fn == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  return semaphore_detail::guarded([&] {
+  return guarded([&] {
     sem->notify(value, fn, user);
     return BRAID_OK;
   });

@@ -17,6 +17,7 @@
 #include "host.h"
 #include "kernels/kernels.h"
 #include "queue.h"
+#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline_semaphore.h"
 #include "topology.h"
@@ -24,25 +25,13 @@
 namespace braid::cpu {
 namespace {
 
+using braid::plugin::guarded;
+
 // Global mutable state (2 of 2, with the host callbacks in host.cpp): how many queries are not yet
 // balanced by shutdown. The first query installs the host's callbacks, the last shutdown removes them.
 std::mutex g_query_mu;
 int g_query_refs = 0;
 
-// Nothing may unwind through the C ABI.
-template <typename F>
-braid_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return BRAID_ERR_OUT_OF_MEMORY;
-  } catch (const std::system_error& e) {
-    // std::thread reports a thread it could not start this way.
-    return e.code() == std::errc::resource_unavailable_try_again ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_INTERNAL;
-  } catch (...) {
-    return BRAID_ERR_INTERNAL;
-  }
-}
 
 void log_debug(const char* what, const char* why) {
   try {

@@ -17,6 +17,7 @@
 #include "kernels/kernels.h"
 #include "probe.h"
 #include "queue.h"
+#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline_semaphore.h"
 
@@ -27,20 +28,20 @@ namespace {
 std::mutex g_query_mu;
 int g_query_refs = 0;
 
+// The shared translation, plus: a CUDA call that failed (cudaError_t, thrown as runtime_error by
+// the plugin's wrappers) is the device's failure, logged.
 template <typename F>
 braid_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return BRAID_ERR_OUT_OF_MEMORY;
-  } catch (const std::system_error& e) {
-    return e.code() == std::errc::resource_unavailable_try_again ? BRAID_ERR_OUT_OF_MEMORY : BRAID_ERR_INTERNAL;
-  } catch (const std::runtime_error& e) {
-    host::log(BRAID_LOG_ERROR, e.what());
-    return BRAID_ERR_DEVICE;
-  } catch (...) {
-    return BRAID_ERR_INTERNAL;
-  }
+  return braid::plugin::guarded([&]() -> braid_status {
+    try {
+      return f();
+    } catch (const std::system_error&) {
+      throw;  // the shared translation knows these
+    } catch (const std::runtime_error& e) {
+      host::log(BRAID_LOG_ERROR, e.what());
+      return BRAID_ERR_DEVICE;
+    }
+  });
 }
 
 braid_status device_count(int32_t* out, const char** reason) {

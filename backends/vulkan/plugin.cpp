@@ -16,26 +16,19 @@
 #include "instance.h"
 #include "kernels.h"
 #include "queue.h"
+#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline.h"
 
 namespace braid::vk {
 namespace {
 
+using braid::plugin::guarded;
+
 // Global mutable state (with the host callbacks and the instance): queries not yet balanced by shutdown.
 std::mutex g_query_mu;
 int g_query_refs = 0;
 
-template <typename F>
-braid_status guarded(F&& f) noexcept {
-  try {
-    return f();
-  } catch (const std::bad_alloc&) {
-    return BRAID_ERR_OUT_OF_MEMORY;
-  } catch (...) {
-    return BRAID_ERR_INTERNAL;
-  }
-}
 
 void log_line(braid_log_level level, const std::string& s) {
   try {

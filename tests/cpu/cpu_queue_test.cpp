@@ -1,8 +1,6 @@
 // The CPU plugin's queues, opened directly as the host's loader would: submissions run in FIFO order
 // per submitting thread, also when more are queued than the lock-free ring holds (the overflow path),
 // and from several threads at once. Tokens recorded by work_begin on the queue thread give the order.
-#include <dlfcn.h>
-
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -11,6 +9,8 @@
 
 #include "braid_backend.h"
 #include <doctest/doctest.h>
+
+#include "plugin_loader.h"
 
 namespace {
 
@@ -28,16 +28,13 @@ const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, B
                               host_begin, host_end};
 
 struct Plugin {
-  void* lib = nullptr;
+  test::PluginLib plugin{BRAID_CPU_PLUGIN, &kHost};
   const braid_backend_api* api = nullptr;
   braid_backend_device device = nullptr;
   braid_backend_queue queue = nullptr;
   Plugin() {
-    lib = dlopen(BRAID_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    REQUIRE_MESSAGE(lib != nullptr, "dlopen failed: ", dlerror());
-    auto query = reinterpret_cast<braid_backend_query_fn>(dlsym(lib, BRAID_BACKEND_QUERY_SYMBOL));
-    REQUIRE((query != nullptr));
-    REQUIRE(query(BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, &kHost, &api) == BRAID_OK);
+    REQUIRE_MESSAGE(plugin.api() != nullptr, "cannot open the plugin: ", plugin.error());
+    api = plugin.api();
     REQUIRE(api->device_open(0, &device) == BRAID_OK);
     REQUIRE(api->queue_create(device, BRAID_QUEUE_COMPUTE, &queue) == BRAID_OK);
     std::lock_guard lock(g_mu);
@@ -46,8 +43,6 @@ struct Plugin {
   ~Plugin() {
     api->queue_destroy(queue);
     api->device_close(device);
-    api->shutdown();
-    // The plugin stays mapped: OpenBLAS and oneTBB keep process-wide state in it.
   }
 
   // A marker with a token, optionally waiting on `wait` and signalling `signal`.

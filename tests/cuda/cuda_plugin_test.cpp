@@ -14,6 +14,8 @@
 #include "braid_backend.h"
 #include <doctest/doctest.h>
 
+#include "plugin_loader.h"
+
 namespace {
 
 // The plugin opened directly, as the host's loader would, with a minimal host table.
@@ -23,20 +25,8 @@ void host_end(void*, braid_status, const char*) {}
 const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
                               host_begin, host_end};
 
-struct Plugin {
-  void* lib = nullptr;
-  const braid_backend_api* api = nullptr;
-  Plugin() {
-    lib = dlopen(BRAID_CUDA_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return;
-    auto query = reinterpret_cast<braid_backend_query_fn>(dlsym(lib, BRAID_BACKEND_QUERY_SYMBOL));
-    if (query != nullptr && query(BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, &kHost, &api) != BRAID_OK)
-      api = nullptr;
-  }
-  ~Plugin() {
-    if (api != nullptr) api->shutdown();
-    // The plugin stays mapped: cudart registers exit handlers in it.
-  }
+struct Plugin : test::PluginLib {
+  Plugin() : PluginLib(BRAID_CUDA_PLUGIN, &kHost) {}
 };
 
 struct Devices {
@@ -48,7 +38,7 @@ Devices probe_devices() {
   Plugin p;
   Devices d;
   const char* reason = nullptr;
-  if (p.api != nullptr && p.api->device_count(&d.count, &reason) == BRAID_OK && reason != nullptr) d.reason = reason;
+  if (p.api() != nullptr && p.api()->device_count(&d.count, &reason) == BRAID_OK && reason != nullptr) d.reason = reason;
   return d;
 }
 
@@ -69,15 +59,15 @@ bool driver_present() {
 
 TEST_CASE("cuda plugin: query answers and the table is ABI 1.1") {
   Plugin p;
-  REQUIRE_MESSAGE(p.lib != nullptr, "dlopen failed: ", dlerror());
-  REQUIRE(p.api != nullptr);
-  CHECK(std::string(p.api->name) == "cuda");
-  CHECK(p.api->abi_major == BRAID_BACKEND_ABI_MAJOR);
-  CHECK(p.api->abi_minor == BRAID_BACKEND_ABI_MINOR);
-  CHECK(p.api->struct_size == sizeof(braid_backend_api));
-  CHECK((p.api->device_props_json != nullptr));
+  REQUIRE_MESSAGE(p.lib() != nullptr, "cannot open the plugin: ", p.error());
+  REQUIRE(p.api() != nullptr);
+  CHECK(std::string(p.api()->name) == "cuda");
+  CHECK(p.api()->abi_major == BRAID_BACKEND_ABI_MAJOR);
+  CHECK(p.api()->abi_minor == BRAID_BACKEND_ABI_MINOR);
+  CHECK(p.api()->struct_size == sizeof(braid_backend_api));
+  CHECK((p.api()->device_props_json != nullptr));
   // Another major is refused.
-  auto query = reinterpret_cast<braid_backend_query_fn>(dlsym(p.lib, BRAID_BACKEND_QUERY_SYMBOL));
+  auto query = reinterpret_cast<braid_backend_query_fn>(dlsym(p.lib(), BRAID_BACKEND_QUERY_SYMBOL));
   const braid_backend_api* other = nullptr;
   CHECK(query(BRAID_BACKEND_ABI_MAJOR + 1, 0, &kHost, &other) == BRAID_ERR_ABI_MISMATCH);
   CHECK(other == nullptr);
@@ -85,8 +75,8 @@ TEST_CASE("cuda plugin: query answers and the table is ABI 1.1") {
 
 TEST_CASE("cuda plugin: kernel coverage matches the CPU backend's dtypes") {
   Plugin p;
-  REQUIRE(p.api != nullptr);
-  auto s = p.api->supports;
+  REQUIRE(p.api() != nullptr);
+  auto s = p.api()->supports;
   CHECK(s(BRAID_KOP_MATMUL, BRAID_FLOAT32) == 1);
   CHECK(s(BRAID_KOP_MATMUL, BRAID_FLOAT64) == 1);
   CHECK(s(BRAID_KOP_MATMUL, BRAID_INT32) == 0);
@@ -103,13 +93,13 @@ TEST_CASE("cuda plugin: kernel coverage matches the CPU backend's dtypes") {
 
 TEST_CASE("cuda plugin: device count and reason; no device means no handles") {
   Plugin p;
-  REQUIRE(p.api != nullptr);
+  REQUIRE(p.api() != nullptr);
   int32_t n = -1;
   const char* reason = nullptr;
-  REQUIRE(p.api->device_count(&n, &reason) == BRAID_OK);
+  REQUIRE(p.api()->device_count(&n, &reason) == BRAID_OK);
   REQUIRE(reason != nullptr);
   CHECK(n >= 0);
-  CHECK(p.api->device_count(nullptr, &reason) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(p.api()->device_count(nullptr, &reason) == BRAID_ERR_INVALID_ARGUMENT);
   if (!driver_present()) {
     CHECK(n == 0);
     CHECK(std::string(reason).find("libcuda.so.1") != std::string::npos);
@@ -117,18 +107,18 @@ TEST_CASE("cuda plugin: device count and reason; no device means no handles") {
   if (n == 0) {
     CHECK(std::strlen(reason) > 0);
     braid_backend_device dev = nullptr;
-    CHECK(p.api->device_open(0, &dev) == BRAID_ERR_NOT_FOUND);
+    CHECK(p.api()->device_open(0, &dev) == BRAID_ERR_NOT_FOUND);
     CHECK(dev == nullptr);
     braid_backend_device_props props{};
     props.struct_size = sizeof(props);
-    CHECK(p.api->device_props(0, &props) == BRAID_ERR_NOT_FOUND);
-    CHECK(p.api->device_props_json(0) == nullptr);
+    CHECK(p.api()->device_props(0, &props) == BRAID_ERR_NOT_FOUND);
+    CHECK(p.api()->device_props_json(0) == nullptr);
   } else {
     CHECK(std::strlen(reason) == 0);
-    CHECK(p.api->device_props_json(0) != nullptr);
+    CHECK(p.api()->device_props_json(0) != nullptr);
   }
-  CHECK(p.api->device_open(-1, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
-  CHECK(p.api->queue_submit(nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(p.api()->device_open(-1, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(p.api()->queue_submit(nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("cuda plugin: loads through the context and reports its devices or why there are none") {

@@ -10,7 +10,6 @@
 // report before its producer has. No timings: every check is an order of events.
 //
 // Skipped (visibly) without a Vulkan device.
-#include <dlfcn.h>
 
 #include <condition_variable>
 #include <cstring>
@@ -21,6 +20,8 @@
 #include "braid.h"
 #include "braid_backend.h"
 #include <doctest/doctest.h>
+
+#include "plugin_loader.h"
 
 namespace {
 
@@ -59,20 +60,8 @@ void host_end(void* token, braid_status status, const char*) {
 const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
                               host_begin, host_end};
 
-struct Plugin {
-  void* lib = nullptr;
-  const braid_backend_api* api = nullptr;
-  Plugin() {
-    lib = dlopen(BRAID_VULKAN_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) return;
-    auto query = reinterpret_cast<braid_backend_query_fn>(dlsym(lib, BRAID_BACKEND_QUERY_SYMBOL));
-    if (query != nullptr && query(BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, &kHost, &api) != BRAID_OK)
-      api = nullptr;
-  }
-  ~Plugin() {
-    if (api != nullptr) api->shutdown();
-    // The plugin stays mapped: the Vulkan loader and driver may have registered exit handlers in it.
-  }
+struct Plugin : test::PluginLib {
+  Plugin() : PluginLib(BRAID_VULKAN_PLUGIN, &kHost) {}
 };
 
 // Device 0 with a transfer and a compute queue, a semaphore for each, and helpers to submit work.
@@ -85,9 +74,9 @@ struct Rig {
   std::vector<braid_backend_buffer> buffers;
 
   bool open() {
-    REQUIRE_MESSAGE(p.lib != nullptr, "dlopen failed: ", dlerror());
-    REQUIRE(p.api != nullptr);
-    api = p.api;
+    REQUIRE_MESSAGE(p.lib() != nullptr, "cannot open the plugin: ", p.error());
+    REQUIRE(p.api() != nullptr);
+    api = p.api();
     int32_t n = 0;
     const char* reason = nullptr;
     REQUIRE(api->device_count(&n, &reason) == BRAID_OK);
