@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <mutex>
 
 namespace braid::plugin::host {
 namespace {
@@ -28,7 +29,7 @@ Callbacks read(const braid_host_api* api) {
   return cb;
 }
 
-// Global mutable state (one set per plugin library, next to the plugin's query refcount): the host's callbacks. We copy
+// Global mutable state (one set per plugin library, with the query count below): the host's callbacks. We copy
 // the function pointers rather than keep the host's table pointer, so the table need only live through
 // the query call. Atomics because queue threads read them while another context's query or shutdown
 // may run on another thread; they only change while no device is open (first query, last shutdown).
@@ -36,7 +37,8 @@ std::atomic<LogFn> g_log{nullptr};
 std::atomic<BeginFn> g_work_begin{nullptr};
 std::atomic<EndFn> g_work_end{nullptr};
 
-}  // namespace
+std::mutex g_query_mu;
+int g_query_refs = 0;  // guarded by g_query_mu
 
 void install(const braid_host_api* api) {
   Callbacks cb = read(api);
@@ -51,7 +53,26 @@ bool matches(const braid_host_api* api) {
   return cur == read(api);
 }
 
-void uninstall() { install(nullptr); }
+}  // namespace
+
+braid_status acquire(const braid_host_api* api) {
+  std::lock_guard lock(g_query_mu);
+  if (g_query_refs == 0) {
+    install(api);
+  } else if (!matches(api)) {
+    return BRAID_ERR_INVALID_STATE;
+  }
+  ++g_query_refs;
+  return BRAID_OK;
+}
+
+void release(void (*last)()) {
+  std::lock_guard lock(g_query_mu);
+  if (g_query_refs == 0) return;
+  if (--g_query_refs > 0) return;
+  if (last != nullptr) last();
+  install(nullptr);
+}
 
 bool work_begin(void* token) {
   BeginFn fn = g_work_begin.load(std::memory_order_acquire);

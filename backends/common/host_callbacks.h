@@ -6,13 +6,13 @@
 
 namespace braid::plugin::host {
 
-// Installs the callbacks of `api` (NULL = none). Called by the first query.
-void install(const braid_host_api* api);
-// Whether `api` carries the installed callbacks. A later query must: one process-wide table cannot
-// serve two different hosts.
-bool matches(const braid_host_api* api);
-// Forgets the callbacks (the last shutdown).
-void uninstall();
+// The plugin's query count, one per plugin library. acquire (each successful query) installs the
+// callbacks of `api` on the first call and otherwise requires the same callbacks: one process-wide
+// table cannot serve two different hosts (BRAID_ERR_INVALID_STATE). release (each shutdown) runs
+// `last` (may be NULL), then forgets the callbacks, when it balances the first acquire; an unbalanced
+// release is ignored rather than underflowing. Both are thread-safe.
+braid_status acquire(const braid_host_api* api);
+void release(void (*last)() = nullptr);
 
 // Asks whether to run a submission; true when the host has no work_begin.
 bool work_begin(void* token);

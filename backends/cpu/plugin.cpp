@@ -27,11 +27,6 @@ namespace {
 
 using braid::plugin::guarded;
 
-// Global mutable state (2 of 2, with the host callbacks in host.cpp): how many queries are not yet
-// balanced by shutdown. The first query installs the host's callbacks, the last shutdown removes them.
-std::mutex g_query_mu;
-int g_query_refs = 0;
-
 
 void log_debug(const char* what, const char* why) {
   try {
@@ -153,9 +148,7 @@ int32_t supports(braid_kernel_op op, braid_dtype dtype) {
 }
 
 void shutdown() {
-  std::lock_guard lock(g_query_mu);
-  if (g_query_refs == 0) return;  // unbalanced shutdown: ignore rather than underflow
-  if (--g_query_refs == 0) host::uninstall();
+  host::release();
 }
 
 constexpr braid_backend_api kApi = {
@@ -180,14 +173,8 @@ extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[may
   *out = nullptr;
   // Only the major must match: either side may have the newer minor, as tables only grow at the end.
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  std::lock_guard lock(braid::cpu::g_query_mu);
   braid::cpu::install_fork_guard();
-  if (braid::cpu::g_query_refs == 0) {
-    braid::cpu::host::install(host);
-  } else if (!braid::cpu::host::matches(host)) {
-    return BRAID_ERR_INVALID_STATE;  // a second, different host in one process: see host.h
-  }
-  ++braid::cpu::g_query_refs;
+  if (braid_status s = braid::cpu::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
   *out = &braid::cpu::kApi;
   return BRAID_OK;
 }

@@ -6,9 +6,8 @@
 #include "host_callbacks.h"
 
 namespace braid::cuda::host {
-using ::braid::plugin::host::install;
-using ::braid::plugin::host::matches;
-using ::braid::plugin::host::uninstall;
+using ::braid::plugin::host::acquire;
+using ::braid::plugin::host::release;
 using ::braid::plugin::host::work_end;
 
 inline void log(braid_log_level level, const std::string& message) noexcept {

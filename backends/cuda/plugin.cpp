@@ -24,10 +24,6 @@
 namespace braid::cuda {
 namespace {
 
-// Global mutable state (with the host callbacks in host.cpp): queries not yet balanced by shutdown.
-std::mutex g_query_mu;
-int g_query_refs = 0;
-
 // The shared translation, plus: a CUDA call that failed (cudaError_t, thrown as runtime_error by
 // the plugin's wrappers) is the device's failure, logged.
 template <typename F>
@@ -132,9 +128,7 @@ int32_t supports(braid_kernel_op op, braid_dtype dtype) {
 }
 
 void shutdown() {
-  std::lock_guard lock(g_query_mu);
-  if (g_query_refs == 0) return;
-  if (--g_query_refs == 0) host::uninstall();
+  host::release();
 }
 
 const char* device_props_json(int32_t index) {
@@ -165,13 +159,7 @@ extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[may
   if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  std::lock_guard lock(braid::cuda::g_query_mu);
-  if (braid::cuda::g_query_refs == 0) {
-    braid::cuda::host::install(host);
-  } else if (!braid::cuda::host::matches(host)) {
-    return BRAID_ERR_INVALID_STATE;  // a second, different host in one process
-  }
-  ++braid::cuda::g_query_refs;
+  if (braid_status s = braid::cuda::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
   *out = &braid::cuda::kApi;
   return BRAID_OK;
 }

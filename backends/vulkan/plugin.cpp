@@ -25,10 +25,6 @@ namespace {
 
 using braid::plugin::guarded;
 
-// Global mutable state (with the host callbacks and the instance): queries not yet balanced by shutdown.
-std::mutex g_query_mu;
-int g_query_refs = 0;
-
 
 void log_line(braid_log_level level, const std::string& s) {
   try {
@@ -143,12 +139,7 @@ int32_t supports(braid_kernel_op op, braid_dtype dtype) {
 }
 
 void shutdown() {
-  std::lock_guard lock(g_query_mu);
-  if (g_query_refs == 0) return;
-  if (--g_query_refs == 0) {
-    release_instance();
-    host::uninstall();
-  }
+  host::release(release_instance);  // the last shutdown also releases it
 }
 
 const char* device_props_json(int32_t index) {
@@ -181,13 +172,7 @@ extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[may
   if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
   *out = nullptr;
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  std::lock_guard lock(braid::vk::g_query_mu);
-  if (braid::vk::g_query_refs == 0) {
-    braid::vk::host::install(host);
-  } else if (!braid::vk::host::matches(host)) {
-    return BRAID_ERR_INVALID_STATE;
-  }
-  ++braid::vk::g_query_refs;
+  if (braid_status s = braid::vk::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
   *out = &braid::vk::kApi;
   return BRAID_OK;
 }
