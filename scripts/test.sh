@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The full test job (what CI runs, through .ci/run):
 #
-#   1. build/ with warnings as errors; every ctest suite, then again with BRAID_CPU_DEVICES=2
-#      (multi-device paths) and with BRAID_ENGINE=sync (every op completes at push time)
+#   1. build/ with warnings as errors; every ctest suite with BRAID_CPU_DEVICES=1 (one device with
+#      every core: the kernels' threaded paths), then again with BRAID_CPU_DEVICES=2 (multi-device
+#      paths) and with BRAID_ENGINE=sync (every op completes at push time). BRAID_CPU_DEVICES is always
+#      set: the ops suites default to 2 devices when it is not.
 #   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
 #   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU (see below)
 #   Both sanitizer runs are repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
@@ -90,7 +92,7 @@ vulkan_validation() {
 
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
-  step "ctest" run_ctest build
+  step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
   step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2
   step "ctest, BRAID_ENGINE=sync" run_ctest build BRAID_ENGINE=sync
   if [[ -e build/lib/libbraid-backend-vulkan.so ]]; then
@@ -114,7 +116,8 @@ asan_env=(
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )
 if step "build (build-asan/, ASan+UBSan)" scripts/build.sh --sanitize address; then
-  step "ctest ASan+UBSan" run_ctest build-asan "${asan_env[@]}" -R "$sanitized_tests"
+  step "ctest ASan+UBSan, BRAID_CPU_DEVICES=1" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=1 \
+    -R "$sanitized_tests"
   step "ctest ASan+UBSan, BRAID_CPU_DEVICES=2" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=2 \
     -R "$sanitized_tests"
   if [[ -e build-asan/lib/libbraid-backend-vulkan.so ]]; then

@@ -14,15 +14,13 @@
 namespace braid::cpu {
 namespace {
 
-// OpenBLAS keeps its own pthread pool beside TBB's workers. A kernel calls BLAS from the queue thread
-// (not from inside a parallel_for chunk), while the arena's other threads sleep, so OpenBLAS may use as
-// many threads as the device has cores and no more. Its default, every core of the machine, would put
-// two busy threads on each core as soon as BRAID_CPU_DEVICES splits the machine and the devices run
-// GEMMs at once. The setting is process-wide; every device of one split asks for the same number, so
-// only the first open changes it (resizing OpenBLAS's pool under another device's running GEMM is not
-// safe).
-void limit_openblas_threads(int cores) {
-  if (openblas_get_num_threads() != cores) openblas_set_num_threads(cores);
+// OpenBLAS keeps its own pthread pool beside TBB's workers, and its idle threads spin (sched_yield)
+// for a long while after each call: with both pools on the same cores, each stole the cores from the
+// other (LeNet's second conv ran at a third of its gemm speed). So OpenBLAS runs single-threaded and
+// kernels split a gemm over the arena themselves (kernels/blas.h: parallel_gemm). The setting is
+// process-wide and the same for every device, so it is only changed when it differs.
+void single_threaded_openblas() {
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
 // Stable across runs and machines: FNV-1a over "braid-cpu:<index>", widened to 128 bits by two
@@ -78,7 +76,7 @@ braid_backend_device_props device_props(const DeviceShare& share) {
 braid_backend_device_t::braid_backend_device_t(const braid::cpu::DeviceShare& share)
     : share_(share), tbb_handle_(tbb::attach{}), arena_(share.cores, 1), exec_(arena_) {
   arena_.initialize();  // create the arena now, not inside the first kernel's timing
-  braid::cpu::limit_openblas_threads(share.cores);
+  braid::cpu::single_threaded_openblas();
 }
 
 braid_backend_device_t::~braid_backend_device_t() {

@@ -77,6 +77,11 @@ Array concat(std::span<const Array> xs, int32_t axis);
 
 // ---- neural network ----
 Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride, std::array<int, 2> padding);
+// The gradients of conv2d's output with head dy, by x (of shape x_shape) and by w (of shape w_shape).
+Array conv2d_backward_data(const Array& dy, const Array& w, const Shape& x_shape, std::array<int, 2> stride,
+                           std::array<int, 2> padding);
+Array conv2d_backward_weight(const Array& dy, const Array& x, const Shape& w_shape, std::array<int, 2> stride,
+                             std::array<int, 2> padding);
 Array pool2d(const Array& x, braid_pool_kind kind, std::array<int, 2> kernel, std::array<int, 2> stride,
              std::array<int, 2> padding, bool global);
 

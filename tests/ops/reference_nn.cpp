@@ -9,28 +9,63 @@
 
 namespace ref {
 
-Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride, std::array<int, 2> padding) {
-  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
-  const int64_t K = w.shape[0], R = w.shape[2], S = w.shape[3];
-  if (w.shape[1] != C) throw std::invalid_argument("ref::conv2d: channel mismatch");
-  const int64_t sh = stride[0], sw = stride[1], ph = padding[0], pw = padding[1];
-  const int64_t P = (H + 2 * ph - R) / sh + 1, Q = (W + 2 * pw - S) / sw + 1;
-  Array out({N, K, P, Q});
-  for (int64_t n = 0; n < N; ++n)
-    for (int64_t k = 0; k < K; ++k)
-      for (int64_t p = 0; p < P; ++p)
-        for (int64_t q = 0; q < Q; ++q) {
-          double s = bias ? bias->data[static_cast<size_t>(k)] : 0.0;
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t r = 0; r < R; ++r)
-              for (int64_t t = 0; t < S; ++t) {
-                const int64_t h = p * sh - ph + r, v = q * sw - pw + t;
-                if (h < 0 || h >= H || v < 0 || v >= W) continue;  // zero padding
-                s += x.at(std::array{n, c, h, v}) * w.at(std::array{k, c, r, t});
+namespace {
+
+struct ConvShape {
+  int64_t N, C, H, W, K, R, S, P, Q;
+};
+
+ConvShape conv_shape(const Shape& x, const Shape& w, std::array<int, 2> stride, std::array<int, 2> padding) {
+  if (w[1] != x[1]) throw std::invalid_argument("ref::conv2d: channel mismatch");
+  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], (x[2] + 2 * padding[0] - w[2]) / stride[0] + 1,
+          (x[3] + 2 * padding[1] - w[3]) / stride[1] + 1};
+}
+
+// f(y index, x index, w index) for every product x * w that conv2d sums into an output element (taps
+// over zero padding skipped); the forward op and both of its gradients are this one sum read three ways.
+template <class F>
+void for_each_tap(const ConvShape& g, std::array<int, 2> stride, std::array<int, 2> padding, F&& f) {
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t p = 0; p < g.P; ++p)
+        for (int64_t q = 0; q < g.Q; ++q) {
+          const size_t yi = static_cast<size_t>(((n * g.K + k) * g.P + p) * g.Q + q);
+          for (int64_t c = 0; c < g.C; ++c)
+            for (int64_t r = 0; r < g.R; ++r)
+              for (int64_t t = 0; t < g.S; ++t) {
+                const int64_t h = p * stride[0] - padding[0] + r, v = q * stride[1] - padding[1] + t;
+                if (h < 0 || h >= g.H || v < 0 || v >= g.W) continue;  // zero padding
+                f(yi, static_cast<size_t>(((n * g.C + c) * g.H + h) * g.W + v),
+                  static_cast<size_t>(((k * g.C + c) * g.R + r) * g.S + t));
               }
-          out.at(std::array{n, k, p, q}) = s;
         }
+}
+
+}  // namespace
+
+Array conv2d(const Array& x, const Array& w, const Array* bias, std::array<int, 2> stride, std::array<int, 2> padding) {
+  const ConvShape g = conv_shape(x.shape, w.shape, stride, padding);
+  Array out({g.N, g.K, g.P, g.Q});
+  if (bias)
+    for (size_t i = 0; i < out.data.size(); ++i) out.data[i] = bias->data[i / static_cast<size_t>(g.P * g.Q) % g.K];
+  for_each_tap(g, stride, padding, [&](size_t yi, size_t xi, size_t wi) { out.data[yi] += x.data[xi] * w.data[wi]; });
   return out;
+}
+
+Array conv2d_backward_data(const Array& dy, const Array& w, const Shape& x_shape, std::array<int, 2> stride,
+                           std::array<int, 2> padding) {
+  const ConvShape g = conv_shape(x_shape, w.shape, stride, padding);
+  Array dx(x_shape);
+  for_each_tap(g, stride, padding, [&](size_t yi, size_t xi, size_t wi) { dx.data[xi] += dy.data[yi] * w.data[wi]; });
+  return dx;
+}
+
+Array conv2d_backward_weight(const Array& dy, const Array& x, const Shape& w_shape, std::array<int, 2> stride,
+                             std::array<int, 2> padding) {
+  const ConvShape g = conv_shape(x.shape, w_shape, stride, padding);
+  Array dw(w_shape);
+  for_each_tap(g, stride, padding, [&](size_t yi, size_t xi, size_t wi) { dw.data[wi] += dy.data[yi] * x.data[xi]; });
+  return dw;
 }
 
 Array pool2d(const Array& x, braid_pool_kind kind, std::array<int, 2> kernel, std::array<int, 2> stride,

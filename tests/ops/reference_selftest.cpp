@@ -186,6 +186,32 @@ TEST_CASE("reference: conv2d and pool2d") {
   CHECK(g.data == std::vector<double>{5});
 }
 
+TEST_CASE("reference: conv2d gradients") {
+  const Array x({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  const Array w({1, 1, 2, 2}, 1.0);
+  const Array first({1, 1, 2, 2}, {1, 0, 0, 0}), last({1, 1, 2, 2}, {0, 0, 0, 1});
+  CHECK(ref::conv2d_backward_data(first, w, x.shape, {1, 1}, {0, 0}).data ==
+        std::vector<double>{1, 1, 0, 1, 1, 0, 0, 0, 0});
+  CHECK(ref::conv2d_backward_weight(first, x, w.shape, {1, 1}, {0, 0}).data == std::vector<double>{1, 2, 4, 5});
+  CHECK(ref::conv2d_backward_weight(last, x, w.shape, {1, 1}, {0, 0}).data == std::vector<double>{5, 6, 8, 9});
+  // Adjoints: <dy, conv(x, w)> = <dx, x> = <dw, w> with stride and padding.
+  const Array xs({2, 2, 5, 4}, 0.0), ws({3, 2, 3, 2}, 0.0);
+  Array a = xs, b = ws;
+  for (size_t i = 0; i < a.data.size(); ++i) a.data[i] = double(i % 7) - 3.0;
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = double(i % 5) - 2.0;
+  const Array y = ref::conv2d(a, b, nullptr, {2, 1}, {1, 1});
+  Array dy = y;
+  for (size_t i = 0; i < dy.data.size(); ++i) dy.data[i] = double(i % 3) - 1.0;
+  auto dot = [](const Array& u, const Array& v) {
+    double s = 0;
+    for (size_t i = 0; i < u.data.size(); ++i) s += u.data[i] * v.data[i];
+    return s;
+  };
+  const double want = dot(dy, y);
+  CHECK(dot(ref::conv2d_backward_data(dy, b, a.shape, {2, 1}, {1, 1}), a) == want);
+  CHECK(dot(ref::conv2d_backward_weight(dy, a, b.shape, {2, 1}, {1, 1}), b) == want);
+}
+
 TEST_CASE("reference: batch norm training and inference") {
   const Array x({2, 1}, {1, 3});
   const Array one({1}, 1.0), zero({1}, 0.0), gamma({1}, 2.0), beta({1}, 0.5);

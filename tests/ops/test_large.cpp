@@ -146,6 +146,34 @@ TEST_CASE("large: matmul, conv2d, pooling and batch norm on network-sized inputs
   }
 }
 
+// LeNet's second conv at batch 32: groups of 6 images (about one core's L2 of columns each), so the
+// CPU backend runs several groups per core at once with per-core scratch and partial weight gradients.
+TEST_CASE("large: conv2d forward, data and weight gradients over many groups of images") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const ref::Array x = harness::random_array({32, 20, 13, 13}, -1, 1, dt, 220);
+        const ref::Array w = harness::random_array({50, 20, 5, 5}, -1, 1, dt, 221),
+                         bias = harness::random_array({50}, -1, 1, dt, 222);
+        const ref::Array dy = harness::random_array({32, 50, 9, 9}, -1, 1, dt, 223);
+        const auto tx = harness::upload(dev.index, dt, x), tw = harness::upload(dev.index, dt, w);
+        const auto tdy = harness::upload(dev.index, dt, dy);
+        CHECK_CLOSE(harness::download(braid::conv2d(tx, tw, harness::upload(dev.index, dt, bias))),
+                    ref::conv2d(x, w, &bias, {1, 1}, {0, 0}), tol::of(Kind::gemm, dt));
+        braid_tensor dx = nullptr, dw = nullptr;
+        REQUIRE(braid_conv2d_backward_data(tdy.get(), tw.get(), x.shape.data(), nullptr, &dx) == BRAID_OK);
+        REQUIRE(braid_conv2d_backward_weight(tdy.get(), tx.get(), w.shape.data(), nullptr, &dw) == BRAID_OK);
+        const auto gx = braid::Tensor::adopt(dx), gw = braid::Tensor::adopt(dw);
+        CHECK_CLOSE(harness::download(gx), ref::conv2d_backward_data(dy, w, x.shape, {1, 1}, {0, 0}),
+                    tol::of(Kind::gemm, dt));
+        CHECK_CLOSE(harness::download(gw), ref::conv2d_backward_weight(dy, x, w.shape, {1, 1}, {0, 0}),
+                    tol::of(Kind::gemm, dt));
+      }
+    });
+  }
+}
+
 TEST_CASE("large: optimizer updates over 100k parameters") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {

@@ -84,9 +84,9 @@ void suite_gemm(Run& run) {
 
 #if BRAID_BENCH_HAVE_OPENBLAS
   // The baseline gets the cores the CPU backend gives the device (all cores of the affinity mask for a
-  // single device), set the way the backend sets them: openblas_set_num_threads. The setting is
-  // process-wide and the backend shares this libopenblas, so it is changed only when it differs (the
-  // backend has already set it for a single device), only while braid is idle, and restored after.
+  // single device) as OpenBLAS threads. The setting is process-wide and the backend shares this
+  // libopenblas (running it single-threaded, splitting gemms over its own arena), so it is changed
+  // only while braid is idle, and restored after.
   const int threads = run.info.kind == BRAID_DEVICE_CPU && run.info.compute_units > 0 ? run.info.compute_units
                                                                                      : run.host_cores;
   const std::vector<float> ha = to_host(a.get()), hb = to_host(b.get());

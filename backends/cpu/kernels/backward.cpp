@@ -1,6 +1,6 @@
 // Backward kernels (ABI 1.1): CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT (im2col/col2im + one gemm per group of
-// images, as the forward conv), POOL2D_BWD, BATCH_NORM_BWD, SOFTMAX_CE_BWD. Every kernel overwrites its
-// outputs. Autograd (runtime/autograd) composes all other gradients from forward ops.
+// images, the groups spread over the cores as in the forward conv), POOL2D_BWD, BATCH_NORM_BWD,
+// SOFTMAX_CE_BWD. Every kernel overwrites its outputs. Autograd (runtime/autograd) composes all other gradients from forward ops.
 #include "common.h"
 // (common.h first: see the note at its top)
 #include <array>
@@ -16,20 +16,11 @@
 namespace braid::cpu::kern {
 namespace {
 
-// Column-matrix elements per group of images: 1 MiB of float, one core's L2 here, so im2col writes and
-// gemm reads stay in cache. (8 MiB groups were 1.3-1.8x slower for LeNet's second conv on this machine.)
-constexpr int64_t kColBudget = int64_t{1} << 18;
-
 template <class T> inline T& at(const braid_buffer_view& v, int64_t i) { return data_of<T>(v)[i * v.strides[0]]; }
 
 ConvGeom conv_geom(const Call& c, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y) {
   return ConvGeom{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], y.shape[2],
                   y.shape[3], std::max<int64_t>(1, c.i[0]), std::max<int64_t>(1, c.i[1]), c.i[2], c.i[3]};
-}
-
-// Images per group: the column matrix and the gathered gradient each within kColBudget elements.
-int64_t group_size(const ConvGeom& G) {
-  return std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, std::max(G.crs(), G.K) * G.pq()), 1, G.N);
 }
 
 // dyg [K, g*PQ] = dy of images n0 .. n0+g-1 ([g, K, PQ]) with the image axis moved inside.
@@ -58,31 +49,32 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
     DX.finish(ex);
     return;
   }
-  const int64_t GS = group_size(G), CRS = G.crs(), PQ = G.pq();
-  // The vector col2im reads up to kCol2imMargin elements around the column matrix: zeroed margins.
+  const GroupPlan plan = plan_groups(ex, G);
+  const int64_t GS = plan.size, CRS = G.crs(), PQ = G.pq();
+  // The vector col2im reads up to kCol2imMargin elements around a column matrix: each run's matrix
+  // has zeroed margins on both sides.
   const bool vec = col2im_vector_path(G);
   const int64_t margin = vec ? kCol2imMargin : 0;
-  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ + 2 * margin)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
-  T* const col = col_buf.get() + margin;
-  if (vec) {
-    std::fill_n(col_buf.get(), margin, T(0));
-    std::fill_n(col + CRS * GS * PQ, margin, T(0));
-  }
-  for (int64_t n0 = 0; n0 < G.N; n0 += GS) {
-    const int64_t g = std::min(GS, G.N - n0), ld = g * PQ;
+  const int64_t col_size = CRS * GS * PQ + 2 * margin, dyg_size = GS > 1 ? G.K * GS * PQ : 0;
+  const Scratch<T> col_buf(0, size_t(plan.parts * col_size)), dyg_buf(1, size_t(plan.parts * dyg_size));
+  for_each_group(ex, G, plan, [&](Exec& on, const ImageGroup& grp) {
+    const int64_t n0 = grp.n0, g = grp.g, ld = g * PQ;
+    T* const col = col_buf.get() + grp.part * col_size + margin;
+    if (vec && grp.first) std::fill_n(col - margin, margin, T(0));
     const T* dyg = DY.get() + n0 * G.K * PQ;
     if (g > 1) {
-      gather_dy(ex, G, DY.get(), n0, g, dyg_buf.get());
-      dyg = dyg_buf.get();
+      T* const gathered = dyg_buf.get() + grp.part * dyg_size;
+      gather_dy(on, G, DY.get(), n0, g, gathered);
+      dyg = gathered;
     }
-    gemm(true, false, CRS, ld, G.K, Wt.get(), CRS, dyg, ld, T(0), col, ld);
+    parallel_gemm(on, true, false, CRS, ld, G.K, Wt.get(), CRS, dyg, ld, T(0), col, ld);
     if (vec) {
-      if (g < GS) std::fill_n(col + CRS * ld, margin, T(0));  // the last group's matrix ends earlier
-      col2im_s1(ex, G, col, n0, g, dx);
+      std::fill_n(col + CRS * ld, margin, T(0));  // after this group's matrix (a last group is narrower)
+      col2im_s1(on, G, col, n0, g, dx);
     } else {
-      col2im(ex, G, col, n0, g, dx);
+      col2im(on, G, col, n0, g, dx);
     }
-  }
+  });
   DX.finish(ex);
 }
 
@@ -258,18 +250,33 @@ void conv_bwd_weight_typed(Exec& ex, const Call& c) {
     DW.finish(ex);
     return;
   }
-  const int64_t GS = group_size(G);
-  const Scratch<T> col_buf(0, size_t(CRS * GS * PQ)), dyg_buf(1, GS > 1 ? size_t(G.K * GS * PQ) : 0);
-  for (int64_t n0 = 0; n0 < G.N; n0 += GS) {
-    const int64_t g = std::min(GS, G.N - n0), ld = g * PQ;
+  // Each run of groups sums its gemms into its own [K, CRS] (run 0 straight into dw); the runs then
+  // add up in a fixed order, so the result repeats run to run.
+  const GroupPlan plan = plan_groups(ex, G);
+  const int64_t GS = plan.size, KCRS = G.K * CRS;
+  const int64_t col_size = CRS * GS * PQ, dyg_size = GS > 1 ? G.K * GS * PQ : 0;
+  const Scratch<T> col_buf(0, size_t(plan.parts * col_size)), dyg_buf(1, size_t(plan.parts * dyg_size));
+  std::vector<T> partial(size_t((plan.parts - 1) * KCRS));
+  for_each_group(ex, G, plan, [&](Exec& on, const ImageGroup& grp) {
+    const int64_t n0 = grp.n0, g = grp.g, ld = g * PQ;
+    T* const col = col_buf.get() + grp.part * col_size;
     const T* dyg = DY.get() + n0 * G.K * PQ;
     if (g > 1) {
-      gather_dy(ex, G, DY.get(), n0, g, dyg_buf.get());
-      dyg = dyg_buf.get();
+      T* const gathered = dyg_buf.get() + grp.part * dyg_size;
+      gather_dy(on, G, DY.get(), n0, g, gathered);
+      dyg = gathered;
     }
-    im2col(ex, G, X.get(), n0, g, col_buf.get());
-    gemm(false, true, G.K, CRS, ld, dyg, ld, col_buf.get(), ld, n0 == 0 ? T(0) : T(1), dw, CRS);
-  }
+    im2col(on, G, X.get(), n0, g, col);
+    T* const acc = grp.part == 0 ? dw : partial.data() + (grp.part - 1) * KCRS;
+    parallel_gemm(on, false, true, G.K, CRS, ld, dyg, ld, col, ld, grp.first ? T(0) : T(1), acc, CRS);
+  });
+  if (plan.parts > 1)
+    parallel(ex, KCRS, kGrain, [&](int64_t b, int64_t e) {
+      for (int64_t part = 1; part < plan.parts; ++part) {
+        const T* src = partial.data() + (part - 1) * KCRS;
+        for (int64_t i = b; i < e; ++i) dw[i] += src[i];
+      }
+    });
   DW.finish(ex);
 }
 

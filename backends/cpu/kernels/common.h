@@ -222,6 +222,16 @@ inline void parallel(Exec& ex, int64_t n, int64_t grain, F&& f) {
   ex.parallel_for(n, grain, std::function<void(int64_t, int64_t)>(std::ref(f)));
 }
 
+// An Exec that runs everything on the calling thread: what a parallel_for chunk hands to the helpers
+// it calls (im2col, parallel_gemm, ...) when the chunk itself is the unit of parallelism.
+class SerialExec final : public Exec {
+ public:
+  void parallel_for(int64_t n, int64_t, const std::function<void(int64_t, int64_t)>& fn) override {
+    if (n > 0) fn(0, n);
+  }
+  int concurrency() const override { return 1; }
+};
+
 // ---- elementwise maps ----------------------------------------------------------------------------
 
 // Hot compute-bound loops (transcendentals, RNG, softmax) also get an AVX2+FMA clone that the loader

@@ -1,13 +1,12 @@
 // CONV2D (im2col + gemm) and POOL2D (max / average).
 //
 // Conv parallelism: images are grouped so that their im2col columns sit side by side in one
-// [C*R*S, g*P*Q] matrix (bounded scratch), im2col fills it in parallel over the arena, and ONE gemm
-// per group, threaded by OpenBLAS, computes [K, g*P*Q]. Why not one single-threaded gemm per image
-// spread over the batch: on the small images CNNs of this size use (LeNet's second layer: K=16,
-// P*Q=100) a per-image gemm is far too small to run at gemm speed, while a wide N dimension keeps
-// OpenBLAS's kernels at peak and splits evenly across cores; it also needs no per-call control of
-// OpenBLAS's thread count (running single-threaded gemms on every core would need a global switch).
-// The price is one scatter pass of the output (adding the bias on the way), cheap next to im2col.
+// [C*R*S, g*P*Q] matrix of about one core's L2 (im2col.h: plan_groups), and ONE gemm per group computes
+// [K, g*P*Q]. Why not one gemm per image: on the small images CNNs of this size use (LeNet's second
+// layer: P*Q=81) a per-image gemm is far too small to run at gemm speed, while a wide N dimension keeps
+// OpenBLAS's kernels at peak. Groups run in parallel, one core each (im2col, gemm and scatter of a group
+// on the core whose cache holds its columns); with fewer groups than cores each group is split over
+// all of them instead. The price is one scatter pass of the output (adding the bias on the way).
 // 1x1 stride-1 unpadded convolutions skip im2col: the image already is the column matrix. Stride-1
 // convolutions with few output channels use a direct kernel instead (see conv_direct_image).
 #include "common.h"
@@ -21,10 +20,6 @@
 
 namespace braid::cpu::kern {
 namespace {
-
-// Column-matrix elements per group of images: 1 MiB of float, one core's L2 here, so im2col writes and
-// gemm reads stay in cache. (8 MiB groups were 1.3-1.8x slower for LeNet's second conv on this machine.)
-constexpr int64_t kColBudget = int64_t{1} << 18;
 
 // ---- direct convolution (stride 1, few output channels) -------------------------------------------
 
@@ -117,34 +112,37 @@ void conv_typed(Exec& ex, const Call& c) {
   const T beta = bias ? T(1) : T(0);
 
   if (R == 1 && S == 1 && sh == 1 && sw == 1 && ph == 0 && pw == 0) {
-    auto one = [&](int64_t n) {
+    auto one = [&](Exec& on, int64_t n) {
       if (bias) init_bias(n);
-      gemm(false, false, K, PQ, C, w, C, x + n * C * HW, HW, beta, y + n * K * PQ, PQ);
+      parallel_gemm(on, false, false, K, PQ, C, w, C, x + n * C * HW, HW, beta, y + n * K * PQ, PQ);
     };
     if (double(K) * double(PQ) * double(C) < kSmallGemm)
-      parallel(ex, N, 1, [&](int64_t b, int64_t e) { for (int64_t n = b; n < e; ++n) one(n); });
+      parallel(ex, N, 1, [&](int64_t b, int64_t e) {
+        SerialExec serial;
+        for (int64_t n = b; n < e; ++n) one(serial, n);
+      });
     else
-      for (int64_t n = 0; n < N; ++n) one(n);
+      for (int64_t n = 0; n < N; ++n) one(ex, n);
     Y.finish(ex);
     return;
   }
 
-  // Group size: the column matrix and the gemm result each within kColBudget elements.
-  const int64_t G = std::clamp<int64_t>(kColBudget / std::max<int64_t>(1, std::max(CRS, K) * PQ), 1, N);
-  const Scratch<T> col_buf(0, size_t(CRS * G * PQ)), tmp_buf(1, G > 1 ? size_t(K * G * PQ) : 0);
-  T* const col = col_buf.get();
-  T* const tmp = tmp_buf.get();
-  for (int64_t n0 = 0; n0 < N; n0 += G) {
-    const int64_t g = std::min(G, N - n0), ld = g * PQ;
-    im2col(ex, geom, x, n0, g, col);
+  const GroupPlan plan = plan_groups(ex, geom);
+  const int64_t col_size = CRS * plan.size * PQ, tmp_size = plan.size > 1 ? K * plan.size * PQ : 0;
+  const Scratch<T> col_buf(0, size_t(plan.parts * col_size)), tmp_buf(1, size_t(plan.parts * tmp_size));
+  for_each_group(ex, geom, plan, [&](Exec& on, const ImageGroup& grp) {
+    const int64_t n0 = grp.n0, g = grp.g, ld = g * PQ;
+    T* const col = col_buf.get() + grp.part * col_size;
+    T* const tmp = tmp_buf.get() + grp.part * tmp_size;
+    im2col(on, geom, x, n0, g, col);
     if (g == 1) {
       if (bias) init_bias(n0);
-      gemm(false, false, K, PQ, CRS, w, CRS, col, ld, beta, y + n0 * K * PQ, PQ);
-      continue;
+      parallel_gemm(on, false, false, K, PQ, CRS, w, CRS, col, ld, beta, y + n0 * K * PQ, PQ);
+      return;
     }
-    gemm(false, false, K, ld, CRS, w, CRS, col, ld, T(0), tmp, ld);
+    parallel_gemm(on, false, false, K, ld, CRS, w, CRS, col, ld, T(0), tmp, ld);
     // Scatter [K, g, PQ] to [g, K, PQ], adding the bias.
-    parallel(ex, g * K, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
+    parallel(on, g * K, std::max<int64_t>(1, kGrain / std::max<int64_t>(PQ, 1)), [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         const int64_t img = t / K, k = t % K;
         const T* src = tmp + k * ld + img * PQ;
@@ -153,7 +151,7 @@ void conv_typed(Exec& ex, const Call& c) {
         for (int64_t i = 0; i < PQ; ++i) dst[i] = src[i] + add;
       }
     });
-  }
+  });
   Y.finish(ex);
 }
 

@@ -18,7 +18,7 @@ class Exec {
   // Calls fn(begin, end) on disjoint chunks covering [0, n), chunks of at least `grain` items, in
   // parallel on the device's cores. Runs inline when n <= grain or concurrency() == 1.
   virtual void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) = 0;
-  // Cores this device owns (its arena's concurrency). OpenBLAS is configured with this many threads.
+  // Cores this device owns (its arena's concurrency). OpenBLAS itself runs single-threaded (blas.h).
   virtual int concurrency() const = 0;
 };
 

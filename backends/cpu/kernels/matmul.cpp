@@ -96,21 +96,23 @@ void matmul_typed(Exec& ex, const Call& c) {
       for (int64_t i = 0; i < (swap ? N : M); ++i) std::fill_n(cbase + b * cbs + i * ldc, swap ? M : N, T(0));
   } else {
     const Operand<T> A(ex, va, ta), Bm(ex, vb, tb);
-    auto one = [&](int64_t b) {
+    // Small gemms of a batch each run whole on one core; a big one is split over the cores.
+    auto one = [&](Exec& on, int64_t b) {
       const Mat<T> a = A.at(b), bb = Bm.at(b);
       T* cp = cbase + b * cbs;
       if (swap)
-        gemm(!bb.trans, !a.trans, N, M, K, bb.p, bb.ld, a.p, a.ld, T(0), cp, ldc);
+        parallel_gemm(on, !bb.trans, !a.trans, N, M, K, bb.p, bb.ld, a.p, a.ld, T(0), cp, ldc);
       else
-        gemm(a.trans, bb.trans, M, N, K, a.p, a.ld, bb.p, bb.ld, T(0), cp, ldc);
+        parallel_gemm(on, a.trans, bb.trans, M, N, K, a.p, a.ld, bb.p, bb.ld, T(0), cp, ldc);
     };
     if (B > 1 && double(M) * double(N) * double(K) < kSmallGemm) {
       parallel(ex, B, std::max<int64_t>(1, int64_t(kSmallGemm / (double(M) * double(N) * double(K) + 1.0))),
                [&](int64_t b0, int64_t b1) {
-                 for (int64_t b = b0; b < b1; ++b) one(b);
+                 SerialExec serial;
+                 for (int64_t b = b0; b < b1; ++b) one(serial, b);
                });
     } else {
-      for (int64_t b = 0; b < B; ++b) one(b);
+      for (int64_t b = 0; b < B; ++b) one(ex, b);
     }
   }
   if (so.kind < 0) {
