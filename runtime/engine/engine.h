@@ -50,7 +50,9 @@ class Engine {
   // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
   // overlap (an in-place op lists a storage in both). If the backend refuses the submission, the op
   // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.
-  void push(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+  // Takes the caller's reference: it becomes the one the backend holds until work_end (OpNode::self),
+  // so a push costs no reference count of its own; pass a copy to wait on the node afterwards.
+  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
             std::span<Storage* const> writes, braid_queue_kind kind);
 
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
