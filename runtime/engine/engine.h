@@ -15,6 +15,7 @@
 #include <string>
 
 #include "braid_backend.h"
+#include "core/mutex.h"
 #include "engine/node.h"
 #include "memory/slot_pool.h"
 
@@ -81,7 +82,7 @@ class Engine {
   EngineOptions options_;
   Profiler& profiler_;
   mutable SlotPool node_pool_;
-  std::mutex mu_;  // vars, queue sequence numbers, deferred lists
+  Mutex mu_;  // vars, queue sequence numbers, deferred lists (taken once per push: core/mutex.h)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;
   std::string first_error_message_;

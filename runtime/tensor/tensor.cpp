@@ -1,5 +1,7 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
+
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -79,12 +81,15 @@ void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   v.byte_offset = storage->block.offset;
   v.dtype = dtype;
   v.ndim = shape.ndim;
-  // Row-major strides computed in the same pass; the unused dimensions are zeroed, not left stale.
+  // The unused dimensions are zeroed, not left stale: whole fixed-size arrays first (a few vector
+  // stores, where a loop from ndim was a branchy loop or a memset call per view), then the row-major
+  // strides in one pass over the dimensions in use.
+  std::fill(std::begin(v.shape), std::end(v.shape), int64_t{0});
+  std::fill(std::begin(v.strides), std::end(v.strides), int64_t{0});
   int64_t stride = 1;
   for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
     v.strides[i] = stride;
     stride *= shape[i];
   }
-  for (int i = shape.ndim; i < BRAID_MAX_DIMS; ++i) v.shape[i] = v.strides[i] = 0;
 }
