@@ -9,7 +9,7 @@
 namespace braid {
 void release_context(Context* ctx) noexcept;
 
-Tensor* TensorPool::acquire() {
+Tensor* TensorPool::acquire(bool* first) {
   std::lock_guard lock(mu_);
   Tensor* t;
   if (free_.size() > kQuarantine) {
@@ -20,16 +20,18 @@ Tensor* TensorPool::acquire() {
   }
   t->refs.store(1, std::memory_order_relaxed);
   t->magic.store(kLive, std::memory_order_release);
+  *first = live_++ == 0;
   return t;
 }
 
-void TensorPool::release(Tensor* t) noexcept {
+bool TensorPool::release(Tensor* t) noexcept {
   std::lock_guard lock(mu_);
   t->magic.store(kDead, std::memory_order_release);
   try {
     free_.push_back(t);
   } catch (...) {  // the slot is simply not reused
   }
+  return --live_ == 0;
 }
 
 TensorRef& TensorRef::operator=(TensorRef&& o) noexcept {
@@ -51,8 +53,7 @@ void release_tensor(Tensor* t) noexcept {
   t->ag.reset();       // may release the tape behind this tensor (other handles, recursively)
   t->storage.reset();  // the storage itself lives on while in-flight ops use it
   t->ctx = nullptr;
-  ctx->tensors.release(t);
-  release_context(ctx);
+  if (ctx->tensors.release(t)) release_context(ctx);  // the last live handle: drop the pool's reference
 }
 
 Tensor& checked_tensor(braid_tensor t, const char* what) {
