@@ -104,8 +104,10 @@ class CachingAllocator {
   MemoryStats stats_;
   // Small frees not yet taken (newest first). Nodes come from returned_nodes_, whose own free path is
   // lock-free too: the freeing thread allocates them, the taking thread returns them.
-  std::atomic<ReturnedBlock*> returned_{nullptr};
-  SlotPool returned_nodes_;
+  // On its own cache line: the freeing thread writes it on every free, the allocating thread the
+  // statistics and maps around it on every allocation.
+  alignas(64) std::atomic<ReturnedBlock*> returned_{nullptr};
+  alignas(64) SlotPool returned_nodes_;
 };
 
 }  // namespace braid
