@@ -1,6 +1,6 @@
 #include "tensor/tensor.h"
 
-#include <algorithm>
+#include <cstring>
 
 #include "context/context.h"
 #include "core/dtype.h"
@@ -85,8 +85,8 @@ void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   // The unused dimensions are zeroed, not left stale: whole fixed-size arrays first (a few vector
   // stores, where a loop from ndim was a branchy loop or a memset call per view), then the row-major
   // strides in one pass over the dimensions in use.
-  std::fill(std::begin(v.shape), std::end(v.shape), int64_t{0});
-  std::fill(std::begin(v.strides), std::end(v.strides), int64_t{0});
+  std::memset(v.shape, 0, sizeof v.shape);
+  std::memset(v.strides, 0, sizeof v.strides);
   int64_t stride = 1;
   for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
