@@ -27,6 +27,9 @@ struct CallbackScope {
 
 bool is_done(const std::shared_ptr<OpNode>& n) { return n->done.load(std::memory_order_acquire); }
 
+// Backpressure's low-water mark: a pusher blocked at the bound resumes once in-flight work is below it.
+uint64_t low_water(uint64_t bound) { return bound - bound / 4; }
+
 const OpNode* failed_producer(const OpNode& node) {
   for (const auto& producer : node.producers) {
     const OpNode* p = producer.get();
@@ -104,9 +107,23 @@ void Engine::throttle(Device& device) {
   };
   if (!over_now()) return;
   if (t_engine_callback_depth > 0) return;  // never block a backend thread
+  // Once at the bound, wait until the work in flight has drained to the low-water mark (3/4 of the
+  // bound), not merely below the bound: otherwise a pusher faster than its device is woken once per
+  // op that ends (a futex wake-up on each side per tiny op) instead of once per quarter of the bound.
+  const uint64_t low_ops = low_water(options_.max_inflight_ops);
+  const uint64_t low_bytes = low_water(options_.max_inflight_bytes);
+  auto over_low_now = [&] {
+    uint64_t ended_ops = device.ended.ops.load();
+    uint64_t ended_bytes = device.ended.bytes.load();
+    side.ended_seen.ops.store(ended_ops, std::memory_order_relaxed);
+    side.ended_seen.bytes.store(ended_bytes, std::memory_order_relaxed);
+    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
+    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
+    return ops > 0 && (ops >= low_ops || bytes >= low_bytes);
+  };
   std::unique_lock lock(device.backpressure_mu);
   device.backpressure_waiters.fetch_add(1);
-  device.backpressure_cv.wait(lock, [&] { return !over_now(); });
+  device.backpressure_cv.wait(lock, [&] { return !over_low_now(); });
   device.backpressure_waiters.fetch_sub(1);
 }
 
@@ -323,9 +340,19 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   std::shared_ptr<OpNode> self = std::move(n.self);
   dev.ended.bytes.fetch_add(n.out_bytes);
   dev.ended.ops.fetch_add(1);
+  // A waiting pusher wakes at the low-water mark (throttle), so only the end that reaches it notifies.
+  // Both counters are reloaded after both increments (seq_cst, like the waiter's), so of concurrent
+  // finishers at least one sees every increment and no end that reaches the mark goes unannounced.
   if (dev.backpressure_waiters.load() > 0) {
-    std::lock_guard lock(dev.backpressure_mu);
-    dev.backpressure_cv.notify_all();
+    const Device::PushSide& side = dev.push_side;
+    uint64_t ended_ops = dev.ended.ops.load();
+    uint64_t ended_bytes = dev.ended.bytes.load();
+    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
+    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
+    if (ops == 0 || (ops < low_water(options_.max_inflight_ops) && bytes < low_water(options_.max_inflight_bytes))) {
+      std::lock_guard lock(dev.backpressure_mu);
+      dev.backpressure_cv.notify_all();
+    }
   }
   // Last: a waiter that sees `done` may tear the context down, so nothing of it is touched after.
   n.done.store(true, std::memory_order_release);
