@@ -99,7 +99,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
 }
 
 void OpBuilder::require_kernel(braid_dtype dtype) {
-  if (!device_->api->supports(kop_, dtype))
+  if (!device_->supports(kop_, dtype))
     fail(BRAID_ERR_UNSUPPORTED, name_, ": the ", device_->backend->name, " backend has no ", dtype_name(dtype),
          " kernel for this op on ", device_->id);
 }
