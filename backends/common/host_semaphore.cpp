@@ -22,26 +22,44 @@ HostSemaphore::~HostSemaphore() {
   for (const Notification& n : orphans) n.fn(n.user, status);
 }
 
+void HostSemaphore::update_watched_locked() noexcept {
+  if (waiters_ == 0 && pending_.empty()) word_.fetch_and(~kWatched, std::memory_order_relaxed);
+}
+
 braid_status HostSemaphore::query(uint64_t* value) const {
   std::lock_guard lock(mu_);
-  *value = value_;
+  *value = this->value();
   return status_;
 }
 
 void HostSemaphore::signal(uint64_t value) {
+  value = clamp(value);
+  // Nobody waiting or watching: publish the value and touch nothing else (release: what the signaller
+  // did before is visible to whoever sees the value). Once the exchange succeeds `this` is not used
+  // again, so a waiter that sees the value may destroy the semaphore at once.
+  uint64_t w = word_.load(std::memory_order_relaxed);
+  while ((w & kWatched) == 0) {
+    if ((w >> 1) >= value) return;
+    if (word_.compare_exchange_weak(w, value << 1, std::memory_order_release, std::memory_order_relaxed)) return;
+  }
   std::vector<Notification> ready;
   {
     std::lock_guard lock(mu_);
-    if (value <= value_) return;
+    w = word_.load(std::memory_order_relaxed);
+    if ((w >> 1) >= value) return;
     if (!pending_.empty()) {
       // Reserve before changing anything, so running out of memory leaves the semaphore untouched.
       size_t n = 0;
       for (const Notification& p : pending_) n += p.value <= value ? 1 : 0;
       ready.reserve(n);
     }
-    value_ = value;
+    // The bit may have been cleared since we looked, letting lock-free signals in: keep the maximum.
+    while ((w >> 1) < value &&
+           !word_.compare_exchange_weak(w, (value << 1) | (w & kWatched), std::memory_order_release,
+                                        std::memory_order_relaxed)) {
+    }
     // Under the lock: once we unlock, a concurrent destructor may free the condition variable. Only
-    // when someone waits: this runs once per op, and most ops have no host waiter.
+    // when someone waits.
     if (waiters_ > 0) cv_.notify_all();
     if (!pending_.empty()) {
       auto keep = pending_.begin();
@@ -54,6 +72,7 @@ void HostSemaphore::signal(uint64_t value) {
       }
       pending_.erase(keep, pending_.end());
     }
+    update_watched_locked();
   }
   // Outside the lock and without touching `this`: a callback may submit work, signal other semaphores,
   // or even destroy this one.
@@ -69,15 +88,20 @@ void HostSemaphore::fail(braid_status status) {
     status_ = status;
     cv_.notify_all();
     fired.swap(pending_);
+    update_watched_locked();
   }
   for (const Notification& n : fired) n.fn(n.user, status);
 }
 
 braid_status HostSemaphore::wait(uint64_t value, uint64_t timeout_ns) {
+  value = clamp(value);
   std::unique_lock lock(mu_);
-  auto done = [&] { return status_ != BRAID_OK || value_ >= value; };
+  auto done = [&] { return status_ != BRAID_OK || this->value() >= value; };
   if (!done()) {
     ++waiters_;
+    // Watched from here: a signal either landed before this (the predicate below sees it) or takes
+    // the locked path and wakes us.
+    word_.fetch_or(kWatched, std::memory_order_acq_rel);
     // Timeouts beyond ~146 years are forever; this also keeps now() + timeout from overflowing.
     constexpr uint64_t kForever = uint64_t{1} << 62;
     if (timeout_ns >= kForever) {
@@ -87,19 +111,24 @@ braid_status HostSemaphore::wait(uint64_t value, uint64_t timeout_ns) {
       cv_.wait_until(lock, deadline, done);
     }
     --waiters_;
+    update_watched_locked();
     if (destroying_ && waiters_ == 0) cv_.notify_all();
   }
   if (status_ != BRAID_OK) return status_;
-  return value_ >= value ? BRAID_OK : BRAID_ERR_TIMEOUT;
+  return this->value() >= value ? BRAID_OK : BRAID_ERR_TIMEOUT;
 }
 
 void HostSemaphore::notify(uint64_t value, NotifyFn fn, void* user) {
+  value = clamp(value);
   braid_status status;
   {
     std::lock_guard lock(mu_);
-    if (status_ == BRAID_OK && value_ < value) {
+    if (status_ == BRAID_OK && this->value() < value) {
       pending_.push_back({value, fn, user});
-      return;
+      // Watched from here; a signal that landed in between is caught by the check below.
+      if ((word_.fetch_or(kWatched, std::memory_order_acq_rel) >> 1) < value) return;
+      pending_.pop_back();
+      update_watched_locked();
     }
     status = status_;
   }

@@ -3,6 +3,7 @@
 // (backends/vulkan/timeline.h adds the device-side signals; backends/cuda keeps its own event-based one).
 // Plugin-side code compiled into each plugin; it includes only abi/braid_backend.h.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -13,11 +14,19 @@
 namespace braid::plugin {
 
 // Thread-safe: any thread may signal, fail, wait or register a notification concurrently.
+//
+// A signal that nobody waits on or watches (the common case: once per op on a queue thread) is one
+// compare-exchange on a word holding the value and a "watched" bit, without the mutex: that bit is
+// set, under the mutex, while a thread waits or a notification is registered, and a signal that sees
+// it takes the locked path. Since both live in one word, a signal either lands before a waiter sets
+// the bit (the waiter then sees the value) or fails its exchange and takes the lock (and wakes it).
+// Values are therefore 63-bit: anything above 2^63 - 1 (signalled, waited for or watched) counts as
+// 2^63 - 1, which no timeline of ops reaches.
 class HostSemaphore {
  public:
   using NotifyFn = void (*)(void* user, braid_status status);
 
-  explicit HostSemaphore(uint64_t initial) : value_(initial) {}
+  explicit HostSemaphore(uint64_t initial) : word_(clamp(initial) << 1) {}
   // Fails the semaphore with BRAID_ERR_INVALID_STATE (unless it already failed), waits until threads
   // blocked in wait() have left, then calls every pending notification once with that status before the
   // memory goes: each fn is called exactly once, so whatever the host tied to `user` is released, and
@@ -48,9 +57,18 @@ class HostSemaphore {
     void* user;
   };
 
+  static constexpr uint64_t kWatched = 1;  // low bit of word_
+  static constexpr uint64_t kMaxValue = (uint64_t{1} << 63) - 1;
+  static uint64_t clamp(uint64_t v) noexcept { return v > kMaxValue ? kMaxValue : v; }
+  uint64_t value() const noexcept { return word_.load(std::memory_order_acquire) >> 1; }
+  // Clears the watched bit once nobody waits and nothing is pending. Under mu_.
+  void update_watched_locked() noexcept;
+
+  // value << 1 | kWatched. Changed only by atomic read-modify-writes: the lock-free signal's
+  // compare-exchange fails whenever the bit was set since it read the word.
+  std::atomic<uint64_t> word_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  uint64_t value_;
   braid_status status_ = BRAID_OK;
   bool destroying_ = false;
   int waiters_ = 0;  // threads inside wait(); the destructor waits for them to leave

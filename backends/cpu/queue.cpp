@@ -61,7 +61,7 @@ bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {
       return true;
     }
     if (ring_.ready()) {
-      item = ring_.pop();
+      ring_.pop(item);
       return true;
     }
     // The ring is drained up to everything published before the spill began: the overflow is next.

@@ -50,13 +50,13 @@ class SubmitRing {
   // Consumer thread only: whether the next item has been published.
   bool ready() const noexcept { return slots_[head_ & (Capacity - 1)].seq.load() == head_ + 1; }
 
-  // Consumer thread only. Precondition: ready().
-  T pop() noexcept {
+  // Consumer thread only. Precondition: ready(). Moves the item straight into `out` (returning it by
+  // value cost a second move per item, through a temporary).
+  void pop(T& out) noexcept {
     Slot& slot = slots_[head_ & (Capacity - 1)];
-    T value = std::move(slot.value);
+    out = std::move(slot.value);
     slot.seq.store(head_ + Capacity, std::memory_order_release);
     ++head_;
-    return value;
   }
 
  private:

@@ -184,22 +184,25 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
   Block block = dev.allocator->allocate(bytes);
   auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);
-  Tensor* t = tensors.acquire();
+  bool first = false;
+  Tensor* t = tensors.acquire(&first);
+  // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
+  if (first) refs.fetch_add(1);
   t->ctx = this;
   t->storage = std::move(storage);
   t->dtype = dtype;
   t->shape = shape;
-  refs.fetch_add(1);  // a tensor keeps its context alive
   return TensorRef(t);
 }
 
 TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
-  Tensor* t = tensors.acquire();
+  bool first = false;
+  Tensor* t = tensors.acquire(&first);
+  if (first) refs.fetch_add(1);
   t->ctx = this;
   t->storage = base.storage;
   t->dtype = base.dtype;
   t->shape = shape;
-  refs.fetch_add(1);
   return TensorRef(t);
 }
 

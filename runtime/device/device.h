@@ -1,6 +1,7 @@
 // A device as the runtime sees it: one opened backend device with its queues, allocator and
 // in-flight accounting.
 #pragma once
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -52,6 +53,24 @@ struct Device {
   std::condition_variable backpressure_cv;
 
   Queue& queue(braid_queue_kind kind) noexcept { return kind == BRAID_QUEUE_TRANSFER ? transfer : compute; }
+
+  // api->supports(op, dtype), asked once per pair and remembered: every op checks it, and the call
+  // into the plugin cost more than the rest of the check. The answer is a fact about the loaded
+  // backend; racing first askers store the same value.
+  bool supports(braid_kernel_op op, braid_dtype dtype) noexcept {
+    const auto o = static_cast<size_t>(op), d = static_cast<size_t>(dtype);
+    if (o >= BRAID_KOP_COUNT || d >= BRAID_DTYPE_COUNT) return api->supports(op, dtype) != 0;
+    std::atomic<uint8_t>& known = supported_[o * BRAID_DTYPE_COUNT + d];
+    uint8_t v = known.load(std::memory_order_relaxed);
+    if (v == 0) {
+      v = api->supports(op, dtype) != 0 ? 2 : 1;
+      known.store(v, std::memory_order_relaxed);
+    }
+    return v == 2;
+  }
+
+ private:
+  std::array<std::atomic<uint8_t>, size_t{BRAID_KOP_COUNT} * BRAID_DTYPE_COUNT> supported_{};  // 0 unknown, 1 no, 2 yes
 };
 
 }  // namespace braid

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "braid_backend.h"
+#include "core/mutex.h"
 #include "engine/node.h"
 #include "memory/slot_pool.h"
 
@@ -50,7 +51,9 @@ class Engine {
   // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
   // overlap (an in-place op lists a storage in both). If the backend refuses the submission, the op
   // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.
-  void push(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+  // Takes the caller's reference: it becomes the one the backend holds until work_end (OpNode::self),
+  // so a push costs no reference count of its own; pass a copy to wait on the node afterwards.
+  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
             std::span<Storage* const> writes, braid_queue_kind kind);
 
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
@@ -79,7 +82,7 @@ class Engine {
   EngineOptions options_;
   Profiler& profiler_;
   mutable SlotPool node_pool_;
-  std::mutex mu_;  // vars, queue sequence numbers, deferred lists
+  Mutex mu_;  // vars, queue sequence numbers, deferred lists (taken once per push: core/mutex.h)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;
   std::string first_error_message_;

@@ -32,7 +32,10 @@ CachingAllocator::FreeMap& CachingAllocator::pool_of(const Segment* seg) noexcep
 }
 
 CachingAllocator::CachingAllocator(BackendAlloc alloc, BackendFree free, Drain drain)
-    : backend_alloc_(std::move(alloc)), backend_free_(std::move(free)), drain_(std::move(drain)) {}
+    : backend_alloc_(std::move(alloc)),
+      backend_free_(std::move(free)),
+      drain_(std::move(drain)),
+      recent_(kSmallLimit / kAlignment + 1) {}
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard lock(mu_);
@@ -74,8 +77,13 @@ bool CachingAllocator::take_returned_locked(uint64_t want, Block* hit) noexcept 
 }
 
 void CachingAllocator::remember_recent_locked(const Block& block) noexcept {
+  if (block.size > kSmallLimit || block.size % kAlignment != 0) {  // only small blocks come here; be safe
+    release_block_locked(block);
+    return;
+  }
   try {
-    recent_[block.size].push_back(block);
+    recent_[block.size / kAlignment].push_back(block);
+    ++recent_count_;
   } catch (...) {  // no room to remember it: return it to the pool
     release_block_locked(block);
   }
@@ -136,10 +144,10 @@ Block CachingAllocator::allocate(uint64_t bytes) {
       return block;
     }
     if (bytes <= kSmallLimit) {
-      auto it = recent_.find(bytes);
-      if (it != recent_.end() && !it->second.empty()) {
-        block = it->second.back();
-        it->second.pop_back();
+      if (auto& blocks = recent_[bytes / kAlignment]; !blocks.empty()) {
+        block = blocks.back();
+        blocks.pop_back();
+        --recent_count_;
         stats_.allocated += block.size;
         stats_.peak_allocated = std::max(stats_.peak_allocated, stats_.allocated);
         ++stats_.alloc_count;
@@ -181,9 +189,12 @@ void CachingAllocator::free(const Block& block) noexcept {
 }
 
 void CachingAllocator::flush_recent_locked() noexcept {
-  for (auto& [size, blocks] : recent_)
+  if (recent_count_ == 0) return;
+  for (auto& blocks : recent_) {
     for (const Block& b : blocks) release_block_locked(b);
-  recent_.clear();
+    blocks.clear();
+  }
+  recent_count_ = 0;
 }
 
 void CachingAllocator::release_block_locked(const Block& block) noexcept {

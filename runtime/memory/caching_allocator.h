@@ -15,10 +15,10 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <unordered_map>
 #include <vector>
 
 #include "braid_backend.h"
+#include "core/mutex.h"
 #include "memory/slot_pool.h"
 
 namespace braid {
@@ -86,7 +86,7 @@ class CachingAllocator {
   BackendAlloc backend_alloc_;
   BackendFree backend_free_;
   Drain drain_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;  // taken once per allocation on the push path (core/mutex.h)
   std::set<std::unique_ptr<Segment>, std::less<>> segments_;
   using FreeMap = std::map<FreeKey, std::pair<Segment*, uint64_t>>;  // size -> (segment, offset)
   FreeMap& pool_of(const Segment* seg) noexcept;
@@ -96,13 +96,18 @@ class CachingAllocator {
   // Small blocks freed recently, by exact size, kept whole: a training step or an op loop asks for
   // the same sizes again, and reusing one costs a hash lookup instead of split/merge tree updates.
   // They count as free in the statistics; empty_cache and out-of-memory return them to the pools.
-  std::unordered_map<uint64_t, std::vector<Block>> recent_;
+  // Indexed by size / 512 (small sizes are multiples of 512 up to 1 MiB): an index, not a hash
+  // lookup, on every allocation of a tiny op.
+  std::vector<std::vector<Block>> recent_;
+  size_t recent_count_ = 0;  // blocks in recent_
   uint64_t serial_ = 0;
   MemoryStats stats_;
   // Small frees not yet taken (newest first). Nodes come from returned_nodes_, whose own free path is
   // lock-free too: the freeing thread allocates them, the taking thread returns them.
-  std::atomic<ReturnedBlock*> returned_{nullptr};
-  SlotPool returned_nodes_;
+  // On its own cache line: the freeing thread writes it on every free, the allocating thread the
+  // statistics and maps around it on every allocation.
+  alignas(64) std::atomic<ReturnedBlock*> returned_{nullptr};
+  alignas(64) SlotPool returned_nodes_;
 };
 
 }  // namespace braid

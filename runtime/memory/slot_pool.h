@@ -32,10 +32,13 @@ class SlotPool {
   };
   static void free_list(Slot* s) noexcept;
 
+  // Each side on its own cache line: returned_ is written by the freeing (backend) threads on every
+  // free, mu_ and taken_ by the allocating (pushing) threads on every allocation; sharing one line
+  // made every op move it between the cores twice more.
   std::atomic<size_t> slot_bytes_{0};
-  std::atomic<Slot*> returned_{nullptr};  // freed by any thread
-  SpinLock mu_;                            // guards taken_ (several pushing threads)
-  Slot* taken_ = nullptr;                  // ready for allocation
+  alignas(64) std::atomic<Slot*> returned_{nullptr};  // freed by any thread
+  alignas(64) SpinLock mu_;                            // guards taken_ (several pushing threads)
+  Slot* taken_ = nullptr;                              // ready for allocation
 };
 
 // The allocator std::allocate_shared uses to put a node and its control block in a pool slot.

@@ -64,7 +64,7 @@ void push_device_copy(Tensor& src, Tensor& dst) {
   Storage* s = src.storage.get();
   Storage* d = dst.storage.get();
   ctx.engine->throttle(*runs_on);
-  ctx.engine->push(node, {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
+  ctx.engine->push(std::move(node), {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
 }
 
 }  // namespace

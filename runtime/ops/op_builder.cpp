@@ -99,7 +99,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
 }
 
 void OpBuilder::require_kernel(braid_dtype dtype) {
-  if (!device_->api->supports(kop_, dtype))
+  if (!device_->supports(kop_, dtype))
     fail(BRAID_ERR_UNSUPPORTED, name_, ": the ", device_->backend->name, " backend has no ", dtype_name(dtype),
          " kernel for this op on ", device_->id);
 }
@@ -111,7 +111,7 @@ void OpBuilder::push(braid_queue_kind queue) {
   if (ctx_->recording.any() || overwritten_)
     autograd::record(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
                              {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
-  ctx_->engine->push(node_, {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
+  ctx_->engine->push(std::move(node_), {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
 }
 
 void require_float(const Tensor& t, const char* op, const char* what) {

@@ -34,7 +34,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   node->copy.bytes = bytes;
   Storage* s = t.storage.get();
   ctx.engine->throttle(t.device());
-  ctx.engine->push(node, {&s, 1}, {&s, 1}, BRAID_QUEUE_TRANSFER);
+  ctx.engine->push(std::move(node), {&s, 1}, {&s, 1}, BRAID_QUEUE_TRANSFER);
 }
 
 void wait_readable(Tensor& t, const char* what) {

@@ -1,5 +1,7 @@
 #include "tensor/tensor.h"
 
+#include <cstring>
+
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -7,7 +9,7 @@
 namespace braid {
 void release_context(Context* ctx) noexcept;
 
-Tensor* TensorPool::acquire() {
+Tensor* TensorPool::acquire(bool* first) {
   std::lock_guard lock(mu_);
   Tensor* t;
   if (free_.size() > kQuarantine) {
@@ -18,16 +20,18 @@ Tensor* TensorPool::acquire() {
   }
   t->refs.store(1, std::memory_order_relaxed);
   t->magic.store(kLive, std::memory_order_release);
+  *first = live_++ == 0;
   return t;
 }
 
-void TensorPool::release(Tensor* t) noexcept {
+bool TensorPool::release(Tensor* t) noexcept {
   std::lock_guard lock(mu_);
   t->magic.store(kDead, std::memory_order_release);
   try {
     free_.push_back(t);
   } catch (...) {  // the slot is simply not reused
   }
+  return --live_ == 0;
 }
 
 TensorRef& TensorRef::operator=(TensorRef&& o) noexcept {
@@ -49,8 +53,7 @@ void release_tensor(Tensor* t) noexcept {
   t->ag.reset();       // may release the tape behind this tensor (other handles, recursively)
   t->storage.reset();  // the storage itself lives on while in-flight ops use it
   t->ctx = nullptr;
-  ctx->tensors.release(t);
-  release_context(ctx);
+  if (ctx->tensors.release(t)) release_context(ctx);  // the last live handle: drop the pool's reference
 }
 
 Tensor& checked_tensor(braid_tensor t, const char* what) {
@@ -79,12 +82,15 @@ void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   v.byte_offset = storage->block.offset;
   v.dtype = dtype;
   v.ndim = shape.ndim;
-  // Row-major strides computed in the same pass; the unused dimensions are zeroed, not left stale.
+  // The unused dimensions are zeroed, not left stale: whole fixed-size arrays first (a few vector
+  // stores, where a loop from ndim was a branchy loop or a memset call per view), then the row-major
+  // strides in one pass over the dimensions in use.
+  std::memset(v.shape, 0, sizeof v.shape);
+  std::memset(v.strides, 0, sizeof v.strides);
   int64_t stride = 1;
   for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
     v.strides[i] = stride;
     stride *= shape[i];
   }
-  for (int i = shape.ndim; i < BRAID_MAX_DIMS; ++i) v.shape[i] = v.strides[i] = 0;
 }

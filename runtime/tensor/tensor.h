@@ -41,18 +41,27 @@ using Tensor = braid_tensor_t;
 
 // Owns tensor handle objects for a context. Released handles are quarantined (reused only after
 // many later releases) and marked dead, so a call with a released handle is reported, not a crash.
+//
+// Live handles keep their context alive together, through one context reference that the pool's
+// caller takes when the first handle is acquired and drops when the last is released (`first` /
+// the return value say when). The count is kept under the pool's lock, which every acquire and
+// release takes anyway, so a tensor costs no atomic operation on the context's shared counter.
 class TensorPool {
  public:
   static constexpr uint32_t kLive = 0x7e45011e;
   static constexpr uint32_t kDead = 0xdeadbeef;
-  Tensor* acquire();
-  void release(Tensor* t) noexcept;  // t must have no references left
+  // *first is set when no other handle was live: the caller then takes the context reference.
+  Tensor* acquire(bool* first);
+  // t must have no references left. Returns true when it was the last live handle: the caller then
+  // drops the context reference (after this returns; it may destroy the context and this pool).
+  bool release(Tensor* t) noexcept;
 
  private:
   static constexpr size_t kQuarantine = 4096;
   SpinLock mu_;
   std::deque<Tensor> slots_;     // stable addresses
   std::deque<Tensor*> free_;     // FIFO
+  size_t live_ = 0;              // handles acquired and not released
 };
 
 // Holds one reference to a tensor; releases it unless handed out with release().
