@@ -1,6 +1,7 @@
 // Backward kernels (ABI 1.1): CONV2D_BWD_DATA, CONV2D_BWD_WEIGHT (im2col/col2im + one gemm per group of
 // images, the groups spread over the cores as in the forward conv), POOL2D_BWD, BATCH_NORM_BWD,
-// SOFTMAX_CE_BWD. Every kernel overwrites its outputs. Autograd (runtime/autograd) composes all other gradients from forward ops.
+// SOFTMAX_CE_BWD. Every kernel overwrites its outputs. Autograd (runtime/autograd) composes all other
+// gradients from forward ops.
 #include "common.h"
 // (common.h first: see the note at its top)
 #include <array>
