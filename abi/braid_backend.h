@@ -262,7 +262,8 @@ typedef struct braid_backend_api {
   /* Puts the semaphore into a failed state: waits and notifies return status. */
   void (*semaphore_fail)(braid_backend_semaphore sem, braid_status status);
 
-  /* Non-zero if the backend has a kernel for op with this (first input or output) dtype. */
+  /* Non-zero if the backend has a kernel for op with this (first input or output) dtype. The answer
+   * must not change while the backend is loaded: the host asks once per pair and remembers it. */
   int32_t (*supports)(braid_kernel_op op, braid_dtype dtype);
   /* Balances one query: the last one releases vendor libraries. All devices must be closed. */
   void (*shutdown)(void);
