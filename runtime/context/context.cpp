@@ -183,7 +183,15 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
   if (numel != 0 && bytes / numel != dtype_size(dtype))
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
   Block block = dev.allocator->allocate(bytes);
-  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);
+  return acquire_tensor(
+      std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes), dtype, shape);
+}
+
+TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
+  return acquire_tensor(base.storage, base.dtype, shape);
+}
+
+TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, braid_dtype dtype, const Shape& shape) {
   bool first = false;
   Tensor* t = tensors.acquire(&first);
   // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
@@ -191,17 +199,6 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
   t->ctx = this;
   t->storage = std::move(storage);
   t->dtype = dtype;
-  t->shape = shape;
-  return TensorRef(t);
-}
-
-TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
-  bool first = false;
-  Tensor* t = tensors.acquire(&first);
-  if (first) refs.fetch_add(1);
-  t->ctx = this;
-  t->storage = base.storage;
-  t->dtype = base.dtype;
   t->shape = shape;
   return TensorRef(t);
 }

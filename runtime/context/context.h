@@ -43,6 +43,9 @@ struct braid_context_t {
   braid::TensorRef view_tensor(const braid::Tensor& base, const braid::Shape& shape);
 
  private:
+  // A handle from the pool, owned by this context (takes the live handles' context reference when it
+  // is the first: TensorPool).
+  braid::TensorRef acquire_tensor(std::shared_ptr<braid::Storage> storage, braid_dtype dtype, const braid::Shape& shape);
   void open_devices(braid::Backend& backend);
   void close_devices() noexcept;
 };

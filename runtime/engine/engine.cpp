@@ -30,6 +30,15 @@ bool is_done(const std::shared_ptr<OpNode>& n) { return n->done.load(std::memory
 // Backpressure's low-water mark: a pusher blocked at the bound resumes once in-flight work is below it.
 uint64_t low_water(uint64_t bound) { return bound - bound / 4; }
 
+// Whether the device's work in flight, counted as pushed minus the given ended counts, reaches
+// max_ops ops or max_bytes bytes (an idle device never does).
+bool in_flight_reaches(const Device& device, uint64_t ended_ops, uint64_t ended_bytes, uint64_t max_ops,
+                       uint64_t max_bytes) {
+  const uint64_t ops = device.push_side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
+  const uint64_t bytes = device.push_side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
+  return ops > 0 && (ops >= max_ops || bytes >= max_bytes);
+}
+
 const OpNode* failed_producer(const OpNode& node) {
   for (const auto& producer : node.producers) {
     const OpNode* p = producer.get();
@@ -88,42 +97,30 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) cons
 
 void Engine::throttle(Device& device) {
   Device::PushSide& side = device.push_side;
-  auto over = [&](uint64_t ended_ops, uint64_t ended_bytes) {
-    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
-    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
-    return ops > 0 && (ops >= options_.max_inflight_ops || bytes >= options_.max_inflight_bytes);
-  };
   // The common case reads only the pushers' own cache line.
-  if (!over(side.ended_seen.ops.load(std::memory_order_relaxed), side.ended_seen.bytes.load(std::memory_order_relaxed)))
+  if (!in_flight_reaches(device, side.ended_seen.ops.load(std::memory_order_relaxed),
+                         side.ended_seen.bytes.load(std::memory_order_relaxed), options_.max_inflight_ops,
+                         options_.max_inflight_bytes))
     return;
-  auto over_now = [&] {
+  auto reaches_now = [&](uint64_t max_ops, uint64_t max_bytes) {
     // seq_cst, as the fetch_add of backpressure_waiters and finish's update: a waiter must not miss
     // the end that its notifier saw no waiter for.
     uint64_t ops = device.ended.ops.load();
     uint64_t bytes = device.ended.bytes.load();
     side.ended_seen.ops.store(ops, std::memory_order_relaxed);  // any reading is a valid lower bound
     side.ended_seen.bytes.store(bytes, std::memory_order_relaxed);
-    return over(ops, bytes);
+    return in_flight_reaches(device, ops, bytes, max_ops, max_bytes);
   };
-  if (!over_now()) return;
+  if (!reaches_now(options_.max_inflight_ops, options_.max_inflight_bytes)) return;
   if (t_engine_callback_depth > 0) return;  // never block a backend thread
   // Once at the bound, wait until the work in flight has drained to the low-water mark (3/4 of the
   // bound), not merely below the bound: otherwise a pusher faster than its device is woken once per
   // op that ends (a futex wake-up on each side per tiny op) instead of once per quarter of the bound.
   const uint64_t low_ops = low_water(options_.max_inflight_ops);
   const uint64_t low_bytes = low_water(options_.max_inflight_bytes);
-  auto over_low_now = [&] {
-    uint64_t ended_ops = device.ended.ops.load();
-    uint64_t ended_bytes = device.ended.bytes.load();
-    side.ended_seen.ops.store(ended_ops, std::memory_order_relaxed);
-    side.ended_seen.bytes.store(ended_bytes, std::memory_order_relaxed);
-    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
-    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
-    return ops > 0 && (ops >= low_ops || bytes >= low_bytes);
-  };
   std::unique_lock lock(device.backpressure_mu);
   device.backpressure_waiters.fetch_add(1);
-  device.backpressure_cv.wait(lock, [&] { return !over_low_now(); });
+  device.backpressure_cv.wait(lock, [&] { return !reaches_now(low_ops, low_bytes); });
   device.backpressure_waiters.fetch_sub(1);
 }
 
@@ -343,16 +340,11 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   // A waiting pusher wakes at the low-water mark (throttle), so only the end that reaches it notifies.
   // Both counters are reloaded after both increments (seq_cst, like the waiter's), so of concurrent
   // finishers at least one sees every increment and no end that reaches the mark goes unannounced.
-  if (dev.backpressure_waiters.load() > 0) {
-    const Device::PushSide& side = dev.push_side;
-    uint64_t ended_ops = dev.ended.ops.load();
-    uint64_t ended_bytes = dev.ended.bytes.load();
-    uint64_t ops = side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
-    uint64_t bytes = side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
-    if (ops == 0 || (ops < low_water(options_.max_inflight_ops) && bytes < low_water(options_.max_inflight_bytes))) {
-      std::lock_guard lock(dev.backpressure_mu);
-      dev.backpressure_cv.notify_all();
-    }
+  if (dev.backpressure_waiters.load() > 0 &&
+      !in_flight_reaches(dev, dev.ended.ops.load(), dev.ended.bytes.load(), low_water(options_.max_inflight_ops),
+                         low_water(options_.max_inflight_bytes))) {
+    std::lock_guard lock(dev.backpressure_mu);
+    dev.backpressure_cv.notify_all();
   }
   // Last: a waiter that sees `done` may tear the context down, so nothing of it is touched after.
   n.done.store(true, std::memory_order_release);

@@ -94,7 +94,7 @@ class CachingAllocator {
   // segments, so a stream of small tensors never fragments the big blocks.
   FreeMap free_small_, free_large_;
   // Small blocks freed recently, by exact size, kept whole: a training step or an op loop asks for
-  // the same sizes again, and reusing one costs a hash lookup instead of split/merge tree updates.
+  // the same sizes again, and reusing one costs an index instead of split/merge tree updates.
   // They count as free in the statistics; empty_cache and out-of-memory return them to the pools.
   // Indexed by size / 512 (small sizes are multiples of 512 up to 1 MiB): an index, not a hash
   // lookup, on every allocation of a tiny op.

@@ -21,12 +21,9 @@ SlotPool::~SlotPool() {
 void* SlotPool::allocate(size_t bytes) {
   // The size is fixed by the first allocation; after that a plain load suffices (a compare-exchange
   // on every call was one more locked instruction per op on the push path).
+  // A failed exchange leaves the size another thread fixed first in `size`.
   size_t size = slot_bytes_.load(std::memory_order_relaxed);
-  if (size == 0 && !slot_bytes_.compare_exchange_strong(size, bytes)) {
-    // Another thread fixed it first; size now holds its value.
-  } else if (size == 0) {
-    size = bytes;
-  }
+  if (size == 0 && slot_bytes_.compare_exchange_strong(size, bytes)) size = bytes;
   if (size != bytes) return ::operator new(bytes);
   {
     std::lock_guard lock(mu_);
