@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <mutex>
+#include <string>
 
 namespace braid::plugin::host {
 namespace {
@@ -37,6 +38,9 @@ std::atomic<LogFn> g_log{nullptr};
 std::atomic<BeginFn> g_work_begin{nullptr};
 std::atomic<EndFn> g_work_end{nullptr};
 
+// The plugin's name (its function table's, a string with static storage) for log lines.
+std::atomic<const char*> g_name{nullptr};
+
 std::mutex g_query_mu;
 int g_query_refs = 0;  // guarded by g_query_mu
 
@@ -53,8 +57,6 @@ bool matches(const braid_host_api* api) {
   return cur == read(api);
 }
 
-}  // namespace
-
 braid_status acquire(const braid_host_api* api) {
   std::lock_guard lock(g_query_mu);
   if (g_query_refs == 0) {
@@ -65,6 +67,8 @@ braid_status acquire(const braid_host_api* api) {
   ++g_query_refs;
   return BRAID_OK;
 }
+
+}  // namespace
 
 void release(void (*last)()) {
   std::lock_guard lock(g_query_mu);
@@ -84,8 +88,34 @@ void work_end(void* token, braid_status status, const char* message) {
   if (EndFn fn = g_work_end.load(std::memory_order_acquire)) fn(token, status, message);
 }
 
-void log(braid_log_level level, const char* message) {
-  if (LogFn fn = g_log.load(std::memory_order_acquire)) fn(level, message);
+braid_status answer_query(uint32_t host_major, const braid_host_api* host, const braid_backend_api* api,
+                          const braid_backend_api** out) noexcept {
+  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
+  try {
+    if (braid_status s = acquire(host); s != BRAID_OK) return s;  // a second, different host
+  } catch (...) {  // std::mutex::lock
+    return BRAID_ERR_INTERNAL;
+  }
+  g_name.store(api->name, std::memory_order_release);
+  *out = api;
+  return BRAID_OK;
 }
+
+void log(braid_log_level level, std::string_view context, std::string_view message) noexcept {
+  LogFn fn = g_log.load(std::memory_order_acquire);
+  if (fn == nullptr) return;
+  try {
+    std::string line;
+    if (const char* name = g_name.load(std::memory_order_acquire)) line.append(name).append(": ");
+    if (!context.empty()) line.append(context).append(": ");
+    line.append(message);
+    fn(level, line.c_str());
+  } catch (...) {  // no memory for the line: drop it
+  }
+}
+
+void log(braid_log_level level, std::string_view message) noexcept { log(level, {}, message); }
 
 }  // namespace braid::plugin::host

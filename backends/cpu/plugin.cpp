@@ -13,6 +13,7 @@
 #include "braid_backend.h"
 #include "buffers.h"
 #include "device.h"
+#include "entry_points.h"
 #include "enum_value.h"
 #include "host.h"
 #include "kernels/kernels.h"
@@ -27,13 +28,6 @@ namespace {
 
 using braid::plugin::guarded;
 
-
-void log_debug(const char* what, const char* why) {
-  try {
-    host::log(BRAID_LOG_DEBUG, (std::string("cpu: ") + what + ": " + why).c_str());
-  } catch (...) {
-  }
-}
 
 // ---- devices ----
 
@@ -77,7 +71,7 @@ void device_close(braid_backend_device device) {
   // Closing from a host callback on one of the device's own queue threads would join that thread from
   // itself: refuse (and leak) rather than deadlock or abort.
   if (device->is_queue_thread()) {
-    host::log(BRAID_LOG_ERROR, "cpu: device_close called from one of the device's queue threads; device leaked");
+    host::log(BRAID_LOG_ERROR, "device_close called from one of the device's queue threads; device leaked");
     return;
   }
   std::unique_ptr<Device> owned(device);  // the destructor drains and joins; it does not throw
@@ -100,52 +94,18 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    auto k = enum_value(kind);
+    auto k = plugin::enum_value(kind);
     if (device == nullptr || (k != BRAID_QUEUE_COMPUTE && k != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
     *out = device->create_queue(kind);
     return BRAID_OK;
   });
 }
 
-void queue_destroy(braid_backend_queue queue) {
-  if (queue == nullptr) return;
-  // A queue cannot join itself: destroying it from a host callback on its own thread would deadlock,
-  // so refuse (and leak) rather than abort.
-  if (queue->on_own_thread()) {
-    host::log(BRAID_LOG_ERROR, "cpu: queue_destroy called from the queue's own thread; queue leaked");
-    return;
-  }
-  if (!queue->device().destroy_queue(queue)) host::log(BRAID_LOG_ERROR, "cpu: queue_destroy of an unknown queue");
-}
+// queue_destroy, queue_submit, queue_flush, the semaphore_* entries and supports are the shared ones
+// (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
+// this plugin's types.
 
-braid_status queue_submit(braid_backend_queue queue, const braid_work* work) {
-  if (queue == nullptr || work == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  const char* why = "";
-  braid_status s = guarded([&] { return queue->submit(*work, &why); });
-  if (s != BRAID_OK) log_debug("queue_submit", why);
-  return s;
-}
-
-// Work starts as soon as it is submitted; there is nothing to flush.
-braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
-
-// ---- semaphores ----
-
-// The semaphore_* entries are the shared ones (backends/common/semaphore_api.h), instantiated in the
-// function table below for this plugin's semaphore type.
-
-// ---- kernels and lifetime ----
-
-int32_t supports(braid_kernel_op op, braid_dtype dtype) {
-  auto o = enum_value(op);
-  auto t = enum_value(dtype);
-  if (o < 0 || o >= BRAID_KOP_COUNT || t < 0 || t >= BRAID_DTYPE_COUNT) return 0;
-  try {
-    return kernel_supports(op, dtype) ? 1 : 0;
-  } catch (...) {
-    return 0;
-  }
-}
+// ---- lifetime ----
 
 void shutdown() {
   host::release();
@@ -155,11 +115,11 @@ constexpr braid_backend_api kApi = {
     sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "cpu",
     device_count, device_props, device_open, device_close,
     buffer_alloc, buffer_free, buffer_host_pointer,
-    queue_create, queue_destroy, queue_submit, queue_flush,
+    queue_create, plugin::queue_destroy<Queue>, plugin::queue_submit<Queue>, plugin::queue_flush<Queue>,
     plugin::semaphore_create<Semaphore>, plugin::semaphore_destroy<Semaphore>, plugin::semaphore_query<Semaphore>,
     plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
     plugin::semaphore_fail<Semaphore>,
-    supports, shutdown,
+    plugin::supports<kernel_supports>, shutdown,
     nullptr,  // device_props_json: braid_device_info already says all there is about a CPU device
 };
 
@@ -169,12 +129,7 @@ constexpr braid_backend_api kApi = {
 extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
                                                       const braid_host_api* host,
                                                       const braid_backend_api** out) {
-  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  *out = nullptr;
-  // Only the major must match: either side may have the newer minor, as tables only grow at the end.
-  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  braid::cpu::install_fork_guard();
-  if (braid_status s = braid::cpu::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
-  *out = &braid::cpu::kApi;
-  return BRAID_OK;
+  braid_status s = braid::plugin::host::answer_query(host_major, host, &braid::cpu::kApi, out);
+  if (s == BRAID_OK) braid::cpu::install_fork_guard();
+  return s;
 }

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "device.h"
-#include "enum_value.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "timeline_semaphore.h"
+#include "work_checks.h"
 
 namespace braid::cpu {
 namespace {
@@ -20,33 +20,6 @@ namespace {
 // Below this a copy is one memcpy on the queue thread; above it, chunks of kCopyGrain bytes go to the
 // arena's cores, since one core cannot saturate memory bandwidth.
 constexpr int64_t kCopyGrain = int64_t{1} << 20;
-
-bool buffer_range_ok(braid_backend_buffer buffer, uint64_t offset, uint64_t bytes) {
-  return offset <= buffer->size && bytes <= buffer->size - offset;
-}
-
-const char* check_copy(const braid_copy_desc& c) {
-  if ((c.src_buffer != nullptr) == (c.src_host != nullptr) && !(c.bytes == 0 && c.src_buffer == nullptr))
-    return "copy: exactly one of src_buffer and src_host must be set";
-  if ((c.dst_buffer != nullptr) == (c.dst_host != nullptr) && !(c.bytes == 0 && c.dst_buffer == nullptr))
-    return "copy: exactly one of dst_buffer and dst_host must be set";
-  if (c.src_buffer != nullptr && !buffer_range_ok(c.src_buffer, c.src_offset, c.bytes))
-    return "copy: source range exceeds its buffer";
-  if (c.dst_buffer != nullptr && !buffer_range_ok(c.dst_buffer, c.dst_offset, c.bytes))
-    return "copy: destination range exceeds its buffer";
-  return nullptr;
-}
-
-const char* check_kernel(const braid_kernel_call& k) {
-  if (auto op = enum_value(k.op); op < 0 || op >= BRAID_KOP_COUNT) return "kernel: unknown op";
-  if (k.num_inputs < 0 || k.num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
-  if (k.num_outputs < 0 || k.num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
-  for (int32_t i = 0; i < k.num_inputs; ++i)
-    if (k.inputs[i].buffer == nullptr) return "kernel: input without a buffer";
-  for (int32_t i = 0; i < k.num_outputs; ++i)
-    if (k.outputs[i].buffer == nullptr) return "kernel: output without a buffer";
-  return nullptr;
-}
 
 void run_copy(const braid_copy_desc& c, braid_backend_device_t& device) {
   if (c.bytes == 0) return;
@@ -156,17 +129,9 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
     *why = reason;
     return BRAID_ERR_INVALID_ARGUMENT;
   };
-  // Major 1 started with these layouts, so a smaller struct_size is a host bug; a larger one is a newer
-  // host, and we read only the prefix we know.
-  if (work.struct_size < sizeof(braid_work)) return invalid("work: struct_size too small");
-  if (work.num_waits > BRAID_MAX_WAITS) return invalid("work: num_waits exceeds BRAID_MAX_WAITS");
-  for (uint32_t i = 0; i < work.num_waits; ++i)
-    if (work.waits[i] == nullptr) return invalid("work: NULL wait semaphore");
-  switch (enum_value(work.kind)) {
+  if (const char* bad = plugin::check_work<braid_backend_buffer_t>(work)) return invalid(bad);
+  switch (work.kind) {
     case BRAID_WORK_KERNEL: {
-      if (work.kernel == nullptr) return invalid("kernel work without a kernel call");
-      if (work.kernel->struct_size < sizeof(braid_kernel_call)) return invalid("kernel: struct_size too small");
-      if (const char* bad = check_kernel(*work.kernel)) return invalid(bad);
       out.kind = BRAID_WORK_KERNEL;
       if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) {
         out.call = work.kernel;
@@ -183,9 +148,6 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
       break;
     }
     case BRAID_WORK_COPY: {
-      if (work.copy == nullptr) return invalid("copy work without a copy desc");
-      if (work.copy->struct_size < sizeof(braid_copy_desc)) return invalid("copy: struct_size too small");
-      if (const char* bad = check_copy(*work.copy)) return invalid(bad);
       out.kind = BRAID_WORK_COPY;
       out.copy = *work.copy;
       break;

@@ -6,6 +6,6 @@
 
 struct braid_backend_buffer_t {
   void* ptr = nullptr;  // device pointer (unified addressing: unique across devices)
-  uint64_t bytes = 0;
+  uint64_t size = 0;    // bytes
   int device = 0;       // CUDA ordinal
 };

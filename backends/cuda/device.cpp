@@ -60,7 +60,7 @@ braid_backend_device_t::braid_backend_device_t(int ordinal)
   }
   cudaGetLastError();  // "already enabled" is not an error for us
   blas_ = braid::cuda::cublas_lib(&blas_why_);
-  if (blas_ == nullptr) braid::cuda::host::log(BRAID_LOG_WARNING, std::string("cuBLAS unavailable, matmul will fail: ") + blas_why_);
+  if (blas_ == nullptr) braid::cuda::host::log(BRAID_LOG_WARNING, "cuBLAS unavailable, matmul will fail", blas_why_);
   // TF32 tensor cores change float32 matmul results (10-bit mantissa products); opt in only.
   const char* tf32 = std::getenv("BRAID_CUDA_TF32");
   tf32_ = tf32 != nullptr && std::strcmp(tf32, "1") == 0;
@@ -85,7 +85,7 @@ braid_backend_device_t::~braid_backend_device_t() {
 
 braid_status braid_backend_device_t::alloc(uint64_t bytes, braid_backend_buffer* out) {
   auto buffer = std::make_unique<braid_backend_buffer_t>();
-  buffer->bytes = bytes;
+  buffer->size = bytes;
   buffer->device = ordinal_;
   const size_t n = bytes == 0 ? 256 : static_cast<size_t>(bytes);  // a real, distinct allocation
   std::lock_guard lock(alloc_mu_);

@@ -13,6 +13,8 @@
 #include "braid_backend.h"
 #include "buffer.h"
 #include "device.h"
+#include "entry_points.h"
+#include "enum_value.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "probe.h"
@@ -92,40 +94,16 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    if (device == nullptr || (kind != BRAID_QUEUE_COMPUTE && kind != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
+    auto k = plugin::enum_value(kind);
+    if (device == nullptr || (k != BRAID_QUEUE_COMPUTE && k != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
     *out = device->create_queue(kind);
     return BRAID_OK;
   });
 }
 
-void queue_destroy(braid_backend_queue queue) {
-  if (queue == nullptr) return;
-  if (queue->on_own_thread()) {  // a thread cannot join itself: leak rather than deadlock
-    host::log(BRAID_LOG_ERROR, "queue_destroy called from the queue's own thread; queue leaked");
-    return;
-  }
-  if (!queue->device().destroy_queue(queue)) host::log(BRAID_LOG_ERROR, "queue_destroy of an unknown queue");
-}
-
-braid_status queue_submit(braid_backend_queue queue, const braid_work* work) {
-  if (queue == nullptr || work == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  const char* why = "";
-  braid_status s = guarded([&] { return queue->submit(*work, &why); });
-  if (s != BRAID_OK) host::log(BRAID_LOG_DEBUG, std::string("queue_submit: ") + why);
-  return s;
-}
-
-// Launches happen as soon as the submit thread takes the work; nothing is batched.
-braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
-
-// The semaphore_* entries are the shared ones (backends/common/semaphore_api.h), instantiated in the
-// function table below for this plugin's event-based semaphore type.
-
-int32_t supports(braid_kernel_op op, braid_dtype dtype) {
-  const int o = static_cast<int>(op), t = static_cast<int>(dtype);
-  if (o < 0 || o >= BRAID_KOP_COUNT || t < 0 || t >= BRAID_DTYPE_COUNT) return 0;
-  return kernel_supports(op, dtype) ? 1 : 0;
-}
+// queue_destroy, queue_submit, queue_flush, the semaphore_* entries and supports are the shared ones
+// (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
+// this plugin's types.
 
 void shutdown() {
   host::release();
@@ -143,11 +121,11 @@ constexpr braid_backend_api kApi = {
     sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "cuda",
     device_count, device_props, device_open, device_close,
     buffer_alloc, buffer_free, buffer_host_pointer,
-    queue_create, queue_destroy, queue_submit, queue_flush,
+    queue_create, plugin::queue_destroy<Queue>, plugin::queue_submit<Queue>, plugin::queue_flush<Queue>,
     plugin::semaphore_create<Semaphore>, plugin::semaphore_destroy<Semaphore>, plugin::semaphore_query<Semaphore>,
     plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
     plugin::semaphore_fail<Semaphore>,
-    supports, shutdown,
+    plugin::supports<kernel_supports>, shutdown,
     device_props_json,
 };
 
@@ -156,10 +134,5 @@ constexpr braid_backend_api kApi = {
 
 extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
                                                       const braid_host_api* host, const braid_backend_api** out) {
-  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  *out = nullptr;
-  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  if (braid_status s = braid::cuda::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
-  *out = &braid::cuda::kApi;
-  return BRAID_OK;
+  return braid::plugin::host::answer_query(host_major, host, &braid::cuda::kApi, out);
 }

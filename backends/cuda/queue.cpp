@@ -4,10 +4,12 @@
 #include <stdexcept>
 #include <utility>
 
+#include "buffer.h"
 #include "copy.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "timeline_semaphore.h"
+#include "work_checks.h"
 
 braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind)
     : device_(device), kind_(kind) {
@@ -49,32 +51,14 @@ bool braid_backend_queue_t::on_own_thread() const {
 }
 
 braid_status braid_backend_queue_t::submit(const braid_work& work, const char** why) {
-  if (work.num_waits > BRAID_MAX_WAITS) {
-    *why = "too many waits";
+  if (const char* bad = braid::plugin::check_work<braid_backend_buffer_t>(work)) {
+    *why = bad;
     return BRAID_ERR_INVALID_ARGUMENT;
   }
   Submission s{};
   s.work = work;
-  if (work.kind == BRAID_WORK_KERNEL) {
-    if (work.kernel == nullptr) {
-      *why = "kernel work without a kernel call";
-      return BRAID_ERR_INVALID_ARGUMENT;
-    }
-    s.call = *work.kernel;
-    if (s.call.op < 0 || s.call.op >= BRAID_KOP_COUNT) {
-      *why = "unknown kernel op";
-      return BRAID_ERR_INVALID_ARGUMENT;
-    }
-  } else if (work.kind == BRAID_WORK_COPY) {
-    if (work.copy == nullptr) {
-      *why = "copy work without a copy desc";
-      return BRAID_ERR_INVALID_ARGUMENT;
-    }
-    s.copy = *work.copy;
-  } else if (work.kind != BRAID_WORK_MARKER) {
-    *why = "unknown work kind";
-    return BRAID_ERR_INVALID_ARGUMENT;
-  }
+  if (work.kind == BRAID_WORK_KERNEL) s.call = *work.kernel;
+  if (work.kind == BRAID_WORK_COPY) s.copy = *work.copy;
   s.work.kernel = nullptr;  // the copies above are what the threads read
   s.work.copy = nullptr;
   {
@@ -165,7 +149,7 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
     c.status = braid::cuda::launch_kernel(s.call, env, c.message);
     if (c.status == BRAID_OK && c.flag < 0 && braid::cuda::needs_error_flag(s.call)) {
       // All flag slots busy: this kernel ran unchecked; say so rather than pretend.
-      braid::cuda::host::log(BRAID_LOG_WARNING, std::string(braid::cuda::op_name(s.call.op)) + ": error flag slots exhausted; input not checked");
+      braid::cuda::host::log(BRAID_LOG_WARNING, braid::plugin::op_name(s.call.op), "error flag slots exhausted; input not checked");
     }
   } else if (s.work.kind == BRAID_WORK_COPY) {
     c.status = braid::cuda::run_copy(*this, s.copy, c.message);
@@ -213,7 +197,7 @@ void braid_backend_queue_t::complete_loop() {
       const int code = *device_.flag_ptr(c.flag);
       if (code != 0 && c.status == BRAID_OK) {
         c.status = BRAID_ERR_KERNEL;
-        c.message = std::string(braid::cuda::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
+        c.message = std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
       }
       device_.release_flag(c.flag);
     }

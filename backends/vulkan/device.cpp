@@ -151,7 +151,7 @@ void Device::mark_failed(const std::string& why) {
     failure_ = why;
     failed_.store(true, std::memory_order_release);
   }
-  host::log(BRAID_LOG_ERROR, ("vulkan: device " + std::string(pd_.props.deviceName) + " failed: " + why).c_str());
+  host::log(BRAID_LOG_ERROR, "device " + std::string(pd_.props.deviceName) + " failed: " + why);
 }
 
 std::string Device::failure() {

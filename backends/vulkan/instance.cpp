@@ -22,8 +22,6 @@ std::unique_ptr<Instance> g_instance;
 void* g_loader = nullptr;
 std::atomic<uint64_t> g_validation_errors{0};
 
-void log(braid_log_level level, const std::string& s) { host::log(level, ("vulkan: " + s).c_str()); }
-
 // Validation messages become host log lines; errors are also counted and printed to stderr, because
 // BRAID_VULKAN_VALIDATION=1 asks for them and the test job fails on any (see scripts/test.sh).
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -33,9 +31,9 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBits
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
     g_validation_errors.fetch_add(1);
     std::fprintf(stderr, "braid vulkan validation error: %s\n", msg);
-    log(BRAID_LOG_ERROR, std::string("validation: ") + msg);
+    host::log(BRAID_LOG_ERROR, "validation", msg);
   } else {
-    log(BRAID_LOG_WARNING, std::string("validation: ") + msg);
+    host::log(BRAID_LOG_WARNING, "validation", msg);
   }
   return VK_FALSE;
 }
@@ -256,7 +254,7 @@ void load(Instance& in) {
     bool duplicate = false;
     for (const auto& e : in.devices) duplicate = duplicate || std::memcmp(e.braid_props.uuid, d.braid_props.uuid, 16) == 0;
     if (duplicate) {
-      log(BRAID_LOG_INFO, std::string("skipping ") + d.props.deviceName + ": the same device (UUID " +
+      host::log(BRAID_LOG_INFO, std::string("skipping ") + d.props.deviceName + ": the same device (UUID " +
                               hex_uuid(d.braid_props.uuid) + ") was already listed by another driver");
       continue;
     }

@@ -5,30 +5,20 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernel_call.h"
+
 namespace braid::vk {
 namespace {
 
 constexpr uint32_t kGroup = 256;  // local_size_x of the elementwise shaders
 
-uint64_t dtype_size(braid_dtype d) {
-  switch (d) {
-    case BRAID_FLOAT64: case BRAID_INT64: return 8;
-    case BRAID_UINT8: return 1;
-    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
-    default: return 4;
-  }
-}
+using plugin::dtype_name;
+using plugin::dtype_size;
 
 int64_t numel(const braid_buffer_view& v) {
   int64_t n = 1;
   for (int i = 0; i < v.ndim; ++i) n *= v.shape[i];
   return n;
-}
-
-// braid_dtype_name lives in libbraid, which a plugin does not link.
-const char* dtype_name(braid_dtype d) {
-  static const char* const names[] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bfloat16"};
-  return d >= 0 && d < BRAID_DTYPE_COUNT ? names[d] : "unknown dtype";
 }
 
 // The float64 variant of a shader when the kernel's dtype is float64.
@@ -625,27 +615,13 @@ KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(x.dtype, ShaderId::batch_norm_bwd_f32, ShaderId::batch_norm_bwd_f64));
 }
 
-bool all_devices_have_float64() {
+// supports() cannot name a device, so a dtype that needs a feature is offered only where every
+// device has it.
+bool all_devices_have(bool PhysicalDevice::*feature) {
   const Instance& in = instance();
   if (in.devices.empty()) return false;
   for (const auto& d : in.devices)
-    if (!d.float64) return false;
-  return true;
-}
-
-bool all_devices_have_int64() {
-  const Instance& in = instance();
-  if (in.devices.empty()) return false;
-  for (const auto& d : in.devices)
-    if (!d.int64) return false;
-  return true;
-}
-
-bool all_devices_have_float16() {
-  const Instance& in = instance();
-  if (in.devices.empty()) return false;
-  for (const auto& d : in.devices)
-    if (!d.float16) return false;
+    if (!(d.*feature)) return false;
   return true;
 }
 
@@ -658,22 +634,22 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_BINARY:
     case BRAID_KOP_BINARY_SCALAR:
       // Integer versions: int32 always, int64 where every device has shaderInt64; uint8 fill only.
-      if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have_int64())) return true;
+      if (dtype == BRAID_INT32 || (dtype == BRAID_INT64 && all_devices_have(&PhysicalDevice::int64))) return true;
       if (dtype == BRAID_UINT8) return op == BRAID_KOP_FILL;
-      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_COPY:
       // float16 (casts to and from float32) and bfloat16 storage (casts to and from float32 and
       // float64, as uint16 bit patterns) where every device has 16-bit storage buffers.
       // uint8 is held in 32-bit words (no 8-bit storage feature needed).
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
-             (dtype == BRAID_FLOAT64 && all_devices_have_float64()) ||
-             ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have_float16());
+             (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64)) ||
+             ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have(&PhysicalDevice::float16));
     case BRAID_KOP_ARANGE:
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
       // every device also has shaderInt64.
       if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
-        return all_devices_have_float64() && (dtype == BRAID_INT32 || all_devices_have_int64());
-      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+        return all_devices_have(&PhysicalDevice::float64) && (dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64));
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_REDUCE:
     case BRAID_KOP_ARGMAX:
     case BRAID_KOP_MATMUL:
@@ -694,7 +670,7 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_BATCH_NORM_BWD:
     case BRAID_KOP_SOFTMAX_CE_BWD:
       // float64 where every device has shaderFloat64 (supports() cannot name a device).
-      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have_float64());
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     default: return false;
   }
 }

@@ -11,6 +11,7 @@
 
 #include "braid_backend.h"
 #include "device.h"
+#include "entry_points.h"
 #include "enum_value.h"
 #include "host.h"
 #include "instance.h"
@@ -25,13 +26,6 @@ namespace {
 
 using braid::plugin::guarded;
 
-
-void log_line(braid_log_level level, const std::string& s) {
-  try {
-    host::log(level, ("vulkan: " + s).c_str());
-  } catch (...) {
-  }
-}
 
 braid_status device_count(int32_t* out, const char** reason) {
   return guarded([&] {
@@ -65,7 +59,7 @@ braid_status device_open(int32_t index, braid_backend_device* out) {
     try {
       *out = std::make_unique<braid_backend_device_t>(in.devices[static_cast<size_t>(index)]).release();
     } catch (const std::runtime_error& e) {
-      log_line(BRAID_LOG_ERROR, std::string("device_open: ") + e.what());
+      host::log(BRAID_LOG_ERROR, "device_open", e.what());
       return BRAID_ERR_DEVICE;
     }
     return BRAID_OK;
@@ -95,12 +89,12 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    auto k = enum_value(kind);
+    auto k = plugin::enum_value(kind);
     if (device == nullptr || (k != BRAID_QUEUE_COMPUTE && k != BRAID_QUEUE_TRANSFER)) return BRAID_ERR_INVALID_ARGUMENT;
     try {
       *out = std::make_unique<braid_backend_queue_t>(*device, kind).release();
     } catch (const std::runtime_error& e) {
-      log_line(BRAID_LOG_ERROR, std::string("queue_create: ") + e.what());
+      host::log(BRAID_LOG_ERROR, "queue_create", e.what());
       return BRAID_ERR_DEVICE;
     }
     return BRAID_OK;
@@ -110,33 +104,16 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
 void queue_destroy(braid_backend_queue queue) {
   if (queue == nullptr) return;
   if (queue->on_own_thread()) {
-    log_line(BRAID_LOG_ERROR, "queue_destroy called from the queue's own thread; queue leaked");
+    host::log(BRAID_LOG_ERROR, "queue_destroy called from the queue's own thread; queue leaked");
     return;
   }
   std::unique_ptr<braid_backend_queue_t> owned(queue);
 }
 
-braid_status queue_submit(braid_backend_queue queue, const braid_work* work) {
-  if (queue == nullptr || work == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  const char* why = "";
-  braid_status s = guarded([&] { return queue->submit(*work, &why); });
-  if (s != BRAID_OK) log_line(BRAID_LOG_DEBUG, std::string("queue_submit: ") + why);
-  return s;
-}
-
-// Batches are submitted whenever the device goes idle (see queue.h), so a flush has nothing to add.
-braid_status queue_flush(braid_backend_queue queue) { return queue != nullptr ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
-
-// The semaphore_* entries are the shared ones (backends/common/semaphore_api.h), instantiated in the
-// function table below for this plugin's semaphore type (timeline.h).
+// queue_submit, queue_flush, the semaphore_* entries and supports are the shared ones
+// (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
+// this plugin's types (the semaphore's is in timeline.h).
 using Semaphore = braid_backend_semaphore_t;
-
-int32_t supports(braid_kernel_op op, braid_dtype dtype) {
-  auto o = enum_value(op);
-  auto t = enum_value(dtype);
-  if (o < 0 || o >= BRAID_KOP_COUNT || t < 0 || t >= BRAID_DTYPE_COUNT) return 0;
-  return kernel_supports(op, dtype) ? 1 : 0;
-}
 
 void shutdown() {
   host::release(release_instance);  // the last shutdown also releases it
@@ -156,11 +133,11 @@ constexpr braid_backend_api kApi = {
     sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "vulkan",
     device_count, device_props, device_open, device_close,
     buffer_alloc, buffer_free, buffer_host_pointer,
-    queue_create, queue_destroy, queue_submit, queue_flush,
+    queue_create, queue_destroy, plugin::queue_submit<braid_backend_queue_t>, plugin::queue_flush<braid_backend_queue_t>,
     plugin::semaphore_create<Semaphore>, plugin::semaphore_destroy<Semaphore>, plugin::semaphore_query<Semaphore>,
     plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
     plugin::semaphore_fail<Semaphore>,
-    supports, shutdown,
+    plugin::supports<kernel_supports>, shutdown,
     device_props_json,
 };
 
@@ -169,10 +146,5 @@ constexpr braid_backend_api kApi = {
 
 extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
                                                       const braid_host_api* host, const braid_backend_api** out) {
-  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  *out = nullptr;
-  if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  if (braid_status s = braid::vk::host::acquire(host); s != BRAID_OK) return s;  // a second, different host
-  *out = &braid::vk::kApi;
-  return BRAID_OK;
+  return braid::plugin::host::answer_query(host_major, host, &braid::vk::kApi, out);
 }

@@ -7,6 +7,7 @@
 #include "host.h"
 #include "kernels.h"
 #include "timeline.h"
+#include "work_checks.h"
 
 namespace braid::vk {
 namespace {
@@ -18,44 +19,6 @@ constexpr size_t kMaxItems = 512;                   // submissions per batch
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-bool range_ok(const braid_backend_buffer_t* b, uint64_t off, uint64_t bytes) {
-  return off <= b->size && bytes <= b->size - off;
-}
-
-const char* check_work(const braid_work& w) {
-  if (w.struct_size < sizeof(braid_work)) return "work: struct_size too small";
-  if (w.num_waits > BRAID_MAX_WAITS) return "work: num_waits exceeds BRAID_MAX_WAITS";
-  for (uint32_t i = 0; i < w.num_waits; ++i)
-    if (w.waits[i] == nullptr) return "work: NULL wait semaphore";
-  switch (w.kind) {
-    case BRAID_WORK_KERNEL: {
-      const braid_kernel_call* k = w.kernel;
-      if (k == nullptr || k->struct_size < sizeof(braid_kernel_call)) return "kernel: missing or too small";
-      if (k->op < 0 || k->op >= BRAID_KOP_COUNT) return "kernel: unknown op";
-      if (k->num_inputs < 0 || k->num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
-      if (k->num_outputs < 0 || k->num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
-      for (int32_t i = 0; i < k->num_inputs; ++i)
-        if (k->inputs[i].buffer == nullptr) return "kernel: input without a buffer";
-      for (int32_t i = 0; i < k->num_outputs; ++i)
-        if (k->outputs[i].buffer == nullptr) return "kernel: output without a buffer";
-      return nullptr;
-    }
-    case BRAID_WORK_COPY: {
-      const braid_copy_desc* c = w.copy;
-      if (c == nullptr || c->struct_size < sizeof(braid_copy_desc)) return "copy: missing or too small";
-      if (c->bytes == 0) return nullptr;
-      if ((c->src_buffer != nullptr) == (c->src_host != nullptr)) return "copy: exactly one of src_buffer and src_host must be set";
-      if ((c->dst_buffer != nullptr) == (c->dst_host != nullptr)) return "copy: exactly one of dst_buffer and dst_host must be set";
-      if (c->src_buffer && !range_ok(c->src_buffer, c->src_offset, c->bytes)) return "copy: source range exceeds its buffer";
-      if (c->dst_buffer && !range_ok(c->dst_buffer, c->dst_offset, c->bytes)) return "copy: destination range exceeds its buffer";
-      return nullptr;
-    }
-    case BRAID_WORK_MARKER:
-      return nullptr;
-    default:
-      return "work: unknown kind";
-  }
-}
 }  // namespace
 
 const PhysicalDevice& Recorder::physical() const { return q_.device_.physical(); }
@@ -99,7 +62,7 @@ Queue::~Queue() {
   }
   completer_.join();
   fire_watchers();
-  host::log(BRAID_LOG_DEBUG, ("vulkan: queue done: " + std::to_string(stats_.batches.load()) + " batches, " +
+  host::log(BRAID_LOG_DEBUG, ("queue done: " + std::to_string(stats_.batches.load()) + " batches, " +
                               std::to_string(stats_.device_waits.load()) + " device-side waits, " +
                               std::to_string(stats_.host_held.load()) + " submissions held on the host, " +
                               std::to_string(stats_.promoted.load()) + " held waits made device-side when submitted")
@@ -541,7 +504,7 @@ void Queue::fire_watchers() {
 }
 
 braid_status Queue::submit(const braid_work& work, const char** why) {
-  if (const char* bad = check_work(work)) {
+  if (const char* bad = plugin::check_work<braid_backend_buffer_t>(work)) {
     *why = bad;
     return BRAID_ERR_INVALID_ARGUMENT;
   }

@@ -1,15 +1,18 @@
 // The CPU plugin's queues, opened directly as the host's loader would: submissions run in FIFO order
 // per submitting thread, also when more are queued than the lock-free ring holds (the overflow path),
 // and from several threads at once. Tokens recorded by work_begin on the queue thread give the order.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "braid_backend.h"
 #include <doctest/doctest.h>
 
+#include "bad_work.h"
 #include "plugin_loader.h"
 
 namespace {
@@ -17,7 +20,12 @@ namespace {
 std::mutex g_mu;
 std::vector<uintptr_t> g_order;  // tokens in the order the queue thread began them
 
-void host_log(braid_log_level, const char*) {}
+std::vector<std::string> g_log;  // guarded by g_mu
+
+void host_log(braid_log_level, const char* message) {
+  std::lock_guard lock(g_mu);
+  g_log.emplace_back(message);
+}
 int32_t host_begin(void* token) {
   std::lock_guard lock(g_mu);
   g_order.push_back(reinterpret_cast<uintptr_t>(token));
@@ -126,4 +134,12 @@ TEST_CASE("cpu queue: submissions from several threads keep each thread's order"
   }
   p.api->semaphore_destroy(gate);
   p.api->semaphore_destroy(done);
+}
+
+TEST_CASE("cpu queue: bad work is refused with the reason, and the queue goes on") {
+  Plugin p;
+  test::check_bad_work_is_refused(p.api, p.device, p.queue, [](const std::string& line) {
+    std::lock_guard lock(g_mu);
+    return std::find(g_log.begin(), g_log.end(), line) != g_log.end();
+  });
 }

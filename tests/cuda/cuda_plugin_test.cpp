@@ -5,8 +5,10 @@
 // they run, and tests/ops runs the whole conformance suite on it.
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,12 +16,19 @@
 #include "braid_backend.h"
 #include <doctest/doctest.h>
 
+#include "bad_work.h"
 #include "plugin_loader.h"
 
 namespace {
 
 // The plugin opened directly, as the host's loader would, with a minimal host table.
-void host_log(braid_log_level, const char*) {}
+std::mutex g_log_mu;
+std::vector<std::string> g_log;
+
+void host_log(braid_log_level, const char* message) {
+  std::lock_guard lock(g_log_mu);
+  g_log.emplace_back(message);
+}
 int32_t host_begin(void*) { return 1; }
 void host_end(void*, braid_status, const char*) {}
 const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
@@ -222,4 +231,20 @@ TEST_CASE("cuda: a label out of range becomes an error on the loss, not an abort
   braid_tensor_release(tl);
   braid_tensor_release(ty);
   braid_tensor_release(loss);
+}
+
+TEST_CASE("cuda: bad work is refused with the reason, and the queue goes on" * doctest::skip(!have_gpu())) {
+  Plugin p;
+  REQUIRE(p.api() != nullptr);
+  const braid_backend_api* api = p.api();
+  braid_backend_device dev = nullptr;
+  braid_backend_queue queue = nullptr;
+  REQUIRE(api->device_open(0, &dev) == BRAID_OK);
+  REQUIRE(api->queue_create(dev, BRAID_QUEUE_COMPUTE, &queue) == BRAID_OK);
+  test::check_bad_work_is_refused(api, dev, queue, [](const std::string& line) {
+    std::lock_guard lock(g_log_mu);
+    return std::find(g_log.begin(), g_log.end(), line) != g_log.end();
+  });
+  api->queue_destroy(queue);
+  api->device_close(dev);
 }

@@ -11,6 +11,7 @@
 //
 // Skipped (visibly) without a Vulkan device.
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -21,6 +22,7 @@
 #include "braid_backend.h"
 #include <doctest/doctest.h>
 
+#include "bad_work.h"
 #include "plugin_loader.h"
 
 namespace {
@@ -328,4 +330,13 @@ TEST_CASE("vulkan queues: a wait held on the host becomes device-side once its s
   CHECK_MESSAGE(line.find(" 1 device-side waits, 1 submissions held on the host, 1 held waits made device-side") !=
                     std::string::npos,
                 line);
+}
+
+TEST_CASE("vulkan queues: bad work is refused with the reason, and the queue goes on") {
+  Rig r;
+  if (!r.open()) return;
+  test::check_bad_work_is_refused(r.api, r.dev, r.compute, [](const std::string& line) {
+    std::lock_guard lock(g_log_mu);
+    return std::find(g_log.begin(), g_log.end(), line) != g_log.end();
+  });
 }

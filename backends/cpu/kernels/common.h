@@ -27,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernel_call.h"
 #include "kernels.h"
 
 namespace braid::cpu::kern {
@@ -65,18 +66,10 @@ inline bool visit_dtype(Types<Ts...>, braid_dtype dt, F&& f) {
   return ((dt == dtype_of<Ts> && (f(Tag<Ts>{}), true)) || ...);
 }
 
-inline size_t dtype_size(braid_dtype dt) {
-  switch (dt) {
-    case BRAID_FLOAT32: case BRAID_INT32: return 4;
-    case BRAID_FLOAT64: case BRAID_INT64: return 8;
-    case BRAID_UINT8: return 1;
-    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
-    default: return 0;
-  }
-}
-
-const char* dtype_name(braid_dtype dt);
-const char* op_name(braid_kernel_op op);
+// Names and sizes, as every plugin reads them (backends/common/kernel_call.h).
+using plugin::dtype_name;
+using plugin::dtype_size;
+using plugin::op_name;
 
 // ---- results -------------------------------------------------------------------------------------
 

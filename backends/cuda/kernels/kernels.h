@@ -9,6 +9,7 @@
 
 #include "braid_backend.h"
 #include "cublas_lib.h"
+#include "kernel_call.h"
 
 struct braid_backend_device_t;
 
@@ -29,7 +30,6 @@ struct KernelEnv {
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype);
 bool needs_error_flag(const braid_kernel_call& call);
-const char* op_name(braid_kernel_op op);
 // Enqueues the call. Returns a failure (with message) only for what is known at launch time.
 braid_status launch_kernel(const braid_kernel_call& call, KernelEnv& env, std::string& message);
 

@@ -92,7 +92,7 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   auto dense = [&](int k, const braid_buffer_view& v, bool copy_in) -> braid_buffer_view {
     scratch[k] = env.device->scratch_alloc(size_t(numel(v) * es), env.stream);
     holders[k].ptr = scratch[k];
-    holders[k].bytes = uint64_t(numel(v) * es);
+    holders[k].size = uint64_t(numel(v) * es);
     braid_buffer_view d = dense_like(v, &holders[k]);
     if (scratch[k] == nullptr) st = BRAID_ERR_OUT_OF_MEMORY;
     else if (copy_in) st = copy_views(v, d, env.stream, msg);

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <type_traits>
 
-namespace braid::vk {
+namespace braid::plugin {
 
 // A C caller may pass any integer where the ABI says enum; loading such a value as the C++ enum type
 // is undefined behaviour (UBSan flags it), so validation reads the bytes as the underlying integer,
@@ -16,4 +16,4 @@ long long enum_value(const E& e) {
   return static_cast<long long>(v);
 }
 
-}  // namespace braid::vk
+}  // namespace braid::plugin

@@ -1,0 +1,56 @@
+#include "kernel_call.h"
+
+#include "enum_value.h"
+
+namespace braid::plugin {
+bool valid_op(braid_kernel_op op) noexcept {
+  const auto o = enum_value(op);
+  return o >= 0 && o < BRAID_KOP_COUNT;
+}
+
+bool valid_dtype(braid_dtype dtype) noexcept {
+  const auto t = enum_value(dtype);
+  return t >= 0 && t < BRAID_DTYPE_COUNT;
+}
+
+const char* op_name(braid_kernel_op op) noexcept {
+  static constexpr const char* kNames[] = {
+      "fill",         "arange",          "random_uniform",    "random_normal", "copy",
+      "unary",        "binary",          "binary_scalar",     "reduce",        "argmax",
+      "matmul",       "conv2d",          "pool2d",            "batch_norm",    "softmax",
+      "softmax_cross_entropy",           "dropout",           "sgd_update",    "sgd_momentum",
+      "adam_update",  "conv2d_bwd_data", "conv2d_bwd_weight", "pool2d_bwd",    "batch_norm_bwd",
+      "softmax_cross_entropy_bwd"};
+  static_assert(sizeof kNames / sizeof kNames[0] == BRAID_KOP_COUNT, "one name per kernel op");
+  return valid_op(op) ? kNames[op] : "invalid";
+}
+
+const char* dtype_name(braid_dtype dtype) noexcept {
+  static constexpr const char* kNames[] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bfloat16"};
+  static_assert(sizeof kNames / sizeof kNames[0] == BRAID_DTYPE_COUNT, "one name per dtype");
+  return valid_dtype(dtype) ? kNames[dtype] : "invalid";
+}
+
+uint32_t dtype_size(braid_dtype dtype) noexcept {
+  static constexpr uint32_t kSizes[] = {4, 8, 4, 8, 1, 2, 2};
+  static_assert(sizeof kSizes / sizeof kSizes[0] == BRAID_DTYPE_COUNT, "one size per dtype");
+  return valid_dtype(dtype) ? kSizes[dtype] : 0;
+}
+
+braid_dtype call_dtype(const braid_kernel_call& call) noexcept {
+  switch (enum_value(call.op)) {
+    case BRAID_KOP_FILL:
+    case BRAID_KOP_ARANGE:
+    case BRAID_KOP_RANDOM_UNIFORM:
+    case BRAID_KOP_RANDOM_NORMAL:
+      return call.num_outputs > 0 ? call.outputs[0].dtype : BRAID_DTYPE_COUNT;
+    default:
+      return call.num_inputs > 0 ? call.inputs[0].dtype : BRAID_DTYPE_COUNT;
+  }
+}
+
+bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], braid_kernel_op op, braid_dtype dtype) noexcept {
+  return valid_op(op) && valid_dtype(dtype) && (masks[op] >> dtype & 1u) != 0;
+}
+
+}  // namespace braid::plugin

@@ -1,0 +1,34 @@
+// Reading a braid_kernel_call the same way in every plugin: the names in messages, the dtype a call is
+// typed by, and dtype sets as bit masks for a plugin's table of what it implements.
+#pragma once
+#include <cstdint>
+
+#include "braid_backend.h"
+
+namespace braid::plugin {
+
+// Whether a value a C caller passed is one of the enumerators (read without loading it as the enum).
+bool valid_op(braid_kernel_op op) noexcept;
+bool valid_dtype(braid_dtype dtype) noexcept;
+
+// Names for messages ("invalid" out of range). braid_dtype_name lives in libbraid, which a plugin
+// does not link.
+const char* op_name(braid_kernel_op op) noexcept;
+const char* dtype_name(braid_dtype dtype) noexcept;
+// Bytes per element; 0 out of range.
+uint32_t dtype_size(braid_dtype dtype) noexcept;
+
+// Creation ops are typed by their output, everything else by its first input; BRAID_DTYPE_COUNT when
+// the call has no such operand.
+braid_dtype call_dtype(const braid_kernel_call& call) noexcept;
+
+constexpr uint32_t dtype_bit(braid_dtype d) { return 1u << d; }
+inline constexpr uint32_t kFloatTypes = dtype_bit(BRAID_FLOAT32) | dtype_bit(BRAID_FLOAT64);
+inline constexpr uint32_t kNumericTypes = kFloatTypes | dtype_bit(BRAID_INT32) | dtype_bit(BRAID_INT64);
+inline constexpr uint32_t kAllTypes =
+    kNumericTypes | dtype_bit(BRAID_UINT8) | dtype_bit(BRAID_FLOAT16) | dtype_bit(BRAID_BFLOAT16);
+
+// Whether (op, dtype) is in range and its bit is set in masks[op] (one mask per op).
+bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], braid_kernel_op op, braid_dtype dtype) noexcept;
+
+}  // namespace braid::plugin
