@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "common.h"
+#include "float_to_int.h"
 
 namespace braid::cpu::kern {
 
@@ -73,16 +74,7 @@ inline float double_to_float_odd(double d) {
 
 template <class T> inline constexpr bool is_half16 = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t>;
 
-template <class To, class From>
-inline To float_to_int(From x) {
-  // Saturating truncation; the bounds are exactly representable powers of two.
-  constexpr From hi = From(std::numeric_limits<To>::max()) + From(1);  // 2^31, 2^63, 256
-  constexpr From lo = From(std::numeric_limits<To>::min());
-  if (!(x == x)) return To(0);
-  if (x >= hi) return std::numeric_limits<To>::max();
-  if (x <= lo) return std::numeric_limits<To>::min();
-  return To(x);
-}
+using plugin::float_to_int;
 
 template <class To, class From>
 inline To convert(From x) {

@@ -13,6 +13,7 @@
 
 #include "braid_backend.h"
 #include "buffer.h"
+#include "float_to_int.h"
 #include "kernels.h"
 
 namespace braid::cuda::kern {
@@ -117,15 +118,7 @@ bool visit_all(braid_dtype dt, F&& f) {
 
 // ---- conversions (as the CPU backend: round to nearest even; float -> int truncates and saturates,
 // NaN -> 0; int -> narrower int wraps) ----
-template <class To, class From>
-__device__ __forceinline__ To float_to_int(From x) {
-  constexpr From hi = From(std::numeric_limits<To>::max()) + From(1);
-  constexpr From lo = From(std::numeric_limits<To>::min());
-  if (!(x == x)) return To(0);
-  if (x >= hi) return std::numeric_limits<To>::max();
-  if (x <= lo) return std::numeric_limits<To>::min();
-  return To(x);
-}
+using plugin::float_to_int;  // backends/common/float_to_int.h
 
 template <class To, class From>
 __device__ __forceinline__ To cvt(From x) {
