@@ -68,9 +68,9 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   if (mode != BRAID_ENGINE_ASYNC && mode != BRAID_ENGINE_SYNC)
     fail(BRAID_ERR_INVALID_ARGUMENT, "options.engine_mode ", mode, " is not a braid_engine_mode");
   eo.sync = mode == BRAID_ENGINE_SYNC;
-  eo.max_inflight_ops = o.max_inflight_ops ? o.max_inflight_ops : env_u64("BRAID_MAX_INFLIGHT_OPS", eo.max_inflight_ops);
-  eo.max_inflight_bytes =
-      o.max_inflight_bytes ? o.max_inflight_bytes : env_u64("BRAID_MAX_INFLIGHT_BYTES", eo.max_inflight_bytes);
+  // 0 here means each device's own default (default_inflight_bound), chosen as it opens.
+  inflight_bound.ops = o.max_inflight_ops ? o.max_inflight_ops : env_u64("BRAID_MAX_INFLIGHT_OPS", 0);
+  inflight_bound.bytes = o.max_inflight_bytes ? o.max_inflight_bytes : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0);
   engine = std::make_unique<Engine>(eo, profiler);
   seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0);
   if (o.profile_path) profile_path = o.profile_path;
@@ -109,6 +109,9 @@ void braid_context_t::open_devices(Backend& b) {
     }
     d->index = static_cast<int32_t>(devices.size());
     d->id = cat(b.name, ":", i);
+    const InflightBound fallback = default_inflight_bound(d->props.kind);
+    d->inflight_bound = {inflight_bound.ops ? inflight_bound.ops : fallback.ops,
+                         inflight_bound.bytes ? inflight_bound.bytes : fallback.bytes};
     using PropsJsonFn = const char* (*)(int32_t);
     if (auto props_json = b.function_at<PropsJsonFn>(offsetof(braid_backend_api, device_props_json)))
       if (const char* json = props_json(i); json != nullptr && *json != '\0') d->props_json = json;

@@ -25,6 +25,7 @@ struct braid_context_t {
   std::vector<braid::Device*> device_list;  // the same, as a span for engine/profiler calls
   braid::Profiler profiler;
   std::unique_ptr<braid::Engine> engine;
+  braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
   braid::TensorPool tensors;
   std::string profile_path;  // written when the context is destroyed
   std::atomic<uint64_t> seed{0};

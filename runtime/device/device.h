@@ -10,6 +10,7 @@
 #include <string>
 
 #include "braid_backend.h"
+#include "engine/inflight_bound.h"
 #include "engine/node.h"
 #include "memory/caching_allocator.h"
 #include "memory/slot_pool.h"
@@ -27,6 +28,7 @@ struct Device {
   std::string id;               // "cpu:0"
   braid_backend_device_props props{};
   std::string props_json = "{}";  // backend-specific properties (ABI 1.1 device_props_json)
+  InflightBound inflight_bound;   // backpressure; set at open, read-only after
 
   Queue compute;
   Queue transfer;

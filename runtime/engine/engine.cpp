@@ -99,8 +99,8 @@ void Engine::throttle(Device& device) {
   Device::PushSide& side = device.push_side;
   // The common case reads only the pushers' own cache line.
   if (!in_flight_reaches(device, side.ended_seen.ops.load(std::memory_order_relaxed),
-                         side.ended_seen.bytes.load(std::memory_order_relaxed), options_.max_inflight_ops,
-                         options_.max_inflight_bytes))
+                         side.ended_seen.bytes.load(std::memory_order_relaxed), device.inflight_bound.ops,
+                         device.inflight_bound.bytes))
     return;
   auto reaches_now = [&](uint64_t max_ops, uint64_t max_bytes) {
     // seq_cst, as the fetch_add of backpressure_waiters and finish's update: a waiter must not miss
@@ -111,13 +111,13 @@ void Engine::throttle(Device& device) {
     side.ended_seen.bytes.store(bytes, std::memory_order_relaxed);
     return in_flight_reaches(device, ops, bytes, max_ops, max_bytes);
   };
-  if (!reaches_now(options_.max_inflight_ops, options_.max_inflight_bytes)) return;
+  if (!reaches_now(device.inflight_bound.ops, device.inflight_bound.bytes)) return;
   if (t_engine_callback_depth > 0) return;  // never block a backend thread
   // Once at the bound, wait until the work in flight has drained to the low-water mark (3/4 of the
   // bound), not merely below the bound: otherwise a pusher faster than its device is woken once per
   // op that ends (a futex wake-up on each side per tiny op) instead of once per quarter of the bound.
-  const uint64_t low_ops = low_water(options_.max_inflight_ops);
-  const uint64_t low_bytes = low_water(options_.max_inflight_bytes);
+  const uint64_t low_ops = low_water(device.inflight_bound.ops);
+  const uint64_t low_bytes = low_water(device.inflight_bound.bytes);
   std::unique_lock lock(device.backpressure_mu);
   device.backpressure_waiters.fetch_add(1);
   device.backpressure_cv.wait(lock, [&] { return !reaches_now(low_ops, low_bytes); });
@@ -341,8 +341,8 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   // Both counters are reloaded after both increments (seq_cst, like the waiter's), so of concurrent
   // finishers at least one sees every increment and no end that reaches the mark goes unannounced.
   if (dev.backpressure_waiters.load() > 0 &&
-      !in_flight_reaches(dev, dev.ended.ops.load(), dev.ended.bytes.load(), low_water(options_.max_inflight_ops),
-                         low_water(options_.max_inflight_bytes))) {
+      !in_flight_reaches(dev, dev.ended.ops.load(), dev.ended.bytes.load(), low_water(dev.inflight_bound.ops),
+                         low_water(dev.inflight_bound.bytes))) {
     std::lock_guard lock(dev.backpressure_mu);
     dev.backpressure_cv.notify_all();
   }

@@ -26,9 +26,7 @@ struct Storage;
 class Profiler;
 
 struct EngineOptions {
-  bool sync = false;                   // BRAID_ENGINE=sync: every push waits for its op
-  uint64_t max_inflight_ops = 1024;    // per device
-  uint64_t max_inflight_bytes = 1ull << 30;
+  bool sync = false;  // BRAID_ENGINE=sync: every push waits for its op
 };
 
 struct WaitResult {
@@ -42,7 +40,6 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  const EngineOptions& options() const noexcept { return options_; }
   static const braid_host_api* host_api() noexcept;
 
   std::shared_ptr<OpNode> make_node(const char* name, Device& device) const;

@@ -211,7 +211,7 @@ void suite_memory(Run& run) {
   run.out->note("memory", std::to_string(kSteps) + " steps of batch " + std::to_string(kBatch) +
                               " (MLP 784-256-10 forward + SGD with made-up gradients: no autograd yet), no wait "
                               "inside the loop; one run per mode (--repeat does not apply); default bound = "
-                              "BRAID_MAX_INFLIGHT_OPS/_BYTES if set, else 1024 ops and 1 GiB per device");
+                              "BRAID_MAX_INFLIGHT_OPS/_BYTES if set, else 1024 ops and 128 MiB on cpu:0");
 }
 
 }  // namespace braid::bench
