@@ -34,13 +34,10 @@ BRAID_API braid_status braid_conv2d_backward_data(braid_tensor dy, braid_tensor 
     require_float(tdy, op.name(), "dy");
     require_same_dtype(tdy, tw, op.name());
     Shape xs = shape4(x_shape, "x_shape");
-    Conv2dGeometry g = conv2d_geometry(xs, tw.shape, p.stride[0], p.stride[1], p.padding[0], p.padding[1]);
-    const int64_t ys[4] = {g.n, g.k, g.p, g.q};
-    require_shape(tdy, Shape::of(ys), op.name(), "dy");
+    require_shape(tdy, conv2d_geometry(xs, tw.shape, p).output(), op.name(), "dy");
     op.require_kernel(tdy.dtype);
     op.output(tdy.dtype, xs);
-    auto& c = op.call();
-    c.i[0] = p.stride[0], c.i[1] = p.stride[1], c.i[2] = p.padding[0], c.i[3] = p.padding[1];
+    put_conv2d_params(op.call(), p);
     op.push();
     *dx = op.release_output(0);
   });
@@ -58,13 +55,10 @@ BRAID_API braid_status braid_conv2d_backward_weight(braid_tensor dy, braid_tenso
     require_float(tdy, op.name(), "dy");
     require_same_dtype(tdy, tx, op.name());
     Shape ws = shape4(w_shape, "w_shape");
-    Conv2dGeometry g = conv2d_geometry(tx.shape, ws, p.stride[0], p.stride[1], p.padding[0], p.padding[1]);
-    const int64_t ys[4] = {g.n, g.k, g.p, g.q};
-    require_shape(tdy, Shape::of(ys), op.name(), "dy");
+    require_shape(tdy, conv2d_geometry(tx.shape, ws, p).output(), op.name(), "dy");
     op.require_kernel(tdy.dtype);
     op.output(tdy.dtype, ws);
-    auto& c = op.call();
-    c.i[0] = p.stride[0], c.i[1] = p.stride[1], c.i[2] = p.padding[0], c.i[3] = p.padding[1];
+    put_conv2d_params(op.call(), p);
     op.push();
     *dw = op.release_output(0);
   });
@@ -82,14 +76,10 @@ BRAID_API braid_status braid_pool2d_backward(braid_tensor dy, braid_tensor x, co
     require_same_dtype(tdy, tx, op.name());
     if (tx.shape.ndim != 4) fail(BRAID_ERR_SHAPE, op.name(), ": x must be N,C,H,W, got ", tx.shape.str());
     braid_pool2d_params p = pool2d_params(params, tx.shape);
-    const int64_t ys[4] = {tx.shape[0], tx.shape[1], pooled_size(tx.shape[2], p.kernel[0], p.stride[0], p.padding[0], op.name()),
-                           pooled_size(tx.shape[3], p.kernel[1], p.stride[1], p.padding[1], op.name())};
-    require_shape(tdy, Shape::of(ys), op.name(), "dy");
+    require_shape(tdy, pool2d_output(tx.shape, p, op.name()), op.name(), "dy");
     op.require_kernel(tx.dtype);
     op.output(tx.dtype, tx.shape);
-    auto& c = op.call();
-    c.i[0] = p.kind, c.i[1] = p.kernel[0], c.i[2] = p.kernel[1], c.i[3] = p.stride[0], c.i[4] = p.stride[1];
-    c.i[5] = p.padding[0], c.i[6] = p.padding[1];
+    put_pool2d_params(op.call(), p);
     op.push();
     *dx = op.release_output(0);
   });

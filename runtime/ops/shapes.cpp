@@ -65,7 +65,8 @@ Shape reduce_shape(const Shape& in, uint32_t mask, bool keepdims) {
   return out;
 }
 
-Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, int32_t sh, int32_t sw, int32_t ph, int32_t pw) {
+Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, const braid_conv2d_params& params) {
+  const int64_t sh = params.stride[0], sw = params.stride[1], ph = params.padding[0], pw = params.padding[1];
   if (x.ndim != 4) fail(BRAID_ERR_SHAPE, "conv2d: x must be N,C,H,W, got ", x.str());
   if (w.ndim != 4) fail(BRAID_ERR_SHAPE, "conv2d: w must be K,C,R,S, got ", w.str());
   if (sh <= 0 || sw <= 0 || ph < 0 || pw < 0)
@@ -80,6 +81,8 @@ Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, int32_t sh, int32
   return g;
 }
 
+namespace {
+// Output size of one spatial axis of a pooling window.
 int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, const char* op) {
   if (kernel <= 0 || stride <= 0 || pad < 0)
     fail(BRAID_ERR_INVALID_ARGUMENT, op, ": kernel and stride must be positive, padding non-negative");
@@ -87,6 +90,13 @@ int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, con
   if (in + 2 * pad < kernel)
     fail(BRAID_ERR_SHAPE, op, ": window ", kernel, " is larger than the padded input ", in + 2 * pad);
   return (in + 2 * pad - kernel) / stride + 1;
+}
+}  // namespace
+
+Shape pool2d_output(const Shape& x, const braid_pool2d_params& p, const char* op) {
+  const int64_t dims[4] = {x[0], x[1], pooled_size(x[2], p.kernel[0], p.stride[0], p.padding[0], op),
+                           pooled_size(x[3], p.kernel[1], p.stride[1], p.padding[1], op)};
+  return Shape::of(dims);
 }
 
 }  // namespace braid

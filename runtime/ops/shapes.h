@@ -19,12 +19,16 @@ uint32_t reduce_mask(int32_t ndim, int32_t naxes, const int32_t* axes, const cha
 // The result's shape, with size 1 on reduced axes (keepdims) or without them.
 Shape reduce_shape(const Shape& in, uint32_t mask, bool keepdims);
 
+// conv2d's sizes: x is N,C,H,W, w is K,C,R,S, the output N,K,P,Q.
 struct Conv2dGeometry {
   int64_t n, c, h, w, k, r, s, p, q;
+  Shape output() const {
+    const int64_t dims[4] = {n, k, p, q};
+    return Shape::of(dims);
+  }
 };
-Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, int32_t stride_h, int32_t stride_w, int32_t pad_h,
-                               int32_t pad_w);
-// Output size of one spatial axis of a pooling window; throws when the window does not fit.
-int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, const char* op);
+Conv2dGeometry conv2d_geometry(const Shape& x, const Shape& w, const braid_conv2d_params& params);
+// pool2d's output N,C,P,Q for x (N,C,H,W) and resolved params; throws when the window does not fit.
+Shape pool2d_output(const Shape& x, const braid_pool2d_params& params, const char* op);
 
 }  // namespace braid
