@@ -4,6 +4,10 @@
 conv 3x3 (20) -> relu -> avg-pool 2 -> conv 5x5 (50) -> relu -> avg-pool 2 -> flatten -> dense 800->128
 -> relu -> dense 128->10; weights N(0, 0.01^2), zero biases; softmax cross-entropy (mean over the batch);
 plain SGD, lr 0.2, batch 256, shuffled every epoch. Prints one JSON object like braid-lenet --json.
+
+For a run from braid's starting point (compare.py --same-start): --init-from takes the parameters
+braid-lenet --save-init wrote, and --braid-order SEED draws each epoch's order with braid's batch
+iterator permutation (runtime/data/shuffle.h) instead of torch.randperm.
 """
 import argparse
 import gzip
@@ -38,6 +42,48 @@ def load(data_dir, prefix):
     return torch.from_numpy(images).reshape(-1, 1, 28, 28), torch.from_numpy(labels)
 
 
+# braid's epoch permutation (runtime/data/shuffle.h): Fisher-Yates from n-1 down to 1, swapping i with
+# j = floor(u * (i + 1) / 2^64), u = mix64(key + i * golden), key = mix64(seed ^ mix64(epoch + 1)).
+MASK = (1 << 64) - 1
+
+
+def mix64(z):
+    z = ((z ^ (z >> 30)) * 0xbf58476d1ce4e5b9) & MASK
+    z = ((z ^ (z >> 27)) * 0x94d049bb133111eb) & MASK
+    return z ^ (z >> 31)
+
+
+def braid_permutation(n, seed, epoch):
+    order = list(range(n))
+    key = mix64(seed ^ mix64(epoch + 1))
+    for i in range(n - 1, 0, -1):
+        u = mix64((key + i * 0x9e3779b97f4a7c15) & MASK)
+        j = (u * (i + 1)) >> 64
+        order[i], order[j] = order[j], order[i]
+    return torch.tensor(order, dtype=torch.int64)
+
+
+# braid-lenet's parameters in its order and shapes (samples/lenet/lenet.h): dense weights are
+# [in, out] there (x @ w) and [out, in] in torch.nn.Linear.
+BRAID_SHAPES = [(20, 1, 3, 3), (20,), (50, 20, 5, 5), (50,), (800, 128), (128,), (128, 10), (10,)]
+
+
+def load_braid_init(net, path):
+    flat = np.fromfile(path, dtype="<f4")
+    want = sum(int(np.prod(s)) for s in BRAID_SHAPES)
+    if flat.size != want:
+        sys.exit(f"lenet_torch.py: {path} holds {flat.size} floats, braid-lenet's parameters are {want}")
+    layers = [m for m in net if isinstance(m, (nn.Conv2d, nn.Linear))]
+    targets = [t for m in layers for t in (m.weight, m.bias)]
+    offset = 0
+    with torch.no_grad():
+        for target, shape in zip(targets, BRAID_SHAPES):
+            n = int(np.prod(shape))
+            value = torch.from_numpy(flat[offset:offset + n].copy()).reshape(shape)
+            target.copy_(value.t() if len(shape) == 2 else value)
+            offset += n
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=4)
@@ -47,6 +93,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data-dir", default=os.environ.get("BRAID_DATA_DIR") or "/usr/share/datasets/fashion-mnist")
+    ap.add_argument("--init-from", help="start from the parameters braid-lenet --save-init wrote")
+    ap.add_argument("--braid-order", type=int, metavar="SEED", help="shuffle with braid's permutation for SEED")
+    ap.add_argument("--step-losses", type=int, default=0, help="also report the loss of the first N steps")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
@@ -59,6 +108,8 @@ def main():
         if isinstance(m, (nn.Conv2d, nn.Linear)):
             nn.init.normal_(m.weight, 0.0, 0.01)
             nn.init.zeros_(m.bias)
+    if args.init_from:
+        load_braid_init(net, args.init_from)
     loss_fn = nn.CrossEntropyLoss()
     opt = torch.optim.SGD(net.parameters(), lr=args.lr)
     n = train_x.shape[0]
@@ -66,9 +117,10 @@ def main():
     if args.batches:
         per_epoch = min(per_epoch, args.batches)
     epochs = []
+    step_losses = []
     for epoch in range(1, args.epochs + 1):
         t0 = time.perf_counter()
-        order = torch.randperm(n)
+        order = braid_permutation(n, args.braid_order, epoch - 1) if args.braid_order is not None else torch.randperm(n)
         total = 0.0
         net.train()
         for b in range(per_epoch):
@@ -78,6 +130,8 @@ def main():
             loss.backward()
             opt.step()
             total += loss.item()
+            if len(step_losses) < args.step_losses:
+                step_losses.append(loss.item())
         seconds = time.perf_counter() - t0
         net.eval()
         with torch.no_grad():
@@ -88,8 +142,11 @@ def main():
                        "test_accuracy": acc})
         print(f"epoch {epoch}: {seconds:.2f} s, train loss {total / per_epoch:.4f}, test accuracy {acc:.4f}",
               file=sys.stderr)
-    print(json.dumps({"device": f"torch {torch.__version__} cpu x{args.threads}", "batch_size": args.batch_size,
-                      "lr": args.lr, "epochs": epochs}))
+    result = {"device": f"torch {torch.__version__} cpu x{args.threads}", "batch_size": args.batch_size,
+              "lr": args.lr, "epochs": epochs}
+    if args.step_losses:
+        result["step_losses"] = step_losses
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

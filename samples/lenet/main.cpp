@@ -12,14 +12,19 @@
 //   --init-std X    standard deviation of the initial weights (default 0.01, the chapter's)
 //   --json          one JSON object on stdout at the end (progress and the table go to stderr); each
 //                   epoch also reports loss_first / loss_last, the mean loss of its first / last 5 batches
+//   --save-init FILE  write the initial parameters to FILE as raw little-endian float32, in the order
+//                   w1 b1 w2 b2 w3 b3 w4 b4 with braid's shapes (lenet.h), for lenet_torch.py --init-from
+//   --step-losses N  with --json, also report the loss of each of the run's first N steps
 //
 // Exit status: 0 on success, 1 on an error, 77 when the dataset is not installed (ctest: skipped).
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,11 +44,14 @@ struct Options {
   std::string data_dir;
   bool json = false;
   bool list = false;
+  std::string save_init;
+  int64_t step_losses = 0;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--epochs N] [--batches N] "
-                       "[--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] [--list-devices]\n", why);
+                       "[--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
+                       "[--save-init FILE] [--step-losses N] [--list-devices]\n", why);
   std::exit(2);
 }
 
@@ -80,6 +88,8 @@ Options parse(int argc, char** argv) {
       if (v.empty() || *end || !(o.init_std > 0)) usage(("--init-std: bad value '" + v + "'").c_str());
     } else if (a == "--data-dir") o.data_dir = value();
     else if (a == "--json") o.json = true;
+    else if (a == "--save-init") o.save_init = value();
+    else if (a == "--step-losses") o.step_losses = number(0);
     else if (a == "--list-devices") o.list = true;
     else if (a == "-h" || a == "--help") usage("trains LeNet on Fashion-MNIST");
     else usage(("unknown argument '" + a + "'").c_str());
@@ -123,6 +133,18 @@ struct EpochResult {
   int64_t batches;
 };
 
+// Raw float32 of every parameter, in Model::params() order (lenet.h gives the shapes).
+void save_params(const lenet::Model& m, const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) throw std::runtime_error("--save-init: cannot create " + path + ": " + std::strerror(errno));
+  bool ok = true;
+  for (const braid::Tensor& p : m.params()) {
+    const std::vector<float> v = p.to_vector<float>();
+    ok = ok && std::fwrite(v.data(), sizeof(float), v.size(), f) == v.size();
+  }
+  if (std::fclose(f) != 0 || !ok) throw std::runtime_error("--save-init: cannot write " + path);
+}
+
 double mean_of(const std::vector<braid::Tensor>& losses) {
   double s = 0;
   for (const auto& l : losses) s += static_cast<double>(l.to_vector<float>()[0]);
@@ -159,6 +181,8 @@ int run(const Options& opt) {
   std::fprintf(stderr, "LeNet on %s (%s), %d epochs of %lld batches of %lld, lr %g\n", info.id, info.name,
                opt.epochs, static_cast<long long>(per_epoch), static_cast<long long>(opt.batch_size), opt.lr);
   const lenet::Model model = lenet::init(ctx, dev, opt.init_std);
+  if (!opt.save_init.empty()) save_params(model, opt.save_init);
+  std::vector<braid::Tensor> step_losses;  // the run's first opt.step_losses losses, read at the end
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
@@ -177,6 +201,7 @@ int run(const Options& opt) {
       braid::Tensor loss = lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
       loss_sum = loss_sum + loss;
       if (first.size() < 5) first.push_back(loss);
+      if (static_cast<int64_t>(step_losses.size()) < opt.step_losses) step_losses.push_back(loss);
       last.push_back(loss);
       if (last.size() > 5) last.erase(last.begin());
       ++n;
@@ -214,7 +239,14 @@ int run(const Options& opt) {
                   i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
                   results[i].train_loss, results[i].test_accuracy, results[i].loss_first,
                   results[i].loss_last);
-    std::printf("]}\n");
+    std::printf("]");
+    if (opt.step_losses > 0) {
+      std::printf(", \"step_losses\": [");
+      for (size_t i = 0; i < step_losses.size(); ++i)
+        std::printf("%s%.9g", i ? ", " : "", static_cast<double>(step_losses[i].to_vector<float>()[0]));
+      std::printf("]");
+    }
+    std::printf("}\n");
   }
   return 0;
 }
