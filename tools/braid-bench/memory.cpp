@@ -209,7 +209,7 @@ void suite_memory(Run& run) {
   if (!bounded.rss_reset || !unbounded.rss_reset || !no_prefetch.rss_reset)
     run.out->note("memory", "could not reset VmHWM (/proc/self/clear_refs): RSS growth includes earlier peaks");
   run.out->note("memory", std::to_string(kSteps) + " steps of batch " + std::to_string(kBatch) +
-                              " (MLP 784-256-10 forward + SGD with made-up gradients: no autograd yet), no wait "
+                              " (MLP 784-256-10 forward + SGD with fixed made-up gradients), no wait "
                               "inside the loop; one run per mode (--repeat does not apply); default bound = "
                               "BRAID_MAX_INFLIGHT_OPS/_BYTES if set, else 1024 ops and 128 MiB on cpu:0");
 }
