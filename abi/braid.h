@@ -97,8 +97,8 @@ typedef struct braid_context_options {
   braid_engine_mode engine_mode;
   /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
    * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
-   * 1 GiB on a discrete GPU but 128 MiB on a device whose memory is the host's: CPU, integrated or
-   * virtual GPU). UINT64_MAX disables the bound. */
+   * 128 MiB on a device whose memory is the host's (CPU, integrated or virtual GPU), 1 GiB on others).
+   * UINT64_MAX disables the bound. */
   uint64_t max_inflight_ops;
   uint64_t max_inflight_bytes;
   /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. */

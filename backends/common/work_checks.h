@@ -1,11 +1,12 @@
 // The checks every plugin makes on a braid_work before queueing it, so that bad input from a host is a
 // clear BRAID_ERR_INVALID_ARGUMENT with a reason, never a crash on a queue thread. The reasons are
-// static strings: queue_submit's error path must not allocate.
+// static strings, so they outlive the call whatever the plugin does with them.
 #pragma once
 #include <cstdint>
 
 #include "braid_backend.h"
 #include "enum_value.h"
+#include "kernel_call.h"
 
 namespace braid::plugin {
 
@@ -34,10 +35,14 @@ inline const char* check_kernel(const braid_kernel_call& k) {
   if (auto op = enum_value(k.op); op < 0 || op >= BRAID_KOP_COUNT) return "kernel: unknown op";
   if (k.num_inputs < 0 || k.num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
   if (k.num_outputs < 0 || k.num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
-  for (int32_t i = 0; i < k.num_inputs; ++i)
+  for (int32_t i = 0; i < k.num_inputs; ++i) {
     if (k.inputs[i].buffer == nullptr) return "kernel: input without a buffer";
-  for (int32_t i = 0; i < k.num_outputs; ++i)
+    if (!valid_dtype(k.inputs[i].dtype)) return "kernel: an input has an unknown dtype";
+  }
+  for (int32_t i = 0; i < k.num_outputs; ++i) {
     if (k.outputs[i].buffer == nullptr) return "kernel: output without a buffer";
+    if (!valid_dtype(k.outputs[i].dtype)) return "kernel: an output has an unknown dtype";
+  }
   return nullptr;
 }
 

@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--steps", type=int, default=300, help="with --same-start: steps whose losses are compared")
     args = ap.parse_args()
+    if args.seed < 0 or args.steps < 1:
+        ap.error("--seed must be >= 0 and --steps >= 1")
     here = os.path.dirname(os.path.abspath(__file__))
     common = ["--epochs", str(args.epochs), "--batches", str(args.batches), "--seed", str(args.seed)]
     braid_cmd = [args.braid, "--device", args.device, "--json"] + common

@@ -11,11 +11,11 @@
 //
 // Skipped (visibly) without a Vulkan device.
 
-#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "braid.h"
@@ -335,8 +335,8 @@ TEST_CASE("vulkan queues: a wait held on the host becomes device-side once its s
 TEST_CASE("vulkan queues: bad work is refused with the reason, and the queue goes on") {
   Rig r;
   if (!r.open()) return;
-  test::check_bad_work_is_refused(r.api, r.dev, r.compute, [](const std::string& line) {
+  test::check_bad_work_is_refused(r.api, r.dev, r.compute, [] {
     std::lock_guard lock(g_log_mu);
-    return std::find(g_log.begin(), g_log.end(), line) != g_log.end();
+    return std::exchange(g_log, {});
   });
 }

@@ -11,9 +11,9 @@
 //
 // The work per step: a Fashion-MNIST batch from the data iterator (256 images, prefetched), an MLP
 // forward pass 784-256-10 (matmul, bias add, relu, matmul, bias add, softmax cross-entropy, mean),
-// and an SGD update of each parameter. Autograd is not available yet, so the gradients are made up:
-// fixed tensors of the parameters' shapes. That changes the arithmetic, not the memory pattern the
-// experiment is about (each step's outputs, pushed without a wait).
+// and an SGD update of each parameter. The gradients are made up (the suite predates autograd and
+// keeps its pattern): fixed tensors of the parameters' shapes. That changes the arithmetic, not the
+// memory pattern the experiment is about (each step's outputs, pushed without a wait).
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -211,7 +211,7 @@ void suite_memory(Run& run) {
   run.out->note("memory", std::to_string(kSteps) + " steps of batch " + std::to_string(kBatch) +
                               " (MLP 784-256-10 forward + SGD with fixed made-up gradients), no wait "
                               "inside the loop; one run per mode (--repeat does not apply); default bound = "
-                              "BRAID_MAX_INFLIGHT_OPS/_BYTES if set, else 1024 ops and 128 MiB on cpu:0");
+                              "BRAID_MAX_INFLIGHT_OPS/_BYTES if set, else the device's (1024 ops; 128 MiB on a CPU)");
 }
 
 }  // namespace braid::bench
