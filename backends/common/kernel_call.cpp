@@ -3,17 +3,18 @@
 #include "enum_value.h"
 
 namespace braid::plugin {
-bool valid_op(braid_kernel_op op) noexcept {
+
+bool valid_op(const braid_kernel_op& op) noexcept {
   const auto o = enum_value(op);
   return o >= 0 && o < BRAID_KOP_COUNT;
 }
 
-bool valid_dtype(braid_dtype dtype) noexcept {
+bool valid_dtype(const braid_dtype& dtype) noexcept {
   const auto t = enum_value(dtype);
   return t >= 0 && t < BRAID_DTYPE_COUNT;
 }
 
-const char* op_name(braid_kernel_op op) noexcept {
+const char* op_name(const braid_kernel_op& op) noexcept {
   static constexpr const char* kNames[] = {
       "fill",         "arange",          "random_uniform",    "random_normal", "copy",
       "unary",        "binary",          "binary_scalar",     "reduce",        "argmax",
@@ -25,13 +26,13 @@ const char* op_name(braid_kernel_op op) noexcept {
   return valid_op(op) ? kNames[op] : "invalid";
 }
 
-const char* dtype_name(braid_dtype dtype) noexcept {
+const char* dtype_name(const braid_dtype& dtype) noexcept {
   static constexpr const char* kNames[] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bfloat16"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_DTYPE_COUNT, "one name per dtype");
   return valid_dtype(dtype) ? kNames[dtype] : "invalid";
 }
 
-uint32_t dtype_size(braid_dtype dtype) noexcept {
+uint32_t dtype_size(const braid_dtype& dtype) noexcept {
   static constexpr uint32_t kSizes[] = {4, 8, 4, 8, 1, 2, 2};
   static_assert(sizeof kSizes / sizeof kSizes[0] == BRAID_DTYPE_COUNT, "one size per dtype");
   return valid_dtype(dtype) ? kSizes[dtype] : 0;
@@ -49,7 +50,8 @@ braid_dtype call_dtype(const braid_kernel_call& call) noexcept {
   }
 }
 
-bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], braid_kernel_op op, braid_dtype dtype) noexcept {
+bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kernel_op& op,
+                      const braid_dtype& dtype) noexcept {
   return valid_op(op) && valid_dtype(dtype) && (masks[op] >> dtype & 1u) != 0;
 }
 

@@ -7,16 +7,17 @@
 
 namespace braid::plugin {
 
-// Whether a value a C caller passed is one of the enumerators (read without loading it as the enum).
-bool valid_op(braid_kernel_op op) noexcept;
-bool valid_dtype(braid_dtype dtype) noexcept;
+// Whether a value a C caller passed is one of the enumerators. By reference: the value is read as its
+// integer (enum_value.h), never loaded as the enum, which is undefined behaviour out of range.
+bool valid_op(const braid_kernel_op& op) noexcept;
+bool valid_dtype(const braid_dtype& dtype) noexcept;
 
 // Names for messages ("invalid" out of range). braid_dtype_name lives in libbraid, which a plugin
 // does not link.
-const char* op_name(braid_kernel_op op) noexcept;
-const char* dtype_name(braid_dtype dtype) noexcept;
+const char* op_name(const braid_kernel_op& op) noexcept;
+const char* dtype_name(const braid_dtype& dtype) noexcept;
 // Bytes per element; 0 out of range.
-uint32_t dtype_size(braid_dtype dtype) noexcept;
+uint32_t dtype_size(const braid_dtype& dtype) noexcept;
 
 // Creation ops are typed by their output, everything else by its first input; BRAID_DTYPE_COUNT when
 // the call has no such operand.
@@ -29,6 +30,7 @@ inline constexpr uint32_t kAllTypes =
     kNumericTypes | dtype_bit(BRAID_UINT8) | dtype_bit(BRAID_FLOAT16) | dtype_bit(BRAID_BFLOAT16);
 
 // Whether (op, dtype) is in range and its bit is set in masks[op] (one mask per op).
-bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], braid_kernel_op op, braid_dtype dtype) noexcept;
+bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kernel_op& op,
+                      const braid_dtype& dtype) noexcept;
 
 }  // namespace braid::plugin
