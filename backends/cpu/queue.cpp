@@ -64,8 +64,17 @@ bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {
       ring_.pop(item);
       return true;
     }
-    // The ring is drained up to everything published before the spill began: the overflow is next.
+    // The overflow comes after everything claimed in the ring before the spill began. A producer may
+    // still be filling the slot at the head while later slots are published (the ring then is not
+    // ready but not drained either): running the overflow now would put a spilling thread's later
+    // items before its earlier ones in those slots. So wait for the ring to drain first; the filling
+    // producer publishes within a few instructions, and nothing new enters the ring from a thread
+    // that saw the spill.
     if (spilling_.load()) {
+      if (!ring_.drained()) {
+        __builtin_ia32_pause();
+        continue;
+      }
       std::lock_guard lock(mu_);
       std::swap(batch_, overflow_);
       spilling_.store(false);

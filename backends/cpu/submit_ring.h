@@ -50,6 +50,10 @@ class SubmitRing {
   // Consumer thread only: whether the next item has been published.
   bool ready() const noexcept { return slots_[head_ & (Capacity - 1)].seq.load() == head_ + 1; }
 
+  // Consumer thread only: whether every slot a producer has claimed has been popped. Not the same as
+  // !ready(): the next slot may be claimed and still being filled, with later slots published.
+  bool drained() const noexcept { return tail_.load() == head_; }
+
   // Consumer thread only. Precondition: ready(). Moves the item straight into `out` (returning it by
   // value cost a second move per item, through a temporary).
   void pop(T& out) noexcept {
