@@ -4,16 +4,6 @@
 
 namespace braid::plugin {
 
-bool valid_op(const braid_kernel_op& op) noexcept {
-  const auto o = enum_value(op);
-  return o >= 0 && o < BRAID_KOP_COUNT;
-}
-
-bool valid_dtype(const braid_dtype& dtype) noexcept {
-  const auto t = enum_value(dtype);
-  return t >= 0 && t < BRAID_DTYPE_COUNT;
-}
-
 const char* op_name(const braid_kernel_op& op) noexcept {
   static constexpr const char* kNames[] = {
       "fill",         "arange",          "random_uniform",    "random_normal", "copy",

@@ -4,13 +4,21 @@
 #include <cstdint>
 
 #include "braid_backend.h"
+#include "enum_value.h"
 
 namespace braid::plugin {
 
 // Whether a value a C caller passed is one of the enumerators. By reference: the value is read as its
 // integer (enum_value.h), never loaded as the enum, which is undefined behaviour out of range.
-bool valid_op(const braid_kernel_op& op) noexcept;
-bool valid_dtype(const braid_dtype& dtype) noexcept;
+// Inline: queue_submit checks every operand's dtype, once per op.
+inline bool valid_op(const braid_kernel_op& op) noexcept {
+  const long long o = enum_value(op);
+  return o >= 0 && o < BRAID_KOP_COUNT;
+}
+inline bool valid_dtype(const braid_dtype& dtype) noexcept {
+  const long long t = enum_value(dtype);
+  return t >= 0 && t < BRAID_DTYPE_COUNT;
+}
 
 // Names for messages ("invalid" out of range). braid_dtype_name lives in libbraid, which a plugin
 // does not link.

@@ -32,7 +32,7 @@ const char* check_copy(const braid_copy_desc& c) {
 }
 
 inline const char* check_kernel(const braid_kernel_call& k) {
-  if (auto op = enum_value(k.op); op < 0 || op >= BRAID_KOP_COUNT) return "kernel: unknown op";
+  if (!valid_op(k.op)) return "kernel: unknown op";
   if (k.num_inputs < 0 || k.num_inputs > BRAID_KERNEL_MAX_INPUTS) return "kernel: bad num_inputs";
   if (k.num_outputs < 0 || k.num_outputs > BRAID_KERNEL_MAX_OUTPUTS) return "kernel: bad num_outputs";
   for (int32_t i = 0; i < k.num_inputs; ++i) {

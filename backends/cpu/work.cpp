@@ -125,12 +125,11 @@ void WorkItem::take(WorkItem& o) noexcept {
 }
 
 braid_status make_work_item(const braid_work& work, WorkItem& out, const char** why) noexcept {
-  auto invalid = [why](const char* reason) {
-    *why = reason;
+  if (const char* bad = plugin::check_work<braid_backend_buffer_t>(work)) {
+    *why = bad;
     return BRAID_ERR_INVALID_ARGUMENT;
-  };
-  if (const char* bad = plugin::check_work<braid_backend_buffer_t>(work)) return invalid(bad);
-  switch (work.kind) {
+  }
+  switch (work.kind) {  // a known kind: check_work refused the rest
     case BRAID_WORK_KERNEL: {
       out.kind = BRAID_WORK_KERNEL;
       if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) {
@@ -155,8 +154,6 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
     case BRAID_WORK_MARKER:
       out.kind = BRAID_WORK_MARKER;
       break;
-    default:
-      return invalid("work: unknown kind");
   }
   out.num_waits = work.num_waits;
   for (uint32_t i = 0; i < work.num_waits; ++i) {
