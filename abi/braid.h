@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 1
+#define BRAID_ABI_MINOR 2
 #define BRAID_MAX_DIMS 8
 
 /* ---- status codes --------------------------------------------------------------------------- */
@@ -422,7 +422,7 @@ BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int
  * of a recorded op. braid_backward pushes the gradient ops to the engine like any op (asynchronous,
  * parallel where independent) and frees the tape unless asked to retain it. See docs/AUTOGRAD.md.
  * Not recorded: in-place ops (optimizer updates, copy_into onto a leaf), argmax, comparisons, creation
- * and random ops, and copies between devices. Recording and backward on separate graphs may run on
+ * and random ops. braid_copy to another device is recorded (ABI 1.2): its gradient is copied back. Recording and backward on separate graphs may run on
  * separate threads; attach_grad or backward must not race with ops using the same tensors. */
 typedef enum braid_grad_req {
   BRAID_GRAD_NULL = 0,  /* no gradient: detaches a previously attached one */
@@ -465,6 +465,145 @@ BRAID_API braid_status braid_batch_norm_backward(braid_tensor dy, braid_tensor x
 /* dlogits = (softmax(logits) - onehot(labels)) * dloss[:, None]. */
 BRAID_API braid_status braid_softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels,
                                                             braid_tensor dloss, braid_tensor* dlogits);
+
+
+/* ---- parallel: several devices (ABI 1.2) -------------------------------------------------------- *
+ * Data parallelism over a list of devices, any mix of backends (see docs/PARALLEL.md). Everything
+ * here is asynchronous like any op: copies run on the devices' transfer queues and reductions on
+ * each device's comm queue (a second compute queue), ordered by the engine after the ops that wrote
+ * their inputs, so a collective overlaps with compute and needs no barrier. Errors of the pushed work
+ * surface at the next wait, like any op's. All functions are thread-safe unless stated. */
+
+/* Sizes of the parts of `total` rows split over count devices: weights NULL splits evenly (sizes
+ * differ by at most one, the first parts larger, like numpy.array_split); otherwise part i is
+ * proportional to weights[i] (finite, >= 0, not all 0), rounded by largest remainder so the sizes
+ * add up to total. sizes has count entries. Pure function: no context needed. */
+BRAID_API braid_status braid_split_sizes(int64_t total, int32_t count, const double* weights, int64_t* sizes);
+/* Splits x along axis 0 into count parts (sizes as braid_split_sizes) and copies part i to
+ * devices[i]: MXNet's gluon.utils.split_and_load. outs (count entries) receive new tensors; a part
+ * may have 0 rows. x must have at least one dimension. */
+BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const braid_device* devices,
+                                            const double* weights, braid_tensor* outs);
+/* Copies x to each of devices (count entries); outs receive new tensors (a copy, also on x's device). */
+BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const braid_device* devices, braid_tensor* outs);
+
+typedef enum braid_collective_op {
+  BRAID_COLLECTIVE_SUM = 0,
+  BRAID_COLLECTIVE_PROD = 1,
+  BRAID_COLLECTIVE_MAX = 2,
+  BRAID_COLLECTIVE_MIN = 3,
+  BRAID_COLLECTIVE_AVG = 4,   /* sum / count; float32/float64 only */
+  BRAID_COLLECTIVE_OP_COUNT
+} braid_collective_op;
+
+typedef enum braid_allreduce_algorithm {
+  BRAID_ALLREDUCE_AUTO = 0,   /* by size, device count and devices (docs/PARALLEL.md); BRAID_ALLREDUCE env overrides */
+  BRAID_ALLREDUCE_NAIVE = 1,  /* reduce everything onto the first tensor's device, then broadcast */
+  BRAID_ALLREDUCE_TREE = 2,   /* binomial tree reduce to the first, binomial tree broadcast */
+  BRAID_ALLREDUCE_RING = 3,   /* reduce-scatter then all-gather around a ring, in count chunks */
+  BRAID_ALLREDUCE_BIRING = 4, /* two rings in opposite directions, each over half the elements */
+  BRAID_ALLREDUCE_ALGORITHM_COUNT
+} braid_allreduce_algorithm;
+
+typedef struct braid_collective_options {
+  uint32_t struct_size;
+  braid_collective_op op;
+  braid_allreduce_algorithm algorithm; /* allreduce only */
+} braid_collective_options;
+#define BRAID_COLLECTIVE_OPTIONS_INIT {sizeof(braid_collective_options), BRAID_COLLECTIVE_SUM, BRAID_ALLREDUCE_AUTO}
+
+/* Collectives over count tensors of one context, one dtype and one shape, on any devices (usually one
+ * each), with distinct storages. options may be NULL (SUM, AUTO). Integer sums wrap like the
+ * elementwise add; every algorithm gives every device the same bits for integers, and floats within
+ * the rounding of a different summation order.
+ * allreduce: in place, every tensor becomes the reduction of all of them (every algorithm gives
+ * every device identical results). */
+BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors, const braid_collective_options* options);
+/* In place: tensors[root] becomes the reduction; the others are unchanged. */
+BRAID_API braid_status braid_reduce_to(int32_t count, const braid_tensor* tensors, int32_t root,
+                                       const braid_collective_options* options);
+/* Every tensor becomes a copy of tensors[root]. */
+BRAID_API braid_status braid_broadcast(int32_t count, const braid_tensor* tensors, int32_t root);
+/* outs[i] (new, on inputs[i]'s device) = the inputs concatenated along axis 0, in order. */
+BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* inputs, braid_tensor* outs);
+/* outs[i] (new, on inputs[i]'s device) = part i (along axis 0, which count must divide) of the
+ * reduction of the inputs. */
+BRAID_API braid_status braid_reduce_scatter(int32_t count, const braid_tensor* inputs,
+                                            const braid_collective_options* options, braid_tensor* outs);
+
+/* ---- optimizers (ABI 1.2): the updaters of KVStore and Trainer ---------------------------------- */
+typedef enum braid_optimizer_kind {
+  BRAID_OPTIMIZER_SGD = 0,  /* momentum 0: braid_sgd_update, else braid_sgd_momentum_update */
+  BRAID_OPTIMIZER_ADAM = 1, /* braid_adam_update */
+  BRAID_OPTIMIZER_KIND_COUNT
+} braid_optimizer_kind;
+
+typedef struct braid_optimizer_params {
+  uint32_t struct_size;
+  braid_optimizer_kind kind;
+  double learning_rate;
+  double momentum;       /* SGD */
+  double weight_decay;
+  double beta1, beta2, epsilon; /* Adam */
+  double rescale_grad;   /* gradients are multiplied by this before the update (Gluon's rescale_grad) */
+} braid_optimizer_params;
+#define BRAID_OPTIMIZER_PARAMS_INIT {sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0}
+
+/* ---- KVStore (ABI 1.2): MXNet's key-value store for data parallelism ---------------------------- *
+ * type "local": values are summed, and the updater runs, on the device of the value given to init
+ * (put it on cpu:0 for MXNet's "local"). "device": pushed values are summed on their own devices
+ * (a tree reduce onto the first value's device), then moved to the stored value's device.
+ * A push of a list of values for one key sums them; then the updater (if set) updates the stored value
+ * with the sum as gradient, else the sum replaces it. pull copies the stored value into each out
+ * (in place; any devices). Keys are int64. A KVStore handle is thread-safe; its calls are ordered like
+ * the ops they push. */
+typedef struct braid_kvstore_t* braid_kvstore;
+BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type, braid_kvstore* out);
+BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv);
+BRAID_API braid_status braid_kvstore_release(braid_kvstore kv);
+/* Static string "local" or "device". */
+BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out);
+/* Stores a copy of value under key (BRAID_ERR_INVALID_ARGUMENT if the key exists). */
+BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_tensor value);
+BRAID_API braid_status braid_kvstore_push(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values);
+BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* outs);
+/* push then pull (outs may be the values themselves). */
+BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
+                                              const braid_tensor* outs);
+/* Sets the updater run on every later push (float keys only); optimizer state is per key. NULL
+ * removes it (pushes assign again). */
+BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params);
+
+/* ---- Trainer (ABI 1.2): data-parallel training over replicas ------------------------------------ *
+ * Parameters replicated on several devices (replica r of parameter p at params[r * num_params + p];
+ * the replicas of one parameter have one shape and dtype, sit on distinct devices and start equal,
+ * e.g. from braid_replicate, and each has a gradient attached). step() all-reduces every parameter's
+ * gradients over the replicas in buckets of about bucket_bytes, pushed from the last parameter to the
+ * first (the order backward produces them), so each bucket's allreduce starts as soon as its gradients
+ * are written and overlaps the rest of backward; then it updates every replica with the optimizer and
+ * rescale_grad / batch_size, like Gluon's Trainer.step(batch_size). A trainer handle is not
+ * thread-safe (retain/release are). */
+typedef struct braid_trainer_t* braid_trainer;
+typedef struct braid_trainer_options {
+  uint32_t struct_size;
+  braid_optimizer_params optimizer;
+  uint64_t bucket_bytes;               /* 0: 1 MiB */
+  braid_allreduce_algorithm algorithm; /* for every bucket */
+} braid_trainer_options;
+#define BRAID_TRAINER_OPTIONS_INIT {sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO}
+
+BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_params, const braid_tensor* params,
+                                            const braid_trainer_options* options, braid_trainer* out);
+BRAID_API braid_status braid_trainer_retain(braid_trainer tr);
+BRAID_API braid_status braid_trainer_release(braid_trainer tr);
+/* allreduce_grads, then update(batch_size). batch_size > 0 is the global batch (all replicas). */
+BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
+/* Sums every parameter's gradients over the replicas (in place), bucket by bucket. */
+BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
+/* Updates every replica from its gradient scaled by rescale_grad / batch_size. */
+BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size);
+BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
+BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

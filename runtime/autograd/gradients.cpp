@@ -320,6 +320,10 @@ void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) 
     dx[0] = op::reshape(g, n.inputs[0]->shape);
     return;
   }
+  if (std::string_view(n.name) == "device_copy") {
+    dx[0] = op::run(braid_copy, g, n.inputs[0]->device().index);
+    return;
+  }
   switch (n.kop) {
     case BRAID_KOP_UNARY: unary_grad(n, g, dx); break;
     case BRAID_KOP_BINARY: binary_grad(n, g, dx); break;

@@ -82,10 +82,13 @@ void record(Context& ctx, const PushedOp& op) {
   }
 }
 
-void record_reshape(Context& ctx, Tensor& x, Tensor& y) {
+namespace {
+// A node for an op that pushes no kernel through OpBuilder (reshape, device copies): one input x, one
+// output y over x's values.
+void record_unkerneled(Context& ctx, const char* name, Tensor& x, Tensor& y) {
   if (!ctx.recording.any() || !requires_grad(x) || !ctx.recording.on()) return;
   auto node = std::make_shared<Node>();
-  node->name = "reshape";
+  node->name = name;
   x.refs.fetch_add(1, std::memory_order_relaxed);
   node->inputs.emplace_back(&x);
   node->in_views.push_back(x.view());
@@ -95,6 +98,13 @@ void record_reshape(Context& ctx, Tensor& x, Tensor& y) {
   node->outputs.push_back(ctx.view_tensor(y, y.shape));
   node->out_views.push_back(y.view());
   y.ag->producers.push_back({node, 0});
+}
+}  // namespace
+
+void record_reshape(Context& ctx, Tensor& x, Tensor& y) { record_unkerneled(ctx, "reshape", x, y); }
+
+void record_device_copy(Context& ctx, Tensor& x, Tensor& y) {
+  if (dtype_is_float(x.dtype)) record_unkerneled(ctx, "device_copy", x, y);
 }
 
 }  // namespace braid::autograd

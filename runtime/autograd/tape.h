@@ -65,5 +65,8 @@ struct PushedOp {
 void record(Context& ctx, const PushedOp& op);
 // Records reshape (a view: no kernel, so no push).
 void record_reshape(Context& ctx, Tensor& x, Tensor& y);
+// Records a copy of x to another device (a byte copy, not a kernel): its gradient is dy copied back
+// to x's device, so a model split across devices back-propagates across them.
+void record_device_copy(Context& ctx, Tensor& x, Tensor& y);
 
 }  // namespace braid::autograd

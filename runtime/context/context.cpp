@@ -118,9 +118,10 @@ void braid_context_t::open_devices(Backend& b) {
     Device* dev = d.get();
     devices.push_back(std::move(d));
     device_list.push_back(dev);
-    for (Queue* q : {&dev->compute, &dev->transfer}) {
+    for (int32_t t = 0; Queue* q : dev->queues()) {
       q->device = dev;
-      q->kind = q == &dev->compute ? BRAID_QUEUE_COMPUTE : BRAID_QUEUE_TRANSFER;
+      q->kind = q == &dev->transfer ? BRAID_QUEUE_TRANSFER : BRAID_QUEUE_COMPUTE;
+      q->track = t++;
       if (api->queue_create(dev->handle, q->kind, &q->handle) != BRAID_OK ||
           api->semaphore_create(dev->handle, 0, &q->timeline) != BRAID_OK)
         fail(BRAID_ERR_DEVICE, "cannot create the queues of ", dev->id);
@@ -137,11 +138,11 @@ void braid_context_t::open_devices(Backend& b) {
 void braid_context_t::close_devices() noexcept {
   for (auto& d : devices) {
     const braid_backend_api* api = d->api;
-    for (Queue* q : {&d->compute, &d->transfer}) {
+    for (Queue* q : d->queues()) {
       if (q->handle) api->queue_destroy(q->handle);  // drains: no work can still reference memory
       q->handle = nullptr;
     }
-    for (Queue* q : {&d->compute, &d->transfer}) {
+    for (Queue* q : d->queues()) {
       if (q->timeline) api->semaphore_destroy(q->timeline);
       q->timeline = nullptr;
     }

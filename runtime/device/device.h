@@ -32,6 +32,12 @@ struct Device {
 
   Queue compute;
   Queue transfer;
+  // A second compute queue for collectives (runtime/parallel): their reductions run beside the
+  // compute queue, so a gradient's allreduce starts as soon as backward has written it instead of
+  // after every backward op pushed before it (the role NCCL's own stream plays on CUDA).
+  Queue comm;
+  static constexpr const char* kQueueNames[3] = {"compute", "transfer", "comm"};
+  std::array<Queue*, 3> queues() noexcept { return {&compute, &transfer, &comm}; }
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
 

@@ -126,8 +126,13 @@ void Engine::throttle(Device& device) {
 
 void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
                   std::span<Storage* const> writes, braid_queue_kind kind) {
+  Device& device = *node->device;
+  push(std::move(node), reads, writes, device.queue(kind));
+}
+
+void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
+                  std::span<Storage* const> writes, Queue& queue) {
   OpNode& n = *node;
-  Queue& queue = n.device->queue(kind);
   n.queue = &queue;
   if (profiler_.enabled()) {
     n.profiled = true;
@@ -406,7 +411,7 @@ WaitResult Engine::wait_idle(std::span<Device* const> devices) {
   {
     std::lock_guard lock(mu_);
     for (Device* d : devices)
-      for (Queue* q : {&d->compute, &d->transfer}) targets.emplace_back(q, q->next_seq);
+      for (Queue* q : d->queues()) targets.emplace_back(q, q->next_seq);
   }
   for (auto& [q, seq] : targets) {
     WaitResult r = wait_queue(*q, seq);

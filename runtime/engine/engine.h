@@ -52,6 +52,9 @@ class Engine {
   // so a push costs no reference count of its own; pass a copy to wait on the node afterwards.
   void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
             std::span<Storage* const> writes, braid_queue_kind kind);
+  // The same onto a given queue of the node's device (collectives use the device's comm queue).
+  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
+            std::span<Storage* const> writes, Queue& queue);
 
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.

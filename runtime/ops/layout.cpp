@@ -4,70 +4,11 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
-#include "plugin/backend.h"
 
 using namespace braid;
-
-namespace {
-
-// Pushes a strided COPY kernel from view `from` of src into view `to` of dst (same device). dst is
-// only written: a copy into a whole tensor (or into a fresh one, part by part) needs no old value.
-void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
-                      const braid_buffer_view& to) {
-  OpBuilder op(name, BRAID_KOP_COPY);
-  op.add_input_view(op.operand(&src, "x"), from);
-  op.operand(&dst, "out");
-  op.require_kernel(src.dtype);
-  if (dst.dtype != src.dtype) op.require_kernel(dst.dtype);  // a cast needs both ends (GPU backends lack some)
-  op.add_overwritten_output(dst, to);
-  op.push();
-}
-
-// Copies all of src into dst on another device: a byte copy on the destination's transfer queue,
-// ordered after src's writer wherever it runs. Between two backends one side must be host memory:
-// a host-visible source is read directly by the destination's queue; otherwise (a GPU source) the
-// source's transfer queue writes straight into the host-visible destination.
-void push_device_copy(Tensor& src, Tensor& dst) {
-  Context& ctx = *dst.ctx;
-  Device &from = src.device(), &to = dst.device();
-  Device* runs_on = &to;
-  void* src_host = nullptr;
-  void* dst_host = nullptr;
-  if (from.backend != to.backend) {
-    if (auto* host = static_cast<std::byte*>(from.api->buffer_host_pointer(src.storage->block.buffer))) {
-      src_host = host + src.storage->block.offset;
-    } else if (auto* dhost = static_cast<std::byte*>(to.api->buffer_host_pointer(dst.storage->block.buffer))) {
-      dst_host = dhost + dst.storage->block.offset;
-      runs_on = &from;
-    } else {
-      fail(BRAID_ERR_UNSUPPORTED, "copy from ", from.id, " to ", to.id,
-           ": copies between two backends need host-visible memory on one side");
-    }
-  }
-  auto node = ctx.engine->make_node("copy", *runs_on);
-  node->work.kind = BRAID_WORK_COPY;
-  node->copy.bytes = src.bytes();
-  if (dst_host) {
-    node->copy.dst_host = dst_host;
-  } else {
-    node->copy.dst_buffer = dst.storage->block.buffer;
-    node->copy.dst_offset = dst.storage->block.offset;
-  }
-  if (src_host) {
-    node->copy.src_host = src_host;
-  } else {
-    node->copy.src_buffer = src.storage->block.buffer;
-    node->copy.src_offset = src.storage->block.offset;
-  }
-  Storage* s = src.storage.get();
-  Storage* d = dst.storage.get();
-  ctx.engine->throttle(*runs_on);
-  ctx.engine->push(std::move(node), {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
-}
-
-}  // namespace
 
 extern "C" {
 
@@ -219,8 +160,12 @@ BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_ten
     Device& to = a.ctx->device(device, "device");
     TensorRef y = a.ctx->new_tensor(to, a.dtype, a.shape);
     if (a.bytes() > 0) {
-      if (&to == &a.device()) push_copy_kernel("copy", a, a.view(), *y, y->view());
-      else push_device_copy(a, *y);
+      if (&to == &a.device()) {
+        push_copy_kernel("copy", a, a.view(), *y, y->view());
+      } else {
+        push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
+        autograd::record_device_copy(*a.ctx, a, *y);  // a byte copy: OpBuilder's hook does not see it
+      }
     }
     *out = y.release();
   });
@@ -236,7 +181,7 @@ BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst) {
     if (a.storage == b.storage) return;
     if (a.bytes() == 0) return;
     if (&a.device() == &b.device()) push_copy_kernel("copy_into", a, a.view(), b, b.view());
-    else push_device_copy(a, b);
+    else push_range_copy("copy", a, 0, b, 0, a.shape.numel());
   });
 }
 

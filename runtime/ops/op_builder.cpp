@@ -60,11 +60,13 @@ void OpBuilder::add_input_view(Tensor& t, const braid_buffer_view& view) {
   add_read(t.storage.get());
 }
 
-void OpBuilder::add_inplace_output(Tensor& t) {
+void OpBuilder::add_inplace_output(Tensor& t) { add_inplace_output(t, t.view()); }
+
+void OpBuilder::add_inplace_output(Tensor& t, const braid_buffer_view& view) {
   auto& call = node_->call;
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
-  call.outputs[call.num_outputs++] = t.view();
+  call.outputs[call.num_outputs++] = view;
   inplace_ = true;
   add_read(t.storage.get());
   add_write(t.storage.get());
@@ -104,7 +106,9 @@ void OpBuilder::require_kernel(braid_dtype dtype) {
          " kernel for this op on ", device_->id);
 }
 
-void OpBuilder::push(braid_queue_kind queue) {
+void OpBuilder::push(braid_queue_kind queue) { push(device_->queue(queue)); }
+
+void OpBuilder::push(Queue& queue) {
   if (!throttled_) ctx_->engine->throttle(*device_);
   // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
   // is not an in-place update of a differentiable value.

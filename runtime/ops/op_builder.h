@@ -26,6 +26,8 @@ class OpBuilder {
   void add_input_view(Tensor& t, const braid_buffer_view& view);
   // An existing tensor the op overwrites in place (also read): its view becomes an output.
   void add_inplace_output(Tensor& t);
+  // The same for a part of t (collectives reduce into ranges of a tensor).
+  void add_inplace_output(Tensor& t, const braid_buffer_view& view);
   // An existing tensor the op overwrites entirely (not read): its view becomes an output.
   void add_overwritten_output(Tensor& t, const braid_buffer_view& view);
   // A tensor the kernel updates in place without it being one of the call's views (batch norm's
@@ -40,6 +42,8 @@ class OpBuilder {
   // Fails with BRAID_ERR_UNSUPPORTED when the device's backend has no kernel for dtype.
   void require_kernel(braid_dtype dtype);
   void push(braid_queue_kind queue = BRAID_QUEUE_COMPUTE);
+  // Pushes onto a given queue of the op's device (collectives: Device::comm).
+  void push(Queue& queue);
   // Hands output i to the application (after push).
   braid_tensor release_output(int i) noexcept { return outputs_[static_cast<size_t>(i)].release(); }
 

@@ -19,7 +19,7 @@ void Profiler::start() {
 
 void Profiler::record_op(const OpNode& n) {
   std::lock_guard lock(mu_);
-  events_.push_back({n.name, n.device->index, n.queue->kind == BRAID_QUEUE_TRANSFER ? 1 : 0, n.t_begin, n.t_end, n.status});
+  events_.push_back({n.name, n.device->index, n.queue->track, n.t_begin, n.t_end, n.status});
 }
 
 void Profiler::record_wait(const char* what, int64_t begin_ns, int64_t end_ns) {
@@ -45,10 +45,10 @@ void Profiler::write(const std::string& path, std::span<Device* const> devices) 
       sep();
       out << R"({"ph":"M","name":"process_name","pid":)" << d->index << R"(,"args":{"name":")" << d->id << " ("
           << d->props.name << ")\"}}";
-      for (int q = 0; q < 2; ++q) {
+      for (int q = 0; q < 3; ++q) {
         sep();
         out << R"({"ph":"M","name":"thread_name","pid":)" << d->index << ",\"tid\":" << q << R"(,"args":{"name":")"
-            << (q == 0 ? "compute" : "transfer") << "\"}}";
+            << Device::kQueueNames[q] << "\"}}";
       }
     }
     sep();

@@ -28,7 +28,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 1, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 2, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 1,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -374,6 +374,41 @@ BRAID_PIN_OFFSET(braid_batch_iterator_options, seed, 24);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, drop_last, 32);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, device, 36);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, prefetch, 40);
+#endif /* x86-64 */
+
+/* parallel section (ABI 1.2): collectives, optimizers, KVStore, Trainer. */
+BRAID_PIN_VALUE(BRAID_COLLECTIVE_SUM, 0);
+BRAID_PIN_VALUE(BRAID_COLLECTIVE_PROD, 1);
+BRAID_PIN_VALUE(BRAID_COLLECTIVE_MAX, 2);
+BRAID_PIN_VALUE(BRAID_COLLECTIVE_MIN, 3);
+BRAID_PIN_VALUE(BRAID_COLLECTIVE_AVG, 4);
+BRAID_PIN_VALUE(BRAID_ALLREDUCE_AUTO, 0);
+BRAID_PIN_VALUE(BRAID_ALLREDUCE_NAIVE, 1);
+BRAID_PIN_VALUE(BRAID_ALLREDUCE_TREE, 2);
+BRAID_PIN_VALUE(BRAID_ALLREDUCE_RING, 3);
+BRAID_PIN_VALUE(BRAID_ALLREDUCE_BIRING, 4);
+BRAID_PIN_VALUE(BRAID_OPTIMIZER_SGD, 0);
+BRAID_PIN_VALUE(BRAID_OPTIMIZER_ADAM, 1);
+BRAID_PIN_OFFSET(braid_collective_options, struct_size, 0);
+BRAID_PIN_OFFSET(braid_optimizer_params, struct_size, 0);
+BRAID_PIN_OFFSET(braid_trainer_options, struct_size, 0);
+#if defined(__x86_64__) && defined(__LP64__)
+BRAID_PIN_SIZE(braid_collective_options, 12);
+BRAID_PIN_OFFSET(braid_collective_options, op, 4);
+BRAID_PIN_OFFSET(braid_collective_options, algorithm, 8);
+BRAID_PIN_SIZE(braid_optimizer_params, 64);
+BRAID_PIN_OFFSET(braid_optimizer_params, kind, 4);
+BRAID_PIN_OFFSET(braid_optimizer_params, learning_rate, 8);
+BRAID_PIN_OFFSET(braid_optimizer_params, momentum, 16);
+BRAID_PIN_OFFSET(braid_optimizer_params, weight_decay, 24);
+BRAID_PIN_OFFSET(braid_optimizer_params, beta1, 32);
+BRAID_PIN_OFFSET(braid_optimizer_params, beta2, 40);
+BRAID_PIN_OFFSET(braid_optimizer_params, epsilon, 48);
+BRAID_PIN_OFFSET(braid_optimizer_params, rescale_grad, 56);
+BRAID_PIN_SIZE(braid_trainer_options, 88);
+BRAID_PIN_OFFSET(braid_trainer_options, optimizer, 8);
+BRAID_PIN_OFFSET(braid_trainer_options, bucket_bytes, 72);
+BRAID_PIN_OFFSET(braid_trainer_options, algorithm, 80);
 #endif /* x86-64 */
 
 #endif /* BRAID_TESTS_ABI_LAYOUT_H_ */

@@ -507,6 +507,13 @@ const char* const kApiFunctions[] = {
     "braid_autograd_set_recording", "braid_autograd_is_recording", "braid_tensor_attach_grad", "braid_tensor_grad",
     "braid_backward", "braid_conv2d_backward_data", "braid_conv2d_backward_weight", "braid_pool2d_backward",
     "braid_batch_norm_backward", "braid_softmax_cross_entropy_backward",
+    // parallel (ABI 1.2)
+    "braid_split_sizes", "braid_split_and_load", "braid_replicate", "braid_allreduce", "braid_reduce_to",
+    "braid_broadcast", "braid_all_gather", "braid_reduce_scatter", "braid_kvstore_create", "braid_kvstore_retain",
+    "braid_kvstore_release", "braid_kvstore_type", "braid_kvstore_init", "braid_kvstore_push", "braid_kvstore_pull",
+    "braid_kvstore_pushpull", "braid_kvstore_set_optimizer", "braid_trainer_create", "braid_trainer_retain",
+    "braid_trainer_release", "braid_trainer_step", "braid_trainer_allreduce_grads", "braid_trainer_update",
+    "braid_trainer_set_learning_rate", "braid_trainer_learning_rate",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -533,7 +540,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10);  // ABI 1.1 (+10: data, +10: autograd)
+  CHECK(declared.size() == 58 + 10 + 10 + 25);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

@@ -1,0 +1,80 @@
+#include "ops/copy.h"
+
+#include "core/dtype.h"
+#include "ops/op_builder.h"
+#include "plugin/backend.h"
+
+namespace braid {
+
+void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
+                      const braid_buffer_view& to, Queue* queue) {
+  OpBuilder op(name, BRAID_KOP_COPY);
+  op.add_input_view(op.operand(&src, "x"), from);
+  op.operand(&dst, "out");
+  op.require_kernel(src.dtype);
+  if (dst.dtype != src.dtype) op.require_kernel(dst.dtype);  // a cast needs both ends (GPU backends lack some)
+  op.add_overwritten_output(dst, to);
+  if (queue) op.push(*queue);
+  else op.push();
+}
+
+braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noexcept {
+  braid_buffer_view v = t.view();
+  v.byte_offset += static_cast<uint64_t>(offset) * dtype_size(t.dtype);
+  v.ndim = 1;
+  v.shape[0] = count;
+  v.strides[0] = 1;
+  return v;
+}
+
+// Between two backends one side must be host memory: a host-visible source is read directly by the
+// destination's queue; otherwise (a GPU source) the source's transfer queue writes straight into the
+// host-visible destination.
+void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                     int64_t count, Queue* queue) {
+  if (count <= 0) return;
+  Device &from = src.device(), &to = dst.device();
+  if (&from == &to) {
+    push_copy_kernel(name, src, flat_view(src, src_offset, count), dst, flat_view(dst, dst_offset, count), queue);
+    return;
+  }
+  Context& ctx = *dst.ctx;
+  const uint64_t esize = dtype_size(src.dtype);
+  const uint64_t src_at = src.storage->block.offset + static_cast<uint64_t>(src_offset) * esize;
+  const uint64_t dst_at = dst.storage->block.offset + static_cast<uint64_t>(dst_offset) * esize;
+  Device* runs_on = &to;
+  void* src_host = nullptr;
+  void* dst_host = nullptr;
+  if (from.backend != to.backend) {
+    if (auto* host = static_cast<std::byte*>(from.api->buffer_host_pointer(src.storage->block.buffer))) {
+      src_host = host + src_at;
+    } else if (auto* dhost = static_cast<std::byte*>(to.api->buffer_host_pointer(dst.storage->block.buffer))) {
+      dst_host = dhost + dst_at;
+      runs_on = &from;
+    } else {
+      fail(BRAID_ERR_UNSUPPORTED, name, " from ", from.id, " to ", to.id,
+           ": copies between two backends need host-visible memory on one side");
+    }
+  }
+  auto node = ctx.engine->make_node(name, *runs_on);
+  node->work.kind = BRAID_WORK_COPY;
+  node->copy.bytes = static_cast<uint64_t>(count) * esize;
+  if (dst_host) {
+    node->copy.dst_host = dst_host;
+  } else {
+    node->copy.dst_buffer = dst.storage->block.buffer;
+    node->copy.dst_offset = dst_at;
+  }
+  if (src_host) {
+    node->copy.src_host = src_host;
+  } else {
+    node->copy.src_buffer = src.storage->block.buffer;
+    node->copy.src_offset = src_at;
+  }
+  Storage* s = src.storage.get();
+  Storage* d = dst.storage.get();
+  ctx.engine->throttle(*runs_on);
+  ctx.engine->push(std::move(node), {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
+}
+
+}  // namespace braid

@@ -1,0 +1,152 @@
+// The C ABI of splitting, replication and collectives (abi/braid.h, "parallel" section).
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/op_builder.h"
+#include "ops/params.h"
+#include "parallel/collectives.h"
+#include "parallel/split.h"
+
+using namespace braid;
+using namespace braid::parallel;
+
+namespace {
+
+braid_collective_options collective_options(const braid_collective_options* o) {
+  return read_params<braid_collective_options>(o, BRAID_COLLECTIVE_OPTIONS_INIT, "options");
+}
+
+// New tensors of `shape` on each input's device, handed out through outs only when all exist.
+std::vector<TensorRef> outputs_like(std::span<Tensor* const> ins, const Shape& shape) {
+  std::vector<TensorRef> outs;
+  for (Tensor* t : ins) outs.push_back(t->ctx->new_tensor(t->device(), t->dtype, shape));
+  return outs;
+}
+
+void hand_out(std::vector<TensorRef>& made, braid_tensor* outs) {
+  for (size_t i = 0; i < made.size(); ++i) outs[i] = made[i].release();
+}
+
+std::vector<Tensor*> raw(std::vector<TensorRef>& refs) {
+  std::vector<Tensor*> ts;
+  for (auto& r : refs) ts.push_back(r.get());
+  return ts;
+}
+
+int32_t checked_root(int32_t root, int32_t count, const char* name) {
+  if (root < 0 || root >= count) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": root ", root, " is not in [0, ", count, ")");
+  return root;
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_split_sizes(int64_t total, int32_t count, const double* weights, int64_t* sizes) {
+  return guard("braid_split_sizes", [&] {
+    require(sizes, "sizes");
+    const std::vector<int64_t> s = split_sizes(total, count, weights);
+    std::copy(s.begin(), s.end(), sizes);
+  });
+}
+
+BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const braid_device* devices,
+                                            const double* weights, braid_tensor* outs) {
+  return guard("braid_split_and_load", [&] {
+    require(outs, "outs");
+    require(devices, "devices");
+    Tensor& a = checked_tensor(x, "x");
+    if (a.shape.ndim < 1) fail(BRAID_ERR_SHAPE, "split_and_load: x must have a batch axis (ndim >= 1)");
+    const std::vector<int64_t> sizes = split_sizes(a.shape[0], count, weights);
+    const int64_t row = a.shape[0] == 0 ? 0 : a.shape.numel() / a.shape[0];
+    std::vector<TensorRef> made;
+    int64_t first = 0;
+    for (int32_t i = 0; i < count; ++i) {
+      Device& d = a.ctx->device(devices[i], "devices[i]");
+      Shape s = a.shape;
+      s[0] = sizes[static_cast<size_t>(i)];
+      made.push_back(a.ctx->new_tensor(d, a.dtype, s));
+      push_range_copy("split_and_load", a, first * row, *made.back(), 0, s.numel());
+      first += s[0];
+    }
+    hand_out(made, outs);
+  });
+}
+
+BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const braid_device* devices, braid_tensor* outs) {
+  return guard("braid_replicate", [&] {
+    require(outs, "outs");
+    require(devices, "devices");
+    Tensor& a = checked_tensor(x, "x");
+    if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "replicate: count must be positive, not ", count);
+    std::vector<TensorRef> made;
+    for (int32_t i = 0; i < count; ++i) {
+      made.push_back(a.ctx->new_tensor(a.ctx->device(devices[i], "devices[i]"), a.dtype, a.shape));
+      push_range_copy("replicate", a, 0, *made.back(), 0, a.shape.numel());
+    }
+    hand_out(made, outs);
+  });
+}
+
+BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors, const braid_collective_options* options) {
+  return guard("braid_allreduce", [&] {
+    const braid_collective_options o = collective_options(options);
+    const std::vector<Tensor*> ts = checked_group(count, tensors, "allreduce");
+    if (int32_t a = enum_int(o.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "allreduce: invalid braid_allreduce_algorithm ", a);
+    allreduce(ts, make_reduction(o.op, ts[0]->dtype, "allreduce"), o.algorithm);
+  });
+}
+
+BRAID_API braid_status braid_reduce_to(int32_t count, const braid_tensor* tensors, int32_t root,
+                                       const braid_collective_options* options) {
+  return guard("braid_reduce_to", [&] {
+    const braid_collective_options o = collective_options(options);
+    const std::vector<Tensor*> ts = checked_group(count, tensors, "reduce_to");
+    reduce(ts, checked_root(root, count, "reduce_to"), make_reduction(o.op, ts[0]->dtype, "reduce_to"));
+  });
+}
+
+BRAID_API braid_status braid_broadcast(int32_t count, const braid_tensor* tensors, int32_t root) {
+  return guard("braid_broadcast", [&] {
+    const std::vector<Tensor*> ts = checked_group(count, tensors, "broadcast");
+    broadcast(ts, checked_root(root, count, "broadcast"));
+  });
+}
+
+BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* inputs, braid_tensor* outs) {
+  return guard("braid_all_gather", [&] {
+    require(outs, "outs");
+    const std::vector<Tensor*> ins = checked_group(count, inputs, "all_gather");
+    Shape s = ins[0]->shape;
+    if (s.ndim < 1) fail(BRAID_ERR_SHAPE, "all_gather: inputs must have an axis 0 to concatenate along");
+    s[0] *= count;
+    std::vector<TensorRef> made = outputs_like(ins, s);
+    all_gather(ins, raw(made));
+    hand_out(made, outs);
+  });
+}
+
+BRAID_API braid_status braid_reduce_scatter(int32_t count, const braid_tensor* inputs,
+                                            const braid_collective_options* options, braid_tensor* outs) {
+  return guard("braid_reduce_scatter", [&] {
+    require(outs, "outs");
+    const braid_collective_options o = collective_options(options);
+    const std::vector<Tensor*> ins = checked_group(count, inputs, "reduce_scatter");
+    const Reduction r = make_reduction(o.op, ins[0]->dtype, "reduce_scatter");
+    Shape s = ins[0]->shape;
+    if (s.ndim < 1 || s[0] % count != 0)
+      fail(BRAID_ERR_SHAPE, "reduce_scatter: axis 0 of ", s.str(), " must be divisible by count ", count);
+    s[0] /= count;
+    std::vector<TensorRef> made = outputs_like(ins, s);
+    reduce_scatter(ins, raw(made), r);
+    hand_out(made, outs);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,320 @@
+#include "parallel/collectives.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/op_builder.h"
+
+namespace braid::parallel {
+namespace {
+
+// Part i of n of [0, total), numpy.array_split style (the first total % n parts one longer).
+struct Part {
+  int64_t offset, count;
+};
+Part part(int64_t total, int64_t n, int64_t i) {
+  const int64_t base = total / n, extra = total % n;
+  return {i * base + std::min(i, extra), base + (i < extra ? 1 : 0)};
+}
+
+TensorRef temp(const Tensor& like, Device& on, int64_t count) {
+  return like.ctx->new_tensor(on, like.dtype, Shape::of(std::span<const int64_t>(&count, 1)));
+}
+
+// out[out_off..] = a[a_off..] (op) b[b_off..], `count` elements, all three on one device, run on
+// its comm queue. out may be a (in place).
+void combine(braid_binary_op op, Tensor& a, int64_t a_off, Tensor& b, int64_t b_off, Tensor& out, int64_t out_off,
+             int64_t count) {
+  if (count <= 0) return;
+  OpBuilder k("allreduce_combine", BRAID_KOP_BINARY);
+  k.add_input_view(k.operand(&a, "a"), flat_view(a, a_off, count));
+  k.add_input_view(k.operand(&b, "b"), flat_view(b, b_off, count));
+  k.operand(&out, "out");
+  k.require_kernel(a.dtype);
+  k.call().i[0] = op;
+  if (&out == &a) k.add_inplace_output(out, flat_view(out, out_off, count));
+  else k.add_overwritten_output(out, flat_view(out, out_off, count));
+  k.push(out.device().comm);
+}
+
+// t[off..off+count) /= divisor, in place on t's comm queue (AVG).
+void divide(Tensor& t, int64_t off, int64_t count, double divisor) {
+  if (count <= 0) return;
+  OpBuilder k("allreduce_average", BRAID_KOP_BINARY_SCALAR);
+  k.add_input_view(k.operand(&t, "t"), flat_view(t, off, count));
+  k.require_kernel(t.dtype);
+  k.add_inplace_output(t, flat_view(t, off, count));
+  k.call().i[0] = BRAID_BINARY_DIV;
+  k.call().i[1] = 0;
+  k.call().f[0] = divisor;
+  k.push(t.device().comm);
+}
+
+void send(Tensor& src, int64_t src_off, Tensor& dst, int64_t dst_off, int64_t count) {
+  push_range_copy("collective_copy", src, src_off, dst, dst_off, count, &dst.device().comm);
+}
+
+// Ring reduce-scatter of elements [base, base + len) of ts, around the ring `order` (indices into
+// ts). Chunk c's partial sum starts at ring position c + 1 and gains one tensor per hop; after n - 1
+// hops it is complete on position c. Every hop receives into a fresh temporary and reduces the
+// receiver's own chunk into it, so the user's tensors are only read here: the engine tracks whole
+// storages, and a write into one chunk of a tensor would order the reads of its other chunks after it.
+// Returns the complete chunks (chunk c on ts[order[c]]'s device); with `outs`, chunk c is written
+// into outs[order[c]] instead (reduce_scatter) and the returned entries are empty.
+std::vector<TensorRef> ring_reduce_scatter(std::span<Tensor* const> ts, std::span<const int> order, int64_t base,
+                                           int64_t len, Reduction r, std::span<Tensor* const> outs = {}) {
+  const int n = static_cast<int>(order.size());
+  std::vector<TensorRef> partial(static_cast<size_t>(n));
+  for (int step = 1; step < n; ++step) {
+    std::vector<TensorRef> received(static_cast<size_t>(n));
+    for (int c = 0; c < n; ++c) {  // every send of the step before its reductions
+      const Part p = part(len, n, c);
+      if (p.count == 0) continue;
+      Tensor& from = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step) % n)])];
+      Tensor& to = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step + 1) % n)])];
+      TensorRef recv = temp(to, to.device(), p.count);
+      if (step == 1) send(from, base + p.offset, *recv, 0, p.count);
+      else send(*partial[static_cast<size_t>(c)], 0, *recv, 0, p.count);
+      received[static_cast<size_t>(c)] = std::move(recv);
+    }
+    for (int c = 0; c < n; ++c) {
+      const Part p = part(len, n, c);
+      if (p.count == 0) continue;
+      Tensor& to = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step + 1) % n)])];
+      Tensor& recv = *received[static_cast<size_t>(c)];
+      if (step == n - 1 && !outs.empty()) {
+        Tensor& out = *outs[static_cast<size_t>(order[static_cast<size_t>(c)])];
+        combine(r.combine, recv, 0, to, base + p.offset, out, 0, p.count);
+        if (r.average) divide(out, 0, p.count, n);
+      } else {
+        combine(r.combine, recv, 0, to, base + p.offset, recv, 0, p.count);
+        if (step == n - 1 && r.average) divide(recv, 0, p.count, n);
+      }
+      partial[static_cast<size_t>(c)] = std::move(received[static_cast<size_t>(c)]);
+    }
+  }
+  if (!outs.empty()) partial.clear();
+  return partial;
+}
+
+// The all-gather half of the ring: chunk c, complete on position c, is copied into every tensor.
+// Each copy reads the chunk's owner (one hop, not n - 1): the devices that share host memory, which
+// is what the CPU backend's devices are, gain nothing from forwarding, and a chain of forwards would
+// again order chunks behind each other through the whole-storage tracking.
+void ring_gather(std::span<Tensor* const> ts, std::span<const int> order, int64_t base, int64_t len,
+                 std::span<const TensorRef> full) {
+  const int n = static_cast<int>(order.size());
+  for (int c = 0; c < n; ++c) {
+    const Part p = part(len, n, c);
+    if (p.count == 0) continue;
+    for (int h = 0; h < n; ++h) {  // starting with the owner's own copy, then around the ring
+      Tensor& to = *ts[static_cast<size_t>(order[static_cast<size_t>((c + h) % n)])];
+      send(*full[static_cast<size_t>(c)], 0, to, base + p.offset, p.count);
+    }
+  }
+}
+
+std::vector<int> rotated(int n, int first) {
+  std::vector<int> order(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) order[static_cast<size_t>(i)] = (first + i) % n;
+  return order;
+}
+
+// Binomial tree reduce onto order[0]: at distance d = 1, 2, 4 ... position i (a multiple of 2d)
+// receives position i + d's partial into a temporary and reduces its own partial into it; only the
+// root's tensor is written (MPI's reduce leaves the others as they were).
+void tree_reduce(std::span<Tensor* const> ts, std::span<const int> order, Reduction r) {
+  const int n = static_cast<int>(order.size());
+  const int64_t numel = ts[0]->shape.numel();
+  std::vector<Tensor*> partial(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) partial[static_cast<size_t>(i)] = ts[static_cast<size_t>(order[static_cast<size_t>(i)])];
+  std::vector<TensorRef> temps;
+  for (int d = 1; d < n; d *= 2) {
+    std::vector<std::pair<int, Tensor*>> received;
+    for (int i = 0; i + d < n; i += 2 * d) {
+      Tensor& dst = *partial[static_cast<size_t>(i)];
+      temps.push_back(temp(dst, dst.device(), numel));
+      send(*partial[static_cast<size_t>(i + d)], 0, *temps.back(), 0, numel);
+      received.emplace_back(i, temps.back().get());
+    }
+    for (auto [i, recv] : received) {
+      Tensor& own = *partial[static_cast<size_t>(i)];
+      if (i == 0) {
+        combine(r.combine, own, 0, *recv, 0, own, 0, numel);
+      } else {
+        combine(r.combine, *recv, 0, own, 0, *recv, 0, numel);
+        partial[static_cast<size_t>(i)] = recv;
+      }
+    }
+  }
+  if (r.average) divide(*partial[0], 0, numel, n);
+}
+
+// Binomial tree broadcast from order[0]: the largest distance first, so every copy's source is
+// already complete.
+void tree_broadcast(std::span<Tensor* const> ts, std::span<const int> order) {
+  const int n = static_cast<int>(order.size());
+  const int64_t numel = ts[0]->shape.numel();
+  int top = 1;
+  while (top * 2 < n) top *= 2;
+  for (int d = top; d >= 1; d /= 2)
+    for (int i = 0; i + d < n; i += 2 * d)
+      send(*ts[static_cast<size_t>(order[static_cast<size_t>(i)])], 0,
+           *ts[static_cast<size_t>(order[static_cast<size_t>(i + d)])], 0, numel);
+}
+
+// Everything onto the first tensor (all receives at once, then the reductions one by one), then a
+// copy back to each: the reduce-then-broadcast of the chapter's from-scratch version.
+void naive_allreduce(std::span<Tensor* const> ts, Reduction r) {
+  const int n = static_cast<int>(ts.size());
+  const int64_t numel = ts[0]->shape.numel();
+  Tensor& root = *ts[0];
+  std::vector<TensorRef> received;
+  for (int i = 1; i < n; ++i) {
+    received.push_back(temp(root, root.device(), numel));
+    send(*ts[static_cast<size_t>(i)], 0, *received.back(), 0, numel);
+  }
+  for (TensorRef& recv : received) combine(r.combine, root, 0, *recv, 0, root, 0, numel);
+  if (r.average) divide(root, 0, numel, n);
+  for (int i = 1; i < n; ++i) send(root, 0, *ts[static_cast<size_t>(i)], 0, numel);
+}
+
+braid_allreduce_algorithm from_env() {
+  const char* v = std::getenv("BRAID_ALLREDUCE");
+  if (v == nullptr || *v == '\0') return BRAID_ALLREDUCE_AUTO;
+  const std::string_view s(v);
+  if (s == "auto") return BRAID_ALLREDUCE_AUTO;
+  if (s == "naive") return BRAID_ALLREDUCE_NAIVE;
+  if (s == "tree") return BRAID_ALLREDUCE_TREE;
+  if (s == "ring") return BRAID_ALLREDUCE_RING;
+  if (s == "biring") return BRAID_ALLREDUCE_BIRING;
+  fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ALLREDUCE='", s, "' is not one of auto, naive, tree, ring, biring");
+}
+
+}  // namespace
+
+Reduction make_reduction(braid_collective_op op, braid_dtype dtype, const char* name) {
+  Reduction r;
+  switch (enum_int(op)) {
+    case BRAID_COLLECTIVE_SUM: r.combine = BRAID_BINARY_ADD; break;
+    case BRAID_COLLECTIVE_PROD: r.combine = BRAID_BINARY_MUL; break;
+    case BRAID_COLLECTIVE_MAX: r.combine = BRAID_BINARY_MAXIMUM; break;
+    case BRAID_COLLECTIVE_MIN: r.combine = BRAID_BINARY_MINIMUM; break;
+    case BRAID_COLLECTIVE_AVG:
+      if (!dtype_is_float(dtype)) fail(BRAID_ERR_DTYPE, name, ": AVG needs float32 or float64, not ", dtype_name(dtype));
+      r.combine = BRAID_BINARY_ADD;
+      r.average = true;
+      break;
+    default: fail(BRAID_ERR_INVALID_ARGUMENT, name, ": invalid braid_collective_op ", enum_int(op));
+  }
+  if (!dtype_is_float(dtype) && !dtype_is_int(dtype))
+    fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype), " reduction (float32, float64, int32, int64, uint8)");
+  return r;
+}
+
+std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, const char* name) {
+  if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": count must be positive, not ", count);
+  if (tensors == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors is NULL");
+  std::vector<Tensor*> ts;
+  ts.reserve(static_cast<size_t>(count));
+  for (int32_t i = 0; i < count; ++i) {
+    Tensor& t = checked_tensor(tensors[i], "tensors[i]");
+    if (!ts.empty()) {
+      const Tensor& first = *ts[0];
+      if (t.ctx != first.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors[", i, "] belongs to another context");
+      if (t.dtype != first.dtype)
+        fail(BRAID_ERR_DTYPE, name, ": tensors[", i, "] is ", dtype_name(t.dtype), ", tensors[0] ", dtype_name(first.dtype));
+      if (!(t.shape == first.shape))
+        fail(BRAID_ERR_SHAPE, name, ": tensors[", i, "] has shape ", t.shape.str(), ", tensors[0] ", first.shape.str());
+      for (const Tensor* o : ts)
+        if (o->storage == t.storage)
+          fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors[", i, "] shares its storage with an earlier tensor");
+    }
+    ts.push_back(&t);
+  }
+  return ts;
+}
+
+braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes) {
+  if (braid_allreduce_algorithm a = from_env(); a != BRAID_ALLREDUCE_AUTO) return a;
+  // Small messages are latency-bound: the tree takes log2(n) rounds of whole-tensor copies, the ring
+  // 2(n - 1) rounds of 1/n of it. Large ones are bandwidth-bound: the ring moves 2(n-1)/n of the data
+  // through each device and spreads the reductions over all of them. Measured crossover on CPU
+  // devices: docs/BENCHMARKS.md (braid-bench allreduce).
+  if (ts.size() <= 2 ? bytes < (64u << 10) : bytes < (256u << 10)) return BRAID_ALLREDUCE_TREE;
+  return BRAID_ALLREDUCE_RING;
+}
+
+void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorithm algorithm) {
+  const int n = static_cast<int>(ts.size());
+  const int64_t numel = ts[0]->shape.numel();
+  if (numel == 0) return;
+  if (n == 1) {
+    return;  // the reduction of one tensor is itself (AVG divides by 1)
+  }
+  if (algorithm == BRAID_ALLREDUCE_AUTO) algorithm = choose_allreduce(ts, ts[0]->bytes());
+  const std::vector<int> order = rotated(n, 0);
+  switch (algorithm) {
+    case BRAID_ALLREDUCE_NAIVE: naive_allreduce(ts, r); break;
+    case BRAID_ALLREDUCE_TREE:
+      tree_reduce(ts, order, r);
+      tree_broadcast(ts, order);
+      break;
+    case BRAID_ALLREDUCE_RING: {
+      std::vector<TensorRef> full = ring_reduce_scatter(ts, order, 0, numel, r);
+      ring_gather(ts, order, 0, numel, full);
+      break;
+    }
+    case BRAID_ALLREDUCE_BIRING: {
+      // Half of the elements go round one way, half the other, so each link carries traffic both
+      // ways. Both reduce-scatters are pushed before either gather: a gather writes the tensors the
+      // other ring's reduce-scatter still reads.
+      std::vector<int> reverse(order.rbegin(), order.rend());
+      const int64_t half = numel / 2;
+      std::vector<TensorRef> a = ring_reduce_scatter(ts, order, 0, half, r);
+      std::vector<TensorRef> b = ring_reduce_scatter(ts, reverse, half, numel - half, r);
+      ring_gather(ts, order, 0, half, a);
+      ring_gather(ts, reverse, half, numel - half, b);
+      break;
+    }
+    default: fail(BRAID_ERR_INVALID_ARGUMENT, "allreduce: invalid braid_allreduce_algorithm ", enum_int(algorithm));
+  }
+}
+
+void reduce(std::span<Tensor* const> ts, int32_t root, Reduction r) {
+  if (ts[0]->shape.numel() == 0 || ts.size() == 1) return;
+  tree_reduce(ts, rotated(static_cast<int>(ts.size()), root), r);
+}
+
+void broadcast(std::span<Tensor* const> ts, int32_t root) {
+  if (ts[0]->shape.numel() == 0 || ts.size() == 1) return;
+  tree_broadcast(ts, rotated(static_cast<int>(ts.size()), root));
+}
+
+void all_gather(std::span<Tensor* const> ins, std::span<Tensor* const> outs) {
+  const int64_t numel = ins[0]->shape.numel();
+  for (size_t c = 0; c < ins.size(); ++c)
+    for (size_t h = 0; h < outs.size(); ++h) {
+      Tensor& to = *outs[(c + h) % outs.size()];
+      send(*ins[c], 0, to, static_cast<int64_t>(c) * numel, numel);
+    }
+}
+
+void reduce_scatter(std::span<Tensor* const> ins, std::span<Tensor* const> outs, Reduction r) {
+  const int n = static_cast<int>(ins.size());
+  const int64_t numel = ins[0]->shape.numel();
+  if (numel == 0) return;
+  if (n == 1) {
+    send(*ins[0], 0, *outs[0], 0, numel);
+    return;
+  }
+  ring_reduce_scatter(ins, rotated(n, 0), 0, numel, r, outs);
+}
+
+}  // namespace braid::parallel

@@ -1,0 +1,194 @@
+// KVStore (abi/braid.h): MXNet's key-value store over braid's collectives. See docs/PARALLEL.md.
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/op_builder.h"
+#include "parallel/collectives.h"
+#include "parallel/handles.h"
+#include "parallel/optimizer.h"
+
+using namespace braid;
+using namespace braid::parallel;
+
+struct braid_kvstore_t {
+  std::atomic<int32_t> refs{1};
+  braid_context ctx = nullptr;  // one reference, dropped with the store
+  bool device_mode = false;     // "device": values are summed on their own devices
+
+  struct Entry {
+    TensorRef value;
+    OptimizerState state;
+  };
+  std::mutex mu;  // entries and the optimizer
+  std::map<int64_t, Entry> entries;
+  std::optional<braid_optimizer_params> optimizer;
+
+  ~braid_kvstore_t() {
+    entries.clear();
+    if (ctx) braid_context_release(ctx);
+  }
+};
+
+namespace {
+
+LiveHandles<braid_kvstore_t>& stores() {
+  static LiveHandles<braid_kvstore_t> live;
+  return live;
+}
+
+braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name) {
+  auto it = kv.entries.find(key);
+  if (it == kv.entries.end()) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": key ", key, " was not initialised (braid_kvstore_init)");
+  return it->second;
+}
+
+// The values of one push or pull: live tensors of the store's context with the stored shape and dtype.
+std::vector<Tensor*> checked_values(braid_kvstore_t& kv, const Tensor& stored, int32_t count, const braid_tensor* values,
+                                    const char* name) {
+  if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": count must be positive, not ", count);
+  require(values, "values");
+  std::vector<Tensor*> ts;
+  for (int32_t i = 0; i < count; ++i) {
+    Tensor& t = checked_tensor(values[i], "values[i]");
+    if (t.ctx != kv.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": values[", i, "] belongs to another context");
+    if (t.dtype != stored.dtype || !(t.shape == stored.shape))
+      fail(BRAID_ERR_SHAPE, name, ": values[", i, "] is ", dtype_name(t.dtype), " ", t.shape.str(), ", the key holds ",
+           dtype_name(stored.dtype), " ", stored.shape.str());
+    ts.push_back(&t);
+  }
+  return ts;
+}
+
+// The sum of the pushed values, on the stored value's device.
+TensorRef merged(braid_kvstore_t& kv, Tensor& stored, const std::vector<Tensor*>& values) {
+  Context& ctx = *kv.ctx;
+  const int64_t n = stored.shape.numel();
+  const Reduction sum = make_reduction(BRAID_COLLECTIVE_SUM, stored.dtype, "kvstore_push");
+  std::vector<TensorRef> own;  // what the reduction may write (the values are the caller's)
+  std::vector<Tensor*> group;
+  if (kv.device_mode) {
+    // Summed where the values are (a tree onto the first value's device); only a copy of the first is
+    // written.
+    Tensor& first = *values[0];
+    own.push_back(ctx.new_tensor(first.device(), first.dtype, first.shape));
+    push_range_copy("kvstore_push", first, 0, *own.back(), 0, n);
+    group.push_back(own.back().get());
+    for (size_t i = 1; i < values.size(); ++i) group.push_back(values[i]);
+  } else {
+    for (Tensor* v : values) {
+      own.push_back(ctx.new_tensor(stored.device(), stored.dtype, stored.shape));
+      push_range_copy("kvstore_push", *v, 0, *own.back(), 0, n);
+      group.push_back(own.back().get());
+    }
+  }
+  reduce(group, 0, sum);
+  TensorRef result = std::move(own[0]);
+  if (&result->device() != &stored.device()) {
+    TensorRef moved = ctx.new_tensor(stored.device(), stored.dtype, stored.shape);
+    push_range_copy("kvstore_push", *result, 0, *moved, 0, n);
+    result = std::move(moved);
+  }
+  return result;
+}
+
+void push(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* values) {
+  std::lock_guard lock(kv.mu);
+  braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_push");
+  Tensor& stored = *e.value;
+  const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push");
+  TensorRef sum = merged(kv, stored, vs);
+  if (kv.optimizer) apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
+  else push_range_copy("kvstore_push", *sum, 0, stored, 0, stored.shape.numel());
+}
+
+void pull(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
+  std::lock_guard lock(kv.mu);
+  braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_pull");
+  Tensor& stored = *e.value;
+  for (Tensor* o : checked_values(kv, stored, count, outs, "kvstore_pull"))
+    if (o->storage != stored.storage) push_range_copy("kvstore_pull", stored, 0, *o, 0, stored.shape.numel());
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type, braid_kvstore* out) {
+  return guard("braid_kvstore_create", [&] {
+    require(out, "out");
+    *out = nullptr;
+    checked_context(ctx, "ctx");
+    const std::string_view t = type ? type : "local";
+    if (t != "local" && t != "device")
+      fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t, "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
+    auto kv = std::make_unique<braid_kvstore_t>();
+    kv->device_mode = t == "device";
+    if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
+    kv->ctx = ctx;
+    *out = stores().add(std::move(kv));
+  });
+}
+
+BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv) {
+  return guard("braid_kvstore_retain", [&] { stores().retain(kv, "kv"); });
+}
+
+BRAID_API braid_status braid_kvstore_release(braid_kvstore kv) {
+  return guard("braid_kvstore_release", [&] { stores().release(kv, "kv"); });
+}
+
+BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out) {
+  return guard("braid_kvstore_type", [&] {
+    require(out, "out");
+    *out = stores().checked(kv, "kv").device_mode ? "device" : "local";
+  });
+}
+
+BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_tensor value) {
+  return guard("braid_kvstore_init", [&] {
+    braid_kvstore_t& k = stores().checked(kv, "kv");
+    Tensor& v = checked_tensor(value, "value");
+    if (v.ctx != k.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_init: value belongs to another context");
+    std::lock_guard lock(k.mu);
+    if (k.entries.count(key)) fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_init: key ", key, " is already initialised");
+    braid_kvstore_t::Entry e;
+    e.value = k.ctx->new_tensor(v.device(), v.dtype, v.shape);
+    push_range_copy("kvstore_init", v, 0, *e.value, 0, v.shape.numel());
+    k.entries.emplace(key, std::move(e));
+  });
+}
+
+BRAID_API braid_status braid_kvstore_push(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values) {
+  return guard("braid_kvstore_push", [&] { push(stores().checked(kv, "kv"), key, count, values); });
+}
+
+BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* outs) {
+  return guard("braid_kvstore_pull", [&] { pull(stores().checked(kv, "kv"), key, count, outs); });
+}
+
+BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
+                                              const braid_tensor* outs) {
+  return guard("braid_kvstore_pushpull", [&] {
+    braid_kvstore_t& k = stores().checked(kv, "kv");
+    push(k, key, count, values);
+    pull(k, key, count, outs);
+  });
+}
+
+BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params) {
+  return guard("braid_kvstore_set_optimizer", [&] {
+    braid_kvstore_t& k = stores().checked(kv, "kv");
+    std::optional<braid_optimizer_params> p;
+    if (params) p = checked_optimizer(params, "params");
+    std::lock_guard lock(k.mu);
+    k.optimizer = p;
+  });
+}
+
+}  // extern "C"

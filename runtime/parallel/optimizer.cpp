@@ -1,0 +1,67 @@
+#include "parallel/optimizer.h"
+
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/params.h"
+
+namespace braid::parallel {
+
+void check(braid_status status) {
+  if (status != BRAID_OK) fail(status, braid_last_error());
+}
+
+braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what) {
+  const braid_optimizer_params p = read_params<braid_optimizer_params>(params, BRAID_OPTIMIZER_PARAMS_INIT, what);
+  if (int32_t k = enum_int(p.kind); k < 0 || k >= BRAID_OPTIMIZER_KIND_COUNT)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid braid_optimizer_kind ", k);
+  for (double v : {p.learning_rate, p.momentum, p.weight_decay, p.beta1, p.beta2, p.epsilon, p.rescale_grad})
+    if (!std::isfinite(v)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": optimizer parameters must be finite");
+  if (p.rescale_grad <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": rescale_grad must be positive");
+  if (p.momentum < 0 || p.momentum >= 1) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": momentum must be in [0, 1)");
+  if (p.kind == BRAID_OPTIMIZER_ADAM && !(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": Adam's betas must be in [0, 1)");
+  return p;
+}
+
+namespace {
+TensorRef zeros_like(const Tensor& w) {
+  braid_tensor t = nullptr;
+  check(braid_full(w.ctx, w.device().index, w.dtype, w.shape.ndim, w.shape.dims.data(), 0.0, &t));
+  return TensorRef(t);
+}
+}  // namespace
+
+void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, OptimizerState& state, double scale) {
+  ++state.step;
+  if (p.kind == BRAID_OPTIMIZER_SGD) {
+    // lr * (scale * g + wd * w) == (lr * scale) * (g + (wd / scale) * w): the scale folds into the
+    // hyper-parameters instead of costing a pass over g.
+    const double lr = p.learning_rate * scale, wd = p.weight_decay / scale;
+    if (p.momentum == 0) {
+      check(braid_sgd_update(&w, &g, lr, wd));
+      return;
+    }
+    if (!state.momentum.get()) state.momentum = zeros_like(w);
+    check(braid_sgd_momentum_update(&w, &g, state.momentum.get(), lr, p.momentum, wd));
+    return;
+  }
+  // Adam's moments see the scaled gradient itself.
+  TensorRef scaled;
+  Tensor* grad = &g;
+  if (scale != 1.0) {
+    braid_tensor t = nullptr;
+    check(braid_binary_scalar(BRAID_BINARY_MUL, &g, scale, 0, &t));
+    scaled = TensorRef(t);
+    grad = scaled.get();
+  }
+  if (!state.m.get()) state.m = zeros_like(w);
+  if (!state.v.get()) state.v = zeros_like(w);
+  braid_adam_params a = BRAID_ADAM_PARAMS_INIT;
+  a.lr = p.learning_rate, a.beta1 = p.beta1, a.beta2 = p.beta2, a.epsilon = p.epsilon, a.weight_decay = p.weight_decay;
+  a.step = state.step;
+  check(braid_adam_update(&w, grad, state.m.get(), state.v.get(), &a));
+}
+
+}  // namespace braid::parallel

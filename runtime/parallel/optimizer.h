@@ -1,0 +1,27 @@
+// The updaters KVStore and Trainer run: one parameter's optimizer step from its gradient, with the
+// per-parameter state (momentum, Adam's moments) they keep.
+#pragma once
+#include <cstdint>
+
+#include "braid.h"
+#include "tensor/tensor.h"
+
+namespace braid::parallel {
+
+struct OptimizerState {
+  TensorRef momentum;  // SGD with momentum
+  TensorRef m, v;      // Adam
+  int64_t step = 0;
+};
+
+// The struct read honouring struct_size, with every field checked (finite, in range).
+braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what);
+
+// One step of w from g scaled by `scale` (rescale_grad / batch size). The state tensors are made on
+// w's device on the first step.
+void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, OptimizerState& state, double scale);
+
+// Turns a failed status of a C API call into the runtime's exception (with its message).
+void check(braid_status status);
+
+}  // namespace braid::parallel

@@ -1,0 +1,52 @@
+#include "parallel/split.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace braid::parallel {
+
+std::vector<int64_t> split_sizes(int64_t total, int32_t count, const double* weights) {
+  if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "split: count must be positive, not ", count);
+  if (total < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "split: total must not be negative, not ", total);
+  const auto n = static_cast<size_t>(count);
+  std::vector<int64_t> sizes(n);
+  if (weights == nullptr) {
+    for (size_t i = 0; i < n; ++i) sizes[i] = total / count + (static_cast<int64_t>(i) < total % count ? 1 : 0);
+    return sizes;
+  }
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(weights[i]) || weights[i] < 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "split: weights[", i, "] = ", weights[i], " is not a finite value >= 0");
+    sum += weights[i];
+  }
+  if (!(sum > 0) || !std::isfinite(sum)) fail(BRAID_ERR_INVALID_ARGUMENT, "split: the weights add up to ", sum);
+  // Largest remainder: floor every exact share, then give the rows left to the largest fractions.
+  std::vector<double> frac(n);
+  int64_t given = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double exact = static_cast<double>(total) * (weights[i] / sum);
+    sizes[i] = std::min<int64_t>(total, static_cast<int64_t>(std::floor(exact)));
+    frac[i] = exact - static_cast<double>(sizes[i]);
+    given += sizes[i];
+  }
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return frac[a] > frac[b]; });
+  for (size_t k = 0; given < total; k = (k + 1) % n) {
+    if (weights[order[k]] == 0) continue;  // a device weighted 0 gets no rows
+    ++sizes[order[k]];
+    ++given;
+  }
+  while (given > total) {  // floating rounding gave one row too many somewhere
+    auto it = std::max_element(sizes.begin(), sizes.end());
+    --*it;
+    --given;
+  }
+  return sizes;
+}
+
+}  // namespace braid::parallel

@@ -1,0 +1,202 @@
+// Trainer (abi/braid.h): data-parallel training over parameter replicas: bucketed gradient
+// allreduce that overlaps backward, then the optimizer on every replica. See docs/PARALLEL.md.
+#include <cmath>
+#include <vector>
+
+#include "context/context.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/op_builder.h"
+#include "ops/params.h"
+#include "parallel/collectives.h"
+#include "parallel/handles.h"
+#include "parallel/optimizer.h"
+
+using namespace braid;
+using namespace braid::parallel;
+
+struct braid_trainer_t {
+  std::atomic<int32_t> refs{1};
+  int32_t replicas = 0, count = 0;     // params is replicas x count, replica-major
+  std::vector<TensorRef> params;
+  std::vector<OptimizerState> states;  // one per entry of params
+  braid_trainer_options options{};
+  // Parameter indices per bucket, in the order the buckets are reduced (the last parameters first:
+  // backward writes their gradients first).
+  std::vector<std::vector<int32_t>> buckets;
+
+  Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
+};
+
+namespace {
+
+LiveHandles<braid_trainer_t>& trainers() {
+  static LiveHandles<braid_trainer_t> live;
+  return live;
+}
+
+TensorRef grad_of(Tensor& p) {
+  braid_tensor g = nullptr;
+  check(braid_tensor_grad(&p, &g));
+  return TensorRef(g);
+}
+
+// Buckets of about `bytes` of consecutive parameters of one dtype, from the last parameter back.
+std::vector<std::vector<int32_t>> make_buckets(braid_trainer_t& tr, uint64_t bytes) {
+  std::vector<std::vector<int32_t>> buckets;
+  uint64_t filled = 0;
+  for (int32_t p = tr.count - 1; p >= 0; --p) {
+    const Tensor& t = tr.param(0, p);
+    const bool fits = !buckets.empty() && filled + t.bytes() <= bytes &&
+                      tr.param(0, buckets.back().front()).dtype == t.dtype;
+    if (!fits) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+    buckets.back().push_back(p);
+    filled += t.bytes();
+  }
+  return buckets;
+}
+
+void allreduce_grads(braid_trainer_t& tr) {
+  if (tr.replicas == 1) return;
+  const auto replicas = static_cast<size_t>(tr.replicas);
+  for (const std::vector<int32_t>& bucket : tr.buckets) {
+    // The gradients of the bucket, replica by replica.
+    std::vector<std::vector<TensorRef>> grads(replicas);
+    for (int32_t r = 0; r < tr.replicas; ++r)
+      for (int32_t p : bucket) grads[static_cast<size_t>(r)].push_back(grad_of(tr.param(r, p)));
+    const Reduction sum = make_reduction(BRAID_COLLECTIVE_SUM, tr.param(0, bucket[0]).dtype, "trainer");
+    if (bucket.size() == 1) {
+      std::vector<Tensor*> group;
+      for (auto& g : grads) group.push_back(g[0].get());
+      allreduce(group, sum, tr.options.algorithm);
+      continue;
+    }
+    // Several small gradients: one flat buffer per replica, so the bucket costs one collective's
+    // latency instead of one per parameter. Packing and unpacking run on the comm queue too.
+    int64_t total = 0;
+    for (int32_t p : bucket) total += tr.param(0, p).shape.numel();
+    std::vector<TensorRef> flat;
+    std::vector<Tensor*> group;
+    for (size_t r = 0; r < replicas; ++r) {
+      Tensor& first = *grads[r][0];
+      flat.push_back(first.ctx->new_tensor(first.device(), first.dtype, Shape::of(std::span<const int64_t>(&total, 1))));
+      int64_t at = 0;
+      for (TensorRef& g : grads[r]) {
+        push_range_copy("bucket_pack", *g, 0, *flat.back(), at, g->shape.numel(), &first.device().comm);
+        at += g->shape.numel();
+      }
+      group.push_back(flat.back().get());
+    }
+    allreduce(group, sum, tr.options.algorithm);
+    for (size_t r = 0; r < replicas; ++r) {
+      int64_t at = 0;
+      for (TensorRef& g : grads[r]) {
+        push_range_copy("bucket_unpack", *flat[r], at, *g, 0, g->shape.numel(), &g->device().comm);
+        at += g->shape.numel();
+      }
+    }
+  }
+}
+
+void update(braid_trainer_t& tr, double batch_size) {
+  if (!(batch_size > 0) || !std::isfinite(batch_size))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: batch_size must be a positive number, not ", batch_size);
+  const double scale = tr.options.optimizer.rescale_grad / batch_size;
+  for (int32_t r = 0; r < tr.replicas; ++r)
+    for (int32_t p = 0; p < tr.count; ++p) {
+      Tensor& w = tr.param(r, p);
+      TensorRef g = grad_of(w);
+      apply_update(tr.options.optimizer, w, *g, tr.states[static_cast<size_t>(r * tr.count + p)], scale);
+    }
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_params, const braid_tensor* params,
+                                            const braid_trainer_options* options, braid_trainer* out) {
+  return guard("braid_trainer_create", [&] {
+    require(out, "out");
+    *out = nullptr;
+    require(params, "params");
+    if (num_replicas <= 0 || num_params <= 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: num_replicas and num_params must be positive");
+    auto tr = std::make_unique<braid_trainer_t>();
+    tr->options = read_params<braid_trainer_options>(options, BRAID_TRAINER_OPTIONS_INIT, "options");
+    tr->options.optimizer = checked_optimizer(&tr->options.optimizer, "options->optimizer");
+    if (int32_t a = enum_int(tr->options.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: invalid braid_allreduce_algorithm ", a);
+    if (tr->options.bucket_bytes == 0) tr->options.bucket_bytes = uint64_t{1} << 20;
+    tr->replicas = num_replicas;
+    tr->count = num_params;
+    for (int32_t p = 0; p < num_params; ++p) {
+      std::vector<braid_tensor> replicas;
+      for (int32_t r = 0; r < num_replicas; ++r) replicas.push_back(params[r * num_params + p]);
+      const std::vector<Tensor*> group = checked_group(num_replicas, replicas.data(), "trainer_create");
+      require_float(*group[0], "trainer_create", "a parameter");
+      for (Tensor* t : group) {
+        braid_tensor g = nullptr;
+        if (braid_tensor_grad(t, &g) != BRAID_OK)
+          fail(BRAID_ERR_INVALID_STATE, "trainer_create: parameter ", p, " has no gradient attached (braid_tensor_attach_grad)");
+        braid_tensor_release(g);
+      }
+    }
+    const auto total = static_cast<size_t>(num_replicas) * static_cast<size_t>(num_params);
+    for (size_t i = 0; i < total; ++i) {
+      Tensor& t = checked_tensor(params[i], "params[i]");
+      t.refs.fetch_add(1, std::memory_order_relaxed);
+      tr->params.emplace_back(&t);
+    }
+    tr->states.resize(total);
+    tr->buckets = make_buckets(*tr, tr->options.bucket_bytes);
+    *out = trainers().add(std::move(tr));
+  });
+}
+
+BRAID_API braid_status braid_trainer_retain(braid_trainer tr) {
+  return guard("braid_trainer_retain", [&] { trainers().retain(tr, "tr"); });
+}
+
+BRAID_API braid_status braid_trainer_release(braid_trainer tr) {
+  return guard("braid_trainer_release", [&] { trainers().release(tr, "tr"); });
+}
+
+BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
+  return guard("braid_trainer_step", [&] {
+    braid_trainer_t& t = trainers().checked(tr, "tr");
+    if (!(batch_size > 0) || !std::isfinite(batch_size))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_step: batch_size must be a positive number, not ", batch_size);
+    allreduce_grads(t);
+    update(t, batch_size);
+  });
+}
+
+BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
+  return guard("braid_trainer_allreduce_grads", [&] { allreduce_grads(trainers().checked(tr, "tr")); });
+}
+
+BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size) {
+  return guard("braid_trainer_update", [&] { update(trainers().checked(tr, "tr"), batch_size); });
+}
+
+BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate) {
+  return guard("braid_trainer_set_learning_rate", [&] {
+    braid_trainer_t& t = trainers().checked(tr, "tr");
+    if (!std::isfinite(learning_rate)) fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: learning_rate must be finite");
+    t.options.optimizer.learning_rate = learning_rate;
+  });
+}
+
+BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out) {
+  return guard("braid_trainer_learning_rate", [&] {
+    require(out, "out");
+    *out = trainers().checked(tr, "tr").options.optimizer.learning_rate;
+  });
+}
+
+}  // extern "C"

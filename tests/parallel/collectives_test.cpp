@@ -1,0 +1,262 @@
+// Every collective against its definition, computed here on the host: 1 to 8 CPU devices (they share
+// the cores: BRAID_CPU_DEVICES=8 on 2 cores is still 8 devices with their own queues), every
+// algorithm, odd sizes, integer (exact) and float dtypes, and the error paths.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/support.h"
+
+using test::Ctx;
+using test::T;
+
+namespace {
+
+// Host values of tensor i element k, integral so every dtype holds them exactly, small so that
+// products of 8 stay exact in float32 (|v| <= 3: 3^8 = 6561).
+double value(int i, int64_t k) { return static_cast<double>(((i * 7 + k * 13) % 7) - 3); }
+
+template <class E>
+T make(braid_context ctx, braid_device dev, braid_dtype dtype, int i, int64_t n) {
+  std::vector<E> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = static_cast<E>(value(i, k));
+  T t;
+  BRAID_CHECK_OK(braid_tensor_from_host(ctx, dev, dtype, 1, &n, v.data(), v.size() * sizeof(E), t.out()));
+  return t;
+}
+
+T make_any(braid_context ctx, braid_device dev, braid_dtype dtype, int i, int64_t n) {
+  switch (dtype) {
+    case BRAID_FLOAT32: return make<float>(ctx, dev, dtype, i, n);
+    case BRAID_FLOAT64: return make<double>(ctx, dev, dtype, i, n);
+    case BRAID_INT32: return make<int32_t>(ctx, dev, dtype, i, n);
+    default: return make<int64_t>(ctx, dev, dtype, i, n);
+  }
+}
+
+std::vector<double> read(const T& t, braid_dtype dtype) {
+  int64_t n = 0;
+  braid_tensor_numel(t.t, &n);
+  std::vector<double> out(static_cast<size_t>(n));
+  auto get = [&](auto tag) {
+    using E = decltype(tag);
+    std::vector<E> v(static_cast<size_t>(n));
+    BRAID_CHECK_OK(braid_tensor_to_host(t.t, v.data(), v.size() * sizeof(E)));
+    std::transform(v.begin(), v.end(), out.begin(), [](E e) { return static_cast<double>(e); });
+  };
+  switch (dtype) {
+    case BRAID_FLOAT32: get(float{}); break;
+    case BRAID_FLOAT64: get(double{}); break;
+    case BRAID_INT32: get(int32_t{}); break;
+    default: get(int64_t{}); break;
+  }
+  return out;
+}
+
+double reduce_def(braid_collective_op op, int n, int64_t k) {
+  double acc = value(0, k);
+  for (int i = 1; i < n; ++i) {
+    const double v = value(i, k);
+    switch (op) {
+      case BRAID_COLLECTIVE_PROD: acc *= v; break;
+      case BRAID_COLLECTIVE_MAX: acc = std::max(acc, v); break;
+      case BRAID_COLLECTIVE_MIN: acc = std::min(acc, v); break;
+      default: acc += v; break;
+    }
+  }
+  return op == BRAID_COLLECTIVE_AVG ? acc / n : acc;
+}
+
+std::vector<braid_device> first_devices(int n) {
+  std::vector<braid_device> d(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) d[static_cast<size_t>(i)] = i;
+  return d;
+}
+
+std::vector<braid_tensor> handles(const std::vector<T>& ts) {
+  std::vector<braid_tensor> h;
+  for (const T& t : ts) h.push_back(t.t);
+  return h;
+}
+
+const char* algorithm_name(braid_allreduce_algorithm a) {
+  const char* names[] = {"auto", "naive", "tree", "ring", "biring"};
+  return names[a];
+}
+
+}  // namespace
+
+TEST_CASE("allreduce equals its definition: 1-8 devices, every algorithm, op and dtype, odd sizes") {
+  for (int n = 1; n <= 8; ++n) {
+    Ctx c(n);
+    REQUIRE(c.devices() == n);
+    for (int64_t size : {int64_t{1}, int64_t{5}, int64_t{1031}}) {
+      for (int a = BRAID_ALLREDUCE_AUTO; a < BRAID_ALLREDUCE_ALGORITHM_COUNT; ++a) {
+        for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64}) {
+          for (int o = 0; o < BRAID_COLLECTIVE_OP_COUNT; ++o) {
+            const auto op = static_cast<braid_collective_op>(o);
+            const bool is_float = dtype == BRAID_FLOAT32 || dtype == BRAID_FLOAT64;
+            if (op == BRAID_COLLECTIVE_AVG && !is_float) continue;
+            CAPTURE(n);
+            CAPTURE(size);
+            CAPTURE(algorithm_name(static_cast<braid_allreduce_algorithm>(a)));
+            CAPTURE(braid_dtype_name(dtype));
+            CAPTURE(o);
+            std::vector<T> ts;
+            for (int i = 0; i < n; ++i) ts.push_back(make_any(c.ctx, i, dtype, i, size));
+            braid_collective_options opt = BRAID_COLLECTIVE_OPTIONS_INIT;
+            opt.op = op;
+            opt.algorithm = static_cast<braid_allreduce_algorithm>(a);
+            const std::vector<braid_tensor> h = handles(ts);
+            BRAID_CHECK_OK(braid_allreduce(n, h.data(), &opt));
+            std::vector<double> first = read(ts[0], dtype);
+            for (int i = 0; i < n; ++i) {
+              std::vector<double> got = read(ts[static_cast<size_t>(i)], dtype);
+              CHECK(got == first);  // every device holds the same bits
+              for (int64_t k = 0; k < size; ++k) {
+                const double want = reduce_def(op, n, k);
+                if (is_float) REQUIRE(got[static_cast<size_t>(k)] == doctest::Approx(want).epsilon(1e-6));
+                else REQUIRE(got[static_cast<size_t>(k)] == want);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("allreduce of float32 random data matches a float64 sum within rounding") {
+  Ctx c(4);
+  const int n = 4;
+  const int64_t size = 100003;  // odd, larger than AUTO's tree threshold: the ring
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist(0.f, 1.f);
+  std::vector<std::vector<float>> host(n, std::vector<float>(size));
+  std::vector<T> ts;
+  for (int i = 0; i < n; ++i) {
+    for (float& v : host[static_cast<size_t>(i)]) v = dist(rng);
+    T t;
+    BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, i, BRAID_FLOAT32, 1, &size, host[static_cast<size_t>(i)].data(),
+                                          size * sizeof(float), t.out()));
+    ts.push_back(std::move(t));
+  }
+  const std::vector<braid_tensor> h = handles(ts);
+  BRAID_CHECK_OK(braid_allreduce(n, h.data(), nullptr));
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> got = read(ts[static_cast<size_t>(i)], BRAID_FLOAT32);
+    for (int64_t k = 0; k < size; ++k) {
+      double want = 0;
+      for (int j = 0; j < n; ++j) want += host[static_cast<size_t>(j)][static_cast<size_t>(k)];
+      REQUIRE(std::abs(got[static_cast<size_t>(k)] - want) <= 1e-5 * (1 + std::abs(want)));
+    }
+  }
+}
+
+TEST_CASE("reduce_to and broadcast: every root, others left alone") {
+  for (int n : {1, 2, 3, 5, 8}) {
+    Ctx c(n);
+    for (int root = 0; root < n; ++root) {
+      CAPTURE(n);
+      CAPTURE(root);
+      std::vector<T> ts;
+      for (int i = 0; i < n; ++i) ts.push_back(make_any(c.ctx, i, BRAID_INT64, i, 9));
+      const std::vector<braid_tensor> h = handles(ts);
+      BRAID_CHECK_OK(braid_reduce_to(n, h.data(), root, nullptr));
+      for (int i = 0; i < n; ++i) {
+        std::vector<double> got = read(ts[static_cast<size_t>(i)], BRAID_INT64);
+        for (int64_t k = 0; k < 9; ++k)
+          REQUIRE(got[static_cast<size_t>(k)] == (i == root ? reduce_def(BRAID_COLLECTIVE_SUM, n, k) : value(i, k)));
+      }
+      std::vector<T> bs;
+      for (int i = 0; i < n; ++i) bs.push_back(make_any(c.ctx, i, BRAID_FLOAT32, i, 9));
+      const std::vector<braid_tensor> hb = handles(bs);
+      BRAID_CHECK_OK(braid_broadcast(n, hb.data(), root));
+      for (int i = 0; i < n; ++i) {
+        std::vector<double> got = read(bs[static_cast<size_t>(i)], BRAID_FLOAT32);
+        for (int64_t k = 0; k < 9; ++k) REQUIRE(got[static_cast<size_t>(k)] == value(root, k));
+      }
+    }
+  }
+}
+
+TEST_CASE("all_gather and reduce_scatter equal their definitions") {
+  for (int n : {1, 2, 3, 4, 7}) {
+    Ctx c(n);
+    CAPTURE(n);
+    const int64_t rows = 3 * n, cols = 5;
+    std::vector<T> ins;
+    for (int i = 0; i < n; ++i) {
+      T t = make_any(c.ctx, i, BRAID_INT32, i, rows * cols);
+      const int64_t shape[2] = {rows, cols};
+      T r;
+      BRAID_CHECK_OK(braid_reshape(t.t, 2, shape, r.out()));
+      ins.push_back(std::move(r));
+    }
+    const std::vector<braid_tensor> h = handles(ins);
+    std::vector<braid_tensor> outs(static_cast<size_t>(n));
+    BRAID_CHECK_OK(braid_all_gather(n, h.data(), outs.data()));
+    for (int d = 0; d < n; ++d) {
+      T out(outs[static_cast<size_t>(d)]);
+      int64_t shape[BRAID_MAX_DIMS];
+      braid_tensor_shape(out.t, shape);
+      CHECK(shape[0] == rows * n);
+      braid_device dev = -1;
+      braid_tensor_device(out.t, &dev);
+      CHECK(dev == d);
+      std::vector<double> got = read(out, BRAID_INT32);
+      for (int i = 0; i < n; ++i)
+        for (int64_t k = 0; k < rows * cols; ++k) REQUIRE(got[static_cast<size_t>(i * rows * cols + k)] == value(i, k));
+    }
+    BRAID_CHECK_OK(braid_reduce_scatter(n, h.data(), nullptr, outs.data()));
+    for (int d = 0; d < n; ++d) {
+      T out(outs[static_cast<size_t>(d)]);
+      std::vector<double> got = read(out, BRAID_INT32);
+      REQUIRE(got.size() == static_cast<size_t>(rows / n * cols));
+      for (size_t k = 0; k < got.size(); ++k)
+        REQUIRE(got[k] == reduce_def(BRAID_COLLECTIVE_SUM, n, d * (rows / n) * cols + static_cast<int64_t>(k)));
+    }
+  }
+}
+
+TEST_CASE("collectives refuse bad input at the call") {
+  Ctx c(2);
+  T a = make_any(c.ctx, 0, BRAID_FLOAT32, 0, 4);
+  T b = make_any(c.ctx, 1, BRAID_FLOAT32, 1, 4);
+  T short_b = make_any(c.ctx, 1, BRAID_FLOAT32, 1, 3);
+  T int_b = make_any(c.ctx, 1, BRAID_INT32, 1, 4);
+  braid_tensor good[2] = {a.t, b.t};
+  braid_tensor shapes[2] = {a.t, short_b.t};
+  braid_tensor dtypes[2] = {a.t, int_b.t};
+  braid_tensor twice[2] = {a.t, a.t};
+  CHECK(braid_allreduce(0, good, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_allreduce(2, nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_allreduce(2, shapes, nullptr) == BRAID_ERR_SHAPE);
+  CHECK(braid_allreduce(2, dtypes, nullptr) == BRAID_ERR_DTYPE);
+  CHECK(braid_allreduce(2, twice, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("shares its storage") != std::string::npos);
+  braid_collective_options bad = BRAID_COLLECTIVE_OPTIONS_INIT;
+  bad.algorithm = static_cast<braid_allreduce_algorithm>(99);
+  CHECK(braid_allreduce(2, good, &bad) == BRAID_ERR_INVALID_ARGUMENT);
+  bad = BRAID_COLLECTIVE_OPTIONS_INIT;
+  bad.op = static_cast<braid_collective_op>(-1);
+  CHECK(braid_allreduce(2, good, &bad) == BRAID_ERR_INVALID_ARGUMENT);
+  T i0 = make_any(c.ctx, 0, BRAID_INT32, 0, 4);
+  braid_tensor ints[2] = {i0.t, int_b.t};
+  braid_collective_options avg = BRAID_COLLECTIVE_OPTIONS_INIT;
+  avg.op = BRAID_COLLECTIVE_AVG;
+  CHECK(braid_allreduce(2, ints, &avg) == BRAID_ERR_DTYPE);
+  CHECK(braid_broadcast(2, good, 2) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_reduce_to(2, good, -1, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  braid_tensor outs[2] = {nullptr, nullptr};
+  T odd0 = make_any(c.ctx, 0, BRAID_FLOAT32, 0, 3), odd1 = make_any(c.ctx, 1, BRAID_FLOAT32, 1, 3);
+  braid_tensor odd[2] = {odd0.t, odd1.t};
+  CHECK(braid_reduce_scatter(2, odd, nullptr, outs) == BRAID_ERR_SHAPE);
+  CHECK(outs[0] == nullptr);
+  // The tensors are untouched by the refused calls.
+  CHECK(read(a, BRAID_FLOAT32) == std::vector<double>{value(0, 0), value(0, 1), value(0, 2), value(0, 3)});
+}
