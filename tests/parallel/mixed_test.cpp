@@ -1,0 +1,80 @@
+// Collectives and a Trainer over a heterogeneous list: cpu:0 and vulkan:0 (lavapipe in CI). Skipped,
+// visibly, without a Vulkan device or when BRAID_BACKENDS excludes the plugin.
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "runtime/support.h"
+
+namespace {
+
+struct Mixed {
+  braid_context ctx = nullptr;
+  braid_device cpu = -1, vk = -1;
+  Mixed() {
+    if (const char* only = std::getenv("BRAID_BACKENDS"); only && *only) {
+      if ((std::string(",") + only + ",").find(",vulkan,") == std::string::npos) {
+        MESSAGE("skipped: BRAID_BACKENDS=" << only << " excludes the vulkan plugin");
+        return;
+      }
+    }
+    braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+    o.backends = "cpu,vulkan";
+    REQUIRE(braid_context_create(&o, &ctx) == BRAID_OK);
+    braid_context_find_device(ctx, "cpu:0", &cpu);
+    if (braid_context_find_device(ctx, "vulkan:0", &vk) != BRAID_OK) vk = -1;
+  }
+  ~Mixed() {
+    if (ctx) braid_context_release(ctx);
+  }
+  bool ready() const {
+    if (ctx == nullptr) return false;
+    if (vk < 0) MESSAGE("skipped: no Vulkan device (libvulkan + a driver such as mesa-vulkan-drivers' lavapipe)");
+    return vk >= 0;
+  }
+};
+
+test::T filled(braid_context ctx, braid_device d, int64_t n, float scale) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = scale * static_cast<float>(k % 17);
+  test::T t;
+  BRAID_CHECK_OK(braid_tensor_from_host(ctx, d, BRAID_FLOAT32, 1, &n, v.data(), v.size() * sizeof(float), t.out()));
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("allreduce, broadcast and all_gather over cpu:0 + vulkan:0") {
+  Mixed m;
+  if (!m.ready()) return;
+  for (int64_t n : {int64_t{3}, int64_t{4097}, int64_t{300001}}) {
+    for (int a = BRAID_ALLREDUCE_AUTO; a < BRAID_ALLREDUCE_ALGORITHM_COUNT; ++a) {
+      CAPTURE(n);
+      CAPTURE(a);
+      test::T x = filled(m.ctx, m.cpu, n, 1.f), y = filled(m.ctx, m.vk, n, 2.f);
+      braid_tensor h[2] = {x.t, y.t};
+      braid_collective_options o = BRAID_COLLECTIVE_OPTIONS_INIT;
+      o.algorithm = static_cast<braid_allreduce_algorithm>(a);
+      BRAID_CHECK_OK(braid_allreduce(2, h, &o));
+      for (braid_tensor t : h) {
+        std::vector<float> v(static_cast<size_t>(n));
+        BRAID_CHECK_OK(braid_tensor_to_host(t, v.data(), v.size() * sizeof(float)));
+        for (int64_t k = 0; k < n; ++k) REQUIRE(v[static_cast<size_t>(k)] == 3.f * static_cast<float>(k % 17));
+      }
+    }
+  }
+  test::T x = filled(m.ctx, m.cpu, 5, 1.f), y = filled(m.ctx, m.vk, 5, 0.f);
+  braid_tensor h[2] = {x.t, y.t};
+  BRAID_CHECK_OK(braid_broadcast(2, h, 0));
+  std::vector<float> v(5);
+  BRAID_CHECK_OK(braid_tensor_to_host(y.t, v.data(), sizeof(float) * 5));
+  CHECK(v == std::vector<float>{0, 1, 2, 3, 4});
+  braid_tensor outs[2];
+  BRAID_CHECK_OK(braid_all_gather(2, h, outs));
+  for (braid_tensor o : outs) {
+    std::vector<float> g(10);
+    BRAID_CHECK_OK(braid_tensor_to_host(o, g.data(), sizeof(float) * 10));
+    CHECK(g == std::vector<float>{0, 1, 2, 3, 4, 0, 1, 2, 3, 4});
+    braid_tensor_release(o);
+  }
+}

@@ -1,0 +1,359 @@
+// Splits, KVStore semantics, the Trainer (k devices with batch b/k each against one device with
+// batch b from the same start), gradients through cross-device copies, mixed cpu+vulkan device
+// lists, and the overlap of bucketed allreduce with backward (from the profiler's timestamps).
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "runtime/support.h"
+#include "runtime/trace.h"
+
+using test::Ctx;
+using test::T;
+
+namespace {
+
+std::vector<float> floats(const T& t) {
+  int64_t n = 0;
+  braid_tensor_numel(t.t, &n);
+  std::vector<float> v(static_cast<size_t>(n));
+  BRAID_CHECK_OK(braid_tensor_to_host(t.t, v.data(), v.size() * sizeof(float)));
+  return v;
+}
+
+T tensor(braid_context ctx, braid_device d, std::vector<float> v, std::vector<int64_t> shape = {}) {
+  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
+  T t;
+  BRAID_CHECK_OK(braid_tensor_from_host(ctx, d, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), v.data(),
+                                        v.size() * sizeof(float), t.out()));
+  return t;
+}
+
+T binary(braid_binary_op op, const T& a, const T& b) {
+  T y;
+  BRAID_CHECK_OK(braid_binary(op, a.t, b.t, y.out()));
+  return y;
+}
+
+}  // namespace
+
+TEST_CASE("split sizes add up to the batch and follow the weights") {
+  int64_t s[4];
+  BRAID_CHECK_OK(braid_split_sizes(10, 4, nullptr, s));
+  CHECK((s[0] == 3 && s[1] == 3 && s[2] == 2 && s[3] == 2));
+  const double w[3] = {3, 1, 0};
+  BRAID_CHECK_OK(braid_split_sizes(256, 3, w, s));
+  CHECK((s[0] == 192 && s[1] == 64 && s[2] == 0));
+  const double w2[3] = {1, 1, 1};
+  BRAID_CHECK_OK(braid_split_sizes(256, 3, w2, s));
+  CHECK(s[0] + s[1] + s[2] == 256);
+  CHECK((s[0] == 86 && s[1] == 85 && s[2] == 85));
+  for (int64_t total : {0, 1, 7, 255, 1000}) {
+    const double uneven[3] = {0.7, 0.2, 0.1};
+    BRAID_CHECK_OK(braid_split_sizes(total, 3, uneven, s));
+    CHECK(s[0] + s[1] + s[2] == total);
+    for (int i = 0; i < 3; ++i) CHECK(std::abs(static_cast<double>(s[i]) - total * uneven[i]) < 1.0);
+  }
+  const double bad[2] = {1, -1}, zero[2] = {0, 0}, nan[2] = {NAN, 1};
+  CHECK(braid_split_sizes(10, 2, bad, s) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_split_sizes(10, 2, zero, s) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_split_sizes(10, 2, nan, s) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_split_sizes(10, 0, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_split_sizes(-1, 2, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("split_and_load puts consecutive rows on each device") {
+  Ctx c(3);
+  std::vector<float> v(7 * 2);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+  T x = tensor(c.ctx, 0, v, {7, 2});
+  const braid_device devs[3] = {0, 1, 2};
+  braid_tensor parts[3];
+  BRAID_CHECK_OK(braid_split_and_load(x.t, 3, devs, nullptr, parts));
+  float next = 0;
+  for (int i = 0; i < 3; ++i) {
+    T p(parts[i]);
+    braid_device d = -1;
+    braid_tensor_device(p.t, &d);
+    CHECK(d == i);
+    int64_t shape[BRAID_MAX_DIMS];
+    braid_tensor_shape(p.t, shape);
+    CHECK(shape[0] == (i == 0 ? 3 : 2));
+    CHECK(shape[1] == 2);
+    for (float f : floats(p)) CHECK(f == next++);
+  }
+  T one = tensor(c.ctx, 0, {5.f});
+  T zero_d;
+  BRAID_CHECK_OK(braid_reshape(one.t, 0, nullptr, zero_d.out()));
+  CHECK(braid_split_and_load(zero_d.t, 3, devs, nullptr, parts) == BRAID_ERR_SHAPE);
+  const braid_device bad[3] = {0, 1, 9};
+  CHECK(braid_split_and_load(x.t, 3, bad, nullptr, parts) != BRAID_OK);
+}
+
+TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store") {
+  for (const char* type : {"local", "device"}) {
+    CAPTURE(type);
+    Ctx c(4);
+    braid_kvstore kv = nullptr;
+    BRAID_CHECK_OK(braid_kvstore_create(c.ctx, type, &kv));
+    const char* got_type = nullptr;
+    BRAID_CHECK_OK(braid_kvstore_type(kv, &got_type));
+    CHECK(std::string(got_type) == type);
+    T init = tensor(c.ctx, 0, {1, 1, 1});
+    BRAID_CHECK_OK(braid_kvstore_init(kv, 3, init.t));
+    CHECK(braid_kvstore_init(kv, 3, init.t) == BRAID_ERR_INVALID_ARGUMENT);  // twice
+    std::vector<T> vals;
+    for (int d = 0; d < 4; ++d) vals.push_back(tensor(c.ctx, d, {float(d + 1), 2.f * (d + 1), -1.f}));
+    braid_tensor h[4] = {vals[0].t, vals[1].t, vals[2].t, vals[3].t};
+    BRAID_CHECK_OK(braid_kvstore_push(kv, 3, 4, h));
+    std::vector<T> outs;
+    for (int d = 0; d < 4; ++d) outs.push_back(tensor(c.ctx, d, {0, 0, 0}));
+    braid_tensor ho[4] = {outs[0].t, outs[1].t, outs[2].t, outs[3].t};
+    BRAID_CHECK_OK(braid_kvstore_pull(kv, 3, 4, ho));
+    for (auto& o : outs) CHECK(floats(o) == std::vector<float>{10, 20, -4});
+    // The pushed values themselves are untouched.
+    CHECK(floats(vals[1]) == std::vector<float>{2, 4, -1});
+    // With an updater: stored -= lr * rescale * sum.
+    braid_optimizer_params sgd = BRAID_OPTIMIZER_PARAMS_INIT;
+    sgd.learning_rate = 0.5;
+    BRAID_CHECK_OK(braid_kvstore_set_optimizer(kv, &sgd));
+    BRAID_CHECK_OK(braid_kvstore_pushpull(kv, 3, 4, h, ho));
+    for (auto& o : outs) CHECK(floats(o) == std::vector<float>{10 - 5, 20 - 10, -4 + 2});
+    BRAID_CHECK_OK(braid_kvstore_set_optimizer(kv, nullptr));
+    BRAID_CHECK_OK(braid_kvstore_push(kv, 3, 1, h));
+    BRAID_CHECK_OK(braid_kvstore_pull(kv, 3, 1, ho));
+    CHECK(floats(outs[0]) == std::vector<float>{1, 2, -1});
+    // Errors: unknown key, wrong shape, bad type, released handle.
+    CHECK(braid_kvstore_push(kv, 4, 1, h) == BRAID_ERR_INVALID_ARGUMENT);
+    T wrong = tensor(c.ctx, 0, {1, 2});
+    CHECK(braid_kvstore_push(kv, 3, 1, &wrong.t) == BRAID_ERR_SHAPE);
+    CHECK(braid_kvstore_pull(kv, 3, 0, ho) == BRAID_ERR_INVALID_ARGUMENT);
+    braid_optimizer_params bad = BRAID_OPTIMIZER_PARAMS_INIT;
+    bad.learning_rate = NAN;
+    CHECK(braid_kvstore_set_optimizer(kv, &bad) == BRAID_ERR_INVALID_ARGUMENT);
+    BRAID_CHECK_OK(braid_kvstore_release(kv));
+    CHECK(braid_kvstore_push(kv, 3, 1, h) == BRAID_ERR_INVALID_ARGUMENT);
+    CHECK(braid_kvstore_release(kv) == BRAID_ERR_INVALID_ARGUMENT);
+  }
+  Ctx c(1);
+  braid_kvstore kv = nullptr;
+  CHECK(braid_kvstore_create(c.ctx, "dist", &kv) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(kv == nullptr);
+}
+
+TEST_CASE("gradients flow back through copies between devices") {
+  Ctx c(2);
+  T x = tensor(c.ctx, 0, {1, 2, 3});
+  BRAID_CHECK_OK(braid_tensor_attach_grad(x.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+  T y;
+  BRAID_CHECK_OK(braid_copy(x.t, 1, y.out()));
+  T sq = binary(BRAID_BINARY_MUL, y, y);  // on cpu:1
+  T back;
+  BRAID_CHECK_OK(braid_copy(sq.t, 0, back.out()));
+  T loss;
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, back.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+  BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+  T g;
+  BRAID_CHECK_OK(braid_tensor_grad(x.t, g.out()));
+  braid_device d = -1;
+  braid_tensor_device(g.t, &d);
+  CHECK(d == 0);
+  CHECK(floats(g) == std::vector<float>{2, 4, 6});
+}
+
+namespace {
+
+// A small regression model: y = relu(x W1 + b1) W2, loss = sum of squared errors (so the gradient
+// of a shard is a sum, and Trainer.step(global batch) averages over the whole batch).
+struct Mlp {
+  std::vector<T> params;  // W1 [4,8], b1 [8], W2 [8,1]
+};
+
+Mlp mlp_on(braid_context ctx, braid_device d, const std::vector<std::vector<float>>& init) {
+  Mlp m;
+  const std::vector<std::vector<int64_t>> shapes = {{4, 8}, {8}, {8, 1}};
+  for (size_t i = 0; i < 3; ++i) {
+    m.params.push_back(tensor(ctx, d, init[i], shapes[i]));
+    BRAID_CHECK_OK(braid_tensor_attach_grad(m.params.back().t, BRAID_GRAD_WRITE));
+  }
+  return m;
+}
+
+void forward_backward(braid_context ctx, const Mlp& m, const T& x, const T& y) {
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 1, nullptr));
+  T h, h2, r, o, e, e2, loss;
+  BRAID_CHECK_OK(braid_matmul(x.t, m.params[0].t, 0, 0, h.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, h.t, m.params[1].t, h2.out()));
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_RELU, h2.t, r.out()));
+  BRAID_CHECK_OK(braid_matmul(r.t, m.params[2].t, 0, 0, o.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, o.t, y.t, e.out()));
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_SQUARE, e.t, e2.out()));
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, e2.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 0, nullptr));
+  BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+}
+
+std::vector<float> uniform(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t s = seed;
+  for (float& f : v) {
+    s = s * 1664525u + 1013904223u;
+    f = static_cast<float>((s >> 8) * (1.0 / 16777216.0) - 0.5);
+  }
+  return v;
+}
+
+// Trains `steps` steps on k replicas (devices 0..k-1 of ctx) and returns replica 0's parameters,
+// checking that every replica holds the same values.
+std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_params opt, uint64_t bucket_bytes,
+                                      braid_allreduce_algorithm algorithm, int steps) {
+  const std::vector<std::vector<float>> init = {uniform(32, 1), uniform(8, 2), uniform(8, 3)};
+  std::vector<Mlp> reps;
+  std::vector<braid_tensor> handles;
+  for (int r = 0; r < k; ++r) {
+    reps.push_back(mlp_on(ctx, r, init));
+    for (T& p : reps.back().params) handles.push_back(p.t);
+  }
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer = opt;
+  o.bucket_bytes = bucket_bytes;
+  o.algorithm = algorithm;
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(k, 3, handles.data(), &o, &tr));
+  const int64_t batch = 12;
+  std::vector<braid_device> devs;
+  for (int r = 0; r < k; ++r) devs.push_back(r);
+  for (int s = 0; s < steps; ++s) {
+    T x = tensor(ctx, 0, uniform(batch * 4, 100 + s), {batch, 4});
+    T y = tensor(ctx, 0, uniform(batch, 200 + s), {batch, 1});
+    std::vector<braid_tensor> xs(static_cast<size_t>(k)), ys(static_cast<size_t>(k));
+    BRAID_CHECK_OK(braid_split_and_load(x.t, k, devs.data(), nullptr, xs.data()));
+    BRAID_CHECK_OK(braid_split_and_load(y.t, k, devs.data(), nullptr, ys.data()));
+    for (int r = 0; r < k; ++r) {
+      T xr(xs[static_cast<size_t>(r)]), yr(ys[static_cast<size_t>(r)]);
+      forward_backward(ctx, reps[static_cast<size_t>(r)], xr, yr);
+    }
+    BRAID_CHECK_OK(braid_trainer_step(tr, static_cast<double>(batch)));
+  }
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  std::vector<std::vector<float>> out;
+  for (T& p : reps[0].params) out.push_back(floats(p));
+  for (int r = 1; r < k; ++r)
+    for (size_t i = 0; i < 3; ++i) CHECK(floats(reps[static_cast<size_t>(r)].params[i]) == out[i]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("Trainer on k devices with batch b/k matches one device with batch b") {
+  for (braid_optimizer_kind kind : {BRAID_OPTIMIZER_SGD, BRAID_OPTIMIZER_ADAM}) {
+    braid_optimizer_params opt = BRAID_OPTIMIZER_PARAMS_INIT;
+    opt.kind = kind;
+    opt.learning_rate = kind == BRAID_OPTIMIZER_SGD ? 0.1 : 0.01;
+    opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
+    opt.weight_decay = 1e-3;
+    Ctx one(1);
+    const auto want = train(one.ctx, 1, opt, 0, BRAID_ALLREDUCE_AUTO, 5);
+    for (int k : {2, 3, 4}) {
+      for (uint64_t bucket : {uint64_t{0}, uint64_t{4}}) {  // one bucket; one parameter per bucket
+        for (auto alg : {BRAID_ALLREDUCE_AUTO, BRAID_ALLREDUCE_RING, BRAID_ALLREDUCE_NAIVE}) {
+          CAPTURE(kind);
+          CAPTURE(k);
+          CAPTURE(bucket);
+          CAPTURE(alg);
+          Ctx c(k);
+          const auto got = train(c.ctx, k, opt, bucket, alg, 5);
+          for (size_t i = 0; i < 3; ++i)
+            for (size_t j = 0; j < got[i].size(); ++j) REQUIRE(got[i][j] == doctest::Approx(want[i][j]).epsilon(1e-4));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Trainer refuses bad parameters") {
+  Ctx c(2);
+  T a = tensor(c.ctx, 0, {1, 2}), b = tensor(c.ctx, 1, {1, 2}), s = tensor(c.ctx, 1, {1});
+  braid_trainer tr = nullptr;
+  braid_tensor no_grad[2] = {a.t, b.t};
+  CHECK(braid_trainer_create(2, 1, no_grad, nullptr, &tr) == BRAID_ERR_INVALID_STATE);
+  BRAID_CHECK_OK(braid_tensor_attach_grad(a.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(b.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(s.t, BRAID_GRAD_WRITE));
+  braid_tensor shapes[2] = {a.t, s.t};
+  CHECK(braid_trainer_create(2, 1, shapes, nullptr, &tr) == BRAID_ERR_SHAPE);
+  CHECK(braid_trainer_create(0, 1, no_grad, nullptr, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer.momentum = 1.5;
+  CHECK(braid_trainer_create(2, 1, no_grad, &o, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, no_grad, nullptr, &tr));
+  CHECK(braid_trainer_step(tr, 0) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_trainer_step(tr, NAN) == BRAID_ERR_INVALID_ARGUMENT);
+  BRAID_CHECK_OK(braid_trainer_set_learning_rate(tr, 0.5));
+  double lr = 0;
+  BRAID_CHECK_OK(braid_trainer_learning_rate(tr, &lr));
+  CHECK(lr == 0.5);
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("bucketed allreduce overlaps backward (profiler timestamps)") {
+  Ctx c(2);
+  // A model whose last layer's gradient is ready long before backward reaches the first layer:
+  // a deep chain of large matmuls.
+  const int layers = 6;
+  const int64_t width = 256, batch = 256;
+  std::vector<T> w0, w1;
+  std::vector<braid_tensor> handles;
+  for (int r = 0; r < 2; ++r)
+    for (int l = 0; l < layers; ++l) {
+      T w = tensor(c.ctx, r, uniform(static_cast<size_t>(width * width), 10 + l), {width, width});
+      BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+      (r == 0 ? w0 : w1).push_back(std::move(w));
+    }
+  for (auto* v : {&w0, &w1})
+    for (T& w : *v) handles.push_back(w.t);
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.bucket_bytes = width * width * sizeof(float);  // one layer per bucket
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(2, layers, handles.data(), &o, &tr));
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_profiler_start(c.ctx));
+  for (int r = 0; r < 2; ++r) {
+    T h = tensor(c.ctx, r, uniform(static_cast<size_t>(batch * width), 99), {batch, width});
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+    for (T& w : (r == 0 ? w0 : w1)) {
+      T next;
+      BRAID_CHECK_OK(braid_matmul(h.t, w.t, 0, 0, next.out()));
+      h = std::move(next);
+    }
+    T loss;
+    BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, h.t, 0, nullptr, 0, loss.out()));
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+    BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+  }
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1.0));
+  char path[] = "/tmp/braid-overlap-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path));
+  const auto events = test::read_trace(path);
+  std::remove(path);
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  // On device 0: the first collective op starts before the last backward matmul ends.
+  double first_collective = 1e300, last_backward_end = 0;
+  for (const auto& e : events) {
+    if (e.pid != 0) continue;
+    if (e.name.rfind("allreduce", 0) == 0 || e.name.rfind("collective", 0) == 0)
+      first_collective = std::min(first_collective, e.ts);
+    if (e.name == "matmul" && e.tid == 0) last_backward_end = std::max(last_backward_end, e.end());
+  }
+  INFO("first collective op at " << first_collective << " us, last matmul ends at " << last_backward_end << " us");
+  REQUIRE(last_backward_end > 0);
+  CHECK(first_collective < last_backward_end);
+}
