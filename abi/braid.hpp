@@ -641,6 +641,136 @@ inline bool is_recording(const Context& ctx) {
   return on != 0;
 }
 
+// ---- parallel (ABI 1.2): several devices -----------------------------------------------------------
+
+namespace detail {
+inline std::vector<braid_tensor> handles(std::span<const Tensor> ts) {
+  std::vector<braid_tensor> hs;
+  for (const Tensor& t : ts) hs.push_back(t.get());
+  return hs;
+}
+inline std::vector<Tensor> adopt_all(const std::vector<braid_tensor>& hs) {
+  std::vector<Tensor> ts;
+  for (braid_tensor h : hs) ts.push_back(Tensor::adopt(h));
+  return ts;
+}
+}  // namespace detail
+
+// Sizes of the parts of `total` rows over count devices (weights empty: even).
+inline std::vector<int64_t> split_sizes(int64_t total, int32_t count, std::span<const double> weights = {}) {
+  std::vector<int64_t> sizes(static_cast<size_t>(count));
+  check(braid_split_sizes(total, count, weights.empty() ? nullptr : weights.data(), sizes.data()));
+  return sizes;
+}
+// x split along axis 0 over devices (even, or by weights), one part per device: Gluon's split_and_load.
+inline std::vector<Tensor> split_and_load(const Tensor& x, std::span<const Device> devices,
+                                          std::span<const double> weights = {}) {
+  std::vector<braid_tensor> outs(devices.size());
+  check(braid_split_and_load(x.get(), static_cast<int32_t>(devices.size()), devices.data(),
+                             weights.empty() ? nullptr : weights.data(), outs.data()));
+  return detail::adopt_all(outs);
+}
+// A copy of x on each device.
+inline std::vector<Tensor> replicate(const Tensor& x, std::span<const Device> devices) {
+  std::vector<braid_tensor> outs(devices.size());
+  check(braid_replicate(x.get(), static_cast<int32_t>(devices.size()), devices.data(), outs.data()));
+  return detail::adopt_all(outs);
+}
+// In place over same-shape tensors on several devices.
+inline void allreduce(std::span<const Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM,
+                      braid_allreduce_algorithm algorithm = BRAID_ALLREDUCE_AUTO) {
+  const braid_collective_options o{sizeof(braid_collective_options), op, algorithm};
+  const auto hs = detail::handles(ts);
+  check(braid_allreduce(static_cast<int32_t>(hs.size()), hs.data(), &o));
+}
+inline void broadcast(std::span<const Tensor> ts, int32_t root = 0) {
+  const auto hs = detail::handles(ts);
+  check(braid_broadcast(static_cast<int32_t>(hs.size()), hs.data(), root));
+}
+inline void reduce_to(std::span<const Tensor> ts, int32_t root = 0, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
+  const braid_collective_options o{sizeof(braid_collective_options), op, BRAID_ALLREDUCE_AUTO};
+  const auto hs = detail::handles(ts);
+  check(braid_reduce_to(static_cast<int32_t>(hs.size()), hs.data(), root, &o));
+}
+inline std::vector<Tensor> all_gather(std::span<const Tensor> ts) {
+  const auto hs = detail::handles(ts);
+  std::vector<braid_tensor> outs(hs.size());
+  check(braid_all_gather(static_cast<int32_t>(hs.size()), hs.data(), outs.data()));
+  return detail::adopt_all(outs);
+}
+inline std::vector<Tensor> reduce_scatter(std::span<const Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
+  const braid_collective_options o{sizeof(braid_collective_options), op, BRAID_ALLREDUCE_AUTO};
+  const auto hs = detail::handles(ts);
+  std::vector<braid_tensor> outs(hs.size());
+  check(braid_reduce_scatter(static_cast<int32_t>(hs.size()), hs.data(), &o, outs.data()));
+  return detail::adopt_all(outs);
+}
+
+// MXNet's KVStore ("local" or "device").
+class KVStore {
+ public:
+  explicit KVStore(const Context& ctx, const char* type = "local") { check(braid_kvstore_create(ctx.get(), type, &h_)); }
+  KVStore(const KVStore& o) : h_(o.h_) { check(braid_kvstore_retain(h_)); }
+  KVStore& operator=(const KVStore&) = delete;
+  ~KVStore() { braid_kvstore_release(h_); }
+  braid_kvstore get() const noexcept { return h_; }
+  std::string type() const {
+    const char* t = nullptr;
+    check(braid_kvstore_type(h_, &t));
+    return t;
+  }
+  void init(int64_t key, const Tensor& value) const { check(braid_kvstore_init(h_, key, value.get())); }
+  void push(int64_t key, std::span<const Tensor> values) const {
+    const auto hs = detail::handles(values);
+    check(braid_kvstore_push(h_, key, static_cast<int32_t>(hs.size()), hs.data()));
+  }
+  void pull(int64_t key, std::span<const Tensor> outs) const {
+    const auto hs = detail::handles(outs);
+    check(braid_kvstore_pull(h_, key, static_cast<int32_t>(hs.size()), hs.data()));
+  }
+  void pushpull(int64_t key, std::span<const Tensor> values, std::span<const Tensor> outs) const {
+    const auto hv = detail::handles(values), ho = detail::handles(outs);
+    if (hv.size() != ho.size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "pushpull: one out per value");
+    check(braid_kvstore_pushpull(h_, key, static_cast<int32_t>(hv.size()), hv.data(), ho.data()));
+  }
+  void set_optimizer(const braid_optimizer_params& p) const { check(braid_kvstore_set_optimizer(h_, &p)); }
+
+ private:
+  braid_kvstore h_ = nullptr;
+};
+
+// Gluon's Trainer over replicas: replicas[r] holds replica r's parameters, in the same order on every
+// replica (each with a gradient attached).
+class Trainer {
+ public:
+  Trainer(const std::vector<std::vector<Tensor>>& replicas, const braid_trainer_options& options) {
+    if (replicas.empty() || replicas[0].empty()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "Trainer: no parameters");
+    std::vector<braid_tensor> hs;
+    for (const auto& r : replicas) {
+      if (r.size() != replicas[0].size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "Trainer: replicas differ in size");
+      for (const Tensor& t : r) hs.push_back(t.get());
+    }
+    check(braid_trainer_create(static_cast<int32_t>(replicas.size()), static_cast<int32_t>(replicas[0].size()),
+                               hs.data(), &options, &h_));
+  }
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+  ~Trainer() { braid_trainer_release(h_); }
+  braid_trainer get() const noexcept { return h_; }
+  void step(double batch_size) const { check(braid_trainer_step(h_, batch_size)); }
+  void allreduce_grads() const { check(braid_trainer_allreduce_grads(h_)); }
+  void update(double batch_size) const { check(braid_trainer_update(h_, batch_size)); }
+  void set_learning_rate(double lr) const { check(braid_trainer_set_learning_rate(h_, lr)); }
+  double learning_rate() const {
+    double lr = 0;
+    check(braid_trainer_learning_rate(h_, &lr));
+    return lr;
+  }
+
+ private:
+  braid_trainer h_ = nullptr;
+};
+
 }  // namespace braid
 
 #endif  // BRAID_HPP_

@@ -39,6 +39,25 @@ Tensor train_step(const braid::Context& ctx, const Model& m, const Tensor& x, co
   return loss;
 }
 
+Tensor shard_backward(const braid::Context& ctx, const Model& m, const Tensor& x, const Tensor& y) {
+  Tensor loss;
+  {
+    braid::AutogradScope record(ctx);
+    loss = braid::sum(braid::softmax_cross_entropy(forward(m, x), y));
+  }
+  braid::backward(loss);
+  return loss;
+}
+
+Model replicate_to(const Model& m, braid::Device d) {
+  std::vector<Tensor> copies;
+  for (const Tensor& p : m.params()) {
+    copies.push_back(braid::copy_to(p, d));
+    braid::attach_grad(copies.back());
+  }
+  return {copies[0], copies[1], copies[2], copies[3], copies[4], copies[5], copies[6], copies[7]};
+}
+
 Tensor correct(const Model& m, const Tensor& x, const Tensor& y) {
   Tensor pred = braid::argmax(forward(m, x), 1);
   return braid::sum(braid::cast(braid::equal(pred, braid::cast(y, BRAID_INT64)), BRAID_FLOAT32));

@@ -21,6 +21,12 @@ braid::Tensor forward(const Model& m, const braid::Tensor& x);
 // parameters in place. Returns the batch's mean loss (a device scalar: reading it waits).
 braid::Tensor train_step(const braid::Context& ctx, const Model& m, const braid::Tensor& x, const braid::Tensor& y,
                          double lr);
+// Data parallelism: records the forward pass on one replica's shard and back-propagates the SUM of its
+// per-sample losses (a braid::Trainer then all-reduces the gradients and divides by the global batch,
+// so k replicas with b/k samples each take the step one device takes with b). Returns that sum.
+braid::Tensor shard_backward(const braid::Context& ctx, const Model& m, const braid::Tensor& x, const braid::Tensor& y);
+// A copy of m on device d, gradients attached (the replicas of a data-parallel run start equal).
+Model replicate_to(const Model& m, braid::Device d);
 // Number of correct predictions in a batch (a device scalar, float32).
 braid::Tensor correct(const Model& m, const braid::Tensor& x, const braid::Tensor& y);
 

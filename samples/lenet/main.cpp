@@ -5,6 +5,10 @@
 //               [--data-dir DIR] [--json] [--list-devices]
 //
 //   --device NAME   a device id ("cpu:0", "vulkan:0"); default: the best device (best_device below)
+//   --devices LIST  data parallelism over several devices ("cpu:0,cpu:1", "cpu:0,vulkan:0"): each batch
+//                   is split over them (split_and_load), each replica back-propagates its shard, and a
+//                   braid Trainer all-reduces the gradients and updates every replica (docs/PARALLEL.md)
+//   --weights LIST  the split's weights, one per device ("3,1"); default: even
 //   --epochs N      default 4
 //   --batches N     at most N training batches per epoch (0 = all; CI uses a short run)
 //   --test-batches N  evaluate at most N test batches of 1000 images (0 = all 10 000, the default;
@@ -24,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,6 +39,8 @@ namespace {
 
 struct Options {
   std::string device;
+  std::vector<std::string> devices;  // --devices
+  std::vector<double> weights;       // --weights
   int epochs = 4;
   int64_t batches = 0;
   int64_t test_batches = 0;
@@ -49,8 +56,8 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--epochs N] [--batches N] "
-                       "[--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
+  std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST] [--epochs N] "
+                       "[--batches N] [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
                        "[--save-init FILE] [--step-losses N] [--list-devices]\n", why);
   std::exit(2);
 }
@@ -70,7 +77,26 @@ Options parse(int argc, char** argv) {
       if (v.empty() || *end || n < lo) usage((a + ": bad value '" + v + "'").c_str());
       return n;
     };
+    auto list = [&]() {
+      std::vector<std::string> items;
+      const std::string v = value();
+      for (size_t at = 0; at <= v.size();) {
+        const size_t comma = std::min(v.find(',', at), v.size());
+        items.push_back(v.substr(at, comma - at));
+        if (items.back().empty()) usage((a + ": empty item in '" + v + "'").c_str());
+        at = comma + 1;
+      }
+      return items;
+    };
     if (a == "--device") o.device = value();
+    else if (a == "--devices") o.devices = list();
+    else if (a == "--weights") {
+      for (const std::string& w : list()) {
+        char* end = nullptr;
+        o.weights.push_back(std::strtod(w.c_str(), &end));
+        if (*end || !(o.weights.back() >= 0)) usage(("--weights: bad value '" + w + "'").c_str());
+      }
+    }
     else if (a == "--epochs") o.epochs = static_cast<int>(number(1));
     else if (a == "--batches") o.batches = number(0);
     else if (a == "--test-batches") o.test_batches = number(0);
@@ -161,7 +187,16 @@ int run(const Options& opt) {
     std::fprintf(stderr, "braid-lenet: no device found\n");
     return 1;
   }
-  const braid::Device dev = opt.device.empty() ? best_device(ctx) : ctx.find_device(opt.device);
+  std::vector<braid::Device> devs;
+  for (const std::string& name : opt.devices) devs.push_back(ctx.find_device(name));
+  if (devs.empty()) devs.push_back(opt.device.empty() ? best_device(ctx) : ctx.find_device(opt.device));
+  if (!opt.weights.empty() && opt.weights.size() != devs.size()) {
+    std::fprintf(stderr, "braid-lenet: --weights needs one weight per device of --devices\n");
+    return 2;
+  }
+  const braid::Device dev = devs[0];
+  std::string ids = ctx.device_info(dev).id;
+  for (size_t i = 1; i < devs.size(); ++i) ids += std::string(",") + ctx.device_info(devs[i]).id;
   const braid_device_info info = ctx.device_info(dev);
   ctx.set_seed(opt.seed + 1);
 
@@ -178,9 +213,35 @@ int run(const Options& opt) {
   braid::BatchIterator test(test_set, {.batch_size = 1000, .shuffle = false, .device = dev});
   const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
 
-  std::fprintf(stderr, "LeNet on %s (%s), %d epochs of %lld batches of %lld, lr %g\n", info.id, info.name,
+  std::fprintf(stderr, "LeNet on %s (%s), %d epochs of %lld batches of %lld, lr %g\n", ids.c_str(), info.name,
                opt.epochs, static_cast<long long>(per_epoch), static_cast<long long>(opt.batch_size), opt.lr);
   const lenet::Model model = lenet::init(ctx, dev, opt.init_std);
+  // Data parallelism (--devices): one replica per device, all starting from the first one's draws.
+  std::vector<lenet::Model> replicas{model};
+  for (size_t i = 1; i < devs.size(); ++i) replicas.push_back(lenet::replicate_to(model, devs[i]));
+  std::unique_ptr<braid::Trainer> trainer;
+  if (devs.size() > 1) {
+    std::vector<std::vector<braid::Tensor>> params;
+    for (const lenet::Model& r : replicas) params.push_back(r.params());
+    braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
+    to.optimizer.learning_rate = opt.lr;
+    trainer = std::make_unique<braid::Trainer>(params, to);
+  }
+  // One data-parallel step: the batch split over the devices, each shard's summed loss back-propagated
+  // on its replica, the Trainer's allreduce and update. Returns the batch's mean loss on dev.
+  auto parallel_step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
+    const std::vector<braid::Tensor> xs = braid::split_and_load(images, devs, opt.weights);
+    const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, opt.weights);
+    braid::Tensor total;
+    for (size_t r = 0; r < devs.size(); ++r) {
+      if (xs[r].numel() == 0) continue;  // a weight of 0, or a short last batch
+      braid::Tensor l = braid::copy_to(lenet::shard_backward(ctx, replicas[r], xs[r], ys[r]), dev);
+      total = total ? total + l : l;
+    }
+    const double rows = static_cast<double>(labels.numel());
+    trainer->step(rows);
+    return total / rows;
+  };
   if (!opt.save_init.empty()) save_params(model, opt.save_init);
   std::vector<braid::Tensor> step_losses;  // the run's first opt.step_losses losses, read at the end
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -198,7 +259,8 @@ int run(const Options& opt) {
         epoch_ended = true;
         break;
       }
-      braid::Tensor loss = lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
+      braid::Tensor loss = trainer ? parallel_step(b.images, b.labels)
+                                   : lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
       loss_sum = loss_sum + loss;
       if (first.size() < 5) first.push_back(loss);
       if (static_cast<int64_t>(step_losses.size()) < opt.step_losses) step_losses.push_back(loss);
@@ -231,7 +293,7 @@ int run(const Options& opt) {
     std::fprintf(stderr, "\nepoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
   if (opt.json) {
-    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"epochs\": [", info.id,
+    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"epochs\": [", ids.c_str(),
                 static_cast<long long>(opt.batch_size), opt.lr);
     for (size_t i = 0; i < results.size(); ++i)
       std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
