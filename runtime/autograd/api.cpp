@@ -80,6 +80,20 @@ class Backward {
 
   void run(const std::vector<Meta*>& heads, bool retain) {
     std::vector<Node*> order = topological(heads);
+    // A leaf's gradient is final once every node that reads the leaf has been differentiated: it is
+    // written into the leaf's buffer right then, not after the whole graph, so work waiting on it (a
+    // Trainer's bucketed allreduce) can start while the rest of backward still runs.
+    std::unordered_map<Meta*, size_t> pending;
+    auto for_leaf_inputs = [](Node* n, auto&& fn) {
+      for (size_t k = 0; k < n->inputs.size(); ++k)
+        if (n->needs[k] && n->inputs[k]->ag && n->inputs[k]->ag->leaf) fn(n->inputs[k]->ag.get());
+    };
+    for (Node* n : order) for_leaf_inputs(n, [&](Meta* m) { ++pending[m]; });
+    auto settle = [&](Node* n) {
+      for_leaf_inputs(n, [&](Meta* m) {
+        if (--pending[m] == 0) write_leaf(m);
+      });
+    };
     std::vector<TensorRef> zeros, dx;
     std::vector<Tensor*> dys;
     for (Node* n : order) {
@@ -94,7 +108,10 @@ class Backward {
           any = true;
         }
       }
-      if (!any) continue;
+      if (!any) {
+        settle(n);
+        continue;
+      }
       for (size_t k = 0; k < dys.size(); ++k)
         if (!dys[k] && dtype_is_float(n->outputs[k]->dtype)) {
           zeros.push_back(op::full_like(*n->outputs[k], 0.0));
@@ -103,17 +120,12 @@ class Backward {
       gradient(*n, dys, dx);
       for (size_t k = 0; k < dx.size(); ++k)
         if (dx[k].get()) add(n->inputs[k]->ag, std::move(dx[k]));
+      settle(n);
     }
-    // Leaves: write or add into their buffers.
-    for (auto& [m, g] : grads_) {
-      if (!m->leaf || !m->grad.get()) continue;
-      if (m->req == BRAID_GRAD_ADD) {
-        TensorRef sum = op::add(m->grad.get(), g.get());
-        op::copy_into(sum.get(), m->grad.get());
-      } else {
-        op::copy_into(g.get(), m->grad.get());
-      }
-    }
+    // Leaves no node read (a head that is itself a leaf).
+    std::vector<Meta*> rest;
+    for (auto& [m, g] : grads_) rest.push_back(m);
+    for (Meta* m : rest) write_leaf(m);
     if (!retain)
       for (Node* n : order) {
         n->freed = true;
@@ -123,6 +135,21 @@ class Backward {
   }
 
  private:
+  // Writes or adds the leaf's final gradient into its buffer (by its req) and forgets it.
+  void write_leaf(Meta* m) {
+    auto it = grads_.find(m);
+    if (it == grads_.end()) return;
+    if (m->leaf && m->grad.get()) {
+      if (m->req == BRAID_GRAD_ADD) {
+        TensorRef sum = op::add(m->grad.get(), it->second.get());
+        op::copy_into(sum.get(), m->grad.get());
+      } else {
+        op::copy_into(it->second.get(), m->grad.get());
+      }
+    }
+    grads_.erase(it);
+  }
+
   Context& ctx_;
   std::unordered_map<Meta*, TensorRef> grads_;
   std::vector<std::shared_ptr<Meta>> keep_;  // the keys stay alive while the map uses them

@@ -4,10 +4,11 @@ batches is clearly below that of the first five, and the test accuracy is well a
 chapter's N(0, 0.01^2) initialisation sits on a loss plateau for about an epoch, so the short run starts
 from N(0, 0.1^2).
 
-    check_short_run.py BRAID_LENET [--device ID] [--batches N] [--batch-size N] [--test-batches N]
+    check_short_run.py BRAID_LENET [--device ID | --devices ID,ID...] [--batches N] [--batch-size N] [--test-batches N]
 
 Defaults: the default device, 40 batches of the sample's default size, all test images. Exit 77
-(skipped) when the dataset is not installed or the named device does not exist."""
+(skipped) when the dataset is not installed or a named device does not exist. --devices trains data-parallel
+over the list (braid-lenet --devices)."""
 import argparse
 import json
 import subprocess
@@ -16,21 +17,26 @@ import sys
 parser = argparse.ArgumentParser()
 parser.add_argument("lenet")
 parser.add_argument("--device")
+parser.add_argument("--devices")
 parser.add_argument("--batches", type=int, default=40)
 parser.add_argument("--batch-size", type=int)
 parser.add_argument("--test-batches", type=int)
 args = parser.parse_args()
 
-if args.device:
+wanted = [args.device] if args.device else (args.devices.split(",") if args.devices else [])
+if wanted:
     listed = subprocess.run([args.lenet, "--list-devices"], stdout=subprocess.PIPE, text=True, check=True)
     ids = [line.split("\t")[0] for line in listed.stdout.splitlines()]
-    if args.device not in ids:
-        print(f"skipped: no device {args.device} (braid-lenet --list-devices: {', '.join(ids) or 'none'})")
-        sys.exit(77)
+    for device in wanted:
+        if device not in ids:
+            print(f"skipped: no device {device} (braid-lenet --list-devices: {', '.join(ids) or 'none'})")
+            sys.exit(77)
 
 cmd = [args.lenet, "--epochs", "1", "--batches", str(args.batches), "--init-std", "0.1", "--json"]
 if args.device:
     cmd += ["--device", args.device]
+if args.devices:
+    cmd += ["--devices", args.devices]
 if args.batch_size:
     cmd += ["--batch-size", str(args.batch_size)]
 if args.test_batches:

@@ -641,11 +641,12 @@ TEST_CASE("newer_minor: a plugin of a newer minor with a larger table is accepte
     CHECK(ends_with(b.path, "/libbraid-backend-newer_minor.so"));
     REQUIRE(c.devices() == 1);
 
-    // The host opened the device: 2 queues and 2 timeline semaphores (compute + transfer).
+    // The host opened the device: 3 queues and 3 timeline semaphores (compute, transfer, and the
+    // comm compute queue of the collectives).
     auto open = probe.counters();
     CHECK(open[FAKE_LIVE_DEVICES] == 1);
-    CHECK(open[FAKE_LIVE_QUEUES] == 2);
-    CHECK(open[FAKE_LIVE_SEMAPHORES] == 2);
+    CHECK(open[FAKE_LIVE_QUEUES] == 3);
+    CHECK(open[FAKE_LIVE_SEMAPHORES] == 3);
 
     braid_device dev = -1;
     REQUIRE_OK(braid_context_find_device(c.ctx, "newer_minor:0", &dev));
