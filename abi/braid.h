@@ -276,7 +276,9 @@ BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t tran
                                     braid_tensor* out);
 /* Same storage, new shape (one dimension may be -1). */
 BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
-/* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. */
+/* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. Bounds follow
+   Python/NumPy: a negative bound counts from the end, bounds past either end clamp (x[2:100],
+   x[-100:5]), and end <= begin gives an empty axis, not an error. Steps must be positive. */
 BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step,
                                    braid_tensor* out);
 /* Permutes axes (perm has ndim entries). Copies. */
