@@ -226,7 +226,10 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
                                     double stop, double step, braid_tensor* out);
 /* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
- * results do not depend on the device or thread count. float32/float64 only. */
+ * results do not depend on the device or thread count. float32/float64 only. As PyTorch's uniform_ and
+ * normal_, the parameters are checked at the call (BRAID_ERR_INVALID_ARGUMENT, naming the argument):
+ * low, high, mean and stddev must be finite, low <= high (low == high gives a constant), high - low
+ * must be finite, and stddev >= 0. */
 BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype,
                                             int32_t ndim, const int64_t* shape, double low, double high,
                                             braid_tensor* out);
@@ -337,7 +340,9 @@ BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, 
  * [0, K) fails the op (an asynchronous error on the output). */
 BRAID_API braid_status braid_softmax_cross_entropy(braid_tensor logits, braid_tensor labels, braid_tensor* out);
 /* Inverted dropout: y = x * mask / (1 - p), mask ~ Bernoulli(1 - p) from the context RNG. mask may be
- * NULL; it has x's dtype and holds 0 or 1. */
+ * NULL; it has x's dtype and holds 0 or 1. p in [0, 1]: p = 1 gives y and mask all zero (as PyTorch;
+ * zero even where x is inf or NaN) and a zero gradient; p outside [0, 1] or NaN is
+ * BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out, braid_tensor* mask);
 
 /* ---- ops: optimizer updates (in place) -------------------------------------------------------- */

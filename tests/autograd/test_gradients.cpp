@@ -190,6 +190,8 @@ TEST_CASE("gradients: dropout scales the kept elements") {
       harness::context().set_seed(77);
       return braid::dropout(x[0], 0.4).y;
     });
+    // p = 1 keeps nothing: y is constant zero, so the gradient is zero (not dy * 0 / 0 = NaN).
+    check(dev.index, {{rnd({4, 6}, -1, 1, 25)}}, [&](const Xs& x) { return braid::dropout(x[0], 1.0).y; });
   }
 }
 

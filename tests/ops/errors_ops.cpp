@@ -302,9 +302,12 @@ TEST_CASE("errors: dropout") {
   const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
   CHECK_FAILS(braid_dropout(nullptr, 0.5, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
   CHECK_FAILS(braid_dropout(x.get(), 0.5, nullptr, mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), 1.0, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), -0.1, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), NAN, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  // p = 1 is valid (all zeros, as PyTorch); only p outside [0, 1] is refused, and the message names p.
+  CHECK(braid_dropout(x.get(), 1.0, y.p(), mask.p()) == BRAID_OK);
+  CHECK_FAILS(braid_dropout(x.get(), 1.0000001, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), -0.1, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), NAN, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), INFINITY, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
   CHECK_FAILS(braid_dropout(tensor(0, BRAID_INT32, {3}).get(), 0.5, y.p(), mask.p()), BRAID_ERR_DTYPE, "braid_dropout");
 }
 
