@@ -101,7 +101,9 @@ typedef struct braid_context_options {
    * UINT64_MAX disables the bound. */
   uint64_t max_inflight_ops;
   uint64_t max_inflight_bytes;
-  /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. */
+  /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. Written as
+   * braid_profiler_stop writes it; if it cannot be, the release that destroys the context returns
+   * BRAID_ERR_IO. */
   const char* profile_path;
   /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
   uint64_t seed;
@@ -113,7 +115,9 @@ typedef struct braid_context_options {
 BRAID_API braid_status braid_context_create(const braid_context_options* options, braid_context* out);
 BRAID_API braid_status braid_context_retain(braid_context ctx);
 /* Dropping the last reference waits for all work, writes the profile if one is configured, and
- * shuts the backends down. */
+ * shuts the backends down. Everything is released even when the profile cannot be written; the call
+ * then returns BRAID_ERR_IO with the reason. When live tensors still hold the context, the last
+ * braid_tensor_release is the call that destroys it and returns that error. */
 BRAID_API braid_status braid_context_release(braid_context ctx);
 
 typedef struct braid_backend_info {
@@ -188,7 +192,11 @@ BRAID_API braid_status braid_memory_reset_peak(braid_context ctx, braid_device d
 /* ---- profiler --------------------------------------------------------------------------------- */
 /* Starts recording every op, copy and wait (one track per device queue). */
 BRAID_API braid_status braid_profiler_start(braid_context ctx);
-/* Stops recording, waits for recorded work to finish, and writes Chrome-trace JSON to path. */
+/* Stops recording, waits for recorded work to finish, and writes Chrome-trace JSON to path. A regular
+ * file (or a new path) is replaced atomically through a temporary in the same folder, removed if the
+ * write fails. A path that exists and is not a regular file is never replaced: a symlink is written
+ * through to its target, a FIFO or character device (/dev/stdout) is written to (a FIFO without a
+ * reader is BRAID_ERR_IO, not a hang); a directory, socket or block device is BRAID_ERR_IO. */
 BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path);
 
 /* ---- tensors ---------------------------------------------------------------------------------- */

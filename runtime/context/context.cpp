@@ -163,13 +163,7 @@ braid_context_t::~braid_context_t() {
     (void)engine.release();
     return;
   }
-  (void)engine->wait_idle(device_list);
-  if (!profile_path.empty()) {
-    try {
-      profiler.write(profile_path, device_list);
-    } catch (...) {  // a destructor cannot report; braid_profiler_stop is the checked way
-    }
-  }
+  (void)write_profile();  // a no-op when release_context already did it and reported the result
   close_devices();
   backends.clear();
 }
@@ -206,10 +200,29 @@ TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, brai
   return TensorRef(t);
 }
 
-namespace braid {
-void release_context(Context* ctx) noexcept {
-  if (ctx->refs.fetch_sub(1) == 1) {
-    std::unique_ptr<Context> owned(ctx);
+std::string braid_context_t::write_profile() noexcept {
+  if (profile_written || fork_generation != g_fork_generation.load()) return {};
+  profile_written = true;
+  (void)engine->wait_idle(device_list);  // recorded work must have its end times
+  if (profile_path.empty()) return {};
+  try {
+    profiler.write(profile_path, device_list);
+    return {};
+  } catch (const std::exception& e) {
+    try {
+      return e.what();
+    } catch (...) {
+      return {};  // no memory even for the message: nothing better to report
+    }
   }
+}
+
+namespace braid {
+std::string release_context(Context* ctx) noexcept {
+  if (ctx->refs.fetch_sub(1) != 1) return {};
+  std::unique_ptr<Context> owned(ctx);
+  std::string error = owned->write_profile();
+  owned.reset();  // everything is released whether or not the profile was written
+  return error;
 }
 }  // namespace braid

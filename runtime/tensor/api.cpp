@@ -98,7 +98,11 @@ BRAID_API braid_status braid_tensor_retain(braid_tensor t) {
 }
 
 BRAID_API braid_status braid_tensor_release(braid_tensor t) {
-  return guard("braid_tensor_release", [&] { release_tensor(&checked_tensor(t, "t")); });
+  return guard("braid_tensor_release", [&] {
+    // The last tensor of a context the application already released destroys it: report a
+    // configured profile that could not be written, as braid_context_release would have.
+    if (std::string error = release_tensor(&checked_tensor(t, "t")); !error.empty()) fail(BRAID_ERR_IO, error);
+  });
 }
 
 BRAID_API braid_status braid_tensor_ndim(braid_tensor t, int32_t* out) {
