@@ -98,7 +98,9 @@ typedef struct braid_context_options {
   /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
    * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
    * 128 MiB on a device whose memory is the host's (CPU, integrated or virtual GPU), 1 GiB on others).
-   * UINT64_MAX disables the bound. */
+   * UINT64_MAX disables the bound. The variables take a plain decimal number; anything else (-1, 128M,
+   * an overflowing number) makes braid_context_create fail with BRAID_ERR_INVALID_ARGUMENT naming the
+   * variable, as does a BRAID_SEED that is not one or a BRAID_ENGINE other than sync/async. */
   uint64_t max_inflight_ops;
   uint64_t max_inflight_bytes;
   /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. Written as
