@@ -98,10 +98,14 @@ typedef struct braid_context_options {
   /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
    * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
    * 128 MiB on a device whose memory is the host's (CPU, integrated or virtual GPU), 1 GiB on others).
-   * UINT64_MAX disables the bound. */
+   * UINT64_MAX disables the bound. The variables take a plain decimal number; anything else (-1, 128M,
+   * an overflowing number) makes braid_context_create fail with BRAID_ERR_INVALID_ARGUMENT naming the
+   * variable, as does a BRAID_SEED that is not one or a BRAID_ENGINE other than sync/async. */
   uint64_t max_inflight_ops;
   uint64_t max_inflight_bytes;
-  /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. */
+  /* Chrome-trace output written when the context is released; NULL = BRAID_PROFILE env. Written as
+   * braid_profiler_stop writes it; if it cannot be, the release that destroys the context returns
+   * BRAID_ERR_IO. */
   const char* profile_path;
   /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
   uint64_t seed;
@@ -113,7 +117,9 @@ typedef struct braid_context_options {
 BRAID_API braid_status braid_context_create(const braid_context_options* options, braid_context* out);
 BRAID_API braid_status braid_context_retain(braid_context ctx);
 /* Dropping the last reference waits for all work, writes the profile if one is configured, and
- * shuts the backends down. */
+ * shuts the backends down. Everything is released even when the profile cannot be written; the call
+ * then returns BRAID_ERR_IO with the reason. When live tensors still hold the context, the last
+ * braid_tensor_release is the call that destroys it and returns that error. */
 BRAID_API braid_status braid_context_release(braid_context ctx);
 
 typedef struct braid_backend_info {
@@ -188,7 +194,11 @@ BRAID_API braid_status braid_memory_reset_peak(braid_context ctx, braid_device d
 /* ---- profiler --------------------------------------------------------------------------------- */
 /* Starts recording every op, copy and wait (one track per device queue). */
 BRAID_API braid_status braid_profiler_start(braid_context ctx);
-/* Stops recording, waits for recorded work to finish, and writes Chrome-trace JSON to path. */
+/* Stops recording, waits for recorded work to finish, and writes Chrome-trace JSON to path. A regular
+ * file (or a new path) is replaced atomically through a temporary in the same folder, removed if the
+ * write fails. A path that exists and is not a regular file is never replaced: a symlink is written
+ * through to its target, a FIFO or character device (/dev/stdout) is written to (a FIFO without a
+ * reader is BRAID_ERR_IO, not a hang); a directory, socket or block device is BRAID_ERR_IO. */
 BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path);
 
 /* ---- tensors ---------------------------------------------------------------------------------- */
@@ -216,7 +226,9 @@ BRAID_API braid_status braid_tensor_numel(braid_tensor t, int64_t* out);
 BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t);
 /* Waits, then copies the contents (row-major) to host memory; bytes must equal numel*dtype size. */
 BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes);
-/* Overwrites the tensor's contents from host memory (copied before return; ordered after earlier ops). */
+/* Overwrites the tensor's contents from host memory (copied before return; ordered after earlier ops).
+ * It does not read the old contents, so it clears an asynchronous error (poison) the tensor carried:
+ * once it has run, waits on the tensor return BRAID_OK and read the new data. */
 BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);
 
 /* ---- ops: creation ---------------------------------------------------------------------------- */
@@ -226,7 +238,10 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
                                     double stop, double step, braid_tensor* out);
 /* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
- * results do not depend on the device or thread count. float32/float64 only. */
+ * results do not depend on the device or thread count. float32/float64 only. As PyTorch's uniform_ and
+ * normal_, the parameters are checked at the call (BRAID_ERR_INVALID_ARGUMENT, naming the argument):
+ * low, high, mean and stddev must be finite, low <= high (low == high gives a constant), high - low
+ * must be finite, and stddev >= 0. */
 BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype,
                                             int32_t ndim, const int64_t* shape, double low, double high,
                                             braid_tensor* out);
@@ -276,7 +291,9 @@ BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t tran
                                     braid_tensor* out);
 /* Same storage, new shape (one dimension may be -1). */
 BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
-/* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. */
+/* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. Bounds follow
+   Python/NumPy: a negative bound counts from the end, bounds past either end clamp (x[2:100],
+   x[-100:5]), and end <= begin gives an empty axis, not an error. Steps must be positive. */
 BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step,
                                    braid_tensor* out);
 /* Permutes axes (perm has ndim entries). Copies. */
@@ -335,7 +352,9 @@ BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, 
  * [0, K) fails the op (an asynchronous error on the output). */
 BRAID_API braid_status braid_softmax_cross_entropy(braid_tensor logits, braid_tensor labels, braid_tensor* out);
 /* Inverted dropout: y = x * mask / (1 - p), mask ~ Bernoulli(1 - p) from the context RNG. mask may be
- * NULL; it has x's dtype and holds 0 or 1. */
+ * NULL; it has x's dtype and holds 0 or 1. p in [0, 1]: p = 1 gives y and mask all zero (as PyTorch;
+ * zero even where x is inf or NaN) and a zero gradient; p outside [0, 1] or NaN is
+ * BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out, braid_tensor* mask);
 
 /* ---- ops: optimizer updates (in place) -------------------------------------------------------- */

@@ -34,7 +34,11 @@ using braid::plugin::guarded;
 braid_status device_count(int32_t* out, const char** reason) {
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-    *out = device_count_from_env();  // never zero: the CPU is always there
+    const Split split = split_from_env();
+    // The host enumerates once per context, starting here: the place to say what was corrected
+    // (the plugin cannot fail the context over a bad BRAID_CPU_DEVICES).
+    for (const std::string& w : split.warnings) host::log(BRAID_LOG_WARNING, w);
+    *out = static_cast<int32_t>(split.cores.size());  // never zero: the CPU is always there
     if (reason != nullptr) *reason = "";
     return BRAID_OK;
   });
@@ -43,12 +47,12 @@ braid_status device_count(int32_t* out, const char** reason) {
 braid_status device_props(int32_t index, braid_backend_device_props* out) {
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-    int count = device_count_from_env();
-    if (index < 0 || index >= count) return BRAID_ERR_NOT_FOUND;
+    const Split split = split_from_env();
+    if (index < 0 || static_cast<size_t>(index) >= split.cores.size()) return BRAID_ERR_NOT_FOUND;
     // Write only what the host's struct covers; major 1 starts at today's size, so less is a host bug.
     size_t n = std::min<size_t>(out->struct_size, sizeof(braid_backend_device_props));
     if (n < sizeof(braid_backend_device_props)) return BRAID_ERR_INVALID_ARGUMENT;
-    braid_backend_device_props props = braid::cpu::device_props(device_share(index, count));
+    braid_backend_device_props props = braid::cpu::device_props(device_share(index, split));
     std::memcpy(out, &props, n);
     out->struct_size = static_cast<uint32_t>(n);
     return BRAID_OK;
@@ -59,9 +63,9 @@ braid_status device_open(int32_t index, braid_backend_device* out) {
   return guarded([&] {
     if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
     *out = nullptr;
-    int count = device_count_from_env();
-    if (index < 0 || index >= count) return BRAID_ERR_NOT_FOUND;
-    *out = std::make_unique<Device>(device_share(index, count)).release();
+    const Split split = split_from_env();
+    if (index < 0 || static_cast<size_t>(index) >= split.cores.size()) return BRAID_ERR_NOT_FOUND;
+    *out = std::make_unique<Device>(device_share(index, split)).release();
     return BRAID_OK;
   });
 }

@@ -6,13 +6,23 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
 namespace braid::cpu {
 namespace {
+
+template <typename... Args>
+std::string cat(const Args&... args) {
+  std::ostringstream out;
+  (out << ... << args);
+  return std::move(out).str();
+}
 
 std::string trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -123,26 +133,104 @@ const Machine& machine() {
   return m;
 }
 
-int device_count_from_env() {
-  const char* text = std::getenv("BRAID_CPU_DEVICES");
-  if (text == nullptr) return 1;
-  std::string s = trim(text);
-  if (s.empty()) return 1;
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(s.c_str(), &end, 10);
-  if (end != s.c_str() + s.size()) return 1;  // garbage such as "two" or "2x"
-  if (errno == ERANGE) v = v < 0 ? 1 : kMaxDevices;
-  return static_cast<int>(std::clamp<long>(v, 1, kMaxDevices));
+namespace {
+
+// A whole decimal number with nothing around it; nullopt for "", "2x", "-", "1e3" or one past int64.
+std::optional<int64_t> parse_int(std::string_view text) {
+  int64_t v = 0;
+  const char* first = text.data();
+  const char* last = first + text.size();
+  if (first != last && *first == '+') ++first;  // "+2" is 2, as strtol read it
+  auto [end, ec] = std::from_chars(first, last, v);
+  if (ec != std::errc() || end != last || first == last) return std::nullopt;
+  return v;
 }
 
-DeviceShare device_share(int index, int count) {
+Split one_device(int cores) { return Split{{cores}, {}}; }
+
+// "N": N devices sharing the machine's cores evenly (at least one core each).
+Split split_count(const std::string& text, int cores) {
+  const std::optional<int64_t> n = parse_int(text);
+  Split s;
+  int64_t count = 1;
+  if (!n) {
+    // strtol saturates: a number too long for int64 is still a number, only too large.
+    const bool digits = text.find_first_not_of("+0123456789") == std::string::npos;
+    count = digits ? kMaxDevices : 1;
+    s.warnings.push_back(digits ? cat("BRAID_CPU_DEVICES=", text, " exceeds the maximum of ", kMaxDevices,
+                                      " devices; using ", kMaxDevices)
+                                : cat("BRAID_CPU_DEVICES='", text,
+                                      "' is neither a device count nor a comma-separated list of core counts; "
+                                      "using 1 device"));
+  } else if (*n < 1) {
+    s.warnings.push_back(cat("BRAID_CPU_DEVICES=", text, " is below 1; using 1 device"));
+  } else if (*n > kMaxDevices) {
+    count = kMaxDevices;
+    s.warnings.push_back(
+        cat("BRAID_CPU_DEVICES=", text, " exceeds the maximum of ", kMaxDevices, " devices; using ", kMaxDevices));
+  } else {
+    count = *n;
+  }
+  if (count > cores)
+    s.warnings.push_back(cat(count, " CPU devices on ", cores, " cores: each has 1 core and the devices share cores"));
+  s.cores.assign(static_cast<size_t>(count), std::max(1, cores / static_cast<int>(count)));
+  return s;
+}
+
+// "c0,c1,...": device i gets ci cores.
+Split split_list(const std::string& text, int cores) {
+  std::vector<std::string_view> entries;
+  std::string_view rest = text;
+  for (size_t comma; (comma = rest.find(',')) != std::string_view::npos; rest.remove_prefix(comma + 1))
+    entries.push_back(rest.substr(0, comma));
+  entries.push_back(rest);
+  if (entries.size() > 1 && trim(entries.back()).empty()) entries.pop_back();  // "3," is one device
+  Split s;
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string entry = trim(entries[i]);
+    const std::optional<int64_t> c = parse_int(entry);
+    if (!c || *c < 1) {
+      Split fallback = one_device(cores);
+      fallback.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "': entry ", i, " ('", entry,
+                                      "') is not a positive core count; using 1 device with all ", cores, " cores"));
+      return fallback;
+    }
+    if (s.cores.size() == static_cast<size_t>(kMaxDevices)) {
+      s.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "' lists ", entries.size(), " devices; using the first ",
+                               kMaxDevices, " (the maximum)"));
+      break;
+    }
+    int n = static_cast<int>(std::min<int64_t>(*c, cores));
+    if (*c > cores)
+      s.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "': device ", i, " asks for ", entry, " cores; the process has ",
+                               cores, ", so it gets ", cores));
+    s.cores.push_back(n);
+  }
+  int64_t sum = 0;
+  for (int c : s.cores) sum += c;
+  if (sum > cores)
+    s.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "' gives the devices ", sum, " cores in all on ", cores,
+                             ": the devices share cores"));
+  return s;
+}
+
+}  // namespace
+
+Split split_from_env() {
+  const int cores = machine().cores;
+  const char* text = std::getenv("BRAID_CPU_DEVICES");
+  const std::string s = text ? trim(text) : std::string();
+  if (s.empty()) return one_device(cores);
+  return s.find(',') == std::string::npos ? split_count(s, cores) : split_list(s, cores);
+}
+
+DeviceShare device_share(int index, const Split& split) {
   const Machine& m = machine();
   DeviceShare share;
   share.index = index;
-  share.count = count;
-  share.cores = std::max(1, m.cores / count);
-  share.memory_bytes = m.memory_bytes / static_cast<uint64_t>(count);
+  share.count = static_cast<int>(split.cores.size());
+  share.cores = split.cores.at(static_cast<size_t>(index));
+  share.memory_bytes = m.memory_bytes / static_cast<uint64_t>(share.count);
   return share;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace braid::cpu {
 
@@ -15,18 +16,28 @@ struct Machine {
 // Probed once; the machine does not change under a running process (affinity changes are ignored).
 const Machine& machine();
 
-// BRAID_CPU_DEVICES, read at each call so a process can change it between contexts.
-// Default 1; clamped to [1, kMaxDevices]; unparsable values give the default.
+// How BRAID_CPU_DEVICES splits the machine, read at each call so a process can change it between
+// contexts. Two forms:
+//   N          N devices (1..kMaxDevices), each with max(1, machine cores / N) cores (default: 1).
+//   c0,c1,...  one device per entry, device i with ci cores (1..machine cores each; at most
+//              kMaxDevices entries; "3," is one device of 3 cores). A sum above the machine's cores
+//              is accepted: the devices then share cores (how tests make 8 devices on 2 cores).
+// The plugin cannot fail the host's context, so a value it cannot take as written is corrected (an
+// unparsable one gives the default) and the correction is in `warnings`, for the host's log.
 inline constexpr int kMaxDevices = 64;
-int device_count_from_env();
+struct Split {
+  std::vector<int> cores;             // one entry per device, each >= 1; never empty
+  std::vector<std::string> warnings;  // what was corrected or is worth knowing, one line each
+};
+Split split_from_env();
 
-// One device's share of the machine when it is split into `count` devices.
+// One device's share of the machine.
 struct DeviceShare {
   int index = 0;
   int count = 1;
-  int cores = 1;  // max(1, machine cores / count)
-  uint64_t memory_bytes = 0;
+  int cores = 1;
+  uint64_t memory_bytes = 0;  // machine memory / count
 };
-DeviceShare device_share(int index, int count);
+DeviceShare device_share(int index, const Split& split);
 
 }  // namespace braid::cpu

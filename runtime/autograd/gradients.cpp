@@ -278,7 +278,9 @@ void softmax_ce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 
 void dropout_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   TensorRef t = op::mul(dy, h(n.outputs[1]));
-  dx[0] = op::scalar(BRAID_BINARY_MUL, h(t), 1.0 / (1.0 - n.f[0]));
+  // p = 1 kept nothing: the gradient is zero (scale 0, as the kernels use), not dy * 0 * inf = NaN.
+  const double p = n.f[0];
+  dx[0] = op::scalar(BRAID_BINARY_MUL, h(t), p < 1.0 ? 1.0 / (1.0 - p) : 0.0);
 }
 
 // A view of a recorded view moved onto another tensor's storage (same layout, other buffer).

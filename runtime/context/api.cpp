@@ -6,10 +6,6 @@
 
 using namespace braid;
 
-namespace braid {
-void release_context(Context* ctx) noexcept;
-}
-
 namespace {
 // Copies an out-struct honouring the caller's struct_size (older callers get a prefix).
 template <class T>
@@ -48,7 +44,9 @@ BRAID_API braid_status braid_context_release(braid_context ctx) {
   return guard("braid_context_release", [&] {
     if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is NULL");
     if (ctx->magic.load() != Context::kLive) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle");
-    release_context(ctx);
+    // The last reference: the context is gone whatever this says, and a profile that could not be
+    // written is the caller's to know (it asked for one).
+    if (std::string error = release_context(ctx); !error.empty()) fail(BRAID_ERR_IO, error);
   });
 }
 

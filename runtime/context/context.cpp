@@ -2,7 +2,9 @@
 
 #include <pthread.h>
 
+#include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -28,12 +30,22 @@ const char* env(const char* name) {
   return v && *v ? v : nullptr;
 }
 
-uint64_t env_u64(const char* name, uint64_t fallback) {
+// A decimal number from 0 to UINT64_MAX, digits only. strtoull would take "-1" as UINT64_MAX (which
+// turns a bound off), saturate an overflowing number to the same, and accept leading blanks or a
+// sign; and ignoring text that does not parse hides a typo. Each of these is an error naming the
+// variable and its value: the application asked for something braid would not do.
+uint64_t env_u64(const char* name, uint64_t fallback, const char* meaning) {
   const char* v = env(name);
   if (!v) return fallback;
-  char* end = nullptr;
-  unsigned long long x = std::strtoull(v, &end, 10);
-  return end && *end == '\0' ? x : fallback;
+  const char* last = v + std::strlen(v);
+  uint64_t x = 0;
+  auto [end, ec] = std::from_chars(v, last, x);
+  if (ec == std::errc::result_out_of_range && end == last)
+    fail(BRAID_ERR_INVALID_ARGUMENT, name, "=", v, " is too large: ", meaning, " is at most ", UINT64_MAX);
+  if (ec != std::errc() || end != last || *v < '0' || *v > '9')
+    fail(BRAID_ERR_INVALID_ARGUMENT, name, "='", v, "' is not ", meaning, " (a decimal number from 0 to ", UINT64_MAX,
+         ")");
+  return x;
 }
 
 }  // namespace
@@ -63,16 +75,21 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   int32_t mode = enum_int(o.engine_mode);
   if (mode == BRAID_ENGINE_DEFAULT) {
     const char* e = env("BRAID_ENGINE");
+    if (e && std::strcmp(e, "sync") != 0 && std::strcmp(e, "async") != 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ENGINE='", e, "' is neither 'sync' nor 'async'");
     mode = e && std::strcmp(e, "sync") == 0 ? BRAID_ENGINE_SYNC : BRAID_ENGINE_ASYNC;
   }
   if (mode != BRAID_ENGINE_ASYNC && mode != BRAID_ENGINE_SYNC)
     fail(BRAID_ERR_INVALID_ARGUMENT, "options.engine_mode ", mode, " is not a braid_engine_mode");
   eo.sync = mode == BRAID_ENGINE_SYNC;
   // 0 here means each device's own default (default_inflight_bound), chosen as it opens.
-  inflight_bound.ops = o.max_inflight_ops ? o.max_inflight_ops : env_u64("BRAID_MAX_INFLIGHT_OPS", 0);
-  inflight_bound.bytes = o.max_inflight_bytes ? o.max_inflight_bytes : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0);
+  inflight_bound.ops = o.max_inflight_ops ? o.max_inflight_ops
+                                           : env_u64("BRAID_MAX_INFLIGHT_OPS", 0, "a number of ops (0: the default)");
+  inflight_bound.bytes =
+      o.max_inflight_bytes ? o.max_inflight_bytes
+                           : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0, "a number of bytes (0: the device's default)");
   engine = std::make_unique<Engine>(eo, profiler);
-  seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0);
+  seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0, "a seed");
   if (o.profile_path) profile_path = o.profile_path;
   else if (const char* p = env("BRAID_PROFILE")) profile_path = p;
 
@@ -164,13 +181,7 @@ braid_context_t::~braid_context_t() {
     (void)engine.release();
     return;
   }
-  (void)engine->wait_idle(device_list);
-  if (!profile_path.empty()) {
-    try {
-      profiler.write(profile_path, device_list);
-    } catch (...) {  // a destructor cannot report; braid_profiler_stop is the checked way
-    }
-  }
+  (void)write_profile();  // a no-op when release_context already did it and reported the result
   close_devices();
   backends.clear();
 }
@@ -207,10 +218,29 @@ TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, brai
   return TensorRef(t);
 }
 
-namespace braid {
-void release_context(Context* ctx) noexcept {
-  if (ctx->refs.fetch_sub(1) == 1) {
-    std::unique_ptr<Context> owned(ctx);
+std::string braid_context_t::write_profile() noexcept {
+  if (profile_written || fork_generation != g_fork_generation.load()) return {};
+  profile_written = true;
+  (void)engine->wait_idle(device_list);  // recorded work must have its end times
+  if (profile_path.empty()) return {};
+  try {
+    profiler.write(profile_path, device_list);
+    return {};
+  } catch (const std::exception& e) {
+    try {
+      return e.what();
+    } catch (...) {
+      return {};  // no memory even for the message: nothing better to report
+    }
   }
+}
+
+namespace braid {
+std::string release_context(Context* ctx) noexcept {
+  if (ctx->refs.fetch_sub(1) != 1) return {};
+  std::unique_ptr<Context> owned(ctx);
+  std::string error = owned->write_profile();
+  owned.reset();  // everything is released whether or not the profile was written
+  return error;
 }
 }  // namespace braid

@@ -28,6 +28,7 @@ struct braid_context_t {
   braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
   braid::TensorPool tensors;
   std::string profile_path;  // written when the context is destroyed
+  bool profile_written = false;  // write_profile ran (release_context calls it before the destructor)
   std::atomic<uint64_t> seed{0};
   std::atomic<uint64_t> rng_draw{0};
   braid::autograd::Recording recording;  // autograd's per-thread switch
@@ -42,6 +43,10 @@ struct braid_context_t {
   braid::TensorRef new_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
   // A new tensor handle over an existing storage (reshape).
   braid::TensorRef view_tensor(const braid::Tensor& base, const braid::Shape& shape);
+  // Waits for all work, then writes the configured profile (once). Returns why it could not be
+  // written, "" when it was or none is configured. The destructor cannot report, so the release that
+  // destroys the context calls this first and returns the error to the application.
+  std::string write_profile() noexcept;
 
  private:
   // A handle from the pool, owned by this context (takes the live handles' context reference when it
@@ -58,4 +63,8 @@ using Context = ::braid_context_t;
 Context& checked_context(braid_context ctx, const char* what);
 // Throws BRAID_ERR_INVALID_STATE if the context was created before a fork() in this process.
 void check_fork(const Context& ctx);
+// Drops one reference; the last one destroys the context. Returns why the configured profile could
+// not be written when this call destroyed the context (else ""): callers at the C boundary report it
+// as BRAID_ERR_IO, after everything has been released.
+std::string release_context(Context* ctx) noexcept;
 }  // namespace braid

@@ -16,8 +16,17 @@ braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx,
     op.on_device(ctx, device);
     check_dtype(dtype, "dtype");
     if (!dtype_is_float(dtype)) fail(BRAID_ERR_DTYPE, "dtype must be float32 or float64, not ", dtype_name(dtype));
-    if (!std::isfinite(a) || !std::isfinite(b)) fail(BRAID_ERR_INVALID_ARGUMENT, "parameters must be finite");
-    if (kop == BRAID_KOP_RANDOM_NORMAL && b < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "stddev must be non-negative");
+    const bool uniform = kop == BRAID_KOP_RANDOM_UNIFORM;
+    const char* a_name = uniform ? "low" : "mean";
+    const char* b_name = uniform ? "high" : "stddev";
+    if (!std::isfinite(a)) fail(BRAID_ERR_INVALID_ARGUMENT, a_name, " must be finite, got ", a);
+    if (!std::isfinite(b)) fail(BRAID_ERR_INVALID_ARGUMENT, b_name, " must be finite, got ", b);
+    if (!uniform && b < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "stddev must be non-negative, got ", b);
+    // As torch.Tensor.uniform_: low > high is refused here rather than drawn from a reversed range
+    // (the kernels compute low + u * (high - low)), and high - low must itself be finite.
+    if (uniform && a > b) fail(BRAID_ERR_INVALID_ARGUMENT, "low (", a, ") must not exceed high (", b, ")");
+    if (uniform && !std::isfinite(b - a))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "high - low overflows (low ", a, ", high ", b, ")");
     Shape s = Shape::from(ndim, shape, "shape");
     op.require_kernel(dtype);
     op.output(dtype, s);

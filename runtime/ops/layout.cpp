@@ -61,18 +61,27 @@ BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const i
     braid_buffer_view from = a.view();
     Shape s;
     s.ndim = nd;
+    // Python/NumPy semantics for a positive step: a negative bound counts from the end, then both
+    // bounds clamp to [0, dim] (x[2:100], x[-100:5] are not errors), and end <= begin is empty.
+    // Clamping before subtracting keeps every step of the arithmetic inside int64 whatever the
+    // caller passed (INT64_MIN, INT64_MAX).
+    const auto clamp_bound = [](int64_t v, int64_t dim) {
+      if (v < 0) v = v < -dim ? 0 : v + dim;
+      return v > dim ? dim : v;
+    };
     for (int i = 0; i < nd; ++i) {
-      int64_t dim = a.shape[i];
-      int64_t b = begin[i] < 0 ? begin[i] + dim : begin[i];
-      int64_t e = end[i] < 0 ? end[i] + dim : end[i];
-      int64_t st = step ? step[i] : 1;
-      if (st <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "slice: step must be positive at axis ", i);
-      if (b < 0 || e > dim || b > e)
-        fail(BRAID_ERR_SHAPE, "slice: [", begin[i], ":", end[i], "] is out of range for axis ", i, " of size ", dim);
-      s[i] = (e - b + st - 1) / st;
-      from.byte_offset += static_cast<uint64_t>(b * from.strides[i]) * dtype_size(a.dtype);
+      const int64_t dim = a.shape[i];
+      const int64_t st = step ? step[i] : 1;
+      if (st <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "slice: step[", i, "] is ", st, "; steps must be positive");
+      const int64_t b = clamp_bound(begin[i], dim);
+      const int64_t e = clamp_bound(end[i], dim);
+      s[i] = e > b ? (e - b - 1) / st + 1 : 0;
+      // An empty axis reads nothing: its offset stays at the start so the view never points past x.
+      if (s[i] > 0) from.byte_offset += static_cast<uint64_t>(b * from.strides[i]) * dtype_size(a.dtype);
       from.shape[i] = s[i];
-      from.strides[i] *= st;
+      // With two or more elements st < dim, so the product stays in range; with fewer the stride is
+      // never used and a huge step (INT64_MAX) must not overflow it.
+      if (s[i] > 1) from.strides[i] *= st;
     }
     TensorRef y = a.ctx->new_tensor(a.device(), a.dtype, s);
     push_copy_kernel("slice", a, from, *y, y->view());

@@ -29,10 +29,14 @@ class Profiler {
   void record_op(const OpNode& node);
   // A host-side wait (wait_to_read, to_host, wait_all) on the calling thread's track.
   void record_wait(const char* what, int64_t begin_ns, int64_t end_ns);
-  // Writes the events recorded so far; throws braid::Error(BRAID_ERR_IO) if the file cannot be written.
+  // Writes the events recorded so far; throws braid::Error(BRAID_ERR_IO) if the file cannot be written
+  // (nothing is left behind then). A regular file or a new path is replaced atomically through a
+  // temporary; an existing symlink, FIFO or character device is written through, never replaced; a
+  // directory, socket or block device is refused.
   void write(const std::string& path, std::span<Device* const> devices) const;
 
  private:
+  std::string json(std::span<Device* const> devices) const;
   struct Event {
     const char* name;
     int32_t device;  // -1: host

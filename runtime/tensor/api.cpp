@@ -23,6 +23,10 @@ std::byte* host_address(const Tensor& t) {
 }
 
 // Pushes an upload of host bytes into t (ordered after earlier ops on t). The bytes are copied first.
+// The upload overwrites all of t's storage (bytes == t.bytes() == the storage's size) and reads none of
+// it, so the storage is only a write: as a write it is still ordered after the earlier readers and
+// writers, but it never inherits a failed last writer's error, which is how overwriting a poisoned
+// tensor makes it readable again (docs/ENGINE.md).
 void push_upload(Tensor& t, const void* data, size_t bytes) {
   Context& ctx = *t.ctx;
   auto node = ctx.engine->make_node("write_host", t.device());
@@ -34,7 +38,10 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   node->copy.bytes = bytes;
   Storage* s = t.storage.get();
   ctx.engine->throttle(t.device());
-  ctx.engine->push(std::move(node), {&s, 1}, {&s, 1}, BRAID_QUEUE_TRANSFER);
+  // A partial upload (never made today: every tensor view covers its whole storage) would keep the
+  // rest of the old value, so it would read the storage too.
+  const bool whole = bytes == s->bytes;
+  ctx.engine->push(std::move(node), {&s, whole ? 0u : 1u}, {&s, 1}, BRAID_QUEUE_TRANSFER);
 }
 
 void wait_readable(Tensor& t, const char* what) {
@@ -91,7 +98,11 @@ BRAID_API braid_status braid_tensor_retain(braid_tensor t) {
 }
 
 BRAID_API braid_status braid_tensor_release(braid_tensor t) {
-  return guard("braid_tensor_release", [&] { release_tensor(&checked_tensor(t, "t")); });
+  return guard("braid_tensor_release", [&] {
+    // The last tensor of a context the application already released destroys it: report a
+    // configured profile that could not be written, as braid_context_release would have.
+    if (std::string error = release_tensor(&checked_tensor(t, "t")); !error.empty()) fail(BRAID_ERR_IO, error);
+  });
 }
 
 BRAID_API braid_status braid_tensor_ndim(braid_tensor t, int32_t* out) {

@@ -7,7 +7,6 @@
 #include "core/error.h"
 
 namespace braid {
-void release_context(Context* ctx) noexcept;
 
 Tensor* TensorPool::acquire(bool* first) {
   std::lock_guard lock(mu_);
@@ -47,13 +46,14 @@ TensorRef::~TensorRef() {
   if (t_) release_tensor(t_);
 }
 
-void release_tensor(Tensor* t) noexcept {
-  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+std::string release_tensor(Tensor* t) noexcept {
+  if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return {};
   Context* ctx = t->ctx;
   t->ag.reset();       // may release the tape behind this tensor (other handles, recursively)
   t->storage.reset();  // the storage itself lives on while in-flight ops use it
   t->ctx = nullptr;
-  if (ctx->tensors.release(t)) release_context(ctx);  // the last live handle: drop the pool's reference
+  // The last live handle drops the pool's context reference, which may be the context's last.
+  return ctx->tensors.release(t) ? release_context(ctx) : std::string();
 }
 
 Tensor& checked_tensor(braid_tensor t, const char* what) {

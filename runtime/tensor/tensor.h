@@ -6,6 +6,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include "core/shape.h"
 #include "core/spin_lock.h"
@@ -87,7 +88,8 @@ class TensorRef {
 
 // Validates a handle from the application (NULL, released, stale after fork) and returns it.
 Tensor& checked_tensor(braid_tensor t, const char* what);
-// Drops one reference; the last one frees the handle and lets go of the storage and context.
-void release_tensor(Tensor* t) noexcept;
+// Drops one reference; the last one frees the handle and lets go of the storage and context. Returns
+// release_context's profile error when that destroyed the context (internal callers ignore it).
+std::string release_tensor(Tensor* t) noexcept;
 
 }  // namespace braid

@@ -103,6 +103,10 @@ TEST_CASE("gradients: reshape, slice, transpose, concat, cast, copy") {
     const ref::Array a = rnd({3, 4}, -1, 1, 12), b = rnd({3, 2}, -1, 1, 13);
     check(dev.index, {{a}}, [](const Xs& x) { return braid::reshape(x[0], {2, -1}); });
     check(dev.index, {{a}}, [](const Xs& x) { return braid::slice(x[0], {1, 0}, {3, 4}, {1, 2}); });
+    // Clamped bounds (all of x, and a part), and an empty slice: its gradient is all zeros.
+    check(dev.index, {{a}}, [](const Xs& x) { return braid::slice(x[0], {-100, -100}, {100, 100}, {}); });
+    check(dev.index, {{a}}, [](const Xs& x) { return braid::slice(x[0], {-100, 2}, {2, 100}, {1, 3}); });
+    check(dev.index, {{a}}, [](const Xs& x) { return braid::slice(x[0], {2, 0}, {1, 4}, {}); });
     check(dev.index, {{a}}, [](const Xs& x) { return braid::transpose(x[0], {1, 0}); });
     check(dev.index, {{a}, {b}}, [](const Xs& x) { return braid::concat({x[0], x[1], x[0]}, 1); });
     check(dev.index, {{a}}, [&](const Xs& x) { return x[0].copy_to(dev.index); });
@@ -186,6 +190,8 @@ TEST_CASE("gradients: dropout scales the kept elements") {
       harness::context().set_seed(77);
       return braid::dropout(x[0], 0.4).y;
     });
+    // p = 1 keeps nothing: y is constant zero, so the gradient is zero (not dy * 0 / 0 = NaN).
+    check(dev.index, {{rnd({4, 6}, -1, 1, 25)}}, [&](const Xs& x) { return braid::dropout(x[0], 1.0).y; });
   }
 }
 

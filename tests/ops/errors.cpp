@@ -247,6 +247,31 @@ TEST_CASE("errors: creation ops validate their arguments") {
               "braid_random_uniform");
   CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, 1, nullptr), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_uniform");
+  // Bounds are checked at the call, as torch.Tensor.uniform_: low > high, non-finite bounds, and a
+  // range whose width overflows are refused, each message naming the argument.
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, 1, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "low (1) must not exceed high (0)");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT64, 2, shape, 0.5, -3, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "must not exceed high");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, NAN, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "low must be finite");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, INFINITY, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "high must be finite");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, -INFINITY, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "low must be finite");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT64, 2, shape, -1.5e308, 1.5e308, o.p()),
+              BRAID_ERR_INVALID_ARGUMENT, "high - low overflows");
+  CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, NAN, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "mean must be finite");
+  CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, -1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "stddev must be non-negative");
+  {
+    Out same;  // low == high is a constant, not an error (as PyTorch)
+    REQUIRE(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, 2, 2, same.p()) == BRAID_OK);
+    float v[6] = {};
+    REQUIRE(braid_tensor_to_host(same.get(), v, sizeof v) == BRAID_OK);
+    for (float f : v) CHECK(f == 2.0f);
+  }
   CHECK_FAILS(braid_random_normal(nullptr, 0, BRAID_FLOAT32, 2, shape, 0, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "braid_random_normal");
   CHECK_FAILS(braid_random_normal(ctx(), bad_device(), BRAID_FLOAT32, 2, shape, 0, 1, o.p()),

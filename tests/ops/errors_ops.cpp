@@ -124,14 +124,21 @@ TEST_CASE("errors: reshape, slice and transpose") {
   CHECK_FAILS(braid_reshape(x.get(), 9, nine, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), -1, s5x2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
 
-  const int64_t b0[] = {0, 0}, e_ok[] = {3, 4}, e_far[] = {3, 5}, b_late[] = {2, 0}, e_early[] = {1, 4}, st0[] = {1, 0};
+  const int64_t b0[] = {0, 0}, e_ok[] = {3, 4}, st0[] = {1, 0}, st_neg[] = {-1, 1};
   CHECK_FAILS(braid_slice(nullptr, b0, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), nullptr, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, e_ok, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
-  CHECK_FAILS(braid_slice(x.get(), b0, e_far, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");  // end past the axis
-  CHECK_FAILS(braid_slice(x.get(), b_late, e_early, nullptr, o.p()), BRAID_ERR_SHAPE, "braid_slice");  // begin > end
-  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");  // step 0
+  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "step[1]");  // step 0
+  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st_neg, o.p()), BRAID_ERR_INVALID_ARGUMENT, "step[0]");  // negative
+  // Bounds past the axis clamp and begin > end is empty (Python/NumPy), so neither is an error.
+  const int64_t e_far[] = {3, 5}, b_late[] = {2, 0}, e_early[] = {1, 4};
+  {
+    Out y;
+    CHECK(braid_slice(x.get(), b0, e_far, nullptr, y.p()) == BRAID_OK);
+    Out z;
+    CHECK(braid_slice(x.get(), b_late, e_early, nullptr, z.p()) == BRAID_OK);
+  }
 
   const int32_t rep[] = {0, 0}, far[] = {0, 2}, ok[] = {1, 0};
   CHECK_FAILS(braid_transpose(nullptr, ok, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_transpose");
@@ -295,9 +302,12 @@ TEST_CASE("errors: dropout") {
   const auto x = tensor(0, BRAID_FLOAT32, {3, 4});
   CHECK_FAILS(braid_dropout(nullptr, 0.5, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
   CHECK_FAILS(braid_dropout(x.get(), 0.5, nullptr, mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), 1.0, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), -0.1, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
-  CHECK_FAILS(braid_dropout(x.get(), NAN, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_dropout");
+  // p = 1 is valid (all zeros, as PyTorch); only p outside [0, 1] is refused, and the message names p.
+  CHECK(braid_dropout(x.get(), 1.0, y.p(), mask.p()) == BRAID_OK);
+  CHECK_FAILS(braid_dropout(x.get(), 1.0000001, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), -0.1, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), NAN, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
+  CHECK_FAILS(braid_dropout(x.get(), INFINITY, y.p(), mask.p()), BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be");
   CHECK_FAILS(braid_dropout(tensor(0, BRAID_INT32, {3}).get(), 0.5, y.p(), mask.p()), BRAID_ERR_DTYPE, "braid_dropout");
 }
 

@@ -330,15 +330,21 @@ Array reshape(const Array& x, Shape s) {
 
 Array slice(const Array& x, std::span<const int64_t> begin, std::span<const int64_t> end,
             std::span<const int64_t> step) {
+  // Python's slice.indices for a positive step: negative bounds count from the end, then clamp to
+  // [0, dim]; an empty range gives an empty axis.
   Shape s(x.shape.size());
+  std::vector<int64_t> b(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
-    const int64_t st = step.empty() ? 1 : step[i];
-    s[i] = std::max<int64_t>(0, (end[i] - begin[i] + st - 1) / st);
+    const int64_t dim = x.shape[i], st = step.empty() ? 1 : step[i];
+    const auto clamp = [dim](int64_t v) { return std::clamp<int64_t>(v < 0 ? std::max<int64_t>(v, -dim) + dim : v, 0, dim); };
+    b[i] = clamp(begin[i]);
+    const int64_t e = clamp(end[i]);
+    s[i] = e > b[i] ? (e - b[i] - 1) / st + 1 : 0;
   }
   Array out(s);
   for_each_index(s, [&](std::span<const int64_t> idx) {
     std::vector<int64_t> src(idx.size());
-    for (size_t i = 0; i < idx.size(); ++i) src[i] = begin[i] + idx[i] * (step.empty() ? 1 : step[i]);
+    for (size_t i = 0; i < idx.size(); ++i) src[i] = b[i] + idx[i] * (step.empty() ? 1 : step[i]);
     out.at(idx) = x.at(src);
   });
   return out;

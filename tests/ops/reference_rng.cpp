@@ -61,7 +61,7 @@ DropoutResult dropout(const Array& x, double p, uint64_t seed, uint64_t draw) {
     const auto ui = static_cast<size_t>(i);
     const double keep = rng_uniform01(seed, draw, i) >= p ? 1.0 : 0.0;
     r.mask.data[ui] = keep;
-    r.y.data[ui] = x.data[ui] * keep / (1.0 - p);
+    r.y.data[ui] = keep != 0.0 ? x.data[ui] / (1.0 - p) : 0.0;  // p = 1 keeps nothing: zeros, never 0/0
   }
   return r;
 }

@@ -60,6 +60,16 @@ TEST_CASE("layout: slice with begin, end and steps along every axis") {
       {{3, 4, 5}, {1, 0, 2}, {3, 4, 5}, {}},  // NULL step
       {{3, 4, 5}, {0, 1, 0}, {3, 4, 5}, {2, 2, 3}},
       {{2, 3, 1, 7}, {1, 0, 0, 3}, {2, 3, 1, 7}, {1, 3, 1, 2}},
+      // Out-of-range bounds clamp like Python/NumPy: x[2:100], x[-100:5], both ends far out.
+      {{7}, {2}, {100}, {}},
+      {{7}, {-100}, {5}, {}},
+      {{7, 5}, {-100, 3}, {100, 100}, {3, 1}},
+      {{7}, {INT64_MIN}, {INT64_MAX}, {INT64_MAX}},  // one element; no overflow anywhere
+      // begin >= end, or a range past the axis: an empty axis, not an error.
+      {{7}, {5}, {2}, {}},
+      {{7}, {7}, {100}, {}},
+      {{7, 5}, {-2, 4}, {-5, 5}, {}},
+      {{4, 5}, {1, 5}, {3, 100}, {1, 2}},
   };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {

@@ -1,4 +1,6 @@
 // Conformance: conv2d, pool2d, batch norm, softmax/log-softmax, softmax cross-entropy and dropout.
+#include <cmath>
+
 #include "harness.h"
 
 using harness::context;
@@ -237,7 +239,7 @@ TEST_CASE("nn: dropout draws its mask from the Philox stream") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       for (braid_dtype dt : harness::kFloatTypes)
-        for (double p : {0.0, 0.3, 0.5, 0.9}) {
+        for (double p : {0.0, 0.3, 0.5, 0.9, 1.0}) {
           INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", p ", p);
           const ref::Array x = harness::random_array({7, 33}, -2, 2, dt, 134);
           const auto tx = harness::upload(dev.index, dt, x);
@@ -255,6 +257,24 @@ TEST_CASE("nn: dropout draws its mask from the Philox stream") {
           CHECK_CLOSE(harness::download(braid::Tensor::adopt(y)), ref::dropout(x, p, seed, 1).y,
                       tol::of(Kind::compound, dt));
         }
+    });
+  }
+}
+
+TEST_CASE("nn: dropout with p = 1 gives zeros and an all-zero mask, whatever x holds (as PyTorch)") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        ref::Array x = harness::random_array({5, 9}, -2, 2, dt, 135);
+        x.data[0] = INFINITY;
+        x.data[1] = -INFINITY;
+        x.data[2] = NAN;
+        const auto r = braid::dropout(harness::upload(dev.index, dt, x), 1.0);
+        const ref::Array zeros(x.shape);
+        CHECK_CLOSE(harness::download(r.y), zeros, 0.0);
+        CHECK_CLOSE(harness::download(r.mask), zeros, 0.0);
+      }
     });
   }
 }

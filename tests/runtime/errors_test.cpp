@@ -63,6 +63,31 @@ TEST_CASE("errors: a poisoned input known at push time skips the op without runn
   CHECK(braid_wait_all(c.ctx) == BRAID_ERR_KERNEL);
 }
 
+TEST_CASE("errors: write_host over a poisoned tensor makes it readable again") {
+  // The upload only writes the tensor: listing it as an input as well would make it inherit the
+  // poison it is meant to clear. Both orders: the failure already known at push time, and the upload
+  // pushed while the failing op may still be in flight (then the upload still runs after it).
+  for (bool known : {true, false}) {
+    INFO(std::string(known ? "failure known before the upload" : "upload pushed right behind the failing op"));
+    test::Ctx c(1);
+    test::T loss = failing_loss(c.ctx, 0);
+    if (known) CHECK(braid_tensor_wait_to_read(loss.t) == BRAID_ERR_KERNEL);
+    const float data[2] = {3.0f, -5.0f};
+    BRAID_CHECK_OK(braid_tensor_write_host(loss.t, data, sizeof data));
+    BRAID_CHECK_OK(braid_tensor_wait_to_read(loss.t));
+    float v[2] = {};
+    BRAID_CHECK_OK(braid_tensor_to_host(loss.t, v, sizeof v));
+    CHECK(v[0] == 3.0f);
+    CHECK(v[1] == -5.0f);
+    // Readers of the new value are not poisoned either; the original failure is still reported once.
+    test::T neg;
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, loss.t, neg.out()));
+    BRAID_CHECK_OK(braid_tensor_wait_to_read(neg.t));
+    CHECK(braid_wait_all(c.ctx) == BRAID_ERR_KERNEL);
+    BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  }
+}
+
 TEST_CASE("errors: a failure on one device does not poison the other's unrelated work") {
   test::Ctx c(2);
   REQUIRE(c.devices() == 2);  // asked for above: the CPU backend always provides them
