@@ -441,8 +441,9 @@ BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int
  * of a recorded op. braid_backward pushes the gradient ops to the engine like any op (asynchronous,
  * parallel where independent) and frees the tape unless asked to retain it. See docs/AUTOGRAD.md.
  * Not recorded: in-place ops (optimizer updates, copy_into onto a leaf), argmax, comparisons, creation
- * and random ops. braid_copy to another device is recorded (ABI 1.2): its gradient is copied back. Recording and backward on separate graphs may run on
- * separate threads; attach_grad or backward must not race with ops using the same tensors. */
+ * and random ops. braid_copy to another device is recorded (ABI 1.2): its gradient is copied back.
+ * Recording and backward on separate graphs may run on separate threads; attach_grad or backward must
+ * not race with ops using the same tensors. */
 typedef enum braid_grad_req {
   BRAID_GRAD_NULL = 0,  /* no gradient: detaches a previously attached one */
   BRAID_GRAD_WRITE = 1, /* backward overwrites the gradient buffer */
