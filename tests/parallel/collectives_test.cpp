@@ -71,12 +71,6 @@ double reduce_def(braid_collective_op op, int n, int64_t k) {
   return op == BRAID_COLLECTIVE_AVG ? acc / n : acc;
 }
 
-std::vector<braid_device> first_devices(int n) {
-  std::vector<braid_device> d(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) d[static_cast<size_t>(i)] = i;
-  return d;
-}
-
 std::vector<braid_tensor> handles(const std::vector<T>& ts) {
   std::vector<braid_tensor> h;
   for (const T& t : ts) h.push_back(t.t);

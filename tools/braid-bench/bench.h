@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace braid::bench {
 
@@ -39,6 +40,7 @@ class Reporter {
 struct Options {
   bool json = false;
   std::string device = "cpu:0";
+  std::vector<std::string> devices;  // --devices (allreduce): default every CPU device
   int repeat = 0;  // 0: each suite's own default
 };
 
@@ -78,5 +80,6 @@ void suite_engine(Run& run);
 void suite_async(Run& run);
 void suite_gemm(Run& run);
 void suite_memory(Run& run);
+void suite_allreduce(Run& run);
 
 }  // namespace braid::bench

@@ -5,6 +5,7 @@
 //
 // Every figure is the median of several timed runs after warm-ups. Comparisons (PyTorch through
 // /usr/bin/python3, a direct OpenBLAS call) are measured in the same run, never quoted from elsewhere.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -32,19 +33,23 @@ constexpr Suite kSuites[] = {
     {"memory", "chapter's asynchrony and memory: MLP steps on Fashion-MNIST batches pushed without waits, peak memory "
                "with the default backpressure bound vs none",
      suite_memory},
+    {"allreduce", "braid_allreduce over the CPU devices (or --devices), 4 KiB-256 MiB, every algorithm: busbw vs "
+                  "one thread's memcpy",
+     suite_allreduce},
 };
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-bench SUITE... [--json] [--device ID] [--repeat N]\n"
+               "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--repeat N]\n"
                "       braid-bench --list\n"
                "  SUITE        one or more of the suites below, or 'all'\n"
                "  --json       one JSON object per figure and line: {suite, name, value, unit[, baseline,\n"
                "               baseline_value, ratio]} (ratio = value / baseline_value); notes go to stderr\n"
                "  --device ID  device to measure (default cpu:0), as braid-info lists them\n"
+               "  --devices L  devices of the allreduce suite, comma-separated (default: every CPU device)\n"
                "  --repeat N   timed runs per figure (default: per suite); the median is reported\n"
                "Suites:\n");
-  for (const Suite& s : kSuites) std::fprintf(f, "  %-8s %s\n", s.name, s.description);
+  for (const Suite& s : kSuites) std::fprintf(f, "  %-9s %s\n", s.name, s.description);
 }
 
 const Suite* find_suite(std::string_view name) {
@@ -68,6 +73,13 @@ int main(int argc, char** argv) {
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;
+    } else if (arg == "--devices" && i + 1 < argc) {
+      const std::string list = argv[++i];
+      for (size_t at = 0; at <= list.size();) {
+        const size_t comma = std::min(list.find(',', at), list.size());
+        options.devices.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
     } else if ((arg == "--device" || arg == "--repeat") && i + 1 < argc) {
       if (arg == "--device") {
         options.device = argv[++i];

@@ -1,0 +1,254 @@
+// braid-resnet: the chapter's ResNet-18 trained on Fashion-MNIST with braid's Trainer over a device
+// list (data parallelism: each batch split over the devices, gradients all-reduced in buckets while
+// backward runs, every replica updated). Prints per epoch the time, samples/s, training loss and test
+// accuracy.
+//
+//   braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]
+//                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json]
+//
+//   --devices LIST  comma-separated device ids (default cpu:0); e.g. cpu:0,cpu:1 with BRAID_CPU_DEVICES=2
+//   --weights LIST  the split's weights, one per device; "auto" measures each device's samples/s on
+//                   this model first (a short calibration) and splits by it; default: even
+//   --batches N     at most N training batches per epoch (0 = all); short runs for benchmarks and CI
+//   --batch-size N  global batch (default 256); --lr X (default 0.1, SGD)
+//   --test-batches N  evaluate N test batches of 256 (0 = all; default 0)
+//   --json          one JSON object on stdout at the end
+//
+// Exit status: 0 on success, 1 on an error, 2 on bad arguments, 77 when the dataset is missing.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/calibrate.h"
+#include "resnet.h"
+
+namespace {
+
+struct Options {
+  std::vector<std::string> devices{"cpu:0"};
+  std::vector<double> weights;
+  bool auto_weights = false;
+  int epochs = 1;
+  int64_t batches = 0, batch_size = 256, test_batches = 0;
+  double lr = 0.1;
+  uint64_t seed = 0;
+  std::string data_dir;
+  bool json = false;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "braid-resnet: %s\nusage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] "
+               "[--batches N] [--batch-size N] [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split_list(const std::string& v, const std::string& opt) {
+  std::vector<std::string> items;
+  for (size_t at = 0; at <= v.size();) {
+    const size_t comma = std::min(v.find(',', at), v.size());
+    items.push_back(v.substr(at, comma - at));
+    if (items.back().empty()) usage(opt + ": empty item in '" + v + "'");
+    at = comma + 1;
+  }
+  return items;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](long long lo) {
+      const std::string v = value();
+      char* end = nullptr;
+      const long long n = std::strtoll(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < lo) usage(a + ": bad value '" + v + "'");
+      return n;
+    };
+    if (a == "--devices") o.devices = split_list(value(), a);
+    else if (a == "--weights") {
+      const std::string v = value();
+      if (v == "auto") {
+        o.auto_weights = true;
+        continue;
+      }
+      for (const std::string& w : split_list(v, a)) {
+        char* end = nullptr;
+        o.weights.push_back(std::strtod(w.c_str(), &end));
+        if (*end || !(o.weights.back() >= 0)) usage("--weights: bad value '" + w + "'");
+      }
+    } else if (a == "--epochs") o.epochs = static_cast<int>(number(1));
+    else if (a == "--batches") o.batches = number(0);
+    else if (a == "--batch-size") o.batch_size = number(1);
+    else if (a == "--test-batches") o.test_batches = number(0);
+    else if (a == "--seed") o.seed = static_cast<uint64_t>(number(0));
+    else if (a == "--lr") {
+      const std::string v = value();
+      char* end = nullptr;
+      o.lr = std::strtod(v.c_str(), &end);
+      if (v.empty() || *end || !(o.lr > 0)) usage("--lr: bad value '" + v + "'");
+    } else if (a == "--data-dir") o.data_dir = value();
+    else if (a == "--json") o.json = true;
+    else if (a == "-h" || a == "--help") {
+      std::printf("braid-resnet: trains the chapter's ResNet-18 on Fashion-MNIST over a device list "
+                  "(see the comment at the top of samples/resnet/main.cpp)\n");
+      std::exit(0);
+    } else usage("unknown argument '" + a + "'");
+  }
+  if (!o.weights.empty() && o.weights.size() != o.devices.size()) usage("--weights needs one weight per device");
+  return o;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run(const Options& opt) {
+  braid::Context ctx;
+  std::vector<braid::Device> devs;
+  std::string ids;
+  for (const std::string& name : opt.devices) {
+    devs.push_back(ctx.find_device(name));
+    if (!ids.empty()) ids += ',';
+    ids += name;
+  }
+  ctx.set_seed(opt.seed + 1);
+  braid::Dataset train_set, test_set;
+  try {
+    train_set = braid::Dataset(ctx, BRAID_SPLIT_TRAIN, "fashion-mnist", opt.data_dir);
+    test_set = braid::Dataset(ctx, BRAID_SPLIT_TEST, "fashion-mnist", opt.data_dir);
+  } catch (const braid::Error& e) {
+    if (e.status() != BRAID_ERR_NOT_FOUND) throw;
+    std::fprintf(stderr, "braid-resnet: %s\n", e.what());
+    return 77;
+  }
+  const braid::Device dev = devs[0];
+  braid::BatchIterator train(train_set, {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
+  braid::BatchIterator test(test_set, {.batch_size = 256, .shuffle = false, .device = dev});
+  const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
+
+  std::vector<resnet::Model> replicas{resnet::init(ctx, dev)};
+  for (size_t i = 1; i < devs.size(); ++i) replicas.push_back(resnet::replicate_to(replicas[0], devs[i]));
+  std::vector<std::vector<braid::Tensor>> params;
+  for (const resnet::Model& r : replicas) params.push_back(r.params());
+  braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
+  to.optimizer.learning_rate = opt.lr;
+  braid::Trainer trainer(params, to);
+
+  // Forward and backward of replica r on its shard: the summed loss, so the Trainer's step(global
+  // batch) averages over the whole batch.
+  auto shard_backward = [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
+    braid::Tensor loss;
+    {
+      braid::AutogradScope record(ctx);
+      loss = braid::sum(braid::softmax_cross_entropy(resnet::forward(replicas[r], x, true), y));
+    }
+    braid::backward(loss);
+    return loss;
+  };
+
+  std::vector<double> weights = opt.weights;
+  if (opt.auto_weights && devs.size() > 1) {
+    braid::Batch b = train.next();
+    const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(32, b.labels.numel()));
+    const braid::Tensor x = braid::slice(b.images, {0, 0, 0, 0}, {rows, 1, 28, 28});
+    const braid::Tensor y = braid::slice(b.labels, {0}, {rows});
+    weights = samples::calibrate(ctx, devs, x, y, [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) {
+      shard_backward(r, xs, ys);
+    });
+    while (train.next()) {  // restart the epoch, so the run sees the same batches as without calibration
+    }
+  }
+  std::string split = "even";
+  if (!weights.empty()) {
+    split.clear();
+    for (double w : weights) {
+      if (!split.empty()) split += ',';
+      split += std::to_string(w);
+    }
+  }
+  std::fprintf(stderr, "ResNet-18 on %s (split %s), %d epochs of %lld batches of %lld, lr %g\n", ids.c_str(),
+               split.c_str(), opt.epochs, static_cast<long long>(per_epoch), static_cast<long long>(opt.batch_size),
+               opt.lr);
+
+  struct EpochResult {
+    double seconds, samples_per_s, loss, accuracy;
+  };
+  std::vector<EpochResult> results;
+  for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
+    int64_t n = 0, rows = 0;
+    bool ended = false;
+    while (n < per_epoch) {
+      braid::Batch b = train.next();
+      if (!b) {
+        ended = true;
+        break;
+      }
+      const std::vector<braid::Tensor> xs = braid::split_and_load(b.images, devs, weights);
+      const std::vector<braid::Tensor> ys = braid::split_and_load(b.labels, devs, weights);
+      for (size_t r = 0; r < devs.size(); ++r)
+        if (xs[r].numel() > 0) loss_sum = loss_sum + braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
+      rows += b.labels.numel();
+      trainer.step(static_cast<double>(b.labels.numel()));
+      ++n;
+      std::fprintf(stderr, "epoch %d: batch %lld/%lld\n", epoch, static_cast<long long>(n),
+                   static_cast<long long>(per_epoch));
+    }
+    if (!ended)
+      while (train.next()) {
+      }
+    const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(rows, 1));
+    ctx.wait_all();
+    const double seconds = seconds_since(t0);
+    braid::Tensor hits = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
+    int64_t seen = 0, tested = 0;
+    for (braid::Batch b; (b = test.next());) {
+      const braid::Tensor pred = braid::argmax(resnet::forward(replicas[0], b.images, false), 1);
+      hits = hits + braid::sum(braid::cast(braid::equal(pred, braid::cast(b.labels, BRAID_INT64)), BRAID_FLOAT32));
+      seen += b.labels.numel();
+      if (++tested == opt.test_batches) {
+        while (test.next()) {
+        }
+        break;
+      }
+    }
+    const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
+    results.push_back({seconds, static_cast<double>(rows) / seconds, loss, acc});
+    std::fprintf(stderr, "epoch %d: %.2f s, %.1f samples/s, train loss %.4f, test accuracy %.4f\n", epoch, seconds,
+                 results.back().samples_per_s, loss, acc);
+  }
+  if (opt.json) {
+    std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, \"epochs\": [", ids.c_str(),
+                split.c_str(), static_cast<long long>(opt.batch_size));
+    for (size_t i = 0; i < results.size(); ++i)
+      std::printf("%s{\"seconds\": %.4f, \"samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f}",
+                  i ? ", " : "", results[i].seconds, results[i].samples_per_s, results[i].loss, results[i].accuracy);
+    std::printf("]}\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  try {
+    return run(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "braid-resnet: %s\n", e.what());
+    return 1;
+  }
+}
