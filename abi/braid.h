@@ -109,8 +109,13 @@ typedef struct braid_context_options {
   const char* profile_path;
   /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
   uint64_t seed;
+  /* ABI 1.2: compute queues per device (1 to 16). Independent ops then run side by side on one device:
+   * an op goes to the queue of its first input's producer (chains stay on one queue), otherwise to
+   * the next queue in turn. 0 = BRAID_COMPUTE_QUEUES env, else 1. Collectives have a queue of their
+   * own besides these (docs/PARALLEL.md). */
+  int32_t compute_queues;
 } braid_context_options;
-#define BRAID_CONTEXT_OPTIONS_INIT {sizeof(braid_context_options), NULL, NULL, BRAID_ENGINE_DEFAULT, 0, 0, NULL, 0}
+#define BRAID_CONTEXT_OPTIONS_INIT {sizeof(braid_context_options), NULL, NULL, BRAID_ENGINE_DEFAULT, 0, 0, NULL, 0, 0}
 
 /* Creates a context: discovers and loads backend plugins and opens their devices. options may be NULL.
  * A plugin that fails to load is reported by braid_context_backend_info, never fatal. */

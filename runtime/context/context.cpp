@@ -88,6 +88,12 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   inflight_bound.bytes =
       o.max_inflight_bytes ? o.max_inflight_bytes
                            : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0, "a number of bytes (0: the device's default)");
+  compute_queues = o.compute_queues;
+  if (compute_queues == 0)
+    compute_queues = static_cast<int32_t>(env_u64("BRAID_COMPUTE_QUEUES", 1, "a number of compute queues per device"));
+  if (compute_queues < 1 || compute_queues > 16)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "compute queues per device must be 1 to 16, not ", compute_queues,
+         " (options.compute_queues or BRAID_COMPUTE_QUEUES)");
   engine = std::make_unique<Engine>(eo, profiler);
   seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0, "a seed");
   if (o.profile_path) profile_path = o.profile_path;
@@ -135,6 +141,7 @@ void braid_context_t::open_devices(Backend& b) {
     Device* dev = d.get();
     devices.push_back(std::move(d));
     device_list.push_back(dev);
+    for (int32_t k = 1; k < compute_queues; ++k) dev->more_compute.push_back(std::make_unique<Queue>());
     for (int32_t t = 0; Queue* q : dev->queues()) {
       q->device = dev;
       q->kind = q == &dev->transfer ? BRAID_QUEUE_TRANSFER : BRAID_QUEUE_COMPUTE;

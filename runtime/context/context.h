@@ -26,6 +26,7 @@ struct braid_context_t {
   braid::Profiler profiler;
   std::unique_ptr<braid::Engine> engine;
   braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
+  int32_t compute_queues = 1;                 // per device (options.compute_queues)
   braid::TensorPool tensors;
   std::string profile_path;  // written when the context is destroyed
   bool profile_written = false;  // write_profile ran (release_context calls it before the destructor)

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "braid_backend.h"
 #include "engine/inflight_bound.h"
@@ -36,8 +37,23 @@ struct Device {
   // compute queue, so a gradient's allreduce starts as soon as backward has written it instead of
   // after every backward op pushed before it (the role NCCL's own stream plays on CUDA).
   Queue comm;
-  static constexpr const char* kQueueNames[3] = {"compute", "transfer", "comm"};
-  std::array<Queue*, 3> queues() noexcept { return {&compute, &transfer, &comm}; }
+  // Compute queues beyond the first (braid_context_options.compute_queues): the engine spreads
+  // independent ops over `compute` and these (Engine::push). Tracks 3, 4, ... in the profiler.
+  std::vector<std::unique_ptr<Queue>> more_compute;
+  uint32_t next_compute = 0;  // round-robin position (Engine::mu_)
+  // Every queue of the device: compute, transfer, comm, then more_compute.
+  std::vector<Queue*> queues() {
+    std::vector<Queue*> all{&compute, &transfer, &comm};
+    for (auto& q : more_compute) all.push_back(q.get());
+    return all;
+  }
+  // The profiler's name of a track (Queue::track).
+  static std::string queue_name(int32_t track) {
+    if (track == 0) return "compute";
+    if (track == 1) return "transfer";
+    if (track == 2) return "comm";
+    return "compute" + std::to_string(track - 2);
+  }
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
 

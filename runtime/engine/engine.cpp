@@ -131,9 +131,9 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
 }
 
 void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
-                  std::span<Storage* const> writes, Queue& queue) {
+                  std::span<Storage* const> writes, Queue& requested) {
   OpNode& n = *node;
-  n.queue = &queue;
+  Queue* chosen = &requested;
   if (profiler_.enabled()) {
     n.profiled = true;
     n.t_submit = profiler_.now();
@@ -157,7 +157,7 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
   std::vector<std::pair<Queue*, uint64_t>> host_deps;
   auto depend = [&](const std::shared_ptr<OpNode>& d) {
     // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
-    if (!d || d->queue == &queue || is_done(d)) return;
+    if (!d || d->queue == chosen || is_done(d)) return;
     for (uint32_t i = 0; i < num_device_deps; ++i)
       if (device_deps[i].first == d->queue) {
         device_deps[i].second = std::max(device_deps[i].second, d->seq);
@@ -175,6 +175,9 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
   };
 
   std::unique_lock lock(mu_);
+  if (chosen == &n.device->compute && !n.device->more_compute.empty()) chosen = &pick_compute(*n.device, reads);
+  Queue& queue = *chosen;
+  n.queue = chosen;
   for (Storage* s : reads) {
     keep(s);
     const auto& w = s->var.last_writer;
@@ -423,6 +426,24 @@ WaitResult Engine::wait_idle(std::span<Device* const> devices) {
 void Engine::drain(Device& device) {
   Device* d = &device;
   (void)wait_idle({&d, 1});
+}
+
+}  // namespace braid
+
+namespace braid {
+
+Queue& Engine::pick_compute(Device& device, std::span<Storage* const> reads) {
+  for (Storage* s : reads) {
+    const auto& w = s->var.last_writer;
+    if (!w || w->device != &device || is_done(w)) continue;
+    Queue* q = w->queue;
+    if (q == &device.compute) return *q;
+    for (auto& more : device.more_compute)
+      if (q == more.get()) return *q;
+    break;  // the first producer runs elsewhere (transfer, comm): fall through to the next in turn
+  }
+  const uint32_t k = device.next_compute++ % static_cast<uint32_t>(device.more_compute.size() + 1);
+  return k == 0 ? device.compute : *device.more_compute[k - 1];
 }
 
 }  // namespace braid

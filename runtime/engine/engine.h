@@ -75,6 +75,9 @@ class Engine {
   static void foreign_ready(void* user, braid_status status);
 
   void submit_locked(OpNode& node);
+  // With several compute queues: the queue of the first input's unfinished producer on this device
+  // (a chain stays on one in-order queue and needs no semaphore), else the next one in turn.
+  Queue& pick_compute(Device& device, std::span<Storage* const> reads);
   void submit_ready_deferred_locked(Queue& queue);
   void finish(OpNode& node, braid_status status, const char* message);
   void record_error(const OpNode& node);

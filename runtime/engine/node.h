@@ -21,7 +21,7 @@ class Engine;
 struct Queue {
   Device* device = nullptr;
   braid_queue_kind kind = BRAID_QUEUE_COMPUTE;
-  int32_t track = 0;  // Device::kQueueNames index: the profiler's track
+  int32_t track = 0;  // the profiler's track (Device::queue_name)
   braid_backend_queue handle = nullptr;
   braid_backend_semaphore timeline = nullptr;
   // Guarded by Engine::mu_:

@@ -199,7 +199,7 @@ braid_allreduce_algorithm from_env() {
 
 }  // namespace
 
-Reduction make_reduction(braid_collective_op op, braid_dtype dtype, const char* name) {
+Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const char* name) {
   Reduction r;
   switch (enum_int(op)) {
     case BRAID_COLLECTIVE_SUM: r.combine = BRAID_BINARY_ADD; break;

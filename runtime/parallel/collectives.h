@@ -12,12 +12,13 @@
 namespace braid::parallel {
 
 // One reduction: the binary kernel op that combines two values, and the scale applied at the end
-// (AVG: 1/n). Validated against the dtype by make_reduction.
+// (AVG: 1/n). Validated against the dtype by make_reduction, which takes the op by reference: an
+// out-of-range value from the application is read as an integer, never loaded as the enum (UBSan).
 struct Reduction {
   braid_binary_op combine = BRAID_BINARY_ADD;
   bool average = false;
 };
-Reduction make_reduction(braid_collective_op op, braid_dtype dtype, const char* name);
+Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const char* name);
 
 // Checks a collective's tensor list: count >= 1, valid live handles of one context, one dtype and
 // shape, distinct storages. Returns the tensors.

@@ -137,10 +137,11 @@ std::string Profiler::json(std::span<Device* const> devices) const {
     sep();
     out << R"({"ph":"M","name":"process_name","pid":)" << d->index << R"(,"args":{"name":")" << d->id << " ("
         << d->props.name << ")\"}}";
-    for (int q = 0; q < 3; ++q) {
+    const int tracks = 3 + static_cast<int>(d->more_compute.size());
+    for (int q = 0; q < tracks; ++q) {
       sep();
       out << R"({"ph":"M","name":"thread_name","pid":)" << d->index << ",\"tid\":" << q << R"(,"args":{"name":")"
-          << Device::kQueueNames[q] << "\"}}";
+          << Device::queue_name(q) << "\"}}";
     }
   }
   sep();

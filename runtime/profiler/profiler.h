@@ -40,7 +40,7 @@ class Profiler {
   struct Event {
     const char* name;
     int32_t device;  // -1: host
-    int32_t queue;   // Device::kQueueNames index (compute, transfer, comm); host: thread number
+    int32_t queue;   // Queue::track (Device::queue_name); host: thread number
     int64_t begin_ns, end_ns;
     braid_status status;
   };

@@ -8,7 +8,8 @@
 //   --devices LIST  data parallelism over several devices ("cpu:0,cpu:1", "cpu:0,vulkan:0"): each batch
 //                   is split over them (split_and_load), each replica back-propagates its shard, and a
 //                   braid Trainer all-reduces the gradients and updates every replica (docs/PARALLEL.md)
-//   --weights LIST  the split's weights, one per device ("3,1"); default: even
+//   --weights LIST  the split's weights, one per device ("3,1"), or "auto": each device's samples/s on
+//                   LeNet, measured alone first (samples/common/calibrate.h); default: even
 //   --epochs N      default 4
 //   --batches N     at most N training batches per epoch (0 = all; CI uses a short run)
 //   --test-batches N  evaluate at most N test batches of 1000 images (0 = all 10 000, the default;
@@ -33,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/calibrate.h"
 #include "lenet.h"
 
 namespace {
@@ -41,6 +43,7 @@ struct Options {
   std::string device;
   std::vector<std::string> devices;  // --devices
   std::vector<double> weights;       // --weights
+  bool auto_weights = false;         // --weights auto
   int epochs = 4;
   int64_t batches = 0;
   int64_t test_batches = 0;
@@ -90,7 +93,10 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--device") o.device = value();
     else if (a == "--devices") o.devices = list();
-    else if (a == "--weights") {
+    else if (a == "--weights" && i + 1 < argc && std::string(argv[i + 1]) == "auto") {
+      o.auto_weights = true;
+      ++i;
+    } else if (a == "--weights") {
       for (const std::string& w : list()) {
         char* end = nullptr;
         o.weights.push_back(std::strtod(w.c_str(), &end));
@@ -227,11 +233,23 @@ int run(const Options& opt) {
     to.optimizer.learning_rate = opt.lr;
     trainer = std::make_unique<braid::Trainer>(params, to);
   }
+  std::vector<double> weights = opt.weights;
+  if (opt.auto_weights && devs.size() > 1) {
+    braid::Batch b = train.next();
+    weights = samples::calibrate(ctx, devs, b.images, b.labels, [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
+      lenet::shard_backward(ctx, replicas[r], x, y);
+    });
+    while (train.next()) {  // restart the epoch: the run sees the batches it would without calibration
+    }
+    std::fprintf(stderr, "split weights:");
+    for (double w : weights) std::fprintf(stderr, " %.1f", w);
+    std::fprintf(stderr, "\n");
+  }
   // One data-parallel step: the batch split over the devices, each shard's summed loss back-propagated
   // on its replica, the Trainer's allreduce and update. Returns the batch's mean loss on dev.
   auto parallel_step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
-    const std::vector<braid::Tensor> xs = braid::split_and_load(images, devs, opt.weights);
-    const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, opt.weights);
+    const std::vector<braid::Tensor> xs = braid::split_and_load(images, devs, weights);
+    const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, weights);
     braid::Tensor total;
     for (size_t r = 0; r < devs.size(); ++r) {
       if (xs[r].numel() == 0) continue;  // a weight of 0, or a short last batch

@@ -171,7 +171,7 @@ BRAID_PIN_ASSERT(sizeof(braid_device) == 4, "ABI change: braid_device is int32_t
 #if defined(__x86_64__) && defined(__LP64__)
 BRAID_PIN_ASSERT(sizeof(braid_context) == 8 && sizeof(braid_tensor) == 8, "ABI change: handle size");
 
-BRAID_PIN_SIZE(braid_context_options, 64);
+BRAID_PIN_SIZE(braid_context_options, 72);
 BRAID_PIN_ALIGN(braid_context_options, 8);
 BRAID_PIN_OFFSET(braid_context_options, struct_size, 0);
 BRAID_PIN_OFFSET(braid_context_options, backends, 8);
@@ -181,6 +181,7 @@ BRAID_PIN_OFFSET(braid_context_options, max_inflight_ops, 32);
 BRAID_PIN_OFFSET(braid_context_options, max_inflight_bytes, 40);
 BRAID_PIN_OFFSET(braid_context_options, profile_path, 48);
 BRAID_PIN_OFFSET(braid_context_options, seed, 56);
+BRAID_PIN_OFFSET(braid_context_options, compute_queues, 64); /* 1.2 */
 
 BRAID_PIN_SIZE(braid_backend_info, 48);
 BRAID_PIN_ALIGN(braid_backend_info, 8);

@@ -336,12 +336,27 @@ TEST_CASE("every option/params/info struct starts with struct_size and its INIT 
   CHECK(a.struct_size == sizeof(braid_adam_params));
   CHECK((a.lr == 1e-3 && a.beta1 == 0.9 && a.beta2 == 0.999 && a.epsilon == 1e-8 && a.weight_decay == 0.0 &&
          a.step == 1));
+
+  // ABI 1.2
+  braid_context_options c = BRAID_CONTEXT_OPTIONS_INIT;
+  CHECK(c.compute_queues == 0);
+  braid_collective_options co = BRAID_COLLECTIVE_OPTIONS_INIT;
+  CHECK(co.struct_size == sizeof(braid_collective_options));
+  CHECK((co.op == BRAID_COLLECTIVE_SUM && co.algorithm == BRAID_ALLREDUCE_AUTO));
+  braid_optimizer_params op = BRAID_OPTIMIZER_PARAMS_INIT;
+  CHECK(op.struct_size == sizeof(braid_optimizer_params));
+  CHECK((op.kind == BRAID_OPTIMIZER_SGD && op.learning_rate == 0.01 && op.momentum == 0.0 && op.weight_decay == 0.0 &&
+         op.beta1 == 0.9 && op.beta2 == 0.999 && op.epsilon == 1e-8 && op.rescale_grad == 1.0));
+  braid_trainer_options t = BRAID_TRAINER_OPTIONS_INIT;
+  CHECK(t.struct_size == sizeof(braid_trainer_options));
+  CHECK((t.optimizer.struct_size == sizeof(braid_optimizer_params) && t.bucket_bytes == 0 &&
+         t.algorithm == BRAID_ALLREDUCE_AUTO));
 }
 
 TEST_CASE("the pinned layout matches this target") {
 #if defined(__x86_64__) && defined(__LP64__)
   // Compile-time pins are active (abi_layout.h); spot-check a few at run time too so the report shows them.
-  CHECK(sizeof(braid_context_options) == 64);
+  CHECK(sizeof(braid_context_options) == 72);  // 1.2: compute_queues
   CHECK(sizeof(braid_backend_info) == 48);
   CHECK(sizeof(braid_device_info) == 120);
   CHECK(sizeof(braid_memory_stats) == 56);
