@@ -338,8 +338,8 @@ TEST_CASE("every option/params/info struct starts with struct_size and its INIT 
          a.step == 1));
 
   // ABI 1.2
-  braid_context_options c = BRAID_CONTEXT_OPTIONS_INIT;
-  CHECK(c.compute_queues == 0);
+  braid_context_options ctx_opts = BRAID_CONTEXT_OPTIONS_INIT;
+  CHECK(ctx_opts.compute_queues == 0);
   braid_collective_options co = BRAID_COLLECTIVE_OPTIONS_INIT;
   CHECK(co.struct_size == sizeof(braid_collective_options));
   CHECK((co.op == BRAID_COLLECTIVE_SUM && co.algorithm == BRAID_ALLREDUCE_AUTO));
