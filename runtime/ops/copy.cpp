@@ -1,5 +1,7 @@
 #include "ops/copy.h"
 
+#include <algorithm>
+
 #include "core/dtype.h"
 #include "ops/op_builder.h"
 #include "plugin/backend.h"
@@ -27,7 +29,45 @@ braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noex
   return v;
 }
 
-// Between two backends one side must be host memory: a host-visible source is read directly by the
+namespace {
+
+// A device whose buffers are host memory, to stage copies through: the CPU backend's first, else any.
+Device* staging_device(Context& ctx) {
+  for (Device* d : ctx.device_list)
+    if (d->props.host_visible && d->backend->name == "cpu") return d;
+  for (Device* d : ctx.device_list)
+    if (d->props.host_visible) return d;
+  return nullptr;
+}
+
+constexpr uint64_t kStagingChunkBytes = uint64_t{8} << 20;
+
+// Between two backends whose memories are both device-only (CUDA and Vulkan on one machine): through
+// host memory, in chunks, double-buffered. Chunk i goes source -> staging buffer i % 2 -> destination;
+// the engine orders the next use of a buffer after the copy out of it, so chunk i + 1 comes in while
+// chunk i goes out, and memory for staging stays at two chunks.
+void push_staged_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
+                      int64_t count) {
+  Context& ctx = *dst.ctx;
+  Device* via = staging_device(ctx);
+  if (via == nullptr)
+    fail(BRAID_ERR_UNSUPPORTED, name, " from ", src.device().id, " to ", dst.device().id,
+         ": neither side is host memory and no host-memory device (cpu) is loaded to stage the copy through");
+  const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingChunkBytes / dtype_size(src.dtype)));
+  const int64_t first = std::min(chunk, count);
+  TensorRef buffers[2] = {ctx.new_tensor(*via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1))), TensorRef()};
+  if (count > chunk) buffers[1] = ctx.new_tensor(*via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1)));
+  for (int64_t at = 0, i = 0; at < count; at += chunk, ++i) {
+    const int64_t n = std::min(chunk, count - at);
+    Tensor& b = *buffers[i % 2];
+    push_range_copy(name, src, src_offset + at, b, 0, n);
+    push_range_copy(name, b, 0, dst, dst_offset + at, n);
+  }
+}
+
+}  // namespace
+
+// Between two backends one side must be host memory (else the copy is staged through host memory): a host-visible source is read directly by the
 // destination's queue; otherwise (a GPU source) the source's transfer queue writes straight into the
 // host-visible destination.
 void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
@@ -52,8 +92,8 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
       dst_host = dhost + dst_at;
       runs_on = &from;
     } else {
-      fail(BRAID_ERR_UNSUPPORTED, name, " from ", from.id, " to ", to.id,
-           ": copies between two backends need host-visible memory on one side");
+      push_staged_copy(name, src, src_offset, dst, dst_offset, count);
+      return;
     }
   }
   auto node = ctx.engine->make_node(name, *runs_on);

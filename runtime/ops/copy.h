@@ -23,8 +23,8 @@ braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noex
 // Copies `count` elements of src from element src_offset into dst from element dst_offset (same
 // dtype; any two devices, the same one included). Between devices it is a byte copy on a transfer
 // queue, ordered after src's writer wherever that runs; on one device a kernel on `queue` (NULL:
-// the compute queue). Throws BRAID_ERR_UNSUPPORTED between two backends without host-visible
-// memory on either side.
+// the compute queue). Between two backends without host-visible memory on either side it is staged
+// through a host-memory device in double-buffered chunks (BRAID_ERR_UNSUPPORTED if none is loaded).
 void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
                      int64_t count, Queue* queue = nullptr);
 
