@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
+#include "plugin/backend.h"
 
 namespace braid::parallel {
 namespace {
@@ -27,15 +28,26 @@ TensorRef temp(const Tensor& like, Device& on, int64_t count) {
   return like.ctx->new_tensor(on, like.dtype, Shape::of(std::span<const int64_t>(&count, 1)));
 }
 
-// out[out_off..] = a[a_off..] (op) b[b_off..], `count` elements, all three on one device, run on
-// its comm queue. out may be a (in place).
+// Whether a kernel on `on` may read buffers of `peer` directly. The CPU backend's devices share the
+// process's memory and its kernels resolve any of the plugin's buffers to a host address, so a
+// reduction reads the other device's partial sum where it lies instead of first copying it over: a
+// copy costs a read and a write of every byte, which on devices that share one memory bus is most of
+// an allreduce's time.
+bool peer_readable(const Device& on, const Device& peer) {
+  if (&on == &peer) return true;
+  return on.backend == peer.backend && on.props.kind == BRAID_DEVICE_CPU && peer.props.kind == BRAID_DEVICE_CPU &&
+         on.props.host_visible && peer.props.host_visible && on.backend->name == "cpu";
+}
+
+// out[out_off..] = a[a_off..] (op) b[b_off..], `count` elements, run on out's device's comm queue.
+// a and b are on out's device or peer_readable from it. out may be a (in place).
 void combine(braid_binary_op op, Tensor& a, int64_t a_off, Tensor& b, int64_t b_off, Tensor& out, int64_t out_off,
              int64_t count) {
   if (count <= 0) return;
   OpBuilder k("allreduce_combine", BRAID_KOP_BINARY);
-  k.add_input_view(k.operand(&a, "a"), flat_view(a, a_off, count));
-  k.add_input_view(k.operand(&b, "b"), flat_view(b, b_off, count));
-  k.operand(&out, "out");
+  k.operand(&out, "out");  // the op's device; a and b may be peers (not operand(): it refuses them)
+  k.add_input_view(a, flat_view(a, a_off, count));
+  k.add_input_view(b, flat_view(b, b_off, count));
   k.require_kernel(a.dtype);
   k.call().i[0] = op;
   if (&out == &a) k.add_inplace_output(out, flat_view(out, out_off, count));
@@ -56,8 +68,20 @@ void divide(Tensor& t, int64_t off, int64_t count, double divisor) {
   k.push(t.device().comm);
 }
 
+// dst[dst_off..] = src[src_off..]: a copy kernel on dst's comm queue that reads src in place when it
+// can (same device, or a peer_readable one), else a byte copy on a transfer queue.
 void send(Tensor& src, int64_t src_off, Tensor& dst, int64_t dst_off, int64_t count) {
-  push_range_copy("collective_copy", src, src_off, dst, dst_off, count, &dst.device().comm);
+  if (count <= 0) return;
+  if (&src.device() == &dst.device() || !peer_readable(dst.device(), src.device())) {
+    push_range_copy("collective_copy", src, src_off, dst, dst_off, count, &dst.device().comm);
+    return;
+  }
+  OpBuilder k("collective_copy", BRAID_KOP_COPY);
+  k.operand(&dst, "out");
+  k.add_input_view(src, flat_view(src, src_off, count));
+  k.require_kernel(src.dtype);
+  k.add_overwritten_output(dst, flat_view(dst, dst_off, count));
+  k.push(dst.device().comm);
 }
 
 // Ring reduce-scatter of elements [base, base + len) of ts, around the ring `order` (indices into
@@ -73,19 +97,42 @@ std::vector<TensorRef> ring_reduce_scatter(std::span<Tensor* const> ts, std::spa
   std::vector<TensorRef> partial(static_cast<size_t>(n));
   for (int step = 1; step < n; ++step) {
     std::vector<TensorRef> received(static_cast<size_t>(n));
+    std::vector<bool> direct(static_cast<size_t>(n), false);  // reduced already, reading the peer
     for (int c = 0; c < n; ++c) {  // every send of the step before its reductions
       const Part p = part(len, n, c);
       if (p.count == 0) continue;
       Tensor& from = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step) % n)])];
       Tensor& to = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step + 1) % n)])];
+      Tensor& src = step == 1 ? from : *partial[static_cast<size_t>(c)];
+      const int64_t src_off = step == 1 ? base + p.offset : 0;
+      if (peer_readable(to.device(), src.device())) {
+        // No copy: the reduction reads the partial where it is.
+        direct[static_cast<size_t>(c)] = true;
+        const bool last = step == n - 1;
+        if (last && !outs.empty()) {
+          Tensor& out = *outs[static_cast<size_t>(order[static_cast<size_t>(c)])];
+          combine(r.combine, src, src_off, to, base + p.offset, out, 0, p.count);
+          if (r.average) divide(out, 0, p.count, n);
+        } else {
+          TensorRef acc = temp(to, to.device(), p.count);
+          combine(r.combine, src, src_off, to, base + p.offset, *acc, 0, p.count);
+          if (last && r.average) divide(*acc, 0, p.count, n);
+          received[static_cast<size_t>(c)] = std::move(acc);
+        }
+        continue;
+      }
+      direct[static_cast<size_t>(c)] = false;
       TensorRef recv = temp(to, to.device(), p.count);
-      if (step == 1) send(from, base + p.offset, *recv, 0, p.count);
-      else send(*partial[static_cast<size_t>(c)], 0, *recv, 0, p.count);
+      send(src, src_off, *recv, 0, p.count);
       received[static_cast<size_t>(c)] = std::move(recv);
     }
     for (int c = 0; c < n; ++c) {
       const Part p = part(len, n, c);
       if (p.count == 0) continue;
+      if (direct[static_cast<size_t>(c)]) {
+        partial[static_cast<size_t>(c)] = std::move(received[static_cast<size_t>(c)]);
+        continue;
+      }
       Tensor& to = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step + 1) % n)])];
       Tensor& recv = *received[static_cast<size_t>(c)];
       if (step == n - 1 && !outs.empty()) {
@@ -139,8 +186,13 @@ void tree_reduce(std::span<Tensor* const> ts, std::span<const int> order, Reduct
     std::vector<std::pair<int, Tensor*>> received;
     for (int i = 0; i + d < n; i += 2 * d) {
       Tensor& dst = *partial[static_cast<size_t>(i)];
+      Tensor& from = *partial[static_cast<size_t>(i + d)];
+      if (peer_readable(dst.device(), from.device())) {
+        received.emplace_back(i, &from);  // reduced below straight from where it lies
+        continue;
+      }
       temps.push_back(temp(dst, dst.device(), numel));
-      send(*partial[static_cast<size_t>(i + d)], 0, *temps.back(), 0, numel);
+      send(from, 0, *temps.back(), 0, numel);
       received.emplace_back(i, temps.back().get());
     }
     for (auto [i, recv] : received) {
@@ -148,8 +200,9 @@ void tree_reduce(std::span<Tensor* const> ts, std::span<const int> order, Reduct
       if (i == 0) {
         combine(r.combine, own, 0, *recv, 0, own, 0, numel);
       } else {
-        combine(r.combine, *recv, 0, own, 0, *recv, 0, numel);
-        partial[static_cast<size_t>(i)] = recv;
+        temps.push_back(temp(own, own.device(), numel));
+        combine(r.combine, *recv, 0, own, 0, *temps.back(), 0, numel);
+        partial[static_cast<size_t>(i)] = temps.back().get();
       }
     }
   }
@@ -243,6 +296,13 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
 
 braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes) {
   if (braid_allreduce_algorithm a = from_env(); a != BRAID_ALLREDUCE_AUTO) return a;
+  // Devices that read each other's memory (the CPU backend's) have no links to keep busy: what costs
+  // is the bytes each kernel reads and writes, and the tree's whole-tensor reductions read the peer in
+  // place with the fewest passes over memory. Measured (braid-bench allreduce, docs/BENCHMARKS.md):
+  // the tree beats the ring at every size from 4 KiB to 256 MiB on 2 and 4 CPU devices.
+  bool shared = true;
+  for (Tensor* t : ts) shared = shared && peer_readable(ts[0]->device(), t->device());
+  if (shared) return BRAID_ALLREDUCE_TREE;
   // Small messages are latency-bound: the tree takes log2(n) rounds of whole-tensor copies, the ring
   // 2(n - 1) rounds of 1/n of it. Large ones are bandwidth-bound: the ring moves 2(n-1)/n of the data
   // through each device and spreads the reductions over all of them. Measured crossover on CPU
