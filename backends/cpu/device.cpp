@@ -71,13 +71,10 @@ braid_backend_device_props device_props(const DeviceShare& share) {
 
 }  // namespace braid::cpu
 
-// Two slots are reserved for external threads: the queue threads that enter the arena to run kernels
-// take part in the work, so `cores` threads (a queue thread plus cores-1 TBB workers) share the device
-// while one compute queue runs. The second slot lets a second compute queue's kernel (the host's comm
-// queue: collectives' reductions) run beside a long kernel instead of waiting for the arena, which
-// on a 1-core device would serialise every allreduce behind the rest of backward.
+// One slot is reserved for an external thread: the queue thread that enters the arena to run a kernel
+// takes part in the work, so `cores` threads in all (it plus cores-1 TBB workers) share the device.
 braid_backend_device_t::braid_backend_device_t(const braid::cpu::DeviceShare& share)
-    : share_(share), tbb_handle_(tbb::attach{}), arena_(share.cores + 1, 2), exec_(arena_) {
+    : share_(share), tbb_handle_(tbb::attach{}), arena_(share.cores, 1), exec_(arena_) {
   arena_.initialize();  // create the arena now, not inside the first kernel's timing
   braid::cpu::single_threaded_openblas();
 }

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "../common/calibrate.h"
+#include "../common/replicas.h"
 #include "lenet.h"
 
 namespace {
@@ -250,12 +251,14 @@ int run(const Options& opt) {
   auto parallel_step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
     const std::vector<braid::Tensor> xs = braid::split_and_load(images, devs, weights);
     const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, weights);
+    std::vector<braid::Tensor> losses(devs.size());
+    samples::for_each_replica(devs.size(), [&](size_t r) {
+      if (xs[r].numel() == 0) return;  // a weight of 0, or a short last batch
+      losses[r] = braid::copy_to(lenet::shard_backward(ctx, replicas[r], xs[r], ys[r]), dev);
+    });
     braid::Tensor total;
-    for (size_t r = 0; r < devs.size(); ++r) {
-      if (xs[r].numel() == 0) continue;  // a weight of 0, or a short last batch
-      braid::Tensor l = braid::copy_to(lenet::shard_backward(ctx, replicas[r], xs[r], ys[r]), dev);
-      total = total ? total + l : l;
-    }
+    for (const braid::Tensor& l : losses)
+      if (l) total = total ? total + l : l;
     const double rows = static_cast<double>(labels.numel());
     trainer->step(rows);
     return total / rows;

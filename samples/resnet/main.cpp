@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "../common/calibrate.h"
+#include "../common/replicas.h"
 #include "resnet.h"
 
 namespace {
@@ -199,8 +200,12 @@ int run(const Options& opt) {
       }
       const std::vector<braid::Tensor> xs = braid::split_and_load(b.images, devs, weights);
       const std::vector<braid::Tensor> ys = braid::split_and_load(b.labels, devs, weights);
-      for (size_t r = 0; r < devs.size(); ++r)
-        if (xs[r].numel() > 0) loss_sum = loss_sum + braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
+      std::vector<braid::Tensor> losses(devs.size());
+      samples::for_each_replica(devs.size(), [&](size_t r) {
+        if (xs[r].numel() > 0) losses[r] = braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
+      });
+      for (const braid::Tensor& l : losses)
+        if (l) loss_sum = loss_sum + l;
       rows += b.labels.numel();
       trainer.step(static_cast<double>(b.labels.numel()));
       ++n;
