@@ -392,7 +392,8 @@ typedef struct braid_dataset_options {
 #define BRAID_DATASET_OPTIONS_INIT {sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN}
 
 /* Reads and validates the split's image and label files into host memory. A missing file fails with
- * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip, image/label
+ * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip or bytes after
+ * the gzip stream, a header that disagrees with the file's stated length, image/label
  * counts differ, label out of range) with BRAID_ERR_IO, each with a message naming the file and the
  * Debian package (dataset-fashion-mnist); bad options give BRAID_ERR_INVALID_ARGUMENT. Files are
  * NAME.gz, else plain NAME (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-...). options may
@@ -408,7 +409,7 @@ BRAID_API braid_status braid_dataset_image_shape(braid_dataset ds, int32_t* ndim
 
 typedef struct braid_batch_iterator_options {
   uint32_t struct_size;
-  int64_t batch_size;          /* > 0 */
+  int64_t batch_size;          /* > 0; >= the dataset's size (even INT64_MAX): one batch of all */
   int32_t shuffle;             /* reshuffle every epoch (counter-based, from seed + epoch) */
   uint64_t seed;
   int32_t drop_last;           /* 0: the last batch may be smaller */

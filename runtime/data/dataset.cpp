@@ -90,12 +90,16 @@ std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options&
   ds->image_path = locate(dir, prefix + "-images-idx3-ubyte");
   ds->label_path = locate(dir, prefix + "-labels-idx1-ubyte");
 
-  // 28x28 is what both datasets are; another size means the wrong file.
-  data::IdxFile images = read_idx(ds->image_path, {3, {28, 28}}, hint);
-  data::IdxFile labels = read_idx(ds->label_path, {1, {}}, hint);
-  if (images.dims[0] != labels.dims[0])
-    fail(BRAID_ERR_IO, ds->image_path, " holds ", images.dims[0], " images but ", ds->label_path, " holds ",
-         labels.dims[0], " labels", hint);
+  // 28x28 is what both datasets are; another size means the wrong file. Both headers are read and
+  // checked against each other (and each against its file's stated length) before any data is
+  // decompressed, so a file that disagrees costs no more than its header.
+  data::IdxReader image_file(ds->image_path, {3, {28, 28}}, hint);
+  data::IdxReader label_file(ds->label_path, {1, {}}, hint);
+  if (image_file.dims()[0] != label_file.dims()[0])
+    fail(BRAID_ERR_IO, ds->image_path, " holds ", image_file.dims()[0], " images but ", ds->label_path, " holds ",
+         label_file.dims()[0], " labels", hint);
+  data::IdxFile labels{label_file.dims(), label_file.read_data()};
+  data::IdxFile images{image_file.dims(), image_file.read_data()};
   for (size_t i = 0; i < labels.data.size(); ++i)
     if (labels.data[i] >= ds->classes)
       fail(BRAID_ERR_IO, ds->label_path, ": corrupt IDX file: label ", i, " is ", int{labels.data[i]},

@@ -13,7 +13,9 @@ using namespace braid::data;
 braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_iterator_options& options)
     : ds_(&ds), opt_(options) {
   const int64_t n = ds.count, bs = opt_.batch_size;
-  batches_ = opt_.drop_last ? n / bs : (n + bs - 1) / bs;
+  // Not (n + bs - 1) / bs: that overflows for a batch size near INT64_MAX ("the whole dataset in one
+  // batch"), which then gave zero batches.
+  batches_ = n / bs + (!opt_.drop_last && n % bs != 0 ? 1 : 0);
   for (int v = 0; v < 256; ++v) scale_[v] = static_cast<float>(v) / 255.0f;
   ds.refs.fetch_add(1);
   if (opt_.prefetch > 0 && batches_ > 0) {
@@ -45,9 +47,11 @@ void braid_batch_iterator_t::fill(const std::vector<int64_t>& order, int64_t b, 
   const int64_t first = b * bs;
   const int64_t size = std::min(bs, ds_->count - first);
   const int64_t pixels = ds_->image_size();
-  // Sized for a full batch once; a smaller last batch uses a prefix.
-  out.images.resize(static_cast<size_t>(bs * pixels));
-  out.labels.resize(static_cast<size_t>(bs));
+  // Sized for a full batch once; a smaller last batch uses a prefix. A batch never holds more than the
+  // dataset, whatever batch_size says (INT64_MAX would overflow bs * pixels).
+  const int64_t capacity = std::min(bs, ds_->count);
+  out.images.resize(static_cast<size_t>(capacity * pixels));
+  out.labels.resize(static_cast<size_t>(capacity));
   out.size = size;
   for (int64_t k = 0; k < size; ++k) {
     const int64_t idx = order[static_cast<size_t>(first + k)];
