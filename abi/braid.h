@@ -3,7 +3,8 @@
  * Rules that hold for every function here (see docs/ABI.md):
  *  - Every function returns braid_status (BRAID_OK = 0) unless stated; details of the last failure on
  *    the calling thread come from braid_last_error().
- *  - Handles are opaque and reference counted (_retain/_release). Out-parameters come last.
+ *  - Handles are opaque and reference counted (_retain/_release). Out-parameters come last. A released
+ *    handle is refused with BRAID_ERR_INVALID_ARGUMENT, never read (docs/ABI.md, "Handles").
  *  - Option/parameter structs begin with uint32_t struct_size; set it to sizeof(struct) (the
  *    BRAID_*_INIT macros do). Older callers passing a smaller struct_size get defaults for the rest.
  *  - All functions are thread-safe unless documented otherwise.

@@ -25,7 +25,6 @@ braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_it
 }
 
 braid_batch_iterator_t::~braid_batch_iterator_t() {
-  magic.store(kDead);
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -170,13 +169,14 @@ namespace braid::data {
 
 BatchIterator& checked_iterator(braid_batch_iterator it, const char* what) {
   if (!it) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (it->magic.load(std::memory_order_relaxed) != BatchIterator::kLive)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live batch iterator handle");
+  if (!IteratorPool::instance().is_live(it))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live batch iterator handle (released, or never one)");
   return *it;
 }
 
 void release_iterator(BatchIterator* it) noexcept {
-  if (it->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) std::unique_ptr<BatchIterator> owned(it);
+  // The last reference takes the handle out of the live set and destroys the iterator (joins its thread).
+  if (it->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)IteratorPool::instance().retire(it);
 }
 
 }  // namespace braid::data
