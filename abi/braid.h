@@ -3,7 +3,8 @@
  * Rules that hold for every function here (see docs/ABI.md):
  *  - Every function returns braid_status (BRAID_OK = 0) unless stated; details of the last failure on
  *    the calling thread come from braid_last_error().
- *  - Handles are opaque and reference counted (_retain/_release). Out-parameters come last.
+ *  - Handles are opaque and reference counted (_retain/_release). Out-parameters come last. A released
+ *    handle is refused with BRAID_ERR_INVALID_ARGUMENT, never read (docs/ABI.md, "Handles").
  *  - Option/parameter structs begin with uint32_t struct_size; set it to sizeof(struct) (the
  *    BRAID_*_INIT macros do). Older callers passing a smaller struct_size get defaults for the rest.
  *  - All functions are thread-safe unless documented otherwise.
@@ -397,7 +398,8 @@ typedef struct braid_dataset_options {
 #define BRAID_DATASET_OPTIONS_INIT {sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN}
 
 /* Reads and validates the split's image and label files into host memory. A missing file fails with
- * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip, image/label
+ * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip or bytes after
+ * the gzip stream, a header that disagrees with the file's stated length, image/label
  * counts differ, label out of range) with BRAID_ERR_IO, each with a message naming the file and the
  * Debian package (dataset-fashion-mnist); bad options give BRAID_ERR_INVALID_ARGUMENT. Files are
  * NAME.gz, else plain NAME (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-...). options may
@@ -413,7 +415,7 @@ BRAID_API braid_status braid_dataset_image_shape(braid_dataset ds, int32_t* ndim
 
 typedef struct braid_batch_iterator_options {
   uint32_t struct_size;
-  int64_t batch_size;          /* > 0 */
+  int64_t batch_size;          /* > 0; >= the dataset's size (even INT64_MAX): one batch of all */
   int32_t shuffle;             /* reshuffle every epoch (counter-based, from seed + epoch) */
   uint64_t seed;
   int32_t drop_last;           /* 0: the last batch may be smaller */

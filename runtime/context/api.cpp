@@ -32,7 +32,8 @@ BRAID_API braid_status braid_context_create(const braid_context_options* options
         fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", options->struct_size, " is not a valid size");
       std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
     }
-    *out = std::make_unique<Context>(o).release();  // owned through the handle's reference count
+    // Owned through the handle's reference count; a live handle from here (core/handle_pool.h).
+    *out = ContextPool::instance().publish(ContextPool::instance().make(o));
   });
 }
 
@@ -43,7 +44,9 @@ BRAID_API braid_status braid_context_retain(braid_context ctx) {
 BRAID_API braid_status braid_context_release(braid_context ctx) {
   return guard("braid_context_release", [&] {
     if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is NULL");
-    if (ctx->magic.load() != Context::kLive) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle");
+    // Not checked_context: a context inherited across fork() may still be released in the child.
+    if (!ContextPool::instance().is_live(ctx))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle (released, or never one)");
     // The last reference: the context is gone whatever this says, and a profile that could not be
     // written is the caller's to know (it asked for one).
     if (std::string error = release_context(ctx); !error.empty()) fail(BRAID_ERR_IO, error);

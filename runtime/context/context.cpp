@@ -57,8 +57,8 @@ void check_fork(const Context& ctx) {
 
 Context& checked_context(braid_context ctx, const char* what) {
   if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (ctx->magic.load(std::memory_order_relaxed) != Context::kLive)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live context handle");
+  if (!ContextPool::instance().is_live(ctx))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live context handle (released, or never one)");
   check_fork(*ctx);
   return *ctx;
 }
@@ -179,7 +179,6 @@ void braid_context_t::close_devices() noexcept {
 }
 
 braid_context_t::~braid_context_t() {
-  magic.store(0);
   if (fork_generation != g_fork_generation.load()) {
     // A child after fork(): the threads behind this context do not exist here. Leak it rather than
     // join threads that will never answer.
@@ -245,7 +244,10 @@ std::string braid_context_t::write_profile() noexcept {
 namespace braid {
 std::string release_context(Context* ctx) noexcept {
   if (ctx->refs.fetch_sub(1) != 1) return {};
-  std::unique_ptr<Context> owned(ctx);
+  // Out of the live set first: from here a call with this handle is refused, not served by a context
+  // being torn down.
+  ContextPool::Owned owned = ContextPool::instance().retire(ctx);
+  if (!owned) return {};  // not a live handle: a racing release already owns the teardown
   std::string error = owned->write_profile();
   owned.reset();  // everything is released whether or not the profile was written
   return error;

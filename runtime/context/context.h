@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/recording.h"
+#include "core/handle_pool.h"
 #include "device/device.h"
 #include "engine/engine.h"
 #include "plugin/backend.h"
@@ -15,8 +16,6 @@
 #include "tensor/tensor.h"
 
 struct braid_context_t {
-  static constexpr uint32_t kLive = 0xc0b7e47;
-  std::atomic<uint32_t> magic{kLive};
   std::atomic<int32_t> refs{1};
   uint64_t fork_generation = 0;
 
@@ -59,8 +58,10 @@ struct braid_context_t {
 
 namespace braid {
 using Context = ::braid_context_t;
+// Where contexts live and how a stale handle is told apart (core/handle_pool.h).
+using ContextPool = HandlePool<Context>;
 
-// Validates a context handle (NULL, released, created before fork()).
+// Validates a context handle (NULL, released, created before fork()) without reading a released one.
 Context& checked_context(braid_context ctx, const char* what);
 // Throws BRAID_ERR_INVALID_STATE if the context was created before a fork() in this process.
 void check_fork(const Context& ctx);

@@ -41,7 +41,7 @@ BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset
     *out = nullptr;
     Context& c = checked_context(ctx, "ctx");
     const braid_dataset_options o = read_options(options, braid_dataset_options BRAID_DATASET_OPTIONS_INIT);
-    *out = open_dataset(c, o).release();  // owned through the handle's reference count
+    *out = DatasetPool::instance().publish(open_dataset(c, o));  // owned through the handle's reference count
   });
 }
 
@@ -86,7 +86,7 @@ BRAID_API braid_status braid_batch_iterator_create(braid_dataset ds, const braid
       fail(BRAID_ERR_INVALID_ARGUMENT, "options->prefetch ", o.prefetch, " must be in [0, 64]");
     checked_context(d.ctx, "the dataset's context");
     d.ctx->device(o.device, "options->device");  // validates the index
-    *out = std::make_unique<BatchIterator>(d, o).release();
+    *out = IteratorPool::instance().publish(IteratorPool::instance().make(d, o));
   });
 }
 

@@ -14,7 +14,6 @@
 using namespace braid;
 
 braid_dataset_t::~braid_dataset_t() {
-  magic.store(kDead);
   if (ctx) (void)release_context(ctx);  // a destructor cannot report a profile failure
 }
 
@@ -66,7 +65,7 @@ const char* debian_package(const std::string& name) {
   return k ? k->package : "";
 }
 
-std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options& o) {
+DatasetPool::Owned open_dataset(Context& ctx, const braid_dataset_options& o) {
   if (!o.name) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name is NULL");
   const Known* known = find_known(o.name);
   if (!known) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name '", o.name, "' is not a known dataset (fashion-mnist, mnist)");
@@ -85,17 +84,21 @@ std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options&
 
   const std::string hint = hint_for(*known, dir);
   const std::string prefix = split == BRAID_SPLIT_TRAIN ? "train" : "t10k";
-  auto ds = std::make_unique<Dataset>();
+  DatasetPool::Owned ds = DatasetPool::instance().make();
   ds->name = o.name;
   ds->image_path = locate(dir, prefix + "-images-idx3-ubyte");
   ds->label_path = locate(dir, prefix + "-labels-idx1-ubyte");
 
-  // 28x28 is what both datasets are; another size means the wrong file.
-  data::IdxFile images = read_idx(ds->image_path, {3, {28, 28}}, hint);
-  data::IdxFile labels = read_idx(ds->label_path, {1, {}}, hint);
-  if (images.dims[0] != labels.dims[0])
-    fail(BRAID_ERR_IO, ds->image_path, " holds ", images.dims[0], " images but ", ds->label_path, " holds ",
-         labels.dims[0], " labels", hint);
+  // 28x28 is what both datasets are; another size means the wrong file. Both headers are read and
+  // checked against each other (and each against its file's stated length) before any data is
+  // decompressed, so a file that disagrees costs no more than its header.
+  data::IdxReader image_file(ds->image_path, {3, {28, 28}}, hint);
+  data::IdxReader label_file(ds->label_path, {1, {}}, hint);
+  if (image_file.dims()[0] != label_file.dims()[0])
+    fail(BRAID_ERR_IO, ds->image_path, " holds ", image_file.dims()[0], " images but ", ds->label_path, " holds ",
+         label_file.dims()[0], " labels", hint);
+  data::IdxFile labels{label_file.dims(), label_file.read_data()};
+  data::IdxFile images{image_file.dims(), image_file.read_data()};
   for (size_t i = 0; i < labels.data.size(); ++i)
     if (labels.data[i] >= ds->classes)
       fail(BRAID_ERR_IO, ds->label_path, ": corrupt IDX file: label ", i, " is ", int{labels.data[i]},
@@ -112,13 +115,14 @@ std::unique_ptr<Dataset> open_dataset(Context& ctx, const braid_dataset_options&
 
 Dataset& checked_dataset(braid_dataset ds, const char* what) {
   if (!ds) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (ds->magic.load(std::memory_order_relaxed) != Dataset::kLive)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live dataset handle");
+  if (!DatasetPool::instance().is_live(ds))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live dataset handle (released, or never one)");
   return *ds;
 }
 
 void release_dataset(Dataset* ds) noexcept {
-  if (ds->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) std::unique_ptr<Dataset> owned(ds);
+  // The last reference takes the handle out of the live set and destroys the dataset.
+  if (ds->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)DatasetPool::instance().retire(ds);
 }
 
 }  // namespace braid::data

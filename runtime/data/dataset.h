@@ -8,13 +8,11 @@
 #include <vector>
 
 #include "braid.h"
+#include "core/handle_pool.h"
 
 struct braid_context_t;
 
 struct braid_dataset_t {
-  static constexpr uint32_t kLive = 0xda7a5e7;
-  static constexpr uint32_t kDead = 0xdeadda7a;
-  std::atomic<uint32_t> magic{kLive};
   std::atomic<int32_t> refs{1};
   braid_context_t* ctx = nullptr;  // one reference, dropped with the dataset
 
@@ -38,15 +36,18 @@ struct braid_dataset_t {
 namespace braid::data {
 
 using Dataset = ::braid_dataset_t;
+// Where datasets live and how a stale handle is told apart (core/handle_pool.h).
+using DatasetPool = HandlePool<Dataset>;
 
 // The Debian package that installs a dataset's files ("" if there is none).
 const char* debian_package(const std::string& name);
 
 // Resolves the directory (options->dir, else $BRAID_DATA_DIR, else the package's), reads and
-// validates both files of the split. Takes a reference to ctx.
-std::unique_ptr<Dataset> open_dataset(braid_context_t& ctx, const braid_dataset_options& options);
+// validates both files of the split. Takes a reference to ctx. Not yet a live handle (publish it).
+DatasetPool::Owned open_dataset(braid_context_t& ctx, const braid_dataset_options& options);
 
-// Validates a handle from the application (NULL, or not a dataset).
+// Validates a handle from the application (NULL, released, or not a dataset) without reading a
+// released one.
 Dataset& checked_dataset(braid_dataset ds, const char* what);
 // Drops one reference; the last one frees the dataset (and its context reference).
 void release_dataset(Dataset* ds) noexcept;

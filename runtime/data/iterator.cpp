@@ -13,7 +13,9 @@ using namespace braid::data;
 braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_iterator_options& options)
     : ds_(&ds), opt_(options) {
   const int64_t n = ds.count, bs = opt_.batch_size;
-  batches_ = opt_.drop_last ? n / bs : (n + bs - 1) / bs;
+  // Not (n + bs - 1) / bs: that overflows for a batch size near INT64_MAX ("the whole dataset in one
+  // batch"), which then gave zero batches.
+  batches_ = n / bs + (!opt_.drop_last && n % bs != 0 ? 1 : 0);
   for (int v = 0; v < 256; ++v) scale_[v] = static_cast<float>(v) / 255.0f;
   ds.refs.fetch_add(1);
   if (opt_.prefetch > 0 && batches_ > 0) {
@@ -23,7 +25,6 @@ braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_it
 }
 
 braid_batch_iterator_t::~braid_batch_iterator_t() {
-  magic.store(kDead);
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -45,9 +46,11 @@ void braid_batch_iterator_t::fill(const std::vector<int64_t>& order, int64_t b, 
   const int64_t first = b * bs;
   const int64_t size = std::min(bs, ds_->count - first);
   const int64_t pixels = ds_->image_size();
-  // Sized for a full batch once; a smaller last batch uses a prefix.
-  out.images.resize(static_cast<size_t>(bs * pixels));
-  out.labels.resize(static_cast<size_t>(bs));
+  // Sized for a full batch once; a smaller last batch uses a prefix. A batch never holds more than the
+  // dataset, whatever batch_size says (INT64_MAX would overflow bs * pixels).
+  const int64_t capacity = std::min(bs, ds_->count);
+  out.images.resize(static_cast<size_t>(capacity * pixels));
+  out.labels.resize(static_cast<size_t>(capacity));
   out.size = size;
   for (int64_t k = 0; k < size; ++k) {
     const int64_t idx = order[static_cast<size_t>(first + k)];
@@ -166,13 +169,14 @@ namespace braid::data {
 
 BatchIterator& checked_iterator(braid_batch_iterator it, const char* what) {
   if (!it) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (it->magic.load(std::memory_order_relaxed) != BatchIterator::kLive)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live batch iterator handle");
+  if (!IteratorPool::instance().is_live(it))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live batch iterator handle (released, or never one)");
   return *it;
 }
 
 void release_iterator(BatchIterator* it) noexcept {
-  if (it->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) std::unique_ptr<BatchIterator> owned(it);
+  // The last reference takes the handle out of the live set and destroys the iterator (joins its thread).
+  if (it->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)IteratorPool::instance().retire(it);
 }
 
 }  // namespace braid::data

@@ -28,9 +28,6 @@ struct HostBatch {
 }  // namespace braid::data
 
 struct braid_batch_iterator_t {
-  static constexpr uint32_t kLive = 0xba7c4e5;
-  static constexpr uint32_t kDead = 0xdeadba7c;
-  std::atomic<uint32_t> magic{kLive};
   std::atomic<int32_t> refs{1};
 
   braid_batch_iterator_t(braid::data::Dataset& ds, const braid_batch_iterator_options& options);
@@ -76,6 +73,9 @@ struct braid_batch_iterator_t {
 
 namespace braid::data {
 using BatchIterator = ::braid_batch_iterator_t;
+// Where iterators live and how a stale handle is told apart (core/handle_pool.h).
+using IteratorPool = HandlePool<BatchIterator>;
+// Validates a handle from the application (NULL, released) without reading a released one.
 BatchIterator& checked_iterator(braid_batch_iterator it, const char* what);
 void release_iterator(BatchIterator* it) noexcept;
 }  // namespace braid::data

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "data/data_support.h"
 
@@ -213,6 +214,55 @@ TEST_CASE("handles keep what they need alive") {
   dtest::HostBatch b = dtest::next_batch(it);
   CHECK(b.labels.size() == 4);
   BRAID_CHECK_OK(braid_batch_iterator_release(it));  // joins the prefetch thread, then frees all three
+}
+
+TEST_CASE("released dataset and iterator handles are refused, and their addresses are not reused soon") {
+  // As tensor handles: a released handle is BRAID_ERR_INVALID_ARGUMENT (never a read of freed memory,
+  // which ASan would report), and a new handle does not take a stale one's address, so a stale
+  // release cannot free a newer, unrelated object.
+  Fixture f;
+  braid_dataset_options o = BRAID_DATASET_OPTIONS_INIT;
+  const std::string d = f.dir.str();
+  o.dir = d.c_str();
+  std::vector<braid_dataset> stale_ds;
+  std::vector<braid_batch_iterator> stale_it;
+  for (int i = 0; i < 8; ++i) {
+    braid_dataset ds = nullptr;
+    BRAID_CHECK_OK(braid_dataset_open(f.ctx.ctx, &o, &ds));
+    braid_batch_iterator it = nullptr;
+    BRAID_CHECK_OK(braid_batch_iterator_create(ds, nullptr, &it));
+    for (braid_dataset s : stale_ds) CHECK(s != ds);
+    for (braid_batch_iterator s : stale_it) CHECK(s != it);
+    BRAID_CHECK_OK(braid_batch_iterator_release(it));
+    BRAID_CHECK_OK(braid_dataset_release(ds));
+    stale_ds.push_back(ds);
+    stale_it.push_back(it);
+  }
+  // A live dataset and iterator beside the stale ones: stale calls must not touch them.
+  dtest::Iterator live_it;
+  BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, nullptr, live_it.out()));
+  int64_t n = 0;
+  int32_t nd = 0;
+  int64_t shape[3] = {};
+  braid_tensor img = nullptr, lab = nullptr;
+  for (size_t i = 0; i < stale_ds.size(); ++i) {
+    CAPTURE(i);
+    CHECK_INVALID(braid_dataset_size(stale_ds[i], &n), "not a live dataset handle");
+    CHECK_INVALID(braid_dataset_image_shape(stale_ds[i], &nd, shape), "not a live dataset handle");
+    CHECK_INVALID(braid_dataset_retain(stale_ds[i]), "not a live dataset handle");
+    CHECK_INVALID(braid_dataset_release(stale_ds[i]), "not a live dataset handle");
+    braid_batch_iterator none = nullptr;
+    CHECK_INVALID(braid_batch_iterator_create(stale_ds[i], nullptr, &none), "not a live dataset handle");
+    CHECK(none == nullptr);
+    CHECK_INVALID(braid_batch_iterator_next(stale_it[i], &img, &lab), "not a live batch iterator handle");
+    CHECK_INVALID(braid_batch_iterator_batches(stale_it[i], &n), "not a live batch iterator handle");
+    CHECK_INVALID(braid_batch_iterator_retain(stale_it[i]), "not a live batch iterator handle");
+    CHECK_INVALID(braid_batch_iterator_release(stale_it[i]), "not a live batch iterator handle");
+  }
+  BRAID_CHECK_OK(braid_dataset_size(f.ds.ds, &n));
+  CHECK(n == 20);
+  const dtest::HostBatch b = dtest::next_batch(live_it.it);
+  CHECK(b.labels.size() == 20);
 }
 
 }  // TEST_SUITE

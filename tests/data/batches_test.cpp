@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -92,6 +93,9 @@ TEST_CASE("batch count and the last batch, with and without drop_last") {
       {256, false, {256, 256, 256, 232}}, {256, true, {256, 256, 256}}, {250, false, {250, 250, 250, 250}},
       {250, true, {250, 250, 250, 250}},  {1000, true, {1000}},         {3000, false, {1000}},
       {3000, true, {}},
+      // The whole dataset in one batch, however large the batch size (INT64_MAX gave zero batches).
+      {INT64_MAX, false, {1000}}, {INT64_MAX, true, {}}, {INT64_MAX - 1, false, {1000}},
+      {int64_t{1} << 62, false, {1000}},
   };
   for (const Case& c : cases) {
     CAPTURE(c.batch);

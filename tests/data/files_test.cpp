@@ -2,6 +2,9 @@
 // message naming the file (and, when missing, the Debian package that installs it).
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <zlib.h>
+
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -37,6 +40,52 @@ struct Env {
     else unsetenv(name.c_str());
   }
 };
+
+// A gzip file holding `prefix` then `zeros` zero bytes, built without compressing gigabytes: one
+// MiB of zeros is deflated once between two full flushes (so it references nothing before it) and
+// that block is repeated; the trailer gets the real CRC-32 and length. zlib inflates it like any other.
+std::vector<uint8_t> gzip_with_zeros(const std::vector<uint8_t>& prefix, uint64_t zeros) {
+  constexpr uint64_t kMiB = 1 << 20;
+  REQUIRE(zeros % kMiB == 0);
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 9, Z_DEFLATED, 16 + MAX_WBITS, 9, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::vector<uint8_t> out(1 << 20), block;
+  auto run = [&](const uint8_t* in, size_t n, int flush) {
+    std::vector<uint8_t> got;
+    z.next_in = const_cast<Bytef*>(in);
+    z.avail_in = static_cast<uInt>(n);
+    do {
+      z.next_out = out.data();
+      z.avail_out = static_cast<uInt>(out.size());
+      REQUIRE(deflate(&z, flush) != Z_STREAM_ERROR);
+      got.insert(got.end(), out.data(), out.data() + (out.size() - z.avail_out));
+    } while (z.avail_out == 0);
+    return got;
+  };
+  std::vector<uint8_t> file = run(prefix.data(), prefix.size(), Z_FULL_FLUSH);
+  const std::vector<uint8_t> mib(kMiB, 0);
+  block = run(mib.data(), mib.size(), Z_FULL_FLUSH);
+  for (uint64_t i = 0; i < zeros / kMiB; ++i) file.insert(file.end(), block.begin(), block.end());
+  std::vector<uint8_t> end = run(nullptr, 0, Z_FINISH);  // final block + a trailer for prefix + 1 MiB
+  deflateEnd(&z);
+  REQUIRE(end.size() >= 8);
+  end.resize(end.size() - 8);
+  file.insert(file.end(), end.begin(), end.end());
+  uLong crc = crc32(0, prefix.data(), static_cast<uInt>(prefix.size()));
+  const uLong crc_mib = crc32(0, mib.data(), static_cast<uInt>(mib.size()));
+  for (uint64_t i = 0; i < zeros / kMiB; ++i) crc = crc32_combine(crc, crc_mib, static_cast<z_off_t>(kMiB));
+  const uint64_t isize = prefix.size() + zeros;
+  for (int k = 0; k < 4; ++k) file.push_back(static_cast<uint8_t>(crc >> (8 * k)));
+  for (int k = 0; k < 4; ++k) file.push_back(static_cast<uint8_t>(isize >> (8 * k)));
+  return file;
+}
+
+// The process's peak resident memory so far, in bytes.
+uint64_t peak_rss() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
 
 int64_t size_of(const dtest::Dataset& ds) {
   int64_t n = -1;
@@ -222,6 +271,46 @@ TEST_CASE("corrupt files: each names the file and gives BRAID_ERR_IO") {
     expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {dir.file("train-images-idx3-ubyte.gz"), "truncated"});
     dtest::write_gz(dir.file("train-images-idx3-ubyte.gz"), dtest::idx_bytes({0xffffffffu, 28, 28}, px));
     expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {dir.file("train-images-idx3-ubyte.gz"), "claim more than"});
+  }
+  SUBCASE("trailing garbage after the gzip stream") {
+    // Bytes after a valid gzip member used to be ignored (zlib's gzread skips them). Refused whether
+    // or not the garbage happens to end like a valid trailer (the length check before inflating
+    // passes then, and the end of the stream catches it).
+    TempDir dir;
+    dtest::write_split(dir, good);
+    const std::string path = dir.file("train-labels-idx1-ubyte.gz");
+    const std::vector<uint8_t> gz = dtest::read_file(path);
+    std::vector<uint8_t> junk = gz;
+    for (char c : std::string("garbage!")) junk.push_back(static_cast<uint8_t>(c));
+    dtest::write_plain(path, junk);
+    expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {path});
+    std::vector<uint8_t> sly = gz;
+    for (char c : std::string("junk")) sly.push_back(static_cast<uint8_t>(c));
+    sly.insert(sly.end(), gz.end() - 4, gz.end());  // ends with the real ISIZE
+    dtest::write_plain(path, sly);
+    expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {path, "8 bytes of trailing data after the gzip stream"});
+    std::vector<uint8_t> two = gz;  // a second gzip member: trailing data too
+    two.insert(two.end(), gz.begin(), gz.end());
+    dtest::write_plain(path, two);
+    expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {path});
+  }
+  SUBCASE("gzip bombs are refused from their headers, without inflating or allocating them") {
+    TempDir dir;
+    dtest::write_split(dir, good);
+    const std::string path = dir.file("train-images-idx3-ubyte.gz");
+    // A header claiming 2.7 million images (2.1 GB, under the 2 GiB limit) over a 1.5 GiB stream of
+    // zeros (1.5 MB compressed): the gzip trailer's length gives the lie away before inflating.
+    dtest::write_plain(path, gzip_with_zeros(dtest::idx_bytes({2700000, 28, 28}, {}), uint64_t{1536} << 20));
+    uint64_t before = peak_rss();
+    expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {path, "truncated", "the gzip trailer records"});
+    CHECK(peak_rss() - before < (uint64_t{256} << 20));
+    // An honest 2.1 GB of images (each zero) against 10 labels: the counts disagree before either
+    // file is inflated. n * 784 must be whole MiB for gzip_with_zeros: n a multiple of 2^16.
+    const uint32_t n = 41 * 65536;  // 2686976 images, 2009 MiB
+    dtest::write_plain(path, gzip_with_zeros(dtest::idx_bytes({n, 28, 28}, {}), uint64_t{n} * 784));
+    before = peak_rss();
+    expect_failure(ctx.ctx, dir, BRAID_ERR_IO, {path, "2686976 images", "10 labels"});
+    CHECK(peak_rss() - before < (uint64_t{256} << 20));
   }
   SUBCASE("a directory where a file belongs") {
     TempDir dir;

@@ -56,7 +56,8 @@ std::vector<uint8_t> mutate(std::vector<uint8_t> b, Rng& rng) {
 }
 
 // The uncompressed bytes of a file as zlib's one-shot inflate sees them (gzip if it starts with the
-// gzip magic, else the bytes themselves); nullopt if the gzip stream is damaged.
+// gzip magic, else the bytes themselves); nullopt if the gzip stream is damaged or followed by
+// anything.
 std::optional<std::vector<uint8_t>> plain_bytes(const std::vector<uint8_t>& file) {
   if (file.size() < 2 || file[0] != 0x1f || file[1] != 0x8b) return file;
   z_stream z{};
@@ -73,7 +74,7 @@ std::optional<std::vector<uint8_t>> plain_bytes(const std::vector<uint8_t>& file
     out.insert(out.end(), chunk.data(), chunk.data() + (chunk.size() - z.avail_out));
     if (r == Z_BUF_ERROR && z.avail_in == 0) break;
   }
-  const bool ok = r == Z_STREAM_END;
+  const bool ok = r == Z_STREAM_END && z.avail_in == 0;  // one member, nothing after it (as gzip writes)
   inflateEnd(&z);
   if (!ok) return std::nullopt;
   return out;
