@@ -10,7 +10,7 @@
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "parallel/collectives.h"
-#include "parallel/handles.h"
+#include "core/handle_pool.h"
 #include "parallel/optimizer.h"
 
 using namespace braid;
@@ -37,9 +37,12 @@ struct braid_kvstore_t {
 
 namespace {
 
-LiveHandles<braid_kvstore_t>& stores() {
-  static LiveHandles<braid_kvstore_t> live;
-  return live;
+using KVStorePool = HandlePool<braid_kvstore_t>;
+
+braid_kvstore_t& checked_store(braid_kvstore kv) {
+  if (kv == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, "kv is NULL");
+  if (!KVStorePool::instance().is_live(kv)) fail(BRAID_ERR_INVALID_ARGUMENT, "kv is not a live KVStore handle");
+  return *kv;
 }
 
 braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name) {
@@ -127,32 +130,34 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
     const std::string_view t = type ? type : "local";
     if (t != "local" && t != "device")
       fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t, "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
-    auto kv = std::make_unique<braid_kvstore_t>();
+    KVStorePool::Owned kv = KVStorePool::instance().make();
     kv->device_mode = t == "device";
     if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
     kv->ctx = ctx;
-    *out = stores().add(std::move(kv));
+    *out = KVStorePool::instance().publish(std::move(kv));
   });
 }
 
 BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv) {
-  return guard("braid_kvstore_retain", [&] { stores().retain(kv, "kv"); });
+  return guard("braid_kvstore_retain", [&] { checked_store(kv).refs.fetch_add(1); });
 }
 
 BRAID_API braid_status braid_kvstore_release(braid_kvstore kv) {
-  return guard("braid_kvstore_release", [&] { stores().release(kv, "kv"); });
+  return guard("braid_kvstore_release", [&] {
+    if (checked_store(kv).refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)KVStorePool::instance().retire(kv);
+  });
 }
 
 BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out) {
   return guard("braid_kvstore_type", [&] {
     require(out, "out");
-    *out = stores().checked(kv, "kv").device_mode ? "device" : "local";
+    *out = checked_store(kv).device_mode ? "device" : "local";
   });
 }
 
 BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_tensor value) {
   return guard("braid_kvstore_init", [&] {
-    braid_kvstore_t& k = stores().checked(kv, "kv");
+    braid_kvstore_t& k = checked_store(kv);
     Tensor& v = checked_tensor(value, "value");
     if (v.ctx != k.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_init: value belongs to another context");
     std::lock_guard lock(k.mu);
@@ -165,17 +170,17 @@ BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_t
 }
 
 BRAID_API braid_status braid_kvstore_push(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values) {
-  return guard("braid_kvstore_push", [&] { push(stores().checked(kv, "kv"), key, count, values); });
+  return guard("braid_kvstore_push", [&] { push(checked_store(kv), key, count, values); });
 }
 
 BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* outs) {
-  return guard("braid_kvstore_pull", [&] { pull(stores().checked(kv, "kv"), key, count, outs); });
+  return guard("braid_kvstore_pull", [&] { pull(checked_store(kv), key, count, outs); });
 }
 
 BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
                                               const braid_tensor* outs) {
   return guard("braid_kvstore_pushpull", [&] {
-    braid_kvstore_t& k = stores().checked(kv, "kv");
+    braid_kvstore_t& k = checked_store(kv);
     push(k, key, count, values);
     pull(k, key, count, outs);
   });
@@ -183,7 +188,7 @@ BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int
 
 BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params) {
   return guard("braid_kvstore_set_optimizer", [&] {
-    braid_kvstore_t& k = stores().checked(kv, "kv");
+    braid_kvstore_t& k = checked_store(kv);
     std::optional<braid_optimizer_params> p;
     if (params) p = checked_optimizer(params, "params");
     std::lock_guard lock(k.mu);

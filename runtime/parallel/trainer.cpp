@@ -10,7 +10,7 @@
 #include "ops/op_builder.h"
 #include "ops/params.h"
 #include "parallel/collectives.h"
-#include "parallel/handles.h"
+#include "core/handle_pool.h"
 #include "parallel/optimizer.h"
 
 using namespace braid;
@@ -31,9 +31,12 @@ struct braid_trainer_t {
 
 namespace {
 
-LiveHandles<braid_trainer_t>& trainers() {
-  static LiveHandles<braid_trainer_t> live;
-  return live;
+using TrainerPool = HandlePool<braid_trainer_t>;
+
+braid_trainer_t& checked_trainer(braid_trainer tr) {
+  if (tr == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, "tr is NULL");
+  if (!TrainerPool::instance().is_live(tr)) fail(BRAID_ERR_INVALID_ARGUMENT, "tr is not a live Trainer handle");
+  return *tr;
 }
 
 TensorRef grad_of(Tensor& p) {
@@ -126,7 +129,7 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     require(params, "params");
     if (num_replicas <= 0 || num_params <= 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: num_replicas and num_params must be positive");
-    auto tr = std::make_unique<braid_trainer_t>();
+    TrainerPool::Owned tr = TrainerPool::instance().make();
     tr->options = read_params<braid_trainer_options>(options, BRAID_TRAINER_OPTIONS_INIT, "options");
     tr->options.optimizer = checked_optimizer(&tr->options.optimizer, "options->optimizer");
     if (int32_t a = enum_int(tr->options.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
@@ -154,21 +157,23 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     }
     tr->states.resize(total);
     tr->buckets = make_buckets(*tr, tr->options.bucket_bytes);
-    *out = trainers().add(std::move(tr));
+    *out = TrainerPool::instance().publish(std::move(tr));
   });
 }
 
 BRAID_API braid_status braid_trainer_retain(braid_trainer tr) {
-  return guard("braid_trainer_retain", [&] { trainers().retain(tr, "tr"); });
+  return guard("braid_trainer_retain", [&] { checked_trainer(tr).refs.fetch_add(1); });
 }
 
 BRAID_API braid_status braid_trainer_release(braid_trainer tr) {
-  return guard("braid_trainer_release", [&] { trainers().release(tr, "tr"); });
+  return guard("braid_trainer_release", [&] {
+    if (checked_trainer(tr).refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)TrainerPool::instance().retire(tr);
+  });
 }
 
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
   return guard("braid_trainer_step", [&] {
-    braid_trainer_t& t = trainers().checked(tr, "tr");
+    braid_trainer_t& t = checked_trainer(tr);
     if (!(batch_size > 0) || !std::isfinite(batch_size))
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_step: batch_size must be a positive number, not ", batch_size);
     allreduce_grads(t);
@@ -177,16 +182,16 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
 }
 
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
-  return guard("braid_trainer_allreduce_grads", [&] { allreduce_grads(trainers().checked(tr, "tr")); });
+  return guard("braid_trainer_allreduce_grads", [&] { allreduce_grads(checked_trainer(tr)); });
 }
 
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size) {
-  return guard("braid_trainer_update", [&] { update(trainers().checked(tr, "tr"), batch_size); });
+  return guard("braid_trainer_update", [&] { update(checked_trainer(tr), batch_size); });
 }
 
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate) {
   return guard("braid_trainer_set_learning_rate", [&] {
-    braid_trainer_t& t = trainers().checked(tr, "tr");
+    braid_trainer_t& t = checked_trainer(tr);
     if (!std::isfinite(learning_rate)) fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: learning_rate must be finite");
     t.options.optimizer.learning_rate = learning_rate;
   });
@@ -195,7 +200,7 @@ BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double 
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out) {
   return guard("braid_trainer_learning_rate", [&] {
     require(out, "out");
-    *out = trainers().checked(tr, "tr").options.optimizer.learning_rate;
+    *out = checked_trainer(tr).options.optimizer.learning_rate;
   });
 }
 
