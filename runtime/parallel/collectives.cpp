@@ -87,7 +87,8 @@ void send(Tensor& src, int64_t src_off, Tensor& dst, int64_t dst_off, int64_t co
 // Ring reduce-scatter of elements [base, base + len) of ts, around the ring `order` (indices into
 // ts). Chunk c's partial sum starts at ring position c + 1 and gains one tensor per hop; after n - 1
 // hops it is complete on position c. Every hop receives into a fresh temporary and reduces the
-// receiver's own chunk into it, so the user's tensors are only read here: the engine tracks whole
+// receiver's own chunk into it (or, where the receiver can read the sender's memory, reduces the two
+// straight into a fresh temporary), so the user's tensors are only read here: the engine tracks whole
 // storages, and a write into one chunk of a tensor would order the reads of its other chunks after it.
 // Returns the complete chunks (chunk c on ts[order[c]]'s device); with `outs`, chunk c is written
 // into outs[order[c]] instead (reduce_scatter) and the returned entries are empty.
