@@ -226,14 +226,6 @@ int run(const Options& opt) {
   // Data parallelism (--devices): one replica per device, all starting from the first one's draws.
   std::vector<lenet::Model> replicas{model};
   for (size_t i = 1; i < devs.size(); ++i) replicas.push_back(lenet::replicate_to(model, devs[i]));
-  std::unique_ptr<braid::Trainer> trainer;
-  if (devs.size() > 1) {
-    std::vector<std::vector<braid::Tensor>> params;
-    for (const lenet::Model& r : replicas) params.push_back(r.params());
-    braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
-    to.optimizer.learning_rate = opt.lr;
-    trainer = std::make_unique<braid::Trainer>(params, to);
-  }
   std::vector<double> weights = opt.weights;
   if (opt.auto_weights && devs.size() > 1) {
     braid::Batch b = train.next();
@@ -242,9 +234,18 @@ int run(const Options& opt) {
     });
     while (train.next()) {  // restart the epoch: the run sees the batches it would without calibration
     }
-    std::fprintf(stderr, "split weights:");
+    std::fprintf(stderr, "split (rows of %lld):", static_cast<long long>(opt.batch_size));
     for (double w : weights) std::fprintf(stderr, " %.1f", w);
     std::fprintf(stderr, "\n");
+    samples::drop_idle(devs, replicas, weights);
+  }
+  std::unique_ptr<braid::Trainer> trainer;
+  if (devs.size() > 1) {
+    std::vector<std::vector<braid::Tensor>> params;
+    for (const lenet::Model& r : replicas) params.push_back(r.params());
+    braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
+    to.optimizer.learning_rate = opt.lr;
+    trainer = std::make_unique<braid::Trainer>(params, to);
   }
   // One data-parallel step: the batch split over the devices, each shard's summed loss back-propagated
   // on its replica, the Trainer's allreduce and update. Returns the batch's mean loss on dev.
@@ -253,7 +254,10 @@ int run(const Options& opt) {
     const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, weights);
     std::vector<braid::Tensor> losses(devs.size());
     samples::for_each_replica(devs.size(), [&](size_t r) {
-      if (xs[r].numel() == 0) return;  // a weight of 0, or a short last batch
+      if (xs[r].numel() == 0) {  // a weight of 0, or a short last batch
+        samples::zero_grads(ctx, replicas[r].params());
+        return;
+      }
       losses[r] = braid::copy_to(lenet::shard_backward(ctx, replicas[r], xs[r], ys[r]), dev);
     });
     braid::Tensor total;

@@ -141,12 +141,6 @@ int run(const Options& opt) {
 
   std::vector<resnet::Model> replicas{resnet::init(ctx, dev)};
   for (size_t i = 1; i < devs.size(); ++i) replicas.push_back(resnet::replicate_to(replicas[0], devs[i]));
-  std::vector<std::vector<braid::Tensor>> params;
-  for (const resnet::Model& r : replicas) params.push_back(r.params());
-  braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
-  to.optimizer.learning_rate = opt.lr;
-  braid::Trainer trainer(params, to);
-
   // Forward and backward of replica r on its shard: the summed loss, so the Trainer's step(global
   // batch) averages over the whole batch.
   auto shard_backward = [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
@@ -162,15 +156,18 @@ int run(const Options& opt) {
   std::vector<double> weights = opt.weights;
   if (opt.auto_weights && devs.size() > 1) {
     braid::Batch b = train.next();
-    const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(32, b.labels.numel()));
-    const braid::Tensor x = braid::slice(b.images, {0, 0, 0, 0}, {rows, 1, 28, 28});
-    const braid::Tensor y = braid::slice(b.labels, {0}, {rows});
-    weights = samples::calibrate(ctx, devs, x, y, [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) {
-      shard_backward(r, xs, ys);
-    });
+    weights = samples::calibrate(ctx, devs, b.images, b.labels,
+                                 [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) { shard_backward(r, xs, ys); },
+                                 1);
     while (train.next()) {  // restart the epoch, so the run sees the same batches as without calibration
     }
+    samples::drop_idle(devs, replicas, weights);
   }
+  std::vector<std::vector<braid::Tensor>> params;
+  for (const resnet::Model& r : replicas) params.push_back(r.params());
+  braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
+  to.optimizer.learning_rate = opt.lr;
+  braid::Trainer trainer(params, to);
   std::string split = "even";
   if (!weights.empty()) {
     split.clear();
@@ -203,6 +200,7 @@ int run(const Options& opt) {
       std::vector<braid::Tensor> losses(devs.size());
       samples::for_each_replica(devs.size(), [&](size_t r) {
         if (xs[r].numel() > 0) losses[r] = braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
+        else samples::zero_grads(ctx, replicas[r].params());  // it still takes part in the allreduce
       });
       for (const braid::Tensor& l : losses)
         if (l) loss_sum = loss_sum + l;
