@@ -300,7 +300,8 @@ braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t
   // Devices that read each other's memory (the CPU backend's) have no links to keep busy: what costs
   // is the bytes each kernel reads and writes, and the tree's whole-tensor reductions read the peer in
   // place with the fewest passes over memory. Measured (braid-bench allreduce, docs/BENCHMARKS.md):
-  // the tree beats the ring at every size from 4 KiB to 256 MiB on 2 and 4 CPU devices.
+  // from 256 KiB up the tree beat the ring on 2 and 4 CPU devices in every run; below that the
+  // order changed from run to run (a few microseconds either way).
   bool shared = true;
   for (Tensor* t : ts) shared = shared && peer_readable(ts[0]->device(), t->device());
   if (shared) return BRAID_ALLREDUCE_TREE;
