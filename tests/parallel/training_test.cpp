@@ -302,7 +302,10 @@ TEST_CASE("Trainer refuses bad parameters") {
 }
 
 TEST_CASE("bucketed allreduce overlaps backward (profiler timestamps)") {
-  Ctx c(2);
+  // Asynchronous whatever BRAID_ENGINE says: with every op run at its push nothing can overlap.
+  braid_context_options async = BRAID_CONTEXT_OPTIONS_INIT;
+  async.engine_mode = BRAID_ENGINE_ASYNC;
+  Ctx c(2, async);
   // A model whose last layer's gradient is ready long before backward reaches the first layer:
   // a deep chain of large matmuls.
   const int layers = 6;
