@@ -12,7 +12,9 @@
 // Everything is recorded by the profiler; the Chrome trace (one track per device queue) shows the
 // overlap that the timings report.
 //
-//   braid-sample-async [TRACE_PATH]      (default: trace.json in the build folder)
+//   braid-sample-async [--devices A,B] [TRACE_PATH]      (default: cpu:0,cpu:1; trace.json in the build folder)
+//
+// --devices runs experiments 2 and 3 on another pair, e.g. a heterogeneous one: cpu:0,vulkan:0.
 #include <braid.hpp>
 
 #include <algorithm>
@@ -163,16 +165,29 @@ int main(int argc, char** argv) {
   // Two CPU devices (each with half the cores) give the parallelism experiment two places to run.
   // setenv before the context is created; an explicit BRAID_CPU_DEVICES wins (overwrite = 0).
   setenv("BRAID_CPU_DEVICES", "2", 0);
-  const std::string trace = argc > 1 ? argv[1] : default_trace_path(argv[0]);
+  std::string first = "cpu:0", second = "cpu:1";
+  int arg = 1;
+  if (argc > 2 && std::string(argv[1]) == "--devices") {
+    const std::string pair = argv[2];
+    const size_t comma = pair.find(',');
+    if (comma == std::string::npos || comma == 0 || comma + 1 == pair.size()) {
+      std::fprintf(stderr, "braid-sample-async: --devices takes two device ids, e.g. cpu:0,vulkan:0\n");
+      return 2;
+    }
+    first = pair.substr(0, comma);
+    second = pair.substr(comma + 1);
+    arg = 3;
+  }
+  const std::string trace = argc > arg ? argv[arg] : default_trace_path(argv[0]);
   try {
     const Context ctx;
-    const Device d0 = ctx.find_device("cpu:0");
+    const Device d0 = ctx.find_device(first.c_str());
     Device d1 = d0;
     try {
-      d1 = ctx.find_device("cpu:1");
+      d1 = ctx.find_device(second.c_str());
     } catch (const braid::Error&) {
-      std::printf("note: only one CPU device (BRAID_CPU_DEVICES=%s); experiments 2 and 3 use cpu:0 twice\n\n",
-                  std::getenv("BRAID_CPU_DEVICES"));
+      std::printf("note: no device %s (BRAID_CPU_DEVICES=%s); experiments 2 and 3 use %s twice\n\n", second.c_str(),
+                  std::getenv("BRAID_CPU_DEVICES"), first.c_str());
     }
     for (const Device d : ctx.devices()) {
       const braid_device_info info = ctx.device_info(d);
