@@ -57,12 +57,15 @@ TEST_CASE("compute_queues: independent chains overlap on one device, results unc
   std::remove(path);
   CHECK(got.first == want.first);
   CHECK(got.second == want.second);
-  // Each chain stays on one queue (its producer's), the two chains on two queues: tracks 0 and 3.
-  int on0 = 0, on3 = 0;
+  // The matmuls ran on the two compute queues (tracks 0 and 3), both used. Which op goes where depends
+  // on timing: an op follows its input's producer only while that producer is unfinished.
+  int on0 = 0, on3 = 0, elsewhere = 0;
   for (const auto& e : events)
-    if (e.name == "matmul") (e.tid == 0 ? on0 : on3) += 1;
-  CHECK(on0 == 20);
-  CHECK(on3 == 20);
+    if (e.name == "matmul") (e.tid == 0 ? on0 : e.tid == 3 ? on3 : elsewhere) += 1;
+  CHECK(on0 + on3 == 40);
+  CHECK(elsewhere == 0);
+  CHECK(on0 > 0);
+  CHECK(on3 > 0);
   CHECK(test::any_overlap(
       events, [](const test::TraceEvent& e) { return e.name == "matmul" && e.tid == 0; },
       [](const test::TraceEvent& e) { return e.name == "matmul" && e.tid == 3; }));
