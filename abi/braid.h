@@ -274,7 +274,9 @@ typedef enum braid_binary_op {
 BRAID_API braid_status braid_unary(braid_unary_op op, braid_tensor x, braid_tensor* out);
 /* Binary op with NumPy broadcasting. Both inputs must have the same dtype and device. */
 BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
-/* x op scalar (reverse = 0) or scalar op x (reverse != 0). */
+/* x op scalar (reverse = 0) or scalar op x (reverse != 0). An integer x with a scalar that is not an
+ * integer (2.5, inf, NaN), or with DIV, is promoted to float32 first, as NumPy and PyTorch do: x + 2.5
+ * and x / 2 are float32, and x < 2.5 compares exactly (1 or 0 in float32). */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
 

@@ -1,4 +1,6 @@
 // Elementwise ops: unary, binary with NumPy broadcasting, and binary with a scalar.
+#include <cmath>
+
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
@@ -69,6 +71,19 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
   return guard("braid_binary_scalar", [&] {
     require(out, "out");
     *out = nullptr;
+    if (int32_t v = enum_int(bop); v < 0 || v >= BRAID_BINARY_COUNT)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: invalid braid_binary_op ", v);
+    // NumPy's and PyTorch's promotion: an integer tensor with a scalar that is not an integer (2.5,
+    // inf, NaN), or divided (true division), computes in floating point, float32 as PyTorch's default
+    // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
+    if (dtype_is_int(checked_tensor(x, "x").dtype) && (bop == BRAID_BINARY_DIV || !(std::trunc(scalar) == scalar))) {
+      braid_tensor promoted = nullptr;
+      if (braid_status st = braid_cast(x, BRAID_FLOAT32, &promoted); st != BRAID_OK) fail(st, braid_last_error());
+      const TensorRef hold(promoted);
+      if (braid_status st = braid_binary_scalar(bop, promoted, scalar, reverse, out); st != BRAID_OK)
+        fail(st, braid_last_error());
+      return;
+    }
     OpBuilder op("binary_scalar", BRAID_KOP_BINARY_SCALAR);
     Tensor& a = op.input(x, "x");
     check_binary(bop, a.dtype, "binary_scalar");
