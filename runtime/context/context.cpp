@@ -56,11 +56,9 @@ void check_fork(const Context& ctx) {
 }
 
 Context& checked_context(braid_context ctx, const char* what) {
-  if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (!ContextPool::instance().is_live(ctx))
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live context handle (released, or never one)");
-  check_fork(*ctx);
-  return *ctx;
+  Context& c = ContextPool::instance().checked(ctx, what, "context");
+  check_fork(c);
+  return c;
 }
 
 }  // namespace braid

@@ -26,6 +26,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "core/error.h"
+
 namespace braid {
 
 template <class T>
@@ -69,6 +71,14 @@ class HandlePool {
   bool is_live(const void* p) const {
     std::shared_lock lock(mu_);
     return live_.count(p) != 0;
+  }
+
+  // The object behind a handle from the application, or BRAID_ERR_INVALID_ARGUMENT naming `what` and
+  // the handle's `kind` ("context") when it is NULL or not live. Never dereferences a dead handle.
+  T& checked(T* p, const char* what, const char* kind) const {
+    if (p == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+    if (!is_live(p)) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live ", kind, " handle (released, or never one)");
+    return *p;
   }
 
   // Takes a live handle out of the set and returns its ownership (empty if it was not live), so that

@@ -114,10 +114,7 @@ DatasetPool::Owned open_dataset(Context& ctx, const braid_dataset_options& o) {
 }
 
 Dataset& checked_dataset(braid_dataset ds, const char* what) {
-  if (!ds) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (!DatasetPool::instance().is_live(ds))
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live dataset handle (released, or never one)");
-  return *ds;
+  return DatasetPool::instance().checked(ds, what, "dataset");
 }
 
 void release_dataset(Dataset* ds) noexcept {

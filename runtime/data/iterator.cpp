@@ -168,10 +168,7 @@ void braid_batch_iterator_t::next(braid_tensor* images, braid_tensor* labels) {
 namespace braid::data {
 
 BatchIterator& checked_iterator(braid_batch_iterator it, const char* what) {
-  if (!it) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  if (!IteratorPool::instance().is_live(it))
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live batch iterator handle (released, or never one)");
-  return *it;
+  return IteratorPool::instance().checked(it, what, "batch iterator");
 }
 
 void release_iterator(BatchIterator* it) noexcept {

@@ -428,10 +428,6 @@ void Engine::drain(Device& device) {
   (void)wait_idle({&d, 1});
 }
 
-}  // namespace braid
-
-namespace braid {
-
 Queue& Engine::pick_compute(Device& device, std::span<Storage* const> reads) {
   for (Storage* s : reads) {
     const auto& w = s->var.last_writer;

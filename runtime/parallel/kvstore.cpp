@@ -39,11 +39,7 @@ namespace {
 
 using KVStorePool = HandlePool<braid_kvstore_t>;
 
-braid_kvstore_t& checked_store(braid_kvstore kv) {
-  if (kv == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, "kv is NULL");
-  if (!KVStorePool::instance().is_live(kv)) fail(BRAID_ERR_INVALID_ARGUMENT, "kv is not a live KVStore handle");
-  return *kv;
-}
+braid_kvstore_t& checked_store(braid_kvstore kv) { return KVStorePool::instance().checked(kv, "kv", "KVStore"); }
 
 braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name) {
   auto it = kv.entries.find(key);

@@ -33,10 +33,11 @@ namespace {
 
 using TrainerPool = HandlePool<braid_trainer_t>;
 
-braid_trainer_t& checked_trainer(braid_trainer tr) {
-  if (tr == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, "tr is NULL");
-  if (!TrainerPool::instance().is_live(tr)) fail(BRAID_ERR_INVALID_ARGUMENT, "tr is not a live Trainer handle");
-  return *tr;
+braid_trainer_t& checked_trainer(braid_trainer tr) { return TrainerPool::instance().checked(tr, "tr", "Trainer"); }
+
+void check_batch_size(double batch_size) {
+  if (!(batch_size > 0) || !std::isfinite(batch_size))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: batch_size must be a positive number, not ", batch_size);
 }
 
 TensorRef grad_of(Tensor& p) {
@@ -106,8 +107,7 @@ void allreduce_grads(braid_trainer_t& tr) {
 }
 
 void update(braid_trainer_t& tr, double batch_size) {
-  if (!(batch_size > 0) || !std::isfinite(batch_size))
-    fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: batch_size must be a positive number, not ", batch_size);
+  check_batch_size(batch_size);
   const double scale = tr.options.optimizer.rescale_grad / batch_size;
   for (int32_t r = 0; r < tr.replicas; ++r)
     for (int32_t p = 0; p < tr.count; ++p) {
@@ -174,8 +174,7 @@ BRAID_API braid_status braid_trainer_release(braid_trainer tr) {
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
   return guard("braid_trainer_step", [&] {
     braid_trainer_t& t = checked_trainer(tr);
-    if (!(batch_size > 0) || !std::isfinite(batch_size))
-      fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_step: batch_size must be a positive number, not ", batch_size);
+    check_batch_size(batch_size);  // before the allreduce: a refused step changes nothing
     allreduce_grads(t);
     update(t, batch_size);
   });
