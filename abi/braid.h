@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 2
+#define BRAID_ABI_MINOR 3
 #define BRAID_MAX_DIMS 8
 
 /* ---- status codes --------------------------------------------------------------------------- */
@@ -531,6 +531,9 @@ typedef enum braid_allreduce_algorithm {
   BRAID_ALLREDUCE_TREE = 2,   /* binomial tree reduce to the first, binomial tree broadcast */
   BRAID_ALLREDUCE_RING = 3,   /* reduce-scatter then all-gather around a ring, in count chunks */
   BRAID_ALLREDUCE_BIRING = 4, /* two rings in opposite directions, each over half the elements */
+  /* ABI 1.3 */
+  BRAID_ALLREDUCE_DIRECT = 5, /* devices that share memory (the CPU backend's): each reduces its slice of
+                                 every tensor in place and writes it to all, in one pass, all at once */
   BRAID_ALLREDUCE_ALGORITHM_COUNT
 } braid_allreduce_algorithm;
 

@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 1
+#define BRAID_BACKEND_ABI_MINOR 2
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -86,6 +86,14 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *  SOFTMAX_CE_BWD    in[0] logits [N,K], in[1] labels [N], in[2] dloss [N] -> out[0] dlogits [N,K]
  *                    = (softmax(logits) - onehot(label)) * dloss[n]; a bad label fails as SOFTMAX_CE
  *
+ * Collective kernel (ABI 1.2); optional: the host uses it only where supports() says so.
+ *  COMBINE           in[0..k) -> out[0..m), all the same shape, dtype and element count, contiguous.
+ *                    i0 = braid_binary_op (ADD, MUL, MAXIMUM, MINIMUM), i1 = average: with 1 the
+ *                    result is divided by f0 (floats only). Every output receives
+ *                    in[0] op in[1] op ... in[k-1], combined left to right. An output may be exactly
+ *                    one of the inputs (in place): an element's inputs are all read before any output
+ *                    is written. A collective reduces and broadcasts a slice in one pass with it.
+ *
  * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
  * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
  * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
@@ -122,6 +130,8 @@ typedef enum braid_kernel_op {
   BRAID_KOP_POOL2D_BWD,
   BRAID_KOP_BATCH_NORM_BWD,
   BRAID_KOP_SOFTMAX_CE_BWD,
+  /* ABI 1.2 */
+  BRAID_KOP_COMBINE,
   BRAID_KOP_COUNT
 } braid_kernel_op;
 

@@ -44,6 +44,10 @@ const OpNode* failed_producer(const OpNode& node) {
     const OpNode* p = producer.get();
     if (p->done.load(std::memory_order_acquire) && p->status != BRAID_OK) return p;
   }
+  for (const auto& part : node.joined) {
+    const OpNode* p = part.get();
+    if (p->done.load(std::memory_order_acquire) && p->status != BRAID_OK) return p;
+  }
   return nullptr;
 }
 
@@ -132,6 +136,44 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
 
 void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
                   std::span<Storage* const> writes, Queue& requested) {
+  // BRAID_ENGINE=sync waits for the op below; otherwise the caller's reference is handed on as is.
+  std::shared_ptr<OpNode> waited = options_.sync ? node : nullptr;
+  std::unique_lock lock(mu_);
+  Pending pending = push_locked(std::move(node), reads, writes, {}, requested);
+  lock.unlock();
+  register_host_deps(pending);
+  if (waited) (void)wait(waited);  // errors surface at wait_to_read / wait_all, as in async mode
+}
+
+void Engine::push_partitioned(std::span<Storage* const> storages, std::vector<Part> parts, Queue& join_queue,
+                              const char* name) {
+  if (parts.empty()) return;
+  for (Part& p : parts)
+    for (Storage* w : p.writes)
+      if (std::find(storages.begin(), storages.end(), w) == storages.end())
+        fail(BRAID_ERR_INTERNAL, "push_partitioned: part '", p.node->name, "' writes a storage outside the partition");
+  const uint64_t id = ++partitions_;  // under no lock: parts are tagged before they are pushed
+  for (Part& p : parts) p.node->partition = id;
+  auto join = make_node(name, *join_queue.device);
+  join->work.kind = BRAID_WORK_MARKER;
+  for (const Part& p : parts) join->joined.push_back(p.node);
+  std::shared_ptr<OpNode> waited = options_.sync ? join : nullptr;
+  std::vector<Pending> pending;
+  pending.reserve(parts.size() + 1);
+  {
+    // One lock for all of it: no other push lands between the parts and the join, so nothing can
+    // observe the storages half written.
+    std::lock_guard lock(mu_);
+    for (Part& p : parts) pending.push_back(push_locked(std::move(p.node), p.reads, {}, storages, *p.queue));
+    pending.push_back(push_locked(std::move(join), storages, storages, {}, join_queue));
+  }
+  for (Pending& p : pending) register_host_deps(p);
+  if (waited) (void)wait(waited);
+}
+
+Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
+                                    std::span<Storage* const> writes, std::span<Storage* const> shared_writes,
+                                    Queue& requested) {
   OpNode& n = *node;
   Queue* chosen = &requested;
   if (profiler_.enabled()) {
@@ -154,7 +196,7 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
   };
   std::array<Dep, BRAID_MAX_WAITS> device_deps;  // first num_device_deps used (left uninitialised)
   uint32_t num_device_deps = 0;
-  std::vector<std::pair<Queue*, uint64_t>> host_deps;
+  Pending pending;
   auto depend = [&](const std::shared_ptr<OpNode>& d) {
     // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
     if (!d || d->queue == chosen || is_done(d)) return;
@@ -163,7 +205,7 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
         device_deps[i].second = std::max(device_deps[i].second, d->seq);
         return;
       }
-    for (auto& h : host_deps)
+    for (auto& h : pending.host_deps)
       if (h.first == d->queue) {
         h.second = std::max(h.second, d->seq);
         return;
@@ -171,17 +213,16 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
     if (d->device->backend == n.device->backend && num_device_deps < device_deps.size())
       device_deps[num_device_deps++] = {d->queue, d->seq};
     else
-      host_deps.emplace_back(d->queue, d->seq);
+      pending.host_deps.emplace_back(d->queue, d->seq);
   };
 
-  std::unique_lock lock(mu_);
   if (chosen == &n.device->compute && !n.device->more_compute.empty()) chosen = &pick_compute(*n.device, reads);
   Queue& queue = *chosen;
   n.queue = chosen;
-  for (Storage* s : reads) {
+  auto read_after_writer = [&](Storage* s) {
     keep(s);
     const auto& w = s->var.last_writer;
-    if (!w) continue;
+    if (!w) return;
     depend(w);
     if (is_done(w)) {
       // An input already known to be poisoned: the op is skipped and inherits the error, but still
@@ -190,16 +231,25 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
     } else if (!n.producers.full()) {
       n.producers.emplace_back(w);
     }
-  }
-  for (Storage* s : writes) {
+  };
+  auto write_after_all = [&](Storage* s) {
     keep(s);
     depend(s->var.last_writer);
     const auto& readers = s->var.readers;
     for (size_t i = s->var.done_readers; i < readers.size(); ++i) depend(readers[i]);
+  };
+  for (Storage* s : reads) read_after_writer(s);
+  for (Storage* s : writes) write_after_all(s);
+  // A part of a partitioned write: ordered like a writer, poisoned like a reader; recorded as a reader
+  // below, so it does not order the other parts, and the join (a writer) waits for all of them.
+  for (Storage* s : shared_writes) {
+    read_after_writer(s);
+    const auto& readers = s->var.readers;
+    for (size_t i = s->var.done_readers; i < readers.size(); ++i)
+      if (readers[i]->partition != n.partition) depend(readers[i]);  // not its sibling parts
   }
   // Program order per variable: this op is now the last writer or one more reader.
-  for (Storage* s : reads) {
-    if (written(s)) continue;
+  auto add_reader = [&](Storage* s) {
     auto& readers = s->var.readers;
     size_t& done = s->var.done_readers;
     // Readers end roughly in push order: the finished ones at the front are let go at once (their
@@ -214,7 +264,10 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
       done = 0;
     }
     readers.push_back(node);
-  }
+  };
+  for (Storage* s : reads)
+    if (!written(s)) add_reader(s);
+  for (Storage* s : shared_writes) add_reader(s);
   for (Storage* s : writes) {
     s->var.last_writer = node;
     s->var.readers.clear();
@@ -239,33 +292,33 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
     w.wait_values[i] = device_deps[i].second;
   }
 
-  // BRAID_ENGINE=sync waits for the op below; otherwise the caller's reference is handed on as is.
-  std::shared_ptr<OpNode> waited = options_.sync ? node : nullptr;
-  if (host_deps.empty() && queue.deferred.empty()) {
+  if (pending.host_deps.empty() && queue.deferred.empty()) {
     n.self = std::move(node);
     // From here the op may end and be freed on the backend's thread: n is not touched again.
     submit_locked(n);
-    lock.unlock();
   } else {
     n.self = node;
     // Keep queue order: this op and every later one on this queue wait until the host-side
     // dependencies of those before them have signalled.
-    n.foreign_pending = static_cast<uint32_t>(host_deps.size());
+    n.foreign_pending = static_cast<uint32_t>(pending.host_deps.size());
     queue.deferred.push_back(node);
     submit_ready_deferred_locked(queue);
-    lock.unlock();
-    // Registered outside the lock: a notification may fire inside semaphore_notify.
-    for (auto& [dq, value] : host_deps) {
-      auto user = std::make_unique<std::weak_ptr<OpNode>>(node);
-      braid_status st = dq->device->api->semaphore_notify(dq->timeline, value, &Engine::foreign_ready, user.get());
-      if (st == BRAID_OK) {
-        (void)user.release();  // owned by foreign_ready now
-      } else {
-        foreign_ready(user.release(), st);
-      }
+    if (!pending.host_deps.empty()) pending.node = std::move(node);
+  }
+  return pending;
+}
+
+void Engine::register_host_deps(Pending& pending) {
+  // Outside the lock: a notification may fire inside semaphore_notify.
+  for (auto& [dq, value] : pending.host_deps) {
+    auto user = std::make_unique<std::weak_ptr<OpNode>>(pending.node);
+    braid_status st = dq->device->api->semaphore_notify(dq->timeline, value, &Engine::foreign_ready, user.get());
+    if (st == BRAID_OK) {
+      (void)user.release();  // owned by foreign_ready now
+    } else {
+      foreign_ready(user.release(), st);
     }
   }
-  if (waited) (void)wait(waited);  // errors surface at wait_to_read / wait_all, as in async mode
 }
 
 void Engine::submit_locked(OpNode& n) {
@@ -340,6 +393,7 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   if (n.status != BRAID_OK) record_error(n);
   // Release what the op held before announcing completion, so a waiter sees memory returned.
   n.producers.clear();
+  n.joined.clear();
   n.keep.clear();
   Device& dev = *n.device;
   std::shared_ptr<OpNode> self = std::move(n.self);

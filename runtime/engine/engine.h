@@ -8,11 +8,14 @@
 // briefly). Backends call work_begin/work_end on their own threads; those never take mu_ unless an
 // op failed or cross-backend work was deferred.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "braid_backend.h"
 #include "core/mutex.h"
@@ -56,6 +59,23 @@ class Engine {
   void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
             std::span<Storage* const> writes, Queue& queue);
 
+  // One op of a partitioned write: its node (call filled in), what it reads, which of the partition's
+  // storages it writes (a part), and its queue.
+  struct Part {
+    std::shared_ptr<OpNode> node;
+    std::vector<Storage*> reads;
+    std::vector<Storage*> writes;
+    Queue* queue = nullptr;
+  };
+  // Ops that each write a disjoint part of the same storages, run at once (a collective's devices
+  // each reduce their slice of every tensor). The engine orders whole storages, so pushed one by one
+  // they would run one after another. Here every part is ordered after all earlier readers and writers
+  // of `storages` but not after the other parts; then a join marker named `name` on join_queue becomes
+  // the storages' last writer: it waits for every part and inherits the failure of any, so later ops
+  // see the storages whole (or poisoned). The caller guarantees that the parts' writes are disjoint.
+  void push_partitioned(std::span<Storage* const> storages, std::vector<Part> parts, Queue& join_queue,
+                        const char* name);
+
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.
   WaitResult wait(const std::shared_ptr<OpNode>& node);
@@ -69,6 +89,16 @@ class Engine {
   void drain(Device& device);
 
  private:
+  // What push_locked leaves for after the lock: notifications to register for dependencies on other
+  // backends (node is set when there are any).
+  struct Pending {
+    std::vector<std::pair<Queue*, uint64_t>> host_deps;
+    std::shared_ptr<OpNode> node;
+  };
+  // push() under mu_. shared_writes: storages the op writes a part of (push_partitioned).
+  Pending push_locked(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
+                      std::span<Storage* const> shared_writes, Queue& requested);
+  void register_host_deps(Pending& pending);
   WaitResult wait_queue(Queue& queue, uint64_t seq);
   static int32_t work_begin(void* token);
   static void work_end(void* token, braid_status status, const char* message);
@@ -86,6 +116,7 @@ class Engine {
   Profiler& profiler_;
   mutable SlotPool node_pool_;
   Mutex mu_;  // vars, queue sequence numbers, deferred lists (taken once per push: core/mutex.h)
+  std::atomic<uint64_t> partitions_{0};  // ids of partitioned writes (OpNode::partition)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;
   std::string first_error_message_;

@@ -57,6 +57,10 @@ struct OpNode {
 
   // Ops whose outputs this op reads: if one failed, this op is skipped and inherits the error.
   InlineVector<std::shared_ptr<OpNode>, kMaxProducers> producers;
+  // The join of a partitioned write (Engine::push_partitioned): its parts, whose failure it inherits
+  // like a producer's. Empty for every other op.
+  std::vector<std::shared_ptr<OpNode>> joined;
+  uint64_t partition = 0;  // a part of partitioned write `partition` (nonzero): not ordered after its siblings
   // Storages this op touches stay alive until it ends (deferred frees).
   InlineVector<std::shared_ptr<Storage>, kMaxKeep> keep;
   // The backend holds a raw token; this keeps the node alive until work_end.

@@ -1,5 +1,7 @@
 #include "ops/op_builder.h"
 
+#include <algorithm>
+
 #include "autograd/tape.h"
 
 namespace braid {
@@ -109,13 +111,26 @@ void OpBuilder::require_kernel(braid_dtype dtype) {
 void OpBuilder::push(braid_queue_kind queue) { push(device_->queue(queue)); }
 
 void OpBuilder::push(Queue& queue) {
+  before_push();
+  ctx_->engine->push(std::move(node_), {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
+}
+
+Engine::Part OpBuilder::to_part(Queue& queue) {
+  before_push();
+  Engine::Part part{std::move(node_), {}, {writes_.begin(), writes_.begin() + num_writes_}, &queue};
+  for (size_t i = 0; i < num_reads_; ++i)
+    if (std::find(part.writes.begin(), part.writes.end(), reads_[i]) == part.writes.end())
+      part.reads.push_back(reads_[i]);
+  return part;
+}
+
+void OpBuilder::before_push() {
   if (!throttled_) ctx_->engine->throttle(*device_);
   // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
   // is not an in-place update of a differentiable value.
   if (ctx_->recording.any() || overwritten_)
     autograd::record(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
                              {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
-  ctx_->engine->push(std::move(node_), {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
 }
 
 void require_float(const Tensor& t, const char* op, const char* what) {

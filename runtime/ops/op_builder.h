@@ -44,11 +44,16 @@ class OpBuilder {
   void push(braid_queue_kind queue = BRAID_QUEUE_COMPUTE);
   // Pushes onto a given queue of the op's device (collectives: Device::comm).
   void push(Queue& queue);
+  // Instead of pushing: the op as one part of a partitioned write (Engine::push_partitioned), with
+  // the same backpressure and autograd hook as push(). Its outputs must be disjoint from the other
+  // parts'.
+  Engine::Part to_part(Queue& queue);
   // Hands output i to the application (after push).
   braid_tensor release_output(int i) noexcept { return outputs_[static_cast<size_t>(i)].release(); }
 
  private:
   void set_device(Context& ctx, Device& dev);
+  void before_push();  // backpressure and autograd's hook
   void add_read(Storage* s);
   void add_write(Storage* s);
 

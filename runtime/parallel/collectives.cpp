@@ -11,6 +11,7 @@
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "plugin/backend.h"
+#include "engine/engine.h"
 
 namespace braid::parallel {
 namespace {
@@ -239,6 +240,84 @@ void naive_allreduce(std::span<Tensor* const> ts, Reduction r) {
   for (int i = 1; i < n; ++i) send(root, 0, *ts[static_cast<size_t>(i)], 0, numel);
 }
 
+// Slices of at least this many bytes: below twice this one device reduces the whole tensor (a slice
+// per device would cost more in ops and cross-device waits than it saves). Measured: docs/BENCHMARKS.md.
+constexpr uint64_t kMinDirectSliceBytes = 64u << 10;
+
+// Whether DIRECT can run over these tensors: every device reads every other's memory and has the
+// COMBINE kernel for their dtype.
+bool direct_possible(std::span<Tensor* const> ts) {
+  for (Tensor* t : ts)
+    if (!peer_readable(ts[0]->device(), t->device()) || !t->device().supports(BRAID_KOP_COMBINE, t->dtype))
+      return false;
+  return true;
+}
+
+// One COMBINE op on `on`'s comm queue over elements [off, off + count): ins[0] op ins[1] op ... written
+// to every one of outs, as a part of the partitioned write `parts`.
+void combine_part(Tensor& on, std::span<Tensor* const> ins, std::span<Tensor* const> outs, int64_t off,
+                  int64_t count, const Reduction& r, bool average, int n, std::vector<Engine::Part>& parts) {
+  OpBuilder k("allreduce_direct", BRAID_KOP_COMBINE);
+  k.operand(&on, "out");  // the op's device; the others are peers it reads and writes in place
+  for (Tensor* t : ins) k.add_input_view(*t, flat_view(*t, off, count));
+  k.require_kernel(on.dtype);
+  k.call().i[0] = r.combine;
+  k.call().i[1] = average ? 1 : 0;
+  k.call().f[0] = n;
+  for (Tensor* t : outs) k.add_inplace_output(*t, flat_view(*t, off, count));
+  parts.push_back(k.to_part(on.device().comm));
+}
+
+// Every device reduces its slice of all n tensors, reading them where they lie, and writes the result
+// into that slice of every tensor: one pass over memory, with the devices' slices written at once (a
+// partitioned write; the engine would otherwise order the writers of one tensor one after another).
+// With at most 6 tensors (the kernel's inputs) and 4 (its outputs) a slice is one op; beyond that it
+// is reduced into its own device's tensor in steps, then copied to the others four at a time.
+void direct_allreduce(std::span<Tensor* const> ts, Reduction r) {
+  const int n = static_cast<int>(ts.size());
+  const int64_t numel = ts[0]->shape.numel();
+  const uint64_t bytes = ts[0]->bytes();
+  const int slices = static_cast<int>(std::clamp<uint64_t>(bytes / kMinDirectSliceBytes, 1, static_cast<uint64_t>(n)));
+  std::vector<Engine::Part> parts;
+  for (int d = 0; d < slices; ++d) {
+    const Part p = part(numel, slices, d);
+    if (p.count == 0) continue;
+    Tensor& own = *ts[static_cast<size_t>(d)];
+    std::vector<Tensor*> others;  // own first: it is both an input and the first output
+    others.push_back(&own);
+    for (Tensor* t : ts)
+      if (t != &own) others.push_back(t);
+    const size_t kIn = BRAID_KERNEL_MAX_INPUTS, kOut = BRAID_KERNEL_MAX_OUTPUTS;
+    if (others.size() <= kIn) {
+      const size_t first_outs = std::min(others.size(), kOut);
+      combine_part(own, others, std::span(others).first(first_outs), p.offset, p.count, r, r.average, n, parts);
+      for (size_t o = first_outs; o < others.size(); o += kOut) {
+        Tensor* src = &own;
+        combine_part(own, {&src, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset,
+                     p.count, r, false, n, parts);
+      }
+      continue;
+    }
+    size_t next = std::min(others.size(), kIn);
+    Tensor* self = &own;
+    combine_part(own, std::span(others).first(next), {&self, 1}, p.offset, p.count, r, false, n, parts);
+    while (next < others.size()) {
+      std::vector<Tensor*> step{&own};
+      const size_t take = std::min(others.size() - next, kIn - 1);
+      step.insert(step.end(), others.begin() + static_cast<std::ptrdiff_t>(next),
+                  others.begin() + static_cast<std::ptrdiff_t>(next + take));
+      next += take;
+      combine_part(own, step, {&self, 1}, p.offset, p.count, r, r.average && next == others.size(), n, parts);
+    }
+    for (size_t o = 1; o < others.size(); o += kOut)
+      combine_part(own, {&self, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset,
+                   p.count, r, false, n, parts);
+  }
+  std::vector<Storage*> storages;
+  for (Tensor* t : ts) storages.push_back(t->storage.get());
+  ts[0]->ctx->engine->push_partitioned(storages, std::move(parts), ts[0]->device().comm, "allreduce_join");
+}
+
 braid_allreduce_algorithm from_env() {
   const char* v = std::getenv("BRAID_ALLREDUCE");
   if (v == nullptr || *v == '\0') return BRAID_ALLREDUCE_AUTO;
@@ -248,7 +327,8 @@ braid_allreduce_algorithm from_env() {
   if (s == "tree") return BRAID_ALLREDUCE_TREE;
   if (s == "ring") return BRAID_ALLREDUCE_RING;
   if (s == "biring") return BRAID_ALLREDUCE_BIRING;
-  fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ALLREDUCE='", s, "' is not one of auto, naive, tree, ring, biring");
+  if (s == "direct") return BRAID_ALLREDUCE_DIRECT;
+  fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ALLREDUCE='", s, "' is not one of auto, naive, tree, ring, biring, direct");
 }
 
 }  // namespace
@@ -298,13 +378,9 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
 braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes) {
   if (braid_allreduce_algorithm a = from_env(); a != BRAID_ALLREDUCE_AUTO) return a;
   // Devices that read each other's memory (the CPU backend's) have no links to keep busy: what costs
-  // is the bytes each kernel reads and writes, and the tree's whole-tensor reductions read the peer in
-  // place with the fewest passes over memory. Measured (braid-bench allreduce, docs/BENCHMARKS.md):
-  // from 256 KiB up the tree beat the ring on 2 and 4 CPU devices in every run; below that the
-  // order changed from run to run (a few microseconds either way).
-  bool shared = true;
-  for (Tensor* t : ts) shared = shared && peer_readable(ts[0]->device(), t->device());
-  if (shared) return BRAID_ALLREDUCE_TREE;
+  // is the bytes each kernel reads and writes. DIRECT reads every tensor once and writes it once, in
+  // one pass, with the devices' slices at once. Measured (braid-bench allreduce, docs/BENCHMARKS.md).
+  if (direct_possible(ts)) return BRAID_ALLREDUCE_DIRECT;
   // Small messages are latency-bound: the tree takes log2(n) rounds of whole-tensor copies, the ring
   // 2(n - 1) rounds of 1/n of it. Large ones are bandwidth-bound: the ring moves 2(n-1)/n of the data
   // through each device and spreads the reductions over all of them. Measured crossover on CPU
@@ -324,6 +400,12 @@ void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorit
   const std::vector<int> order = rotated(n, 0);
   switch (algorithm) {
     case BRAID_ALLREDUCE_NAIVE: naive_allreduce(ts, r); break;
+    case BRAID_ALLREDUCE_DIRECT:
+      if (!direct_possible(ts))
+        fail(BRAID_ERR_UNSUPPORTED, "allreduce: DIRECT needs devices that read each other's memory and have the "
+                                    "COMBINE kernel for ", dtype_name(ts[0]->dtype), " (the CPU backend's devices)");
+      direct_allreduce(ts, r);
+      break;
     case BRAID_ALLREDUCE_TREE:
       tree_reduce(ts, order, r);
       tree_broadcast(ts, order);

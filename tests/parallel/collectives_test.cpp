@@ -3,13 +3,16 @@
 // algorithm, odd sizes, integer (exact) and float dtypes, and the error paths.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <random>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 #include "runtime/support.h"
+#include "runtime/trace.h"
 
 using test::Ctx;
 using test::T;
@@ -78,7 +81,8 @@ std::vector<braid_tensor> handles(const std::vector<T>& ts) {
 }
 
 const char* algorithm_name(braid_allreduce_algorithm a) {
-  const char* names[] = {"auto", "naive", "tree", "ring", "biring"};
+  const char* names[] = {"auto", "naive", "tree", "ring", "biring", "direct"};
+  static_assert(sizeof names / sizeof names[0] == BRAID_ALLREDUCE_ALGORITHM_COUNT);
   return names[a];
 }
 
@@ -122,6 +126,115 @@ TEST_CASE("allreduce equals its definition: 1-8 devices, every algorithm, op and
       }
     }
   }
+}
+
+TEST_CASE("DIRECT allreduce over large tensors: every device's slice, chained steps beyond 4 and 6 devices") {
+  // Large enough for one slice per device (float32: 280 KiB, int64: 560 KiB), odd so the slices differ
+  // in length; 5 to 8 devices take the kernel's chained steps (more tensors than inputs or outputs).
+  const int64_t size = 70001;
+  for (int n = 2; n <= 8; ++n) {
+    Ctx c(n);
+    for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_INT64}) {
+      for (int o = 0; o < BRAID_COLLECTIVE_OP_COUNT; ++o) {
+        const auto op = static_cast<braid_collective_op>(o);
+        if (op == BRAID_COLLECTIVE_AVG && dtype != BRAID_FLOAT32) continue;
+        CAPTURE(n);
+        CAPTURE(braid_dtype_name(dtype));
+        CAPTURE(o);
+        std::vector<T> ts;
+        for (int i = 0; i < n; ++i) ts.push_back(make_any(c.ctx, i, dtype, i, size));
+        braid_collective_options opt = BRAID_COLLECTIVE_OPTIONS_INIT;
+        opt.op = op;
+        opt.algorithm = BRAID_ALLREDUCE_DIRECT;
+        const std::vector<braid_tensor> h = handles(ts);
+        BRAID_CHECK_OK(braid_allreduce(n, h.data(), &opt));
+        const std::vector<double> first = read(ts[0], dtype);
+        int64_t wrong = 0, differ = 0;
+        for (int64_t k = 0; k < size; ++k) {
+          const double want = reduce_def(op, n, k), got = first[static_cast<size_t>(k)];
+          if (std::abs(got - want) > 1e-6 * std::max(1.0, std::abs(want))) ++wrong;
+        }
+        for (int i = 1; i < n; ++i) differ += read(ts[static_cast<size_t>(i)], dtype) != first;
+        CHECK(wrong == 0);
+        CHECK(differ == 0);  // every device holds the same bits
+      }
+    }
+  }
+}
+
+TEST_CASE("DIRECT allreduce waits for earlier readers and passes poison on to every tensor") {
+  Ctx c(2);
+  const int64_t size = 1 << 20;
+  T x = make_any(c.ctx, 0, BRAID_FLOAT32, 0, size), y = make_any(c.ctx, 1, BRAID_FLOAT32, 1, size);
+  const std::vector<double> x_before = read(x, BRAID_FLOAT32);
+  // A reader of x pushed before the allreduce (on the compute queue; the allreduce runs on the comm
+  // queues) must see x as it was, however the two are scheduled.
+  T copy;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, copy.out()));
+  braid_tensor h[2] = {x.t, y.t};
+  braid_collective_options opt = BRAID_COLLECTIVE_OPTIONS_INIT;
+  opt.algorithm = BRAID_ALLREDUCE_DIRECT;
+  BRAID_CHECK_OK(braid_allreduce(2, h, &opt));
+  const std::vector<double> negated = read(copy, BRAID_FLOAT32);
+  int64_t wrong = 0;
+  for (int64_t k = 0; k < size; ++k) wrong += negated[static_cast<size_t>(k)] != -x_before[static_cast<size_t>(k)];
+  CHECK(wrong == 0);
+  const std::vector<double> summed = read(y, BRAID_FLOAT32);
+  for (int64_t k = 0; k < size; ++k) wrong += summed[static_cast<size_t>(k)] != reduce_def(BRAID_COLLECTIVE_SUM, 2, k);
+  CHECK(wrong == 0);
+
+  // An input whose producer failed poisons both tensors: every part reads it, and the join that
+  // becomes the tensors' last writer inherits the failure.
+  // softmax_cross_entropy with a label out of range is accepted and fails in the kernel.
+  T logits = test::full(c.ctx, 0, BRAID_FLOAT32, {2, 3}, 0.5);
+  std::vector<int32_t> labels = {1, 7};
+  const int64_t two = 2;
+  T label, loss;
+  BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, 0, BRAID_INT32, 1, &two, labels.data(), 8, label.out()));
+  BRAID_CHECK_OK(braid_softmax_cross_entropy(logits.t, label.t, loss.out()));
+  T other = test::full(c.ctx, 1, BRAID_FLOAT32, {2}, 1.0);
+  braid_tensor g[2] = {loss.t, other.t};
+  BRAID_CHECK_OK(braid_allreduce(2, g, &opt));
+  float v[2];
+  CHECK(braid_tensor_to_host(other.t, v, sizeof v) == BRAID_ERR_KERNEL);
+  CHECK(braid_wait_all(c.ctx) == BRAID_ERR_KERNEL);
+}
+
+TEST_CASE("DIRECT allreduce: the devices' slices run at once (profiler timestamps)") {
+  // Asynchronous whatever BRAID_ENGINE says: with every op run at its push nothing can overlap.
+  braid_context_options async = BRAID_CONTEXT_OPTIONS_INIT;
+  async.engine_mode = BRAID_ENGINE_ASYNC;
+  Ctx c(2, async);
+  const int64_t size = 4 << 20;  // 16 MiB of float32: milliseconds per slice
+  T x = make_any(c.ctx, 0, BRAID_FLOAT32, 0, size), y = make_any(c.ctx, 1, BRAID_FLOAT32, 1, size);
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_profiler_start(c.ctx));
+  braid_tensor h[2] = {x.t, y.t};
+  braid_collective_options opt = BRAID_COLLECTIVE_OPTIONS_INIT;
+  opt.algorithm = BRAID_ALLREDUCE_DIRECT;
+  BRAID_CHECK_OK(braid_allreduce(2, h, &opt));
+  char path[] = "/tmp/braid-direct-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path));
+  const auto events = test::read_trace(path);
+  std::remove(path);
+  // One slice per device, each writing both tensors: had the engine ordered them like two writers of
+  // one tensor, the second would start when the first ended.
+  std::vector<std::pair<double, double>> spans(2, {-1, -1});
+  for (const auto& e : events)
+    if (e.name == "allreduce_direct" && e.pid >= 0 && e.pid < 2) spans[static_cast<size_t>(e.pid)] = {e.ts, e.end()};
+  INFO("cpu:0 slice " << spans[0].first << ".." << spans[0].second << " us, cpu:1 slice " << spans[1].first << ".."
+                      << spans[1].second << " us");
+  REQUIRE(spans[0].first >= 0);
+  REQUIRE(spans[1].first >= 0);
+  CHECK(spans[0].first < spans[1].second);
+  CHECK(spans[1].first < spans[0].second);
+  const std::vector<double> got = read(y, BRAID_FLOAT32);
+  int64_t wrong = 0;
+  for (int64_t k = 0; k < size; ++k) wrong += got[static_cast<size_t>(k)] != reduce_def(BRAID_COLLECTIVE_SUM, 2, k);
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("allreduce of float32 random data matches a float64 sum within rounding") {

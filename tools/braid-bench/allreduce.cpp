@@ -64,7 +64,8 @@ void suite_allreduce(Run& run) {
   }
   run.out->note("allreduce", "devices " + names + "; busbw = algbw * 2(n-1)/n; baseline: memcpy of the same bytes, "
                              "one thread");
-  const char* algorithms[] = {"auto", "naive", "tree", "ring", "biring"};
+  const char* algorithms[] = {"auto", "naive", "tree", "ring", "biring", "direct"};
+  static_assert(sizeof algorithms / sizeof algorithms[0] == BRAID_ALLREDUCE_ALGORITHM_COUNT);
   for (uint64_t bytes = 4u << 10; bytes <= (256u << 20); bytes *= 4) {
     const int64_t count = static_cast<int64_t>(bytes / sizeof(float));
     const int repeat = run.repeat_or(bytes >= (64u << 20) ? 3 : kDefaultRepeat);
@@ -86,9 +87,11 @@ void suite_allreduce(Run& run) {
       return static_cast<double>(bytes) / s * 1e-9;
     };
     const double memcpy_gbs = tools::measure(1, repeat, memcpy_run).median;
-    for (int a = 0; a < 5; ++a) {
+    for (int a = 0; a < BRAID_ALLREDUCE_ALGORITHM_COUNT; ++a) {
       braid_collective_options o = BRAID_COLLECTIVE_OPTIONS_INIT;
       o.algorithm = static_cast<braid_allreduce_algorithm>(a);
+      if (o.algorithm == BRAID_ALLREDUCE_DIRECT && braid_allreduce(n, hs.data(), &o) == BRAID_ERR_UNSUPPORTED)
+        continue;  // devices that do not share memory
       auto once = [&] {
         tools::Stopwatch sw;
         check(braid_allreduce(n, hs.data(), &o), "braid_allreduce");

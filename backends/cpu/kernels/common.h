@@ -435,5 +435,6 @@ KernelResult k_conv2d_bwd_weight(const Call&, Exec&);
 KernelResult k_pool2d_bwd(const Call&, Exec&);
 KernelResult k_batch_norm_bwd(const Call&, Exec&);
 KernelResult k_softmax_ce_bwd(const Call&, Exec&);
+KernelResult k_combine(const Call&, Exec&);         // elementwise.cpp
 
 }  // namespace braid::cpu::kern

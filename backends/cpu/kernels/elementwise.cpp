@@ -4,8 +4,11 @@
 // Integer arithmetic wraps (done in unsigned, so it is defined behaviour).
 #include "common.h"
 // (common.h first: see the note at its top)
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 
 #include "convert.h"
@@ -229,6 +232,88 @@ KernelResult k_binary_scalar(const Call& c, Exec& ex) {
     r = binary_typed<T>(ex, c, braid_binary_op(c.i[0]), L, data_of<T>(out), reverse ? &s : x, reverse ? x : &s);
   });
   return r;
+}
+
+
+// ---- COMBINE ---------------------------------------------------------------------------------------
+
+namespace {
+
+// Block of elements combined in a stack buffer: the inputs are read and every output written while
+// the block is in L1, so a collective's fused reduce-and-broadcast is one pass over memory.
+constexpr int64_t kCombineBlock = 2048;
+
+template <class T, class F>
+void combine_typed(Exec& ex, const Call& c, F op) {
+  const int k = c.num_inputs, m = c.num_outputs;
+  const bool average = c.i[1] != 0;
+  const double divisor = c.f[0];
+  std::array<const T*, BRAID_KERNEL_MAX_INPUTS> in{};
+  std::array<T*, BRAID_KERNEL_MAX_OUTPUTS> out{};
+  for (int j = 0; j < k; ++j) in[size_t(j)] = data_of<const T>(c.inputs[j]);
+  for (int j = 0; j < m; ++j) out[size_t(j)] = data_of<T>(c.outputs[j]);
+  if (k == 2 && m == 2 && !average) {
+    // Two devices' allreduce, the common case: one fused loop without the block buffer.
+    const T *a = in[0], *b = in[1];
+    T *o0 = out[0], *o1 = out[1];
+    parallel(ex, numel(c.outputs[0]), kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t e = begin; e < end; ++e) {
+        const T v = op(a[e], b[e]);
+        o0[e] = v;
+        o1[e] = v;
+      }
+    });
+    return;
+  }
+  parallel(ex, numel(c.outputs[0]), kGrain, [&](int64_t begin, int64_t end) {
+    T acc[kCombineBlock];
+    for (int64_t b = begin; b < end; b += kCombineBlock) {
+      const int64_t len = std::min(kCombineBlock, end - b);
+      for (int64_t e = 0; e < len; ++e) acc[e] = in[0][b + e];
+      for (int j = 1; j < k; ++j) {
+        const T* x = in[size_t(j)] + b;
+        for (int64_t e = 0; e < len; ++e) acc[e] = op(acc[e], x[e]);
+      }
+      if constexpr (!std::is_integral_v<T>) {
+        if (average) {
+          const T d = static_cast<T>(divisor);
+          for (int64_t e = 0; e < len; ++e) acc[e] /= d;
+        }
+      }
+      for (int j = 0; j < m; ++j) std::memcpy(out[size_t(j)] + b, acc, size_t(len) * sizeof(T));
+    }
+  });
+}
+
+}  // namespace
+
+// Every input is read for an element before any output is written, so an output may be one of the
+// inputs (a collective combines in place); views are contiguous (the host builds flat views).
+KernelResult k_combine(const Call& c, Exec& ex) {
+  for (int j = 0; j < c.num_inputs; ++j)
+    if (!is_contiguous(c.inputs[j])) return unsupported(c.op, c.inputs[0].dtype, "strided input");
+  for (int j = 0; j < c.num_outputs; ++j)
+    if (!is_contiguous(c.outputs[j])) return unsupported(c.op, c.inputs[0].dtype, "strided output");
+  const auto op = braid_binary_op(c.i[0]);
+  bool known = true;
+  visit_dtype(NumericTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) {
+    constexpr bool integral = std::is_integral_v<T>;
+    switch (op) {
+      case BRAID_BINARY_ADD:
+        if constexpr (integral) combine_typed<T>(ex, c, [](T x, T y) { return wrap_add(x, y); });
+        else combine_typed<T>(ex, c, [](T x, T y) { return x + y; });
+        break;
+      case BRAID_BINARY_MUL:
+        if constexpr (integral) combine_typed<T>(ex, c, [](T x, T y) { return wrap_mul(x, y); });
+        else combine_typed<T>(ex, c, [](T x, T y) { return x * y; });
+        break;
+      case BRAID_BINARY_MAXIMUM: combine_typed<T>(ex, c, [](T x, T y) { return max_nan(x, y); }); break;
+      case BRAID_BINARY_MINIMUM: combine_typed<T>(ex, c, [](T x, T y) { return min_nan(x, y); }); break;
+      default: known = false;
+    }
+  });
+  if (!known) return unsupported(c.op, c.inputs[0].dtype, ("combine op " + std::to_string(int(op))).c_str());
+  return {};
 }
 
 }  // namespace braid::cpu::kern
