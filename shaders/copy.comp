@@ -12,7 +12,28 @@
 layout(local_size_x = 256) in;
 #include "common.glsl"
 uvec2 i32_to_i64(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
-float i64_to_f32(uvec2 v) { return float(int(v.y)) * 4294967296.0 + float(v.x); }
+uvec2 neg_i64(uvec2 v) {
+  uint lo = ~v.x + 1u;
+  return uvec2(lo, ~v.y + (lo == 0u ? 1u : 0u));
+}
+#if MODE == 7
+// int64 -> float32 in one rounding to nearest even, as a C cast. Converting the two words separately
+// rounds twice, and for a negative value rounds the low word up to 2^32 before the high word's -2^32
+// cancels it (-1 gave 0). So: round the magnitude's top 24 bits by the bits below them, then scale.
+float i64_to_f32(uvec2 v) {
+  bool neg = int(v.y) < 0;
+  uvec2 m = neg ? neg_i64(v) : v;  // |INT64_MIN| = 2^63 is right read as unsigned
+  if (m.y == 0u && m.x <= 0x1000000u) return neg ? -float(m.x) : float(m.x);  // exact
+  int top = m.y != 0u ? 32 + findMSB(m.y) : findMSB(m.x);  // the leading one's bit, 24..63
+  int sh = 63 - top;                                         // bring it to bit 63 of (hi, lo)
+  uint hi = sh >= 32 ? m.x << (sh - 32) : sh > 0 ? (m.y << sh) | (m.x >> (32 - sh)) : m.y;
+  uint lo = sh >= 32 ? 0u : m.x << sh;
+  uint mant = hi >> 8, rest = hi & 0xffu;
+  if (rest > 0x80u || (rest == 0x80u && (lo != 0u || (mant & 1u) != 0u))) mant += 1u;
+  float f = ldexp(float(mant), top - 23);  // mant <= 2^24: exact, and so is the scaling
+  return neg ? -f : f;
+}
+#endif
 #if MODE == 15
 // Truncation toward zero, as a C cast, for |v| < 2^63.
 uvec2 f64_to_i64(double v) {

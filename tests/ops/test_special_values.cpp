@@ -1,0 +1,85 @@
+// Conformance at the edges of the number line: casts at and beyond the integer bounds, NaN, signed
+// zeros, infinities and subnormals through the elementwise ops. The random-data cases of the other
+// files stay inside each op's comfortable range and compare with an absolute floor (tolerance.h), so
+// they cannot see a wrong sign of zero, a lost subnormal or a small relative error near 0; here every
+// expectation is exact, or a relative bound in ulps, and each comes from the C library or from the
+// conversion rules of backends/cpu/kernels/convert.h (which every backend follows).
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include "harness.h"
+
+using harness::context;
+
+namespace {
+
+// Uploads values as a 1-D tensor of T's dtype.
+template <class T>
+braid::Tensor put(const harness::DeviceRef& dev, const std::vector<T>& v) {
+  return braid::Tensor::from_vector(context(), dev.index, {static_cast<int64_t>(v.size())}, v);
+}
+
+// Bit equality, so -0 differs from +0; any NaN matches any NaN.
+template <class T>
+bool same(T got, T want) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(want)) return std::isnan(got);
+    return std::bit_cast<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(got) ==
+           std::bit_cast<std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>(want);
+  } else {
+    return got == want;
+  }
+}
+
+template <class T>
+std::string show(T v) {
+  std::ostringstream s;
+  s.precision(std::numeric_limits<T>::max_digits10);
+  s << v;
+  return s.str();
+}
+
+// Checks got[i] == want[i] bit for bit, naming the input of each differing element.
+template <class In, class Out>
+void check_exact(const std::vector<In>& in, const std::vector<Out>& got, const std::vector<Out>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO("input ", show(in[i]), ": expected ", show(want[i]), ", got ", show(got[i]));
+    CHECK(same(got[i], want[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("special values: int64 -> float32 rounds once, negative values included") {
+  // Negative values whose low word alone rounds up (the two halves converted separately gave 0 for
+  // -1 and -2), values past 2^24 that need rounding (ties to even), and the int64 bounds.
+  const std::vector<int64_t> x = {-1,
+                                  -2,
+                                  -672,
+                                  -1031,
+                                  1,
+                                  16777217,            // 2^24 + 1: a tie, to even (2^24)
+                                  -16777219,           // -(2^24 + 3): a tie, to even (-(2^24 + 4))
+                                  (int64_t{1} << 40) + 1,
+                                  -((int64_t{1} << 40) + 0x10001),
+                                  4294967295,          // 2^32 - 1
+                                  -4294967295,
+                                  (int64_t{1} << 53) + 1,
+                                  std::numeric_limits<int64_t>::max(),
+                                  std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::min() + 1,
+                                  0x7fffffc000000001};  // just above a float32 tie: rounds up to 2^63
+  std::vector<float> want;
+  for (int64_t v : x) want.push_back(static_cast<float>(v));  // one rounding, to nearest even
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      check_exact(x, braid::cast(put(dev, x), BRAID_FLOAT32).to_vector<float>(), want);
+    });
+  }
+}
