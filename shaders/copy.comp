@@ -34,13 +34,26 @@ float i64_to_f32(uvec2 v) {
   return neg ? -f : f;
 }
 #endif
-#if MODE == 15
-// Truncation toward zero, as a C cast, for |v| < 2^63.
-uvec2 f64_to_i64(double v) {
-  double t = v < 0.0LF ? ceil(v) : floor(v);
-  double hi = floor(t / 4294967296.0LF);
-  return uvec2(uint(t - hi * 4294967296.0LF), uint(int(hi)));
-}
+// float -> integer as every backend converts (backends/common/float_to_int.h): truncation toward
+// zero, saturated at the target's bounds, NaN -> 0. A bare int() is undefined out of range (lavapipe
+// gives INT32_MIN, NaN included), and int64 cannot go through int32. The int64 result is built from
+// the truncated magnitude: its high word is floor(t / 2^32), and t - hi 2^32 is exact in R (a
+// multiple of t's ulp below 2^32). Defined for float and, where the mode reads doubles, double.
+#define DEFINE_TO_INT(R)                                                                        \
+  int to_i32(R v) {                                                                             \
+    return isnan(v) ? 0 : v >= R(2147483648.0) ? 0x7fffffff : v <= R(-2147483648.0) ? int(0x80000000u) : int(v); \
+  }                                                                                             \
+  uvec2 to_i64(R v) {                                                                           \
+    if (isnan(v)) return uvec2(0u);                                                             \
+    if (v >= R(9223372036854775808.0)) return uvec2(0xffffffffu, 0x7fffffffu);                  \
+    if (v <= R(-9223372036854775808.0)) return uvec2(0u, 0x80000000u);                          \
+    R t = trunc(abs(v)), hi = floor(t * R(1.0 / 4294967296.0));                                 \
+    uvec2 m = uvec2(uint(t - hi * R(4294967296.0)), uint(hi));                                  \
+    return v < R(0) ? neg_i64(m) : m;                                                           \
+  }
+DEFINE_TO_INT(float)
+#if MODE == 13 || MODE == 15
+DEFINE_TO_INT(double)
 #endif
 // bfloat16 from float32: round to nearest even on the bit pattern; NaN stays a (quiet) NaN. The bits
 // travel as uint (16-bit storage allows only loads, stores and conversions of uint16_t).
@@ -84,7 +97,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 2
 #define S float
 #define D int
-#define CONVERT(v) int(v)
+#define CONVERT(v) to_i32(v)
 #elif MODE == 3
 #define S int
 #define D float
@@ -100,7 +113,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 6
 #define S float
 #define D uvec2
-#define CONVERT(v) i32_to_i64(int(v))
+#define CONVERT(v) to_i64(v)
 #elif MODE == 7
 #define S uvec2
 #define D float
@@ -128,7 +141,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 13
 #define S double
 #define D int
-#define CONVERT(v) int(v)
+#define CONVERT(v) to_i32(v)
 #elif MODE == 14
 #define S int
 #define D double
@@ -136,7 +149,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 15
 #define S double
 #define D uvec2
-#define CONVERT(v) f64_to_i64(v)
+#define CONVERT(v) to_i64(v)
 #elif MODE == 16
 #define S uvec2
 #define D double

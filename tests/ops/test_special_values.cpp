@@ -83,3 +83,62 @@ TEST_CASE("special values: int64 -> float32 rounds once, negative values include
     });
   }
 }
+
+namespace {
+
+// The CPU backend's float -> integer rule (backends/common/float_to_int.h, docs/ABI.md): truncation
+// toward zero, saturated at the target's bounds, NaN -> 0. Written out here, not included, so that
+// the test states the rule rather than reusing the code under test.
+template <class I, class F>
+I saturate(F x) {
+  if (std::isnan(x)) return 0;
+  if (x >= std::ldexp(F(1), std::numeric_limits<I>::digits)) return std::numeric_limits<I>::max();
+  if (x <= -std::ldexp(F(1), std::numeric_limits<I>::digits)) return std::numeric_limits<I>::min();
+  return static_cast<I>(x);
+}
+
+template <class F>
+std::vector<F> float_to_int_inputs() {
+  const F inf = std::numeric_limits<F>::infinity(), nan = std::numeric_limits<F>::quiet_NaN();
+  return {F(3e9),  F(-3e9), F(1e15),         F(-1e15),       F(1e19),         F(-1e19),   nan,
+          -nan,    inf,     -inf,            F(2147483647.0), F(2147483648.0), F(-2147483648.0),
+          F(-2147483904.0), F(4294967296.0), F(-4294967297.0), F(9.2233720368547758e18), F(-9.2233720368547758e18),
+          F(-0.0), F(-2.75), F(2.75),        F(1e-30),       F(-123456789.5), F(1099511627776.75)};
+}
+
+template <class F, class I>
+void check_float_to_int(const harness::DeviceRef& dev) {
+  INFO("device ", dev.id, ", ", harness::dtype_name(braid::dtype_v<F>), " -> ", harness::dtype_name(braid::dtype_v<I>));
+  const std::vector<F> x = float_to_int_inputs<F>();
+  std::vector<I> want;
+  for (F v : x) want.push_back(saturate<I>(v));
+  check_exact(x, braid::cast(put(dev, x), braid::dtype_v<I>).template to_vector<I>(), want);
+}
+
+}  // namespace
+
+TEST_CASE("special values: float -> integer casts and integer fills saturate, NaN -> 0") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      check_float_to_int<float, int32_t>(dev);
+      check_float_to_int<float, int64_t>(dev);
+      check_float_to_int<double, int32_t>(dev);
+      check_float_to_int<double, int64_t>(dev);
+      // full() and a scalar operand convert their double the same way.
+      INFO("device ", dev.id);
+      const std::vector<double> values = {3e9, -3e9, 1e19, -1e19, std::numeric_limits<double>::quiet_NaN(), -7.9};
+      for (double v : values) {
+        INFO("value ", v);
+        CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT32, {3}, v).to_vector<int32_t>() ==
+              std::vector<int32_t>(3, saturate<int32_t>(v)));
+        CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT64, {3}, v).to_vector<int64_t>() ==
+              std::vector<int64_t>(3, saturate<int64_t>(v)));
+      }
+      // An integral scalar beyond int32 saturates before it meets the tensor: 5 + INT32_MAX wraps.
+      const auto y = braid::binary(BRAID_BINARY_ADD, put(dev, std::vector<int32_t>{5, -5}), 3e9);
+      CHECK(y.dtype() == BRAID_INT32);
+      const int32_t big = std::numeric_limits<int32_t>::max();
+      CHECK(y.to_vector<int32_t>() == std::vector<int32_t>{static_cast<int32_t>(uint32_t(big) + 5u), big - 5});
+    });
+  }
+}
