@@ -1,6 +1,7 @@
 // The element type of a float kernel: T is float, or double with -DF64 (needs shaderFloat64). GLSL
 // has no double-precision exp/log/pow/tanh, so the F64 build defines them here (~1e-16 relative;
 // the conformance bound for float64 transcendentals is 1e-12); the float build uses the built-ins.
+// pow_T, for both, handles C pow's special cases around the built-in (or exp/log) magnitude.
 // sattr(k) is scalar attribute k in T's precision (float64 kernels read the doubles of P.dattr).
 #ifdef F64
 #define T double
@@ -62,17 +63,9 @@ double sigmoid_T(double x) {
   double e = exp_T(x);
   return e / (1.0LF + e);
 }
-double pow_T(double a, double b) {
-  if (b == 0.0LF || a == 1.0LF) return 1.0LF;
-  if (isnan(a) || isnan(b)) return a + b;
-  if (a == 0.0LF) return b > 0.0LF ? 0.0LF : inf_d();
-  if (a < 0.0LF) {
-    if (floor(b) != b) return (a - a) / (a - a);  // NaN: no real root
-    double r = exp_T(b * log_T(-a));
-    return mod(b, 2.0LF) == 1.0LF ? -r : r;
-  }
-  return exp_T(b * log_T(a));
-}
+// a^b for a positive finite base and a finite exponent.
+double pow_abs(double a, double b) { return exp_T(b * log_T(a)); }
+bool sign_bit(double v) { return (unpackDouble2x32(v).y >> 31) != 0u; }
 #else
 #define T float
 T sattr(int k) { return P.fattr[k]; }
@@ -83,7 +76,29 @@ float tanh_T(float v) {
   return sign(v) * (1.0 - e) / (1.0 + e);
 }
 float sigmoid_T(float v) { return v >= 0.0 ? 1.0 / (1.0 + exp(-v)) : exp(v) / (1.0 + exp(v)); }
-#define pow_T pow
+// The built-in pow is defined only for a positive base (undefined at 0, NaN for a negative base).
+float pow_abs(float a, float b) { return pow(a, b); }
+bool sign_bit(float v) { return (floatBitsToUint(v) >> 31) != 0u; }
 #endif
 T neg_inf_T() { return T(uintBitsToFloat(0xff800000u)); }
 T pos_inf_T() { return T(uintBitsToFloat(0x7f800000u)); }
+T nan_T() { return T(uintBitsToFloat(0x7fc00000u)); }
+
+// pow as C's pow (C11 F.10.4.4), like the CPU backend: b = 0 or a = 1 gives 1 (NaN included); zeros
+// and infinities by the table (odd integer exponents keep the base's sign); a negative base needs an
+// integer exponent and takes the sign of (-1)^b; b = 2 is a * a, as on the CPU. Only a positive
+// finite base with a finite exponent reaches pow_abs.
+T pow_T(T a, T b) {
+  if (b == T(0) || a == T(1)) return T(1);
+  if (isnan(a) || isnan(b)) return a + b;
+  if (b == T(2)) return a * a;
+  bool odd = !isinf(b) && floor(b) == b && floor(b * T(0.5)) != b * T(0.5);
+  if (isinf(b)) return abs(a) == T(1) ? T(1) : (abs(a) < T(1)) == (b > T(0)) ? T(0) : pos_inf_T();
+  if (a == T(0) || isinf(a)) {
+    T r = (b > T(0)) == (a != T(0)) ? pos_inf_T() : T(0);  // |a|^b: 0^+ = 0, 0^- = inf, inf^+ = inf
+    return odd && sign_bit(a) ? -r : r;
+  }
+  if (a < T(0) && floor(b) != b) return nan_T();  // no real root
+  T r = pow_abs(abs(a), b);
+  return a < T(0) && odd ? -r : r;
+}

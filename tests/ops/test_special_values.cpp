@@ -142,3 +142,73 @@ TEST_CASE("special values: float -> integer casts and integer fills saturate, Na
     });
   }
 }
+
+namespace {
+
+// got matches want: bit for bit when want is 0, infinite or NaN (so the sign of a zero counts), else
+// within rel relative error.
+template <class T>
+bool close(T got, T want, double rel) {
+  if (std::isnan(want) || std::isinf(want) || want == T(0)) return same(got, want);
+  return std::fabs(double(got) - double(want)) <= rel * std::fabs(double(want));
+}
+
+template <class T>
+struct PowCase {
+  T a, b;
+};
+
+// C/IEEE pow at its special cases (C11 F.10.4.4) and for negative bases with integer exponents.
+template <class T>
+std::vector<PowCase<T>> pow_cases() {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  return {{-2, 3},   {-2, 2},    {-2, -1},   {-2, -2},  {-0.5, -3}, {-1.5, 3},  {-3, 0.5},  {-8, T(1) / 3},
+          {0, 0},    {-0.0, 0},  {nan, 0},   {inf, 0},  {-inf, -0.0}, {0, -2},  {-0.0, -1}, {-0.0, -2},
+          {0, -1},   {-0.0, 3},  {0, 3},     {-0.0, 0.5}, {0, -inf}, {1, nan},  {1, inf},   {nan, 1},
+          {2, nan},  {-1, inf},  {-1, -inf}, {0.5, inf}, {0.5, -inf}, {2, inf}, {2, -inf},  {inf, -1},
+          {inf, 2},  {-inf, 3},  {-inf, 2},  {-inf, -3}, {-inf, -2}, {-inf, 0.5}, {1.5, 2}, {2, -1},
+          {4, 0.5},  {3, -2},    {0.25, -0.5}, {-1, 1e10}};
+}
+
+template <class T>
+void check_pow(const harness::DeviceRef& dev) {
+  const double rel = tol::of(tol::Kind::transcend, braid::dtype_v<T>);
+  const auto cases = pow_cases<T>();
+  std::vector<T> a, b, want;
+  for (const auto& c : cases) {
+    a.push_back(c.a);
+    b.push_back(c.b);
+    want.push_back(std::pow(c.a, c.b));
+  }
+  const auto got = braid::pow(put(dev, a), put(dev, b)).template to_vector<T>();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("pow(", show(a[i]), ", ", show(b[i]), "): expected ", show(want[i]), ", got ", show(got[i]));
+    CHECK(close(got[i], want[i], rel));
+  }
+  // With a scalar on either side: x ** s and s ** x (the reverse form), every scalar of the cases.
+  for (const auto& c : cases) {
+    const T w = std::pow(c.a, c.b);
+    const auto fwd = braid::binary(BRAID_BINARY_POW, put(dev, std::vector<T>{c.a}), double(c.b)).template to_vector<T>();
+    CHECK_MESSAGE(close(fwd[0], w, rel), "tensor ", show(c.a), " ** scalar ", show(c.b), ": expected ", show(w), ", got ",
+                  show(fwd[0]));
+    const auto rev =
+        braid::binary(BRAID_BINARY_POW, put(dev, std::vector<T>{c.b}), double(c.a), true).template to_vector<T>();
+    CHECK_MESSAGE(close(rev[0], w, rel), "scalar ", show(c.a), " ** tensor ", show(c.b), ": expected ", show(w), ", got ",
+                  show(rev[0]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("special values: pow follows C pow (negative bases, zeros, infinities, NaN)") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float32");
+      check_pow<float>(dev);
+    });
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float64");
+      check_pow<double>(dev);
+    });
+  }
+}
