@@ -212,3 +212,44 @@ TEST_CASE("special values: pow follows C pow (negative bases, zeros, infinities,
     });
   }
 }
+
+namespace {
+
+// unary(op) on values, each compared with the C library's fn in T (f32 / f64 overloads) within rel,
+// bit for bit where the result is 0, infinite or NaN.
+template <class T, class Fn>
+void check_unary(const harness::DeviceRef& dev, braid_unary_op op, const std::vector<T>& x, Fn fn, double rel) {
+  const auto got = braid::unary(op, put(dev, x)).template to_vector<T>();
+  REQUIRE(got.size() == x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T want = fn(x[i]);
+    CHECK_MESSAGE(close(got[i], want, rel), "input ", show(x[i]), ": expected ", show(want), ", got ", show(got[i]));
+  }
+}
+
+template <class T>
+std::vector<T> tanh_inputs() {
+  const T inf = std::numeric_limits<T>::infinity();
+  std::vector<T> x = {0, 1e-30, 1e-6, 3e-4, 0.01, 0.1, 0.3, 0.5, 0.624, 0.626, 0.9, 1, 2, 5, 9, 9.1, 20, 400, inf};
+  const size_t n = x.size();
+  for (size_t i = 0; i < n; ++i) x.push_back(-x[i]);  // tanh is odd: -0 -> -0
+  x.push_back(std::numeric_limits<T>::quiet_NaN());
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("special values: tanh is accurate relative to its value near 0 and keeps the sign of zero") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float32");
+      // A few ulp of the value itself, not of max(1, |value|): tanh(1e-6) must not be 1.013e-6.
+      check_unary<float>(dev, BRAID_UNARY_TANH, tanh_inputs<float>(), [](float v) { return std::tanh(v); }, 4 * 0x1p-24);
+    });
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float64");
+      check_unary<double>(dev, BRAID_UNARY_TANH, tanh_inputs<double>(), [](double v) { return std::tanh(v); },
+                          tol::of(tol::Kind::transcend, BRAID_FLOAT64));
+    });
+  }
+}
