@@ -253,3 +253,51 @@ TEST_CASE("special values: tanh is accurate relative to its value near 0 and kee
     });
   }
 }
+
+namespace {
+
+// Results and inputs in the subnormal range: within rel of the C library, plus one subnormal step
+// (a subnormal result has fewer significant bits, so one rounding is worth more than rel there).
+template <class T, class Fn>
+void check_subnormal(const harness::DeviceRef& dev, braid_unary_op op, const std::vector<T>& x, Fn fn, double rel) {
+  const auto got = braid::unary(op, put(dev, x)).template to_vector<T>();
+  REQUIRE(got.size() == x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const T want = fn(x[i]);
+    const bool ok = std::isnan(want) || std::isinf(want) || want == T(0)
+                        ? same(got[i], want)
+                        : std::fabs(double(got[i]) - double(want)) <=
+                              rel * std::fabs(double(want)) + double(std::numeric_limits<T>::denorm_min());
+    CHECK_MESSAGE(ok, "input ", show(x[i]), ": expected ", show(want), ", got ", show(got[i]));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("special values: exp gives and log takes subnormals") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float32");
+      using L = std::numeric_limits<float>;
+      const double rel = tol::of(tol::Kind::transcend, BRAID_FLOAT32);
+      // exp(-87.34) is 2^-126, the smallest normal; exp(-103.98) is below half the smallest subnormal.
+      const std::vector<float> e = {1, -1, -80, -87, -87.3f, -87.4f, -88, -90, -100, -103, -103.9f, -103.98f, -104,
+                                    -200, -L::infinity(), 88.7f, 89, L::quiet_NaN()};
+      check_subnormal<float>(dev, BRAID_UNARY_EXP, e, [](float v) { return std::exp(v); }, rel);
+      const std::vector<float> l = {1e-40f, L::denorm_min(), 1.1e-38f, std::nextafter(L::min(), 0.0f), L::min(), 1e-30f,
+                                    1, 0, -0.0f, -1, -L::denorm_min(), L::infinity(), L::quiet_NaN()};
+      check_subnormal<float>(dev, BRAID_UNARY_LOG, l, [](float v) { return std::log(v); }, rel);
+    });
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float64");
+      using L = std::numeric_limits<double>;
+      const double rel = tol::of(tol::Kind::transcend, BRAID_FLOAT64);
+      const std::vector<double> e = {1, -700, -708, -708.5, -709, -720, -740, -745, -745.1, -745.2, -746, -L::infinity(),
+                                     L::quiet_NaN()};
+      check_subnormal<double>(dev, BRAID_UNARY_EXP, e, [](double v) { return std::exp(v); }, rel);
+      const std::vector<double> l = {1e-310, L::denorm_min(), 2.2e-308, std::nextafter(L::min(), 0.0), L::min(), 1,
+                                     0, -0.0, -1, -L::denorm_min(), L::infinity(), L::quiet_NaN()};
+      check_subnormal<double>(dev, BRAID_UNARY_LOG, l, [](double v) { return std::log(v); }, rel);
+    });
+  }
+}
