@@ -4,7 +4,9 @@
 // 10 16-bit bit copy (8-10 need the device's 16-bit storage feature), 11 f64->f32, 12 f32->f64,
 // 13 f64->i32, 14 i32->f64, 15 f64->i64, 16 i64->f64 (11-16 need shaderFloat64), 17 f32->bf16,
 // 18 bf16->f32, 19 f64->bf16, 20 bf16->f64 (bfloat16 is held as its uint16 bit pattern; 17-20 need
-// 16-bit storage), 21 f64->f16, 22 f16->f64. 64-bit integers are held as uvec2 (low, high) so no device feature is needed.
+// 16-bit storage), 21 f64->f16, 22 f16->f64, 23 f16->bf16, 24 bf16->f16 (both through float32, which
+// holds either exactly: one rounding). 64-bit integers are held as uvec2 (low, high) so no device
+// feature is needed.
 #extension GL_GOOGLE_include_directive : require
 #if MODE >= 8
 #extension GL_EXT_shader_16bit_storage : require
@@ -174,10 +176,18 @@ float f64_to_f32_odd(double v) {
 #define S double
 #define D float16_t
 #define CONVERT(v) float16_t(f64_to_f32_odd(v))
-#else
+#elif MODE == 22
 #define S float16_t
 #define D double
 #define CONVERT(v) double(float(v))
+#elif MODE == 23
+#define S float16_t
+#define D uint16_t
+#define CONVERT(v) uint16_t(f32_to_bf16(float(v)))
+#else
+#define S uint16_t
+#define D float16_t
+#define CONVERT(v) float16_t(bf16_to_f32(uint(v)))
 #endif
 layout(std430, binding = 1) readonly buffer In0 { S x[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { D y[]; };

@@ -184,6 +184,8 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_bf16_f32;
   else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16) id = ShaderId::copy_f64_bf16;
   else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_bf16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_BFLOAT16) id = ShaderId::copy_f16_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT16) id = ShaderId::copy_bf16_f16;
   else
     return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
                                            dtype_name(d));
