@@ -4,7 +4,9 @@
 // 10 16-bit bit copy (8-10 need the device's 16-bit storage feature), 11 f64->f32, 12 f32->f64,
 // 13 f64->i32, 14 i32->f64, 15 f64->i64, 16 i64->f64 (11-16 need shaderFloat64), 17 f32->bf16,
 // 18 bf16->f32, 19 f64->bf16, 20 bf16->f64 (bfloat16 is held as its uint16 bit pattern; 17-20 need
-// 16-bit storage), 21 f64->f16, 22 f16->f64. 64-bit integers are held as uvec2 (low, high) so no device feature is needed.
+// 16-bit storage), 21 f64->f16, 22 f16->f64, 23 f16->bf16, 24 bf16->f16 (both through float32, which
+// holds either exactly: one rounding). 64-bit integers are held as uvec2 (low, high) so no device
+// feature is needed.
 #extension GL_GOOGLE_include_directive : require
 #if MODE >= 8
 #extension GL_EXT_shader_16bit_storage : require
@@ -12,14 +14,48 @@
 layout(local_size_x = 256) in;
 #include "common.glsl"
 uvec2 i32_to_i64(int v) { return uvec2(uint(v), v < 0 ? 0xffffffffu : 0u); }
-float i64_to_f32(uvec2 v) { return float(int(v.y)) * 4294967296.0 + float(v.x); }
-#if MODE == 15
-// Truncation toward zero, as a C cast, for |v| < 2^63.
-uvec2 f64_to_i64(double v) {
-  double t = v < 0.0LF ? ceil(v) : floor(v);
-  double hi = floor(t / 4294967296.0LF);
-  return uvec2(uint(t - hi * 4294967296.0LF), uint(int(hi)));
+uvec2 neg_i64(uvec2 v) {
+  uint lo = ~v.x + 1u;
+  return uvec2(lo, ~v.y + (lo == 0u ? 1u : 0u));
 }
+#if MODE == 7
+// int64 -> float32 in one rounding to nearest even, as a C cast. Converting the two words separately
+// rounds twice, and for a negative value rounds the low word up to 2^32 before the high word's -2^32
+// cancels it (-1 gave 0). So: round the magnitude's top 24 bits by the bits below them, then scale.
+float i64_to_f32(uvec2 v) {
+  bool neg = int(v.y) < 0;
+  uvec2 m = neg ? neg_i64(v) : v;  // |INT64_MIN| = 2^63 is right read as unsigned
+  if (m.y == 0u && m.x <= 0x1000000u) return neg ? -float(m.x) : float(m.x);  // exact
+  int top = m.y != 0u ? 32 + findMSB(m.y) : findMSB(m.x);  // the leading one's bit, 24..63
+  int sh = 63 - top;                                         // bring it to bit 63 of (hi, lo)
+  uint hi = sh >= 32 ? m.x << (sh - 32) : sh > 0 ? (m.y << sh) | (m.x >> (32 - sh)) : m.y;
+  uint lo = sh >= 32 ? 0u : m.x << sh;
+  uint mant = hi >> 8, rest = hi & 0xffu;
+  if (rest > 0x80u || (rest == 0x80u && (lo != 0u || (mant & 1u) != 0u))) mant += 1u;
+  float f = ldexp(float(mant), top - 23);  // mant <= 2^24: exact, and so is the scaling
+  return neg ? -f : f;
+}
+#endif
+// float -> integer as every backend converts (backends/common/float_to_int.h): truncation toward
+// zero, saturated at the target's bounds, NaN -> 0. A bare int() is undefined out of range (lavapipe
+// gives INT32_MIN, NaN included), and int64 cannot go through int32. The int64 result is built from
+// the truncated magnitude: its high word is floor(t / 2^32), and t - hi 2^32 is exact in R (a
+// multiple of t's ulp below 2^32). Defined for float and, where the mode reads doubles, double.
+#define DEFINE_TO_INT(R)                                                                        \
+  int to_i32(R v) {                                                                             \
+    return isnan(v) ? 0 : v >= R(2147483648.0) ? 0x7fffffff : v <= R(-2147483648.0) ? int(0x80000000u) : int(v); \
+  }                                                                                             \
+  uvec2 to_i64(R v) {                                                                           \
+    if (isnan(v)) return uvec2(0u);                                                             \
+    if (v >= R(9223372036854775808.0)) return uvec2(0xffffffffu, 0x7fffffffu);                  \
+    if (v <= R(-9223372036854775808.0)) return uvec2(0u, 0x80000000u);                          \
+    R t = trunc(abs(v)), hi = floor(t * R(1.0 / 4294967296.0));                                 \
+    uvec2 m = uvec2(uint(t - hi * R(4294967296.0)), uint(hi));                                  \
+    return v < R(0) ? neg_i64(m) : m;                                                           \
+  }
+DEFINE_TO_INT(float)
+#if MODE == 13 || MODE == 15
+DEFINE_TO_INT(double)
 #endif
 // bfloat16 from float32: round to nearest even on the bit pattern; NaN stays a (quiet) NaN. The bits
 // travel as uint (16-bit storage allows only loads, stores and conversions of uint16_t).
@@ -63,7 +99,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 2
 #define S float
 #define D int
-#define CONVERT(v) int(v)
+#define CONVERT(v) to_i32(v)
 #elif MODE == 3
 #define S int
 #define D float
@@ -79,7 +115,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 6
 #define S float
 #define D uvec2
-#define CONVERT(v) i32_to_i64(int(v))
+#define CONVERT(v) to_i64(v)
 #elif MODE == 7
 #define S uvec2
 #define D float
@@ -107,7 +143,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 13
 #define S double
 #define D int
-#define CONVERT(v) int(v)
+#define CONVERT(v) to_i32(v)
 #elif MODE == 14
 #define S int
 #define D double
@@ -115,7 +151,7 @@ float f64_to_f32_odd(double v) {
 #elif MODE == 15
 #define S double
 #define D uvec2
-#define CONVERT(v) f64_to_i64(v)
+#define CONVERT(v) to_i64(v)
 #elif MODE == 16
 #define S uvec2
 #define D double
@@ -140,10 +176,18 @@ float f64_to_f32_odd(double v) {
 #define S double
 #define D float16_t
 #define CONVERT(v) float16_t(f64_to_f32_odd(v))
-#else
+#elif MODE == 22
 #define S float16_t
 #define D double
 #define CONVERT(v) double(float(v))
+#elif MODE == 23
+#define S float16_t
+#define D uint16_t
+#define CONVERT(v) uint16_t(f32_to_bf16(float(v)))
+#else
+#define S uint16_t
+#define D float16_t
+#define CONVERT(v) float16_t(bf16_to_f32(uint(v)))
 #endif
 layout(std430, binding = 1) readonly buffer In0 { S x[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { D y[]; };

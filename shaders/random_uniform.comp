@@ -13,5 +13,6 @@ void main() {
   if (i >= P.n) return;
   double lo = packDouble2x32(uvec2(P.extra[4], P.extra[5])), hi = packDouble2x32(uvec2(P.extra[6], P.extra[7]));
   double u = (double(philox_word(i)) + 0.5LF) * (1.0LF / 4294967296.0LF);
-  y[offset_of(6, i)] = T(lo + (hi - lo) * u);
+  precise double v = lo + (hi - lo) * u;  // unfused, as the CPU backend (bit-identical draws)
+  y[offset_of(6, i)] = T(v);
 }

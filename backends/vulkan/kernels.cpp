@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "float_to_int.h"
 #include "kernel_call.h"
 
 namespace braid::vk {
@@ -97,13 +98,11 @@ struct Enc {
   }
 };
 
-// A double attribute as the integer the CPU backend would make of it (truncated, saturated, NaN -> 0),
-// as int64 bits in extra[0..1] for the integer shaders.
-void int_scalar(Enc& e, double v) {
-  int64_t i = 0;
-  if (v >= 9.2233720368547758e18) i = INT64_MAX;
-  else if (v <= -9.2233720368547758e18) i = INT64_MIN;
-  else if (v == v) i = static_cast<int64_t>(v);
+// A double attribute as the integer of dtype (int32 or int64) the CPU backend makes of it: truncated,
+// saturated at that dtype's bounds, NaN -> 0 (3e9 is INT32_MAX for int32, not its low 32 bits). As
+// int64 bits in extra[0..1]; the int32 shaders read the low word.
+void int_scalar(Enc& e, braid_dtype dtype, double v) {
+  const int64_t i = dtype == BRAID_INT32 ? plugin::float_to_int<int32_t>(v) : plugin::float_to_int<int64_t>(v);
   const auto u = static_cast<uint64_t>(i);
   e.p.extra[0] = static_cast<uint32_t>(u);
   e.p.extra[1] = static_cast<uint32_t>(u >> 32);
@@ -128,7 +127,7 @@ KernelResult fill(const braid_kernel_call& c, Recorder& r) {
     return e.dispatch_flat(r, ShaderId::fill_u8);
   }
   if (is_int(dt)) {
-    int_scalar(e, c.f[0]);
+    int_scalar(e, dt, c.f[0]);
     return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::fill_i32 : ShaderId::fill_i64);
   }
   return e.dispatch_flat(r, pick(dt, ShaderId::fill_f32, ShaderId::fill_f64));
@@ -185,6 +184,8 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_bf16_f32;
   else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16) id = ShaderId::copy_f64_bf16;
   else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_bf16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_BFLOAT16) id = ShaderId::copy_f16_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT16) id = ShaderId::copy_bf16_f16;
   else
     return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
                                            dtype_name(d));
@@ -230,7 +231,7 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   e.attr(0, c.f[0]);
   const braid_dtype dt = c.inputs[0].dtype;
   if (is_int(dt)) {
-    int_scalar(e, c.f[0]);
+    int_scalar(e, dt, c.f[0]);
     return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_scalar_i32 : ShaderId::binary_scalar_i64);
   }
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));

@@ -114,3 +114,33 @@ TEST_CASE("creation: uniform values lie in (low, high) and normal moments are pl
     });
   }
 }
+
+// docs/VULKAN.md: random numbers are bit-identical to the CPU backend. The Philox words are integers,
+// so any difference comes from the Box-Muller arithmetic (log, sqrt, cos, sin in double): every device
+// must do it the CPU backend's way (backends/cpu/kernels/random.cpp), not merely within a tolerance.
+TEST_CASE("creation: random_uniform and random_normal draws are bit-identical to cpu:0's on every device") {
+  const auto devices = harness::each_device();
+  const auto cpu = std::find_if(devices.begin(), devices.end(), [](const auto& d) { return d.id == "cpu:0"; });
+  if (cpu == devices.end()) {
+    MESSAGE("skipped: no cpu:0 to compare with");
+    return;
+  }
+  const auto draw = [](braid::Device d, braid_dtype dt) {
+    context().wait_all();
+    context().set_seed(0x5eed);
+    ref::Array a = harness::download(braid::Tensor::random_normal(context(), d, dt, {4099}, 0.25, 3.0));
+    const ref::Array u = harness::download(braid::Tensor::random_uniform(context(), d, dt, {4099}, -0.3, 7.1));
+    a.data.insert(a.data.end(), u.data.begin(), u.data.end());
+    a.shape = {static_cast<int64_t>(a.data.size())};
+    return a;
+  };
+  for (braid_dtype dt : harness::kFloatTypes) {
+    const ref::Array want = draw(cpu->index, dt);
+    for (const auto& dev : devices) {
+      harness::on_device(dev, [&] {
+        INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), " against cpu:0");
+        CHECK_CLOSE(draw(dev.index, dt), want, 0.0);
+      });
+    }
+  }
+}

@@ -69,7 +69,8 @@ inline float tanh_f32(float x) {
   const float small =
       ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
        3.33332819422e-1f) * z * x + x;
-  return ax > 0.625f ? big : small;
+  // copysign: for x = -0 the polynomial gives (P z x) + x = +0 + -0 = +0; tanh(-0) is -0.
+  return ax > 0.625f ? big : std::copysign(small, x);
 }
 
 // float64 log for positive normal x (fdlibm's __ieee754_log: x = 2^k (1 + f), sqrt(1/2) <= 1 + f <
