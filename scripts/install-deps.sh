@@ -14,6 +14,7 @@ packages=(
   libopenblas-dev libtbb-dev                           # CPU backend: gemm and the per-device thread pools
   doctest-dev                                          # unit and conformance tests
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
+  nlohmann-json3-dev                                   # braid-bench reads the samples' JSON results
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)
   python3 python3-numpy                                # Python bindings and their tests
   libvulkan-dev glslc                                  # Vulkan backend: headers + loader, GLSL -> SPIR-V

@@ -164,6 +164,7 @@ void progress(int epoch, int64_t done, int64_t total) {
 struct EpochResult {
   double seconds, train_loss, test_accuracy, loss_first, loss_last;
   int64_t batches;
+  double steady_samples_per_s;  // after the epoch's first batch (0 with one batch)
 };
 
 // Raw float32 of every parameter, in Model::params() order (lenet.h gives the shapes).
@@ -276,7 +277,8 @@ int run(const Options& opt) {
     // The loss sum stays on the device: reading it every step would wait for each step to finish.
     braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
     std::vector<braid::Tensor> first, last;  // device scalars, read after the epoch
-    int64_t n = 0;
+    int64_t n = 0, rows = 0, rows_first = 0;
+    auto t_first = t0;
     bool epoch_ended = false;  // the iterator returned its end-of-epoch marker
     while (n < per_epoch) {
       braid::Batch b = train.next();
@@ -292,6 +294,13 @@ int run(const Options& opt) {
       last.push_back(loss);
       if (last.size() > 5) last.erase(last.begin());
       ++n;
+      if (n == 1) {
+        // The first batch pays the warm-up (pools, first-touch pages): steady throughput is timed after it.
+        ctx.wait_all();
+        t_first = std::chrono::steady_clock::now();
+        rows_first = b.labels.numel();
+      }
+      rows += b.labels.numel();
       // On a terminal every batch redraws the bar; in a log, every tenth of the epoch.
       if (tty || n == per_epoch || (n * 10 / per_epoch) != ((n - 1) * 10 / per_epoch)) progress(epoch, n, per_epoch);
     }
@@ -300,7 +309,7 @@ int run(const Options& opt) {
       }
     const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));
     ctx.wait_all();
-    const double seconds = seconds_since(t0);
+    const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
     braid::Tensor hits = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
     int64_t seen = 0;
     int64_t tested = 0;
@@ -314,18 +323,21 @@ int run(const Options& opt) {
       }
     }
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
-    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n});
+    const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
+    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady});
     std::fprintf(stderr, "\nepoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
   if (opt.json) {
     std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"epochs\": [", ids.c_str(),
                 static_cast<long long>(opt.batch_size), opt.lr);
     for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
+      std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"samples_per_s\": %.3f, "
+                  "\"steady_samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
                   "\"loss_first\": %.6f, \"loss_last\": %.6f}",
                   i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
-                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first,
-                  results[i].loss_last);
+                  static_cast<double>(results[i].batches * opt.batch_size) / results[i].seconds,
+                  results[i].steady_samples_per_s,
+                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first, results[i].loss_last);
     std::printf("]");
     if (opt.step_losses > 0) {
       std::printf(", \"step_losses\": [");

@@ -49,6 +49,22 @@ Tensor full_2d(const Run& run, int64_t rows, int64_t cols, double value) {
   return Tensor(t);
 }
 
+std::filesystem::path beside_bench(std::string_view name) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return (ec ? std::filesystem::path(".") : exe.parent_path()) / name;
+}
+
+std::string shell_quote(std::string_view s) {
+  std::string out = "'";
+  for (const char c : s) {
+    if (c == '\'') out += "'\\''";
+    else out += c;
+  }
+  out += '\'';
+  return out;
+}
+
 int affinity_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -3,6 +3,7 @@
 #pragma once
 #include <braid.h>
 
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -40,7 +41,8 @@ class Reporter {
 struct Options {
   bool json = false;
   std::string device = "cpu:0";
-  std::vector<std::string> devices;  // --devices (allreduce): default every CPU device
+  std::vector<std::string> devices;  // --devices (allreduce, scaling): default every CPU device / cpu:0,cpu:1
+  int batches = 0;                    // --batches (scaling): LeNet batches per run; 0: the suite's default
   int repeat = 0;  // 0: each suite's own default
 };
 
@@ -72,6 +74,11 @@ using Tensor = std::unique_ptr<braid_tensor_t, TensorRelease>;
 // A float32 tensor of the given 2-D shape filled with value, on the run's device.
 Tensor full_2d(const Run& run, int64_t rows, int64_t cols, double value);
 
+// A file next to the braid-bench executable (the samples and scripts it runs are built there).
+std::filesystem::path beside_bench(std::string_view name);
+// Single-quotes s for /bin/sh (popen runs through the shell).
+std::string shell_quote(std::string_view s);
+
 // Cores in this process's affinity mask (what taskset/cgroups leave us), at least 1.
 int affinity_cores();
 
@@ -81,5 +88,6 @@ void suite_async(Run& run);
 void suite_gemm(Run& run);
 void suite_memory(Run& run);
 void suite_allreduce(Run& run);
+void suite_scaling(Run& run);
 
 }  // namespace braid::bench

@@ -36,17 +36,22 @@ constexpr Suite kSuites[] = {
     {"allreduce", "braid_allreduce over the CPU devices (or --devices), 4 KiB-256 MiB, every algorithm: busbw vs "
                   "one thread's memcpy",
      suite_allreduce},
+    {"scaling", "samples/s of braid-lenet and braid-resnet on each device alone and on all of them (--devices, default "
+                "cpu:0,cpu:1; even and weighted split) vs their sum and vs one CPU device with every core",
+     suite_scaling},
 };
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--repeat N]\n"
+               "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N]\n"
                "       braid-bench --list\n"
                "  SUITE        one or more of the suites below, or 'all'\n"
                "  --json       one JSON object per figure and line: {suite, name, value, unit[, baseline,\n"
                "               baseline_value, ratio]} (ratio = value / baseline_value); notes go to stderr\n"
                "  --device ID  device to measure (default cpu:0), as braid-info lists them\n"
-               "  --devices L  devices of the allreduce suite, comma-separated (default: every CPU device)\n"
+               "  --devices L  devices of the allreduce and scaling suites, comma-separated (default: every CPU\n"
+               "               device; scaling: cpu:0,cpu:1)\n"
+               "  --batches N  scaling: LeNet batches per run (ResNet-18: N/20, at least 2)\n"
                "  --repeat N   timed runs per figure (default: per suite); the median is reported\n"
                "Suites:\n");
   for (const Suite& s : kSuites) std::fprintf(f, "  %-9s %s\n", s.name, s.description);
@@ -79,6 +84,12 @@ int main(int argc, char** argv) {
         const size_t comma = std::min(list.find(',', at), list.size());
         options.devices.push_back(list.substr(at, comma - at));
         at = comma + 1;
+      }
+    } else if (arg == "--batches" && i + 1 < argc) {
+      options.batches = std::atoi(argv[++i]);
+      if (options.batches < 1) {
+        std::fprintf(stderr, "braid-bench: --batches needs a positive count\n");
+        return 2;
       }
     } else if ((arg == "--device" || arg == "--repeat") && i + 1 < argc) {
       if (arg == "--device") {

@@ -1,5 +1,7 @@
 #include "torch_anchor.h"
 
+#include "bench.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,20 +21,10 @@ namespace fs = std::filesystem;
 // The script is copied next to braid-bench at build time; running from the source tree (no copy)
 // falls back to the source folder.
 fs::path script_path() {
+  const fs::path beside = beside_bench("torch_anchor.py");
   std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path() / "torch_anchor.py";
-    if (fs::exists(beside, ec)) return beside;
-  }
+  if (fs::exists(beside, ec)) return beside;
   return fs::path(BRAID_BENCH_SOURCE_DIR) / "torch_anchor.py";
-}
-
-// Single-quotes s for /bin/sh (popen runs through the shell).
-std::string shell_quote(std::string_view s) {
-  std::string out = "'";
-  for (const char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace
