@@ -1,13 +1,12 @@
 #include "device.h"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <new>
 #include <string>
 
+#include "blas_library.h"
 #include "kernels/kernels.h"
 #include "queue.h"
 
@@ -20,7 +19,7 @@ namespace {
 // kernels split a gemm over the arena themselves (kernels/blas.h: parallel_gemm). The setting is
 // process-wide and the same for every device, so it is only changed when it differs.
 void single_threaded_openblas() {
-  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  if (blas().get_num_threads() != 1) blas().set_num_threads(1);
 }
 
 // Stable across runs and machines: FNV-1a over "braid-cpu:<index>", widened to 128 bits by two

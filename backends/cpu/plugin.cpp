@@ -9,8 +9,10 @@
 #include <string>
 #include <system_error>
 
-#include "fork_guard.h"
+#include "blas_library.h"
 #include "braid_backend.h"
+#include "cpu_features.h"
+#include "fork_guard.h"
 #include "buffers.h"
 #include "device.h"
 #include "entry_points.h"
@@ -38,7 +40,14 @@ braid_status device_count(int32_t* out, const char** reason) {
     // The host enumerates once per context, starting here: the place to say what was corrected
     // (the plugin cannot fail the context over a bad BRAID_CPU_DEVICES).
     for (const std::string& w : split.warnings) host::log(BRAID_LOG_WARNING, w);
-    *out = static_cast<int32_t>(split.cores.size());  // never zero: the CPU is always there
+    // The gemm library is opened here, at the first enumeration: before any kernel thread runs (it
+    // sets OPENBLAS_CORETYPE for the library's constructor), and so a missing one is said at once.
+    if (const BlasLibrary& b = blas(); !b.ok()) {
+      *out = 0;
+      if (reason != nullptr) *reason = b.error.c_str();
+      return BRAID_OK;
+    }
+    *out = static_cast<int32_t>(split.cores.size());  // the CPU is always there
     if (reason != nullptr) *reason = "";
     return BRAID_OK;
   });
@@ -109,6 +118,18 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
 // (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
 // this plugin's types.
 
+// What braid_device_info cannot say about a CPU device: the vector ISA the kernels use and the gemm
+// library's kernels (blas_library.h). The same for every device of the process.
+const char* device_props_json(int32_t index) {
+  static const std::string json = [] {
+    const BlasLibrary& b = blas();
+    return std::string("{\"vector_isa\": \"") + vector_isa(cpu_features()) + "\", \"blas\": \"openblas\", " +
+           "\"blas_core\": \"" + b.core + "\", \"blas_coretype_requested\": \"" + b.requested + "\"}";
+  }();
+  const Split split = split_from_env();
+  return index >= 0 && static_cast<size_t>(index) < split.cores.size() ? json.c_str() : nullptr;
+}
+
 // ---- lifetime ----
 
 void shutdown() {
@@ -124,7 +145,7 @@ constexpr braid_backend_api kApi = {
     plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
     plugin::semaphore_fail<Semaphore>,
     plugin::supports<kernel_supports>, shutdown,
-    nullptr,  // device_props_json: braid_device_info already says all there is about a CPU device
+    device_props_json,
 };
 
 }  // namespace

@@ -78,14 +78,14 @@ Seen enumerate(const char* value) {
 TEST_CASE("cpu devices: BRAID_CPU_DEVICES=N, a list of core counts, and logged corrections") {
   const Seen whole = enumerate(nullptr);
   REQUIRE(whole.cores.size() == 1);
-  CHECK(whole.log.empty());
+  CHECK_FALSE(whole.logged("warning: "));  // informational lines (the BLAS kernels) may come
   const int cores = whole.cores[0];
   INFO("the process may use ", cores, " cores");
 
   SUBCASE("N devices share the cores evenly, as before") {
     const Seen two = enumerate("2");
     CHECK(two.cores == std::vector<int>{std::max(1, cores / 2), std::max(1, cores / 2)});
-    CHECK(two.log.empty() == (cores >= 2));
+    CHECK(two.logged("warning: ") == (cores < 2));
     const Seen eight = enumerate("8");
     CHECK(eight.cores == std::vector<int>(8, std::max(1, cores / 8)));
   }
@@ -113,10 +113,10 @@ TEST_CASE("cpu devices: BRAID_CPU_DEVICES=N, a list of core counts, and logged c
     CHECK(s.logged("share cores") == (cores < 4));
     const Seen ones = enumerate(" 1 , 1 ");
     CHECK(ones.cores == std::vector<int>{1, 1});
-    CHECK(ones.log.empty() == (cores >= 2));
+    CHECK(ones.logged("warning: ") == (cores < 2));
     const Seen single = enumerate("1,");  // one device limited to one core
     CHECK(single.cores == std::vector<int>{1});
-    CHECK(single.log.empty());
+    CHECK_FALSE(single.logged("warning: "));
   }
   SUBCASE("a list whose sum exceeds the machine is accepted: the devices share cores (logged)") {
     const std::string v = std::to_string(cores) + "," + std::to_string(cores);

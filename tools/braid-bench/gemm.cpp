@@ -13,6 +13,7 @@
 
 #if BRAID_BENCH_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 namespace braid::bench {
@@ -22,6 +23,30 @@ constexpr int64_t kN = 2000;
 constexpr int kWarmup = 1;
 constexpr int kDefaultRepeat = 5;
 constexpr double kFlop = 2.0 * kN * kN * kN;
+
+#if BRAID_BENCH_HAVE_OPENBLAS
+// OpenBLAS as the baseline calls it: opened at run time, after the context, like the CPU backend opens
+// it (not linked: a linked copy would be initialised when braid-bench starts, with OpenBLAS's own CPU
+// detection, before the backend could choose the kernels for this CPU's ISA). One process holds one
+// instance, so the baseline runs the same kernels as braid; `core` names them.
+struct DirectBlas {
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&openblas_get_num_threads) get_num_threads = nullptr;
+  decltype(&openblas_set_num_threads) set_num_threads = nullptr;
+  std::string core;
+};
+DirectBlas open_direct_blas() {
+  DirectBlas b;
+  void* lib = dlopen("libopenblas.so.0", RTLD_NOW | RTLD_GLOBAL);
+  if (lib == nullptr) throw Error(std::string("cannot open OpenBLAS for the baseline: ") + dlerror());
+  b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(lib, "cblas_sgemm"));
+  b.get_num_threads = reinterpret_cast<decltype(b.get_num_threads)>(dlsym(lib, "openblas_get_num_threads"));
+  b.set_num_threads = reinterpret_cast<decltype(b.set_num_threads)>(dlsym(lib, "openblas_set_num_threads"));
+  if (!b.sgemm || !b.get_num_threads || !b.set_num_threads) throw Error("OpenBLAS lacks cblas_sgemm or its thread calls");
+  if (auto corename = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename"))) b.core = corename();
+  return b;
+}
+#endif
 
 Tensor uniform_2d(const Run& run) {
   const int64_t shape[2] = {kN, kN};
@@ -91,14 +116,17 @@ void suite_gemm(Run& run) {
                                                                                      : run.host_cores;
   const std::vector<float> ha = to_host(a.get()), hb = to_host(b.get());
   std::vector<float> hc(ha.size());
+  const DirectBlas direct = open_direct_blas();
+  run.out->note("gemm", "OpenBLAS kernels: " + direct.core + " (braid_device_info's properties_json says what the "
+                        "CPU backend chose)");
   auto blas_run = [&] {
-    const int previous_threads = openblas_get_num_threads();
-    if (previous_threads != threads) openblas_set_num_threads(threads);
+    const int previous_threads = direct.get_num_threads();
+    if (previous_threads != threads) direct.set_num_threads(threads);
     tools::Stopwatch sw;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, ha.data(), kN, hb.data(), kN, 0.0f,
+    direct.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, ha.data(), kN, hb.data(), kN, 0.0f,
                 hc.data(), kN);
     const double seconds = sw.seconds();
-    if (previous_threads != threads) openblas_set_num_threads(previous_threads);
+    if (previous_threads != threads) direct.set_num_threads(previous_threads);
     return kFlop / seconds * 1e-9;
   };
   for (int i = 0; i < kWarmup; ++i) {

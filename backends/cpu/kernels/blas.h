@@ -1,20 +1,21 @@
 // Typed OpenBLAS gemm (row-major) shared by MATMUL and CONV2D, and its split over the device's cores.
+// OpenBLAS is opened at run time (blas_library.h), so it runs the kernels for this CPU's vector ISA.
 #pragma once
 #include "common.h"
 // (common.h first: see the note at its top)
-#include <cblas.h>
+#include "blas_library.h"
 
 namespace braid::cpu::kern {
 
 // C = op(A) op(B) + beta C, with op(X) = X^T when t* is set.
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
                  int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+  blas().sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
               blasint(k), 1.0f, a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc));
 }
 inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
                  int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
+  blas().dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n),
               blasint(k), 1.0, a, blasint(lda), b, blasint(ldb), beta, c, blasint(ldc));
 }
 
