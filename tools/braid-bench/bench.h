@@ -79,6 +79,15 @@ std::filesystem::path beside_bench(std::string_view name);
 // Single-quotes s for /bin/sh (popen runs through the shell).
 std::string shell_quote(std::string_view s);
 
+// The measured float32 FMA peak of `threads` host cores (fma_peak.cpp); isa "" where the CPU has
+// neither AVX-512 nor AVX2+FMA.
+struct FmaPeak {
+  std::string isa;
+  double gflops = 0;
+  double sink = 0;  // the chains' results, so the compiler keeps the work
+};
+FmaPeak measure_fma_peak(int threads);
+
 // Cores in this process's affinity mask (what taskset/cgroups leave us), at least 1.
 int affinity_cores();
 
