@@ -287,7 +287,11 @@ typedef enum braid_reduce_op {
   BRAID_REDUCE_COUNT
 } braid_reduce_op;
 
-/* Reduces over the given axes (naxes = 0: all axes). Negative axes count from the end. */
+/* Reduces over the given axes (naxes = 0: all axes). Negative axes count from the end. Float inputs
+ * keep their dtype. Integer inputs (int32, int64): SUM returns int64 and accumulates in int64, as
+ * NumPy's and PyTorch's sums do (4 x 2^30 in int32 sums to 2^32, not 0); MAX and MIN keep the input
+ * dtype; MEAN and NORM are refused with BRAID_ERR_DTYPE, as torch.mean is (cast to a float dtype
+ * first). See docs/OPS.md. */
 BRAID_API braid_status braid_reduce(braid_reduce_op op, braid_tensor x, int32_t naxes, const int32_t* axes,
                                     int32_t keepdims, braid_tensor* out);
 /* Index of the maximum along one axis; int64 result. */

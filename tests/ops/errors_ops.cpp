@@ -78,6 +78,12 @@ TEST_CASE("errors: reduce and argmax") {
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 9, nine, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, half_tensor({3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
               "braid_reduce");
+  // As torch.mean and torch.linalg.norm: no integer mean or norm (an integer sum is int64, test_reduce.cpp).
+  for (braid_reduce_op op : {BRAID_REDUCE_MEAN, BRAID_REDUCE_NORM}) {
+    INFO("integer reduce op ", static_cast<int>(op));
+    CHECK_FAILS(braid_reduce(op, tensor(0, BRAID_INT32, {3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
+                "braid_reduce");
+  }
 
   CHECK_FAILS(braid_argmax(nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
   CHECK_FAILS(braid_argmax(x.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
