@@ -66,6 +66,16 @@ TEST_CASE("gradients: binary ops with a scalar, both orders") {
       }
 }
 
+// float64 * float32 promotes the float32 operand to float64 by an implicit cast (PyTorch's promotion):
+// the gradient passes back through it (float32 rounding: looser).
+TEST_CASE("gradients: binary ops between float64 and float32 operands (promoted)") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    check(dev.index, {{rnd({3, 4}, -1, 1, 4)}, {rnd({4}, -1, 1, 5)}},
+          [](const Xs& x) { return braid::mul(x[0], braid::cast(x[1], BRAID_FLOAT32)); }, 1e-3, 1e-3);
+  }
+}
+
 TEST_CASE("gradients: reductions over some and all axes") {
   const braid_reduce_op ops[] = {BRAID_REDUCE_SUM, BRAID_REDUCE_MEAN, BRAID_REDUCE_MAX, BRAID_REDUCE_MIN,
                                  BRAID_REDUCE_NORM};
