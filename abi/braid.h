@@ -305,7 +305,9 @@ BRAID_API braid_status braid_reduce(braid_reduce_op op, braid_tensor x, int32_t 
 BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdims, braid_tensor* out);
 
 /* ---- ops: linear algebra and layout ----------------------------------------------------------- */
-/* op(a) @ op(b) for 2-D a, b, or batched 3-D (batch dims must match, or one side 2-D). float32/64. */
+/* op(a) @ op(b) for 2-D a, b, or batched 3-D. The batch broadcasts as in torch.matmul: a 2-D side, or
+ * a batch of 1, is shared by every batch of the other ([1,2,3] @ [3,3,4] is [3,2,4]); other batch
+ * sizes must match. Both float32 or both float64 (no promotion, as torch.matmul). */
 BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b,
                                     braid_tensor* out);
 /* Same storage, new shape (one dimension may be -1). */

@@ -104,6 +104,14 @@ TEST_CASE("gradients: matmul, transposed and batched") {
               [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
         check(dev.index, {{rnd(ba, -1, 1, 10)}, {rnd(sb, -1, 1, 11)}},  // 2-D b broadcast over the batch
               [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
+        // A batch of 1 broadcast over the other's batch (torch.matmul): its gradient sums over the batch.
+        ref::Shape one_a = sa, one_b = sb;
+        one_a.insert(one_a.begin(), 1);
+        one_b.insert(one_b.begin(), 1);
+        check(dev.index, {{rnd(one_a, -1, 1, 14)}, {rnd(bb, -1, 1, 15)}},
+              [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
+        check(dev.index, {{rnd(ba, -1, 1, 16)}, {rnd(one_b, -1, 1, 17)}},
+              [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
       }
 }
 
