@@ -265,14 +265,21 @@ typedef enum braid_unary_op {
 typedef enum braid_binary_op {
   BRAID_BINARY_ADD = 0, BRAID_BINARY_SUB, BRAID_BINARY_MUL, BRAID_BINARY_DIV, BRAID_BINARY_POW,
   BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
-  /* comparisons produce 1 or 0 in the input dtype */
+  /* comparisons produce 1 or 0 in the dtype they compare in (the promoted one, below) */
   BRAID_BINARY_EQUAL, BRAID_BINARY_LESS, BRAID_BINARY_GREATER,
   BRAID_BINARY_COUNT
 } braid_binary_op;
 
 /* Unary ops on float32/float64 (NEG, ABS, RELU, SQUARE, SIGN also on int32/int64). */
 BRAID_API braid_status braid_unary(braid_unary_op op, braid_tensor x, braid_tensor* out);
-/* Binary op with NumPy broadcasting. Both inputs must have the same dtype and device. */
+/* Binary op with NumPy broadcasting; both inputs on one device. Inputs of different dtypes are
+ * promoted as PyTorch promotes tensors (torch.promote_types): a float dtype wins over an integer one,
+ * else the wider one wins (int32 + float32 -> float32, int64 + float32 -> float32, float32 + float64
+ * -> float64, uint8 + int32 -> int32, int32 + int64 -> int64, float16 + bfloat16 -> float32); an
+ * integer divided by an integer is float32 (true division, as braid_binary_scalar divides). Each
+ * operand is cast to that dtype first (as braid_cast would; autograd records the cast), so comparisons
+ * compare in it: int32 16777217 == float32 16777216 holds, as in PyTorch. A promoted dtype without a
+ * version of the op (uint8, float16, bfloat16; integer POW) is BRAID_ERR_DTYPE. See docs/OPS.md. */
 BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
 /* x op scalar (reverse = 0) or scalar op x (reverse != 0). An integer x with a scalar that is not an
  * integer (2.5, inf, NaN), or with DIV, is promoted to float32 first, as NumPy and PyTorch do: x + 2.5
@@ -287,14 +294,20 @@ typedef enum braid_reduce_op {
   BRAID_REDUCE_COUNT
 } braid_reduce_op;
 
-/* Reduces over the given axes (naxes = 0: all axes). Negative axes count from the end. */
+/* Reduces over the given axes (naxes = 0: all axes). Negative axes count from the end. Float inputs
+ * keep their dtype. Integer inputs (int32, int64): SUM returns int64 and accumulates in int64, as
+ * NumPy's and PyTorch's sums do (4 x 2^30 in int32 sums to 2^32, not 0); MAX and MIN keep the input
+ * dtype; MEAN and NORM are refused with BRAID_ERR_DTYPE, as torch.mean is (cast to a float dtype
+ * first). See docs/OPS.md. */
 BRAID_API braid_status braid_reduce(braid_reduce_op op, braid_tensor x, int32_t naxes, const int32_t* axes,
                                     int32_t keepdims, braid_tensor* out);
 /* Index of the maximum along one axis; int64 result. */
 BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdims, braid_tensor* out);
 
 /* ---- ops: linear algebra and layout ----------------------------------------------------------- */
-/* op(a) @ op(b) for 2-D a, b, or batched 3-D (batch dims must match, or one side 2-D). float32/64. */
+/* op(a) @ op(b) for 2-D a, b, or batched 3-D. The batch broadcasts as in torch.matmul: a 2-D side, or
+ * a batch of 1, is shared by every batch of the other ([1,2,3] @ [3,3,4] is [3,2,4]); other batch
+ * sizes must match. Both float32 or both float64 (no promotion, as torch.matmul). */
 BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b,
                                     braid_tensor* out);
 /* Same storage, new shape (one dimension may be -1). */

@@ -1,6 +1,7 @@
 #include "instance.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
@@ -282,8 +283,38 @@ std::string vk_result_name(VkResult r) {
   }
 }
 
+// fork(): a child inherits the parent's instance and the driver state behind it, but none of the
+// driver's threads, so using them hangs (lavapipe waits forever for its own worker threads in
+// vkCreateDevice). A child forked while an instance exists therefore gets an instance with no
+// devices and the reason, as the CPU backend keeps fork() away from OpenBLAS (backends/cpu/fork_guard.h).
+// One forked before any instance existed creates its own as usual. g_mu is held across fork() so the
+// child never sees an instance half made.
+bool g_forked_with_instance = false;
+
+void lock_for_fork() { g_mu.lock(); }
+void unlock_after_fork() { g_mu.unlock(); }
+void child_after_fork() {
+  g_forked_with_instance = g_instance != nullptr;
+  g_mu.unlock();
+}
+
+constexpr const char* kForkedReason =
+    "this process was fork()ed while its parent had the Vulkan instance open; Vulkan cannot be used "
+    "in such a child (create the child's context before the parent's, or exec)";
+
 Instance& instance() {
+  static std::once_flag fork_handlers;
+  std::call_once(fork_handlers, [] { pthread_atfork(lock_for_fork, unlock_after_fork, child_after_fork); });
   std::lock_guard lock(g_mu);
+  if (g_forked_with_instance) {
+    // The inherited instance and loader are the parent's: left alone (leaked), never destroyed or
+    // unloaded from here, which could run driver code waiting for threads the child does not have.
+    (void)g_instance.release();
+    g_loader = nullptr;
+    g_instance = std::make_unique<Instance>();
+    g_instance->reason = kForkedReason;
+    g_forked_with_instance = false;
+  }
   if (!g_instance) {
     g_instance = std::make_unique<Instance>();
     load(*g_instance);

@@ -207,13 +207,15 @@ void reduce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   }
 }
 
-// C = op(A) op(B). A 2-D operand broadcast over a batch gets its gradient summed over the batch.
+// C = op(A) op(B). An operand broadcast over the batch (2-D, or a batch of 1) gets its gradient summed
+// over the batch, as torch.matmul's does.
 void matmul_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* a = h(n.inputs[0]);
   Tensor* b = h(n.inputs[1]);
   const bool ta = n.i[0] != 0, tb = n.i[1] != 0;
   auto fit = [](TensorRef g, const Shape& s) {
     if (g->shape.ndim == 3 && s.ndim == 2) g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, false);
+    else if (g->shape.ndim == 3 && g->shape[0] != s[0]) g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, true);
     return g;
   };
   if (n.needs[0]) dx[0] = fit(ta ? op::matmul(b, dy, tb, true) : op::matmul(dy, b, false, !tb), a->shape);

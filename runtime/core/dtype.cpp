@@ -27,6 +27,14 @@ const char* dtype_name(braid_dtype dtype) noexcept {
   }
 }
 
+braid_dtype promote_types(braid_dtype a, braid_dtype b) noexcept {
+  if (a == b) return a;
+  const bool fa = dtype_is_floating(a), fb = dtype_is_floating(b);
+  if (fa != fb) return fa ? a : b;
+  if (fa && dtype_size(a) == dtype_size(b)) return BRAID_FLOAT32;  // float16 and bfloat16: neither holds the other
+  return dtype_size(a) > dtype_size(b) ? a : b;
+}
+
 void check_dtype(const braid_dtype& dtype, const char* what) {
   int32_t v = enum_int(dtype);
   if (!dtype_valid(v)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid dtype value ", v);

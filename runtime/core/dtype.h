@@ -11,7 +11,14 @@ namespace braid {
 constexpr bool dtype_valid(int dtype) { return dtype >= 0 && dtype < BRAID_DTYPE_COUNT; }
 constexpr bool dtype_is_float(braid_dtype d) { return d == BRAID_FLOAT32 || d == BRAID_FLOAT64; }
 constexpr bool dtype_is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
+constexpr bool dtype_is_floating(braid_dtype d) {  // the storage-only 16-bit floats included
+  return dtype_is_float(d) || d == BRAID_FLOAT16 || d == BRAID_BFLOAT16;
+}
 size_t dtype_size(braid_dtype dtype) noexcept;
+// PyTorch's torch.promote_types for two tensors: a floating dtype wins over an integer one, else the
+// wider of the two (uint8 < int32 < int64, float16 and bfloat16 < float32 < float64), and float16
+// with bfloat16 gives float32.
+braid_dtype promote_types(braid_dtype a, braid_dtype b) noexcept;
 const char* dtype_name(braid_dtype dtype) noexcept;
 
 // The integer a C caller passed where the ABI names an enum. C may pass any int there, and loading an

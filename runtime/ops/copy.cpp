@@ -8,13 +8,39 @@
 
 namespace braid {
 
+namespace {
+
+bool is_16bit_float(braid_dtype d) { return d == BRAID_FLOAT16 || d == BRAID_BFLOAT16; }
+
+// supports(COPY, dtype) names one dtype, and a cast has two. The plugin ABI's rule (docs/ABI.md,
+// "Casts"): a backend casts between any two dtypes it supports COPY for, except the pairs its own
+// documentation lists, which the host refuses here. The Vulkan backend's (docs/VULKAN.md) are
+// float16/bfloat16 <-> int32/int64/uint8: its 16-bit storage shaders convert to and from float32 and
+// float64 only. Refused at the call, or the cast would fail only when the result is read.
+bool backend_casts(const Backend& backend, braid_dtype from, braid_dtype to) {
+  if (backend.name == "vulkan" && (is_16bit_float(from) || is_16bit_float(to)))
+    return dtype_is_floating(from) && dtype_is_floating(to);
+  return true;
+}
+
+// A cast needs a COPY kernel for both ends, and the pair itself.
+void require_cast(OpBuilder& op, braid_dtype from, braid_dtype to) {
+  op.require_kernel(to);
+  Device& dev = op.device();
+  if (!backend_casts(*dev.backend, from, to))
+    fail(BRAID_ERR_UNSUPPORTED, op.name(), ": the ", dev.backend->name, " backend has no ", dtype_name(from), " -> ",
+         dtype_name(to), " cast on ", dev.id, "; cast through float32");
+}
+
+}  // namespace
+
 void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
                       const braid_buffer_view& to, Queue* queue) {
   OpBuilder op(name, BRAID_KOP_COPY);
   op.add_input_view(op.operand(&src, "x"), from);
   op.operand(&dst, "out");
   op.require_kernel(src.dtype);
-  if (dst.dtype != src.dtype) op.require_kernel(dst.dtype);  // a cast needs both ends (GPU backends lack some)
+  if (dst.dtype != src.dtype) require_cast(op, src.dtype, dst.dtype);
   op.add_overwritten_output(dst, to);
   if (queue) op.push(*queue);
   else op.push();

@@ -1,6 +1,7 @@
 // Elementwise ops: unary, binary with NumPy broadcasting, and binary with a scalar.
 #include <cmath>
 
+#include "autograd/ops.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
@@ -17,11 +18,22 @@ bool binary_allows_int(braid_binary_op op) {
   return op != BRAID_BINARY_DIV && op != BRAID_BINARY_POW;
 }
 
-void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name) {
+void check_op(const braid_binary_op& op, const char* name) {
   if (int32_t v = enum_int(op); v < 0 || v >= BRAID_BINARY_COUNT)
     fail(BRAID_ERR_INVALID_ARGUMENT, name, ": invalid braid_binary_op ", v);
+}
+
+// Call after check_op.
+void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name) {
   if (!(dtype_is_float(dtype) || (dtype_is_int(dtype) && binary_allows_int(op))))
     fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype), " version of this op");
+}
+
+// The dtype a binary op between tensors of dtypes a and b computes in (call after check_op): PyTorch's
+// promotion, and true division of integers in float32 as braid_binary_scalar divides them.
+braid_dtype binary_dtype(const braid_binary_op& op, braid_dtype a, braid_dtype b) {
+  const braid_dtype common = promote_types(a, b);
+  return dtype_is_int(common) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
 }
 
 }  // namespace
@@ -53,13 +65,23 @@ BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_t
     OpBuilder op("binary", BRAID_KOP_BINARY);
     Tensor& ta = op.operand(a, "a");
     Tensor& tb = op.operand(b, "b");
-    require_same_dtype(ta, tb, "binary");
-    check_binary(bop, ta.dtype, "binary");
+    check_op(bop, "binary");
+    const braid_dtype dtype = binary_dtype(bop, ta.dtype, tb.dtype);
+    check_binary(bop, dtype, "binary");
     Shape shape = broadcast_shapes(ta.shape, tb.shape, "binary");
+    if (ta.dtype != dtype || tb.dtype != dtype) {
+      // Operands of different dtypes (or integers divided) are cast to the common dtype first, as
+      // PyTorch promotes: the casts are ops like braid_cast (autograd records them, so a gradient
+      // reaches each operand in its own dtype), and this builder is dropped unpushed.
+      TensorRef ca = ta.dtype != dtype ? autograd::op::cast(&ta, dtype) : autograd::op::retain(&ta);
+      TensorRef cb = tb.dtype != dtype ? autograd::op::cast(&tb, dtype) : autograd::op::retain(&tb);
+      *out = autograd::op::binary(bop, ca.get(), cb.get()).release();
+      return;
+    }
     op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
     op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
-    op.require_kernel(ta.dtype);
-    op.output(ta.dtype, shape);
+    op.require_kernel(dtype);
+    op.output(dtype, shape);
     op.call().i[0] = bop;
     op.push();
     *out = op.release_output(0);
@@ -71,17 +93,14 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
   return guard("braid_binary_scalar", [&] {
     require(out, "out");
     *out = nullptr;
-    if (int32_t v = enum_int(bop); v < 0 || v >= BRAID_BINARY_COUNT)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: invalid braid_binary_op ", v);
+    check_op(bop, "binary_scalar");
     // NumPy's and PyTorch's promotion: an integer tensor with a scalar that is not an integer (2.5,
     // inf, NaN), or divided (true division), computes in floating point, float32 as PyTorch's default
     // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
-    if (dtype_is_int(checked_tensor(x, "x").dtype) && (bop == BRAID_BINARY_DIV || !(std::trunc(scalar) == scalar))) {
-      braid_tensor promoted = nullptr;
-      if (braid_status st = braid_cast(x, BRAID_FLOAT32, &promoted); st != BRAID_OK) fail(st, braid_last_error());
-      const TensorRef hold(promoted);
-      if (braid_status st = braid_binary_scalar(bop, promoted, scalar, reverse, out); st != BRAID_OK)
-        fail(st, braid_last_error());
+    Tensor& tx = checked_tensor(x, "x");
+    if (dtype_is_int(tx.dtype) && (bop == BRAID_BINARY_DIV || !(std::trunc(scalar) == scalar))) {
+      const TensorRef promoted = autograd::op::cast(&tx, BRAID_FLOAT32);
+      *out = autograd::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
       return;
     }
     OpBuilder op("binary_scalar", BRAID_KOP_BINARY_SCALAR);

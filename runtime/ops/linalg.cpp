@@ -4,7 +4,8 @@
 using namespace braid;
 
 namespace {
-// A 2-D or 3-D tensor as a 3-D [batch, rows, cols] view (batch stride 0 broadcasts a 2-D operand).
+// A 2-D or 3-D tensor as a 3-D [batch, rows, cols] view. Batch stride 0 broadcasts a 2-D operand, or
+// a batch of 1, over every batch (the MATMUL kernel ABI reads it so).
 braid_buffer_view batched_view(const Tensor& t, int64_t batch) {
   braid_buffer_view v = t.view();
   const Shape& s = t.shape;
@@ -13,10 +14,19 @@ braid_buffer_view batched_view(const Tensor& t, int64_t batch) {
   v.shape[0] = batch;
   v.shape[1] = rows;
   v.shape[2] = cols;
-  v.strides[0] = s.ndim == 3 ? rows * cols : 0;
+  v.strides[0] = s.ndim == 3 && s[0] == batch ? rows * cols : 0;
   v.strides[1] = cols;
   v.strides[2] = 1;
   return v;
+}
+
+// The batch of the result: torch.matmul's broadcasting of the batch dimensions, where a 2-D operand
+// has none and a batch of 1 stretches to the other's ([1,2,3] @ [3,3,4] is [3,2,4]).
+int64_t broadcast_batch(const Shape& sa, const Shape& sb) {
+  if (sa.ndim == 2 || sb.ndim == 2) return sa.ndim == 3 ? sa[0] : (sb.ndim == 3 ? sb[0] : 1);
+  if (sa[0] == sb[0] || sb[0] == 1) return sa[0];
+  if (sa[0] == 1) return sb[0];
+  fail(BRAID_ERR_SHAPE, "matmul: batch sizes differ (", sa[0], " vs ", sb[0], ") and neither is 1");
 }
 }  // namespace
 
@@ -42,9 +52,7 @@ BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t tran
     if (ka != kb)
       fail(BRAID_ERR_SHAPE, "matmul: inner dimensions differ (", sa.str(), transpose_a ? "ᵀ" : "", " @ ", sb.str(),
            transpose_b ? "ᵀ" : "", ": ", ka, " vs ", kb, ")");
-    if (sa.ndim == 3 && sb.ndim == 3 && sa[0] != sb[0])
-      fail(BRAID_ERR_SHAPE, "matmul: batch sizes differ (", sa[0], " vs ", sb[0], ")");
-    int64_t batch = sa.ndim == 3 ? sa[0] : (sb.ndim == 3 ? sb[0] : 1);
+    const int64_t batch = broadcast_batch(sa, sb);
     op.add_input_view(ta, batched_view(ta, batch));
     op.add_input_view(tb, batched_view(tb, batch));
     op.require_kernel(ta.dtype);

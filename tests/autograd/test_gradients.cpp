@@ -66,6 +66,16 @@ TEST_CASE("gradients: binary ops with a scalar, both orders") {
       }
 }
 
+// float64 * float32 promotes the float32 operand to float64 by an implicit cast (PyTorch's promotion):
+// the gradient passes back through it (float32 rounding: looser).
+TEST_CASE("gradients: binary ops between float64 and float32 operands (promoted)") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    check(dev.index, {{rnd({3, 4}, -1, 1, 4)}, {rnd({4}, -1, 1, 5)}},
+          [](const Xs& x) { return braid::mul(x[0], braid::cast(x[1], BRAID_FLOAT32)); }, 1e-3, 1e-3);
+  }
+}
+
 TEST_CASE("gradients: reductions over some and all axes") {
   const braid_reduce_op ops[] = {BRAID_REDUCE_SUM, BRAID_REDUCE_MEAN, BRAID_REDUCE_MAX, BRAID_REDUCE_MIN,
                                  BRAID_REDUCE_NORM};
@@ -93,6 +103,14 @@ TEST_CASE("gradients: matmul, transposed and batched") {
         check(dev.index, {{rnd(ba, -1, 1, 8)}, {rnd(bb, -1, 1, 9)}},
               [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
         check(dev.index, {{rnd(ba, -1, 1, 10)}, {rnd(sb, -1, 1, 11)}},  // 2-D b broadcast over the batch
+              [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
+        // A batch of 1 broadcast over the other's batch (torch.matmul): its gradient sums over the batch.
+        ref::Shape one_a = sa, one_b = sb;
+        one_a.insert(one_a.begin(), 1);
+        one_b.insert(one_b.begin(), 1);
+        check(dev.index, {{rnd(one_a, -1, 1, 14)}, {rnd(bb, -1, 1, 15)}},
+              [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
+        check(dev.index, {{rnd(ba, -1, 1, 16)}, {rnd(one_b, -1, 1, 17)}},
               [&](const Xs& x) { return braid::matmul(x[0], x[1], ta, tb); });
       }
 }

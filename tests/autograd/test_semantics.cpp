@@ -58,6 +58,26 @@ TEST_CASE("autograd: a gradient used twice adds up (fan-out)") {
   }
 }
 
+TEST_CASE("autograd: an operand promoted to another dtype gets its gradient in its own dtype") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor w = Tensor::from_vector(ctx, dev.index, {3}, std::vector<float>{1, 2, 3});
+    const Tensor c = vec(dev.index, {0.5, -2, 4});  // float64: w is promoted to float64
+    braid::attach_grad(w);
+    Tensor y;
+    {
+      braid::AutogradScope rec(ctx);
+      y = braid::sum(braid::mul(w, c));
+    }
+    CHECK(y.dtype() == BRAID_FLOAT64);
+    braid::backward(y);
+    const Tensor g = braid::grad(w);
+    REQUIRE(g.dtype() == BRAID_FLOAT32);
+    CHECK(g.to_vector<float>() == std::vector<float>{0.5f, -2.0f, 4.0f});
+  }
+}
+
 TEST_CASE("autograd: no-grad sections are not recorded, and recording is per thread") {
   auto& ctx = harness::context();
   const auto dev = harness::each_device().at(0);

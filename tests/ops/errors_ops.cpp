@@ -34,8 +34,7 @@ TEST_CASE("errors: unary") {
 
 TEST_CASE("errors: binary and binary_scalar") {
   Out o;
-  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5}),
-             d = tensor(0, BRAID_FLOAT64, {3, 4});
+  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5});
   const auto t = tensor(0, BRAID_FLOAT32, {4, 3});
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, nullptr, a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
@@ -43,8 +42,13 @@ TEST_CASE("errors: binary and binary_scalar") {
   CHECK_FAILS(braid_binary(BRAID_BINARY_COUNT, a.get(), a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), b.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_MUL, a.get(), t.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
-  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), d.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
-  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, tensor(0, BRAID_INT32, {3, 4}).get(), a.get(), o.p()), BRAID_ERR_DTYPE,
+  // Mixed dtypes promote (test_elementwise.cpp); a promoted dtype the op has no version of is refused.
+  const auto u8 = tensor(0, BRAID_UINT8, {3, 4});
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, u8.get(), u8.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_POW, tensor(0, BRAID_INT32, {3, 4}).get(), tensor(0, BRAID_INT64, {4}).get(),
+                           o.p()),
+              BRAID_ERR_DTYPE, "braid_binary");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), tensor(0, BRAID_FLOAT64, {5}).get(), o.p()), BRAID_ERR_SHAPE,
               "braid_binary");
   const auto h = half_tensor({3, 4});
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, h.get(), h.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
@@ -78,6 +82,12 @@ TEST_CASE("errors: reduce and argmax") {
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 9, nine, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, half_tensor({3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
               "braid_reduce");
+  // As torch.mean and torch.linalg.norm: no integer mean or norm (an integer sum is int64, test_reduce.cpp).
+  for (braid_reduce_op op : {BRAID_REDUCE_MEAN, BRAID_REDUCE_NORM}) {
+    INFO("integer reduce op ", static_cast<int>(op));
+    CHECK_FAILS(braid_reduce(op, tensor(0, BRAID_INT32, {3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
+                "braid_reduce");
+  }
 
   CHECK_FAILS(braid_argmax(nullptr, 0, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");
   CHECK_FAILS(braid_argmax(x.get(), 0, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_argmax");

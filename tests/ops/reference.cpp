@@ -290,8 +290,9 @@ Array matmul(const Array& a, const Array& b, bool ta, bool tb) {
     throw std::invalid_argument("ref::matmul: inputs must be 2-D or 3-D");
   const bool a3 = a.ndim() == 3, b3 = b.ndim() == 3;
   const int64_t ba = a3 ? a.shape[0] : 1, bb = b3 ? b.shape[0] : 1;
-  if (a3 && b3 && ba != bb) throw std::invalid_argument("ref::matmul: batch mismatch");
-  const int64_t batch = std::max(ba, bb);
+  // torch.matmul's batch broadcasting: a 2-D side or a batch of 1 is shared by every batch.
+  if (a3 && b3 && ba != bb && ba != 1 && bb != 1) throw std::invalid_argument("ref::matmul: batch mismatch");
+  const int64_t batch = !a3 ? bb : (!b3 || bb == 1 ? ba : bb);
   const int64_t ar = a.shape[a3 ? 1 : 0], ac = a.shape[a3 ? 2 : 1];
   const int64_t br = b.shape[b3 ? 1 : 0], bc = b.shape[b3 ? 2 : 1];
   const int64_t m = ta ? ac : ar, k = ta ? ar : ac;
@@ -300,8 +301,8 @@ Array matmul(const Array& a, const Array& b, bool ta, bool tb) {
 
   Array out(a3 || b3 ? Shape{batch, m, n} : Shape{m, n});
   for (int64_t p = 0; p < batch; ++p) {
-    const double* A = a.data.data() + (a3 ? p * ar * ac : 0);
-    const double* B = b.data.data() + (b3 ? p * br * bc : 0);
+    const double* A = a.data.data() + (a3 && ba == batch ? p * ar * ac : 0);
+    const double* B = b.data.data() + (b3 && bb == batch ? p * br * bc : 0);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double s = 0.0;

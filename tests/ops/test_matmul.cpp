@@ -68,3 +68,22 @@ TEST_CASE("matmul: batched with one side 2-D (shared by every batch)") {
     });
   }
 }
+
+// torch.matmul broadcasts the batch: [1,2,3] @ [3,3,4] is [3,2,4], the batch of 1 shared by every batch.
+TEST_CASE("matmul: a batch of 1 broadcasts against the other side's batch") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes)
+        for (const Dims& d : {Dims{2, 3, 4}, Dims{7, 5, 1}})
+          for (bool ta : {false, true})
+            for (bool tb : {false, true}) {
+              check_matmul(dev, dt, 1, 3, d, ta, tb);
+              check_matmul(dev, dt, 3, 1, d, ta, tb);
+            }
+      INFO("device ", dev.id);
+      const auto y = braid::matmul(harness::upload(dev.index, BRAID_FLOAT32, ref::Array({1, 2, 3}, 1.0)),
+                                   harness::upload(dev.index, BRAID_FLOAT32, ref::Array({3, 3, 4}, 1.0)));
+      CHECK(y.shape() == braid::Shape{3, 2, 4});
+    });
+  }
+}

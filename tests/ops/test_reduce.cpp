@@ -118,3 +118,32 @@ TEST_CASE("reduce: argmax returns the first of tied maxima") {
     });
   }
 }
+
+// NumPy and PyTorch sum integers into int64: torch.tensor([2**30] * 4, dtype=torch.int32).sum() is
+// 4294967296 (int64), not the int32 wrap-around 0. max and min keep the input dtype.
+TEST_CASE("reduce: integer sums are int64 and do not wrap; max and min keep the dtype") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const double big = 1073741824.0;  // 2^30
+        const auto all = braid::sum(harness::upload(dev.index, dt, ref::Array({4}, {big, big, big, big})));
+        CHECK(all.dtype() == BRAID_INT64);
+        CHECK(all.to_vector<int64_t>() == std::vector<int64_t>{int64_t{1} << 32});
+        // Over one axis, with keepdims, and below INT32_MIN.
+        const ref::Array x({2, 3}, {-2147483648.0, -2147483648.0, 5, big, big, -7});
+        const auto t = harness::upload(dev.index, dt, x);
+        const auto rows = braid::sum(t, {1}, true);
+        CHECK(rows.dtype() == BRAID_INT64);
+        CHECK(rows.shape() == std::vector<int64_t>{2, 1});
+        CHECK(rows.to_vector<int64_t>() == std::vector<int64_t>{-(int64_t{1} << 32) + 5, (int64_t{1} << 31) - 7});
+        CHECK_CLOSE(harness::download(braid::sum(t, {0})), ref::reduce(BRAID_REDUCE_SUM, x, {0}, false), 0.0);
+        for (braid_reduce_op op : {BRAID_REDUCE_MAX, BRAID_REDUCE_MIN}) {
+          const auto y = braid::reduce(op, t, {1});
+          CHECK(y.dtype() == dt);
+          CHECK_CLOSE(harness::download(y), ref::reduce(op, x, {1}, false), 0.0);
+        }
+      }
+    });
+  }
+}
