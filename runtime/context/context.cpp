@@ -17,7 +17,7 @@ namespace {
 
 // The one piece of process state: how many fork()s this process has seen. A context remembers the
 // generation it was created in; after fork() the child's copy has no threads behind it, so it is
-// refused, and the child creates a fresh context (DESIGN §5).
+// refused, and the child creates a fresh context (docs/ENGINE.md#waits-from-engine-threads-and-fork).
 std::atomic<uint64_t> g_fork_generation{0};
 
 void register_fork_handler() {

@@ -1,6 +1,6 @@
 // The context behind braid_context: the loaded backends, their opened devices, the engine, the
-// profiler and the RNG counter. Everything mutable in braid lives in a context (DESIGN: no global
-// state beyond it, except the fork generation, which is the process's own fact).
+// profiler and the RNG counter. Everything mutable in braid lives in a context, with no global state
+// beyond it except the fork generation, which is the process's own fact (docs/ARCHITECTURE.md#layers).
 #pragma once
 #include <atomic>
 #include <memory>

@@ -2,7 +2,8 @@
 
 namespace braid {
 namespace {
-// Thread-local by design (DESIGN §3): each thread sees the message of its own last failed call.
+// Thread-local by design (docs/ARCHITECTURE.md#c-abi): each thread sees the message of its own last
+// failed call.
 thread_local std::string t_last_error;
 }  // namespace
 

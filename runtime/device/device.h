@@ -57,7 +57,7 @@ struct Device {
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
 
-  // Backpressure (DESIGN §5): ops and output bytes in flight on this device, counted as what was
+  // Backpressure (docs/ENGINE.md): ops and output bytes in flight on this device, counted as what was
   // pushed minus what has ended. The two sides are written by different threads (pushers, the
   // backend's completion threads), so each gets its own cache line: one shared in-flight counter
   // moved a line between the cores twice per op. `ended_seen` is the pushers' last reading of

@@ -13,7 +13,7 @@ namespace braid {
 namespace {
 
 // Set while this thread runs engine callbacks for a backend: a wait from here would wait on the
-// thread that has to make progress, so it is refused instead (DESIGN §5).
+// thread that has to make progress, so it is refused instead (docs/ENGINE.md).
 // initial-exec: libbraid is a shared library, and the default TLS model made every access a call to
 // __tls_get_addr (four per op on the backend thread, ~10% of its runtime cost per tiny op). With
 // initial-exec it is one %fs-relative load; the 4 bytes fit glibc's static TLS surplus even when

@@ -1,4 +1,4 @@
-// The dependency engine (DESIGN §5). Every op is pushed with the storages it reads and writes; the
+// The dependency engine (docs/ENGINE.md). Every op is pushed with the storages it reads and writes; the
 // engine orders it after earlier writers (and, for writes, earlier readers) of those storages and
 // submits it to a backend queue at once. Dependencies on the same queue need nothing; on another
 // queue of the same backend they become device-side semaphore waits; on another backend the op is

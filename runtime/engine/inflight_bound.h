@@ -1,4 +1,4 @@
-// Backpressure's bound on one device's work in flight (DESIGN §5, docs/ENGINE.md "Backpressure"):
+// Backpressure's bound on one device's work in flight (docs/ENGINE.md "Backpressure"):
 // pushing waits while the device has `ops` ops or `bytes` bytes of op outputs in flight.
 #pragma once
 #include <cstdint>

@@ -29,7 +29,7 @@ struct Queue {
   std::deque<std::shared_ptr<OpNode>> deferred;  // ops waiting on another backend, in queue order
 };
 
-// The engine variable of one storage: program order of its readers and writers (DESIGN §5).
+// The engine variable of one storage: program order of its readers and writers (docs/ENGINE.md).
 // Guarded by Engine::mu_.
 struct Var {
   std::shared_ptr<OpNode> last_writer;           // may already be done; its status is the var's error

@@ -1,6 +1,6 @@
-// Per-device caching allocator (DESIGN §6). Tensors get blocks carved out of larger segments obtained
-// from the backend; freed blocks go back to a size-ordered cache and are merged with free neighbours,
-// so steady-state training allocates nothing from the backend. Thread-safe.
+// Per-device caching allocator (docs/ARCHITECTURE.md#memory). Tensors get blocks carved out of larger
+// segments obtained from the backend; freed blocks go back to a size-ordered cache and are merged with
+// free neighbours, so steady-state training allocates nothing from the backend. Thread-safe.
 //
 // Tensors are mostly allocated on the pushing thread and freed on a backend thread (an op's last
 // reference to its output ends with the op). Small frees therefore go onto a lock-free stack that the

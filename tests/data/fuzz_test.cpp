@@ -1,7 +1,7 @@
-// A deterministic mutation fuzz of the IDX reader (DESIGN §11: parsers are fuzzed). Random byte
-// flips, insertions, deletions and truncations of a small valid dataset, gzip and plain: opening must
-// never crash or hang, and must either fail cleanly (BRAID_ERR_IO, the file named) or succeed with
-// exactly what an independent reading of the mutated bytes says the file holds.
+// A deterministic mutation fuzz of the IDX reader (parsers are fuzzed: docs/ARCHITECTURE.md#quality).
+// Random byte flips, insertions, deletions and truncations of a small valid dataset, gzip and plain:
+// opening must never crash or hang, and must either fail cleanly (BRAID_ERR_IO, the file named) or
+// succeed with exactly what an independent reading of the mutated bytes says the file holds.
 #include <doctest/doctest.h>
 #include <zlib.h>
 

@@ -78,8 +78,9 @@ TEST_CASE("errors: an allocation that cannot be served is BRAID_ERR_OUT_OF_MEMOR
   }
 }
 
-// braid.h: "A label outside [0, K) fails the op (an asynchronous error on the output)"; DESIGN §5: the
-// failed op poisons what it writes, readers inherit the error, wait_all returns it once.
+// braid.h: "A label outside [0, K) fails the op (an asynchronous error on the output)".
+// docs/ENGINE.md#errors: the failed op poisons what it writes, readers inherit the error, wait_all
+// returns it once.
 TEST_CASE("errors: a kernel failure is asynchronous, poisons dependents and is reported once by wait_all") {
   // A context of its own, so that no other test's pending work or errors interfere.
   setenv("BRAID_CPU_DEVICES", "2", 0);

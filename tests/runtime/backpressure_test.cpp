@@ -1,5 +1,5 @@
-// Backpressure (DESIGN §5): with a bound on in-flight bytes, a frontend that pushes far ahead of
-// the device cannot make memory grow without limit.
+// Backpressure (docs/ENGINE.md#backpressure): with a bound on in-flight bytes, a frontend that pushes
+// far ahead of the device cannot make memory grow without limit.
 #include <cstdlib>
 #include <string>
 

@@ -1,4 +1,4 @@
-// Error poisoning (DESIGN §5): a failing op poisons what it writes, dependants are skipped and
+// Error poisoning (docs/ENGINE.md#errors): a failing op poisons what it writes, dependants are skipped and
 // inherit the error, wait reports op and device, unrelated work goes on, nothing aborts.
 #include <cstring>
 

@@ -139,7 +139,8 @@ TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device'
   CHECK(to_vector(again.t, 1000) == std::vector<float>(1000, 7.0f));
 }
 
-// DESIGN §4: a plugin whose vendor library is missing loads, reports zero devices and says why.
+// A plugin whose vendor library is missing loads, reports zero devices and says why
+// (docs/ARCHITECTURE.md#plugin-abi).
 TEST_CASE("vulkan plugin: without a Vulkan loader it loads with zero devices and a reason") {
   if (vulkan_excluded()) return;
   setenv("BRAID_VULKAN_LOADER", "/nonexistent/libvulkan.so.1", 1);  // read when the plugin first enumerates
@@ -255,8 +256,9 @@ TEST_CASE("mixed devices: copies larger than the staging ring arrive intact both
   CHECK(bad == 0);
 }
 
-// DESIGN §4: the same physical device seen twice (here: lavapipe's ICD listed under two names, so the
-// loader enumerates it twice) is listed once; the plugin logs the skipped duplicate's UUID.
+// The same physical device seen twice (here: lavapipe's ICD listed under two names, so the loader
+// enumerates it twice) is listed once; the plugin logs the skipped duplicate's UUID
+// (docs/ARCHITECTURE.md#plugin-abi).
 TEST_CASE("vulkan plugin: a device reported twice (same UUID) is listed once") {
   if (vulkan_excluded()) return;
   const char* icd = "/usr/share/vulkan/icd.d/lvp_icd.x86_64.json";
