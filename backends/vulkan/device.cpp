@@ -116,6 +116,20 @@ void Device::release_timeline(Timeline t) {
   spare_timelines_.push_back(t);
 }
 
+bool Device::reserve_heap(uint32_t heap, uint64_t bytes) {
+  if (heap >= pd_.memory.memoryHeapCount) return false;
+  const uint64_t size = pd_.memory.memoryHeaps[heap].size;
+  uint64_t used = heap_used_[heap].load();
+  do {
+    if (bytes > size || used > size - bytes) return false;
+  } while (!heap_used_[heap].compare_exchange_weak(used, used + bytes));
+  return true;
+}
+
+void Device::release_heap(uint32_t heap, uint64_t bytes) {
+  if (heap < VK_MAX_MEMORY_HEAPS) heap_used_[heap].fetch_sub(bytes);
+}
+
 int Device::memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {
   const auto& m = pd_.memory;
   for (uint32_t i = 0; i < m.memoryTypeCount; ++i)

@@ -1,6 +1,7 @@
 // An opened Vulkan device: the VkDevice, its one or two VkQueues, memory, the shared pipeline layout
 // and the lazily created compute pipelines, and the failed flag (device lost / failed submission).
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -43,6 +44,11 @@ struct Device {
   int memory_type(uint32_t bits, VkMemoryPropertyFlags want) const;
 
   Allocator& device_memory() { return *device_memory_; }
+  // Bytes this device holds of each memory heap. reserve_heap fails (and reserves nothing) when the
+  // heap would go over its reported size: the driver's own check cannot be relied on.
+  bool reserve_heap(uint32_t heap, uint64_t bytes);
+  void release_heap(uint32_t heap, uint64_t bytes);
+  uint64_t heap_used(uint32_t heap) const { return heap < VK_MAX_MEMORY_HEAPS ? heap_used_[heap].load() : 0; }
   VkDescriptorSetLayout set_layout() const { return set_layout_; }
   VkPipelineLayout pipeline_layout() const { return pipeline_layout_; }
   VkBuffer dummy_buffer() const { return dummy_->buffer; }
@@ -80,6 +86,7 @@ struct Device {
   VkDevice device_ = VK_NULL_HANDLE;
   SharedVkQueue compute_;
   std::unique_ptr<SharedVkQueue> transfer_;
+  std::array<std::atomic<uint64_t>, VK_MAX_MEMORY_HEAPS> heap_used_{};
   std::unique_ptr<Allocator> device_memory_;
   braid_backend_buffer_t* dummy_ = nullptr;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;

@@ -243,6 +243,9 @@ void put_u64(uint32_t* at, uint64_t v) {
   at[1] = static_cast<uint32_t>(v >> 32);
 }
 
+// The most elements one workgroup reduces per output (REDUCE): 4M passed on lavapipe, 8M did not.
+constexpr int64_t kMaxReduceCount = int64_t{1} << 22;
+
 // One workgroup per output element (or row): p.n groups over a 2-D grid.
 KernelResult dispatch_groups(Enc& e, Recorder& r, ShaderId s) {
   uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
@@ -275,7 +278,14 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
     last = d;
     count *= in.shape[d];
   }
-  if (count > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: reduction over more than 2^31 elements");
+  // One workgroup reduces each output's elements. On lavapipe a workgroup that runs that long is cut
+  // short without an error (a sum of 2^23 ones came out as 262136 in float32, 65514 in float64), so
+  // larger reductions are refused rather than answered wrongly. Splitting them over workgroups needs a
+  // second pass and a scratch buffer: docs/VULKAN.md lists it as a limitation.
+  if (count > kMaxReduceCount)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a reduction over more than " + std::to_string(kMaxReduceCount) +
+                                           " elements per output (" + std::to_string(count) +
+                                           ") is not supported on this backend yet; reduce in parts");
   for (uint32_t k = 0; k < rnd; ++k) {
     if (stride[k] > INT32_MAX || stride[k] < INT32_MIN) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a stride exceeds 32 bits");
     e.p.extra[2 + k] = static_cast<uint32_t>(size[k]);

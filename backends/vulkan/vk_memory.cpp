@@ -1,8 +1,10 @@
 #include "vk_memory.h"
 
 #include <algorithm>
+#include <string>
 
 #include "device.h"
+#include "host.h"
 
 namespace braid::vk {
 namespace {
@@ -39,10 +41,16 @@ std::unique_ptr<MemoryBlock> Allocator::create_block(uint64_t size) {
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = static_cast<uint32_t>(type);
-  if (type < 0 || vk.vkAllocateMemory(device_.handle(), &ai, nullptr, &b->memory) != VK_SUCCESS) {
+  // Counted against the heap before the driver is asked: some drivers (lavapipe, whose heaps are host
+  // memory) grant allocations far beyond the heap they report and fail only when the system runs out.
+  const bool counted = type >= 0 && device_.reserve_heap(device_.physical().memory.memoryTypes[type].heapIndex, req.size);
+  if (!counted || vk.vkAllocateMemory(device_.handle(), &ai, nullptr, &b->memory) != VK_SUCCESS) {
+    if (counted) device_.release_heap(device_.physical().memory.memoryTypes[type].heapIndex, req.size);
     vk.vkDestroyBuffer(device_.handle(), b->buffer, nullptr);
     return nullptr;
   }
+  b->heap = device_.physical().memory.memoryTypes[type].heapIndex;
+  b->heap_bytes = req.size;
   vk.vkBindBufferMemory(device_.handle(), b->buffer, b->memory, 0);
   if (want_ & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
     if (vk.vkMapMemory(device_.handle(), b->memory, 0, VK_WHOLE_SIZE, 0, &b->mapped) != VK_SUCCESS) {
@@ -57,7 +65,10 @@ std::unique_ptr<MemoryBlock> Allocator::create_block(uint64_t size) {
 void Allocator::destroy_block(MemoryBlock& b) {
   const Vk& vk = device_.vk();
   if (b.buffer) vk.vkDestroyBuffer(device_.handle(), b.buffer, nullptr);
-  if (b.memory) vk.vkFreeMemory(device_.handle(), b.memory, nullptr);  // unmaps too
+  if (b.memory) {
+    vk.vkFreeMemory(device_.handle(), b.memory, nullptr);  // unmaps too
+    device_.release_heap(b.heap, b.heap_bytes);
+  }
   b.buffer = VK_NULL_HANDLE;
   b.memory = VK_NULL_HANDLE;
 }
@@ -66,6 +77,14 @@ braid_status Allocator::allocate(uint64_t bytes, braid_backend_buffer_t** out) {
   const uint64_t need = round_up(std::max<uint64_t>(bytes, 1), kAlign);
   auto buf = std::make_unique<braid_backend_buffer_t>();
   buf->size = bytes;
+  // Every kernel binds a tensor as one storage buffer: a buffer beyond the device's range could be
+  // created but never used, and would fail only when its first kernel runs.
+  if (const uint64_t range = device_.physical().props.limits.maxStorageBufferRange; bytes > range) {
+    host::log(BRAID_LOG_WARNING, "vulkan: refused a buffer of " + std::to_string(bytes) +
+                                     " bytes: kernels can bind at most maxStorageBufferRange = " +
+                                     std::to_string(range) + " bytes per tensor on this device");
+    return BRAID_ERR_OUT_OF_MEMORY;
+  }
   std::lock_guard lock(mu_);
   if (need > block_size_ / 2) {
     auto b = create_block(need);

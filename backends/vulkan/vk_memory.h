@@ -21,6 +21,8 @@ struct MemoryBlock {
   VkBuffer buffer = VK_NULL_HANDLE;
   uint64_t size = 0;
   void* mapped = nullptr;                 // host-visible blocks only
+  uint32_t heap = 0;                      // the memory heap it was allocated from
+  uint64_t heap_bytes = 0;                // what it counts against that heap (its allocation size)
   std::map<uint64_t, uint64_t> free;      // offset -> size, coalesced
   uint64_t used = 0;
 };
@@ -46,7 +48,9 @@ class Allocator {
   Allocator(const Allocator&) = delete;
   Allocator& operator=(const Allocator&) = delete;
 
-  // Returns BRAID_OK or BRAID_ERR_OUT_OF_MEMORY.
+  // Returns BRAID_OK or BRAID_ERR_OUT_OF_MEMORY: when the heap would be over its size (Device's
+  // accounting), when the driver refuses, or when the buffer could never be bound to a kernel (larger
+  // than maxStorageBufferRange; logged with the reason).
   braid_status allocate(uint64_t bytes, braid_backend_buffer_t** out);
   void free(braid_backend_buffer_t* b);
 
