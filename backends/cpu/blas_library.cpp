@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "cpu_features.h"
+#include "fork_guard.h"
 #include "host.h"
 
 namespace braid::cpu {
@@ -60,6 +61,9 @@ BlasLibrary open_blas() {
   resolve(lib, "openblas_get_num_threads", b.get_num_threads, error);
   resolve(lib, "openblas_set_num_threads", b.set_num_threads, error);
   b.error = error;
+  // OpenBLAS registered its fork handlers in its constructor just now; ours must come after them, so
+  // that (prepare handlers run in reverse order) ours run first (fork_guard.h).
+  install_fork_guard();
   using Corename = char* (*)();
   if (auto corename = reinterpret_cast<Corename>(dlsym(lib, "openblas_get_corename"))) b.core = corename();
   return b;  // never dlclosed: gemms may run until the process exits

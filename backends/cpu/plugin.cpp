@@ -12,7 +12,6 @@
 #include "blas_library.h"
 #include "braid_backend.h"
 #include "cpu_features.h"
-#include "fork_guard.h"
 #include "buffers.h"
 #include "device.h"
 #include "entry_points.h"
@@ -154,7 +153,6 @@ constexpr braid_backend_api kApi = {
 extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
                                                       const braid_host_api* host,
                                                       const braid_backend_api** out) {
-  braid_status s = braid::plugin::host::answer_query(host_major, host, &braid::cpu::kApi, out);
-  if (s == BRAID_OK) braid::cpu::install_fork_guard();
-  return s;
+  // The fork guard is installed when OpenBLAS is opened (blas_library.cpp), after OpenBLAS's own handlers.
+  return braid::plugin::host::answer_query(host_major, host, &braid::cpu::kApi, out);
 }

@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <cublas_api.h>
+
 #include <mutex>
+#include <string>
 
 namespace braid::cuda {
 namespace {
@@ -20,12 +23,27 @@ bool resolve(void* h, const char* name, F& out) {
   return out != nullptr;
 }
 
+// The major version the plugin was compiled against, by soname: first where the loader looks (the
+// application's RPATH, LD_LIBRARY_PATH, ld.so.cache), then in the toolkit the plugin was built with.
+// Never the unversioned name: it may be another major version, with another ABI.
+#define BRAID_STR2(x) #x
+#define BRAID_STR(x) BRAID_STR2(x)
+constexpr const char* kSoname = "libcublas.so." BRAID_STR(CUBLAS_VER_MAJOR);
+
 void load(Loaded& l) {
-  // The toolkit's major version first (ABI-compatible with the headers we compiled against).
-  void* h = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) h = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+  static std::string why;  // l.why points into it: lives as long as the process
+  const std::string candidates[] = {kSoname, std::string(BRAID_CUDA_TOOLKIT_LIB) + "/" + kSoname};
+  void* h = nullptr;
+  for (const std::string& path : candidates) {
+    h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (h != nullptr) break;
+    if (const char* e = dlerror(); e != nullptr) {
+      if (!why.empty()) why += "; ";
+      why += e;
+    }
+  }
   if (h == nullptr) {
-    l.why = "libcublas.so.13 not found";
+    l.why = why.c_str();
     return;
   }
   CublasLib& b = l.lib;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "buffer.h"
+#include "device_guard.h"
 #include "host.h"
 #include "queue.h"
 
@@ -22,10 +23,11 @@ void check(cudaError_t e, const char* what) {
 
 braid_backend_device_t::braid_backend_device_t(int ordinal)
     : ordinal_(ordinal), events_(std::make_shared<braid::cuda::EventPool>(ordinal)) {
-  check(cudaSetDevice(ordinal), "cudaSetDevice");
-  // Host-side synchronisation (allocation, staging, completion) must sleep, not spin a core. Fails
-  // harmlessly if another CUDA user in the process already fixed the primary context's flags.
-  if (cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) != cudaSuccess) cudaGetLastError();
+  const braid::cuda::DeviceGuard guard(ordinal);
+  if (!guard.ok()) check(cudaSetDevice(ordinal), "cudaSetDevice");
+  // Host-side synchronisation sleeps rather than spinning a core through blocking-sync events
+  // (event_pool.cpp, staging): cudaSetDeviceFlags would change the primary context for every CUDA user
+  // in the process.
   // An own pool rather than the device's default one: its settings (below) must not change the
   // behaviour of other CUDA users in the process.
   cudaMemPoolProps props{};
@@ -73,7 +75,7 @@ braid_backend_device_t::~braid_backend_device_t() {
     queues.swap(queues_);
   }
   queues.clear();  // each queue drains and joins its threads (outside the lock: work_end may call in)
-  cudaSetDevice(ordinal_);
+  const braid::cuda::DeviceGuard guard(ordinal_);
   if (alloc_stream_ != nullptr) {
     cudaStreamSynchronize(alloc_stream_);
     cudaStreamDestroy(alloc_stream_);
@@ -89,7 +91,7 @@ braid_status braid_backend_device_t::alloc(uint64_t bytes, braid_backend_buffer*
   buffer->device = ordinal_;
   const size_t n = bytes == 0 ? 256 : static_cast<size_t>(bytes);  // a real, distinct allocation
   std::lock_guard lock(alloc_mu_);
-  cudaSetDevice(ordinal_);
+  const braid::cuda::DeviceGuard guard(ordinal_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     void* p = nullptr;
     cudaError_t e = cudaMallocFromPoolAsync(&p, n, pool_, alloc_stream_);
@@ -114,7 +116,7 @@ void braid_backend_device_t::free(braid_backend_buffer buffer) {
   // The host frees a buffer only after every submission using it has ended (work_end comes after the
   // GPU finished), so a free ordered on the allocation stream is safe.
   std::lock_guard lock(alloc_mu_);
-  cudaSetDevice(ordinal_);
+  const braid::cuda::DeviceGuard guard(ordinal_);
   if (cudaFreeAsync(buffer->ptr, alloc_stream_) != cudaSuccess) cudaGetLastError();
 }
 

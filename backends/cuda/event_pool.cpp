@@ -1,9 +1,11 @@
 #include "event_pool.h"
 
+#include "device_guard.h"
+
 namespace braid::cuda {
 
 EventPool::~EventPool() {
-  cudaSetDevice(device_);
+  const DeviceGuard guard(device_);
   for (cudaEvent_t e : free_) cudaEventDestroy(e);
 }
 
@@ -17,8 +19,8 @@ cudaEvent_t EventPool::get() {
     }
   }
   cudaEvent_t e = nullptr;
-  if (cudaSetDevice(device_) != cudaSuccess ||
-      cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync) != cudaSuccess) {
+  const DeviceGuard guard(device_);
+  if (!guard.ok() || cudaEventCreateWithFlags(&e, cudaEventDisableTiming | cudaEventBlockingSync) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }

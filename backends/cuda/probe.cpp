@@ -3,7 +3,10 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
@@ -24,7 +27,16 @@ Cache& cache() {
   return c;
 }
 
+// CUDA cannot be used in a child forked after the parent initialised it: the child's first call fails
+// or hangs. The child therefore reports zero devices with the reason (the probe ran in the parent, so
+// the cached count is the parent's).
+std::atomic<bool> g_forked_after_init{false};
+void on_fork_child() { g_forked_after_init.store(true); }
+constexpr Probe kForked{0, "CUDA was initialised before fork(): a forked child cannot use it (exec, or create the "
+                           "context before initialising CUDA in the parent)"};
+
 void run_probe(Cache& c) {
+  pthread_atfork(nullptr, nullptr, on_fork_child);
   // cudart would dlopen libcuda itself, but checking first gives a clearer reason and avoids touching
   // the runtime at all on machines without a driver.
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -55,6 +67,7 @@ void run_probe(Cache& c) {
 const Probe& probe() {
   Cache& c = cache();
   std::call_once(c.once, [&] { run_probe(c); });
+  if (g_forked_after_init.load() && c.probe.count > 0) return kForked;
   return c.probe;
 }
 

@@ -6,6 +6,7 @@
 
 #include "buffer.h"
 #include "copy.h"
+#include "device_guard.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "timeline_semaphore.h"
@@ -13,7 +14,7 @@
 
 braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind)
     : device_(device), kind_(kind) {
-  cudaSetDevice(device.ordinal());
+  const braid::cuda::DeviceGuard guard(device.ordinal());
   // Non-blocking: no implicit ordering with the legacy default stream that other libraries may use.
   if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
     cudaGetLastError();
@@ -34,7 +35,7 @@ braid_backend_queue_t::~braid_backend_queue_t() {
   last.stop = true;
   push_completion(std::move(last));
   if (completer_.joinable()) completer_.join();
-  cudaSetDevice(device_.ordinal());
+  const braid::cuda::DeviceGuard guard(device_.ordinal());
   cudaStreamSynchronize(stream_);
   if (blas_ != nullptr && device_.blas() != nullptr) device_.blas()->destroy(blas_);
   for (int i = 0; i < 2; ++i) {
@@ -97,6 +98,8 @@ void braid_backend_queue_t::submit_loop() {
     c.token = s.work.token;
     c.signal = s.work.signal;
     c.value = s.work.signal_value;
+    for (uint32_t k = 0; k < s.work.num_waits; ++k)
+      if (s.work.waits[k] != nullptr) c.waits[c.num_waits++] = {s.work.waits[k], s.work.wait_values[k]};
     try {
       run(s, c);
     } catch (const std::exception& e) {
@@ -167,6 +170,21 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
     }
   }
   if (c.event != nullptr && c.signal != nullptr) c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
+  if (c.event == nullptr) {
+    // No event to mark the end (pool empty and creation failed, or the record failed): the completion
+    // must not be announced before the work ends, or its buffers would be freed under it. Wait here.
+    if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+      cudaGetLastError();
+      const std::string why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+      device_.set_failed(why);
+      if (c.status == BRAID_OK) {
+        c.status = BRAID_ERR_KERNEL;
+        c.message = why;
+      }
+    } else if (c.status == BRAID_OK && c.message.empty()) {
+      braid::cuda::host::log(BRAID_LOG_WARNING, "no CUDA event available; the queue synchronised instead");
+    }
+  }
 }
 
 void braid_backend_queue_t::complete_loop() {
@@ -200,6 +218,19 @@ void braid_backend_queue_t::complete_loop() {
         c.message = std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
       }
       device_.release_flag(c.flag);
+    }
+    // A wait on another queue was resolved on the GPU, so this work may end before the host has seen
+    // its producer end. Wait for the producers' semaphores here (they are reached or about to be), so
+    // the engine sees a failed producer before this work's end and the failure is inherited, never
+    // lost (as the Vulkan queue does). While the queue closes, waits nobody will satisfy are skipped.
+    for (uint32_t k = 0; k < c.num_waits; ++k) {
+      braid_status st = BRAID_ERR_TIMEOUT;
+      while (st == BRAID_ERR_TIMEOUT && !stop_waits_.load())
+        st = c.waits[k].first->wait(c.waits[k].second, 100'000'000);  // 100 ms, then check for close
+      if (st != BRAID_OK && st != BRAID_ERR_TIMEOUT && c.status == BRAID_OK) {
+        c.status = st;
+        c.message = "a semaphore this work waited on failed";
+      }
     }
     braid::cuda::host::work_end(c.token, c.status, c.message.empty() ? nullptr : c.message.c_str());
     if (c.signal != nullptr) c.signal->signal(c.value);  // recycles the event if it holds it

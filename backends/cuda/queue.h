@@ -8,6 +8,8 @@
 // work_end may call back into the backend (submit, free), and CUDA forbids CUDA calls inside a host
 // function. work_begin is not called (see braid_backend.h): the host resolves failures in work_end.
 #pragma once
+#include <array>
+#include <utility>
 #include <cuda_runtime.h>
 
 #include <atomic>
@@ -55,6 +57,9 @@ struct braid_backend_queue_t {
     int flag = -1;
     braid_kernel_op op = BRAID_KOP_FILL;
     bool stop = false;
+    // The semaphores the work waited on, with their values: ended before this work's end is reported.
+    std::array<std::pair<braid_backend_semaphore_t*, uint64_t>, BRAID_MAX_WAITS> waits{};
+    uint32_t num_waits = 0;
   };
 
   void submit_loop();

@@ -1,5 +1,6 @@
 // Error poisoning (docs/ENGINE.md#errors): a failing op poisons what it writes, dependants are skipped and
 // inherit the error, wait reports op and device, unrelated work goes on, nothing aborts.
+#include <cstdlib>
 #include <cstring>
 
 #include "support.h"
@@ -101,4 +102,33 @@ TEST_CASE("errors: a failure on one device does not poison the other's unrelated
   BRAID_CHECK_OK(braid_copy(loss.t, 1, moved.out()));
   CHECK(braid_tensor_wait_to_read(moved.t) == BRAID_ERR_KERNEL);
   CHECK(braid_wait_all(c.ctx) == BRAID_ERR_KERNEL);
+}
+
+TEST_CASE("errors: on every device, a failure reaches a copy made on another queue, every time") {
+  // The copy waits for the failing op on another queue (a device-side wait within one backend, a host
+  // notification across backends). Whatever the timing, the copy must end after the failing op is
+  // known to have failed and inherit its error; a backend that reports the copy's end first loses it.
+  braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
+  // Every backend where present (one without devices adds none), unless the run restricts them
+  // (the sanitizer runs load only what their tools can check).
+  const char* only = std::getenv("BRAID_BACKENDS");
+  o.backends = only != nullptr && *only != '\0' ? only : "cpu,vulkan,cuda";
+  o.engine_mode = BRAID_ENGINE_ASYNC;
+  test::Ctx c(2, o);
+  const int n = c.devices();
+  for (braid_device from = 0; from < n; ++from) {
+    for (braid_device to = 0; to < n; ++to) {
+      CAPTURE(from);
+      CAPTURE(to);
+      int lost = 0;
+      for (int i = 0; i < 50; ++i) {
+        test::T loss = failing_loss(c.ctx, from);
+        test::T moved;
+        BRAID_CHECK_OK(braid_copy(loss.t, to, moved.out()));
+        lost += braid_tensor_wait_to_read(moved.t) != BRAID_ERR_KERNEL;
+      }
+      CHECK(lost == 0);
+      CHECK(braid_wait_all(c.ctx) == BRAID_ERR_KERNEL);
+    }
+  }
 }
