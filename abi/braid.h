@@ -31,6 +31,12 @@ extern "C" {
 
 #define BRAID_ABI_MAJOR 1
 #define BRAID_ABI_MINOR 3
+/* The library (release) version, independent of the ABI version above: it changes with every release,
+ * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
+ * the one place it is written: the top-level CMakeLists.txt reads it from here. */
+#define BRAID_VERSION_MAJOR 0
+#define BRAID_VERSION_MINOR 1
+#define BRAID_VERSION_PATCH 0
 #define BRAID_MAX_DIMS 8
 
 /* ---- status codes --------------------------------------------------------------------------- */
@@ -650,6 +656,12 @@ BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size);
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
+
+/* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
+/* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
+ * "0.1.0 (ABI 1.3)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
+BRAID_API const char* braid_version_string(void);
 
 #ifdef __cplusplus
 } /* extern "C" */

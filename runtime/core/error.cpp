@@ -21,6 +21,15 @@ extern "C" {
 
 BRAID_API uint32_t braid_version(void) { return (uint32_t{BRAID_ABI_MAJOR} << 16) | BRAID_ABI_MINOR; }
 
+#define BRAID_STR_(x) #x
+#define BRAID_STR(x) BRAID_STR_(x)
+BRAID_API const char* braid_version_string(void) {
+  return BRAID_STR(BRAID_VERSION_MAJOR) "." BRAID_STR(BRAID_VERSION_MINOR) "." BRAID_STR(BRAID_VERSION_PATCH) " (ABI " BRAID_STR(
+      BRAID_ABI_MAJOR) "." BRAID_STR(BRAID_ABI_MINOR) ")";
+}
+#undef BRAID_STR
+#undef BRAID_STR_
+
 BRAID_API const char* braid_last_error(void) { return braid::last_error(); }
 
 BRAID_API const char* braid_status_name(braid_status status) {

@@ -234,6 +234,18 @@ TEST_CASE("braid_version reports the header's ABI version") {
   CHECK((braid_version() & 0xffffu) == BRAID_ABI_MINOR);
 }
 
+TEST_CASE("braid_version_string names the library and ABI versions of the header") {
+  const std::string want = std::to_string(BRAID_VERSION_MAJOR) + "." + std::to_string(BRAID_VERSION_MINOR) + "." +
+                           std::to_string(BRAID_VERSION_PATCH) + " (ABI " + std::to_string(BRAID_ABI_MAJOR) + "." +
+                           std::to_string(BRAID_ABI_MINOR) + ")";
+  REQUIRE(braid_version_string() != nullptr);
+  CHECK(std::string(braid_version_string()) == want);
+  CHECK(braid_version_string() == braid_version_string());  // static storage, not rebuilt per call
+  // The build takes its version (project(), SOVERSION, braidConfigVersion.cmake, braid.pc) from braid.h.
+  const std::string header_version = want.substr(0, want.find(' '));
+  CHECK(header_version == BRAID_TEST_PROJECT_VERSION);
+}
+
 TEST_CASE("braid_status_name names every status and never returns NULL") {
   const std::pair<braid_status, const char*> names[] = {
       {BRAID_OK, "BRAID_OK"},
@@ -529,6 +541,8 @@ const char* const kApiFunctions[] = {
     "braid_kvstore_pushpull", "braid_kvstore_set_optimizer", "braid_trainer_create", "braid_trainer_retain",
     "braid_trainer_release", "braid_trainer_step", "braid_trainer_allreduce_grads", "braid_trainer_update",
     "braid_trainer_set_learning_rate", "braid_trainer_learning_rate",
+    // library version (ABI 1.3)
+    "braid_version_string",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -555,7 +569,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
