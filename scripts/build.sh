@@ -6,6 +6,7 @@
 #   (default)            build/       everything: libbraid, plugins, tools, samples, tests
 #   --sanitize address   build-asan/  ASan + UBSan; runtime, plugins and tests only
 #   --sanitize thread    build-tsan/  TSan; runtime, plugins and tests only
+#   --sanitize fuzz      build-fuzz/  clang, libFuzzer + ASan + UBSan; runtime, CPU plugin, fuzzers
 #   --werror             warnings are errors (what CI uses)
 #   CMAKE_ARGS           passed to the configure step last, so they override the above
 #                        (e.g. -- -DBRAID_BUILD_TOOLS=ON to get sanitized tools)
@@ -19,8 +20,8 @@ extra=()
 while (($#)); do
   case "$1" in
     --sanitize)
-      [[ $# -ge 2 && ("$2" == address || "$2" == thread) ]] || {
-        echo "build.sh: --sanitize takes 'address' or 'thread'" >&2
+      [[ $# -ge 2 && ("$2" == address || "$2" == thread || "$2" == fuzz) ]] || {
+        echo "build.sh: --sanitize takes 'address', 'thread' or 'fuzz'" >&2
         exit 2
       }
       sanitize="$2"
@@ -45,6 +46,10 @@ case "$sanitize" in
   # Tools and samples are not run under sanitizers, so they are not built there.
   address) default_dir=build-asan && args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_BUILD_TOOLS=OFF -DBRAID_BUILD_SAMPLES=OFF) ;;
   thread) default_dir=build-tsan && args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_BUILD_TOOLS=OFF -DBRAID_BUILD_SAMPLES=OFF) ;;
+  # libFuzzer comes with clang. Only what the fuzzers drive: the runtime and the CPU plugin.
+  fuzz) default_dir=build-fuzz && args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang
+                                         -DCMAKE_CXX_COMPILER=clang++ -DBRAID_BUILD_TOOLS=OFF -DBRAID_BUILD_SAMPLES=OFF
+                                         -DBRAID_BUILD_TESTS=OFF -DBRAID_BACKEND_VULKAN=OFF -DBRAID_BACKEND_CUDA=OFF) ;;
 esac
 build_dir="${build_dir:-$root/$default_dir}"
 

@@ -13,6 +13,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config  # toolchain (CMake >= 3.25, Ninja)
   libopenblas-dev libtbb-dev                           # CPU backend: gemm and the per-device thread pools
   doctest-dev                                          # unit and conformance tests
+  clang                                                # libFuzzer (tests/fuzz: the fuzzers CI runs)
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   nlohmann-json3-dev                                   # braid-bench reads the samples' JSON results
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)

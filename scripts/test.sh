@@ -8,6 +8,8 @@
 #   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
 #   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU (see below)
 #   Both sanitizer runs are repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
+#   4. build-fuzz/ (clang, libFuzzer + ASan + UBSan): each fuzzer in tests/fuzz/ for a bounded time
+#      (BRAID_FUZZ_SECONDS, default 60) from its seed corpus; skipped, visibly, without clang
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
 # non-zero if any step failed. Sanitizer suppressions live in tests/sanitizers/, each one explained.
@@ -145,6 +147,30 @@ if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread; then
   step "ctest TSan" run_ctest build-tsan "${tsan_env[@]}" -R "$sanitized_tests"
   step "ctest TSan, BRAID_CPU_DEVICES=2" run_ctest build-tsan "${tsan_env[@]}" BRAID_CPU_DEVICES=2 -R "$sanitized_tests"
   launcher=()
+fi
+
+# fuzz_run NAME: one libFuzzer target for a bounded time. A crash, a hang over -timeout seconds, memory
+# over -rss_limit_mb or any sanitizer report ends it with a non-zero status and the reproducer file.
+fuzz_run() {
+  local name="$1" corpus artifacts="$root/build-fuzz/artifacts"
+  corpus="$(mktemp -d)"
+  mkdir -p "$artifacts"
+  cp "$root/tests/fuzz/corpus/$name/"* "$corpus/"
+  (set -o pipefail
+   "$root/build-fuzz/bin/braid-fuzz-$name" -max_total_time="${BRAID_FUZZ_SECONDS:-60}" -timeout=20 \
+     -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" 2>&1 | tail -n 25)
+  local rc=$?
+  rm -rf "$corpus"
+  ((rc == 0)) || echo "reproducer in $artifacts/ (replay: build-fuzz/bin/braid-fuzz-$name FILE)"
+  return "$rc"
+}
+if command -v clang++ >/dev/null; then
+  if step "build (build-fuzz/, clang libFuzzer + ASan + UBSan)" scripts/build.sh --sanitize fuzz; then
+    step "fuzz the IDX reader (braid_dataset_open)" fuzz_run idx
+    step "fuzz the C API (random programs of op calls)" fuzz_run api
+  fi
+else
+  echo "==== fuzzers skipped: clang++ not found (scripts/install-deps.sh installs it)"
 fi
 
 echo

@@ -202,6 +202,11 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
   const uint64_t bytes = numel * dtype_size(dtype);
   if (numel != 0 && bytes / numel != dtype_size(dtype))
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
+  // More than the device has can never succeed: refused before asking the backend, whose allocator
+  // might grant it lazily (overcommitted host memory) and fail only when the pages are touched.
+  if (dev.props.memory_bytes != 0 && bytes > dev.props.memory_bytes)
+    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " (", bytes, " bytes) is larger than ", dev.id,
+         "'s memory (", dev.props.memory_bytes, " bytes)");
   Block block = dev.allocator->allocate(bytes);
   return acquire_tensor(
       std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes), dtype, shape);

@@ -16,6 +16,8 @@ struct Shape {
   static Shape from(int32_t ndim, const int64_t* dims, const char* what);  // validates
   static Shape of(std::span<const int64_t> dims);                          // trusted
   int64_t numel() const noexcept;
+  // Whether the product of the non-zero dimensions fits in int64 (every shape braid holds does).
+  bool fits() const noexcept;
   int64_t operator[](int i) const noexcept { return dims[static_cast<size_t>(i)]; }
   int64_t& operator[](int i) noexcept { return dims[static_cast<size_t>(i)]; }
   std::span<const int64_t> span() const noexcept { return {dims.data(), static_cast<size_t>(ndim)}; }

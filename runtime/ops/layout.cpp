@@ -31,7 +31,8 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
         fail(BRAID_ERR_INVALID_ARGUMENT, "negative dimension ", shape[i]);
       } else {
         s[i] = shape[i];
-        known *= shape[i];
+        if (__builtin_mul_overflow(known, shape[i], &known))
+          fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), ": the new shape has more elements than int64 can count");
       }
     }
     if (infer >= 0) {
@@ -39,6 +40,7 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
         fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " with a -1 dimension into ", known, "-element parts");
       s[infer] = a.shape.numel() / known;
     }
+    if (!s.fits()) fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " into ", s.str(), ": too large");
     if (s.numel() != a.shape.numel())
       fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
     TensorRef y = a.ctx->view_tensor(a, s);

@@ -91,6 +91,8 @@ void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   for (int i = shape.ndim - 1; i >= 0; --i) {
     v.shape[i] = shape[i];
     v.strides[i] = stride;
-    stride *= shape[i];
+    // Wraps for an empty tensor with huge dimensions, whose strides are never used (never overflows
+    // for a non-empty one: its element count fits).
+    stride = static_cast<int64_t>(static_cast<uint64_t>(stride) * static_cast<uint64_t>(shape[i]));
   }
 }

@@ -133,6 +133,9 @@ TEST_CASE("errors: reshape, slice and transpose") {
   CHECK_FAILS(braid_reshape(x.get(), 2, neg2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), 9, nine, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
   CHECK_FAILS(braid_reshape(x.get(), -1, s5x2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reshape");
+  // Found by tests/fuzz: the product of the new dimensions overflowed int64 before it was compared.
+  const int64_t huge[] = {5, INT64_MAX, 3};
+  CHECK_FAILS(braid_reshape(x.get(), 3, huge, o.p()), BRAID_ERR_SHAPE, "braid_reshape");
 
   const int64_t b0[] = {0, 0}, e_ok[] = {3, 4}, st0[] = {1, 0}, st_neg[] = {-1, 1};
   CHECK_FAILS(braid_slice(nullptr, b0, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
@@ -357,4 +360,32 @@ TEST_CASE("errors: sgd_update, sgd_momentum_update and adam_update") {
   CHECK_FAILS(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &step0), BRAID_ERR_INVALID_ARGUMENT,
               "braid_adam_update");
   CHECK(braid_adam_update(w.get(), g.get(), m.get(), v.get(), &p) == BRAID_OK);
+}
+
+// Found by tests/fuzz (libFuzzer over the C API), each once a crash, an overflow or a load of an
+// invalid enum under ASan+UBSan.
+TEST_CASE("errors: shapes, sizes and enums the fuzzer found") {
+  Out o;
+  // An empty tensor whose other dimensions multiply past int64: refused, as NumPy refuses it, since
+  // ops form products of those dimensions (strides, rows * cols).
+  const int64_t empty_huge[] = {0, int64_t{1} << 40, int64_t{1} << 40};
+  CHECK_FAILS(braid_full(errors::ctx(), 0, BRAID_FLOAT32, 3, empty_huge, 1.0, o.p()), BRAID_ERR_OUT_OF_MEMORY,
+              "braid_full");
+  // An empty tensor with ordinary dimensions still works, through ops that divide by its sizes.
+  const int64_t empty[] = {2, 3, 0};
+  braid_tensor e = nullptr;
+  REQUIRE(braid_full(errors::ctx(), 0, BRAID_FLOAT32, 3, empty, 1.0, &e) == BRAID_OK);
+  braid_tensor sm = nullptr;
+  CHECK(braid_softmax(e, 1, 0, &sm) == BRAID_OK);  // softmax over axis 1 of [2, 3, 0]: inner size 0
+  CHECK(braid_tensor_wait_to_read(sm) == BRAID_OK);
+  braid_tensor_release(sm);
+  braid_tensor_release(e);
+  // More bytes than the device has: refused at the call, before the backend is asked.
+  const int64_t beyond[] = {int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 10};  // 4 PiB of float32
+  CHECK_FAILS(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 3, beyond, o.p()), BRAID_ERR_OUT_OF_MEMORY,
+              "braid_tensor_empty");
+  // An out-of-range dtype from a C caller: a status, read as an integer (no invalid enum load).
+  const int64_t two[] = {2};
+  CHECK_FAILS(braid_random_uniform(errors::ctx(), 0, static_cast<braid_dtype>(-1), 1, two, 0.0, 1.0, o.p()),
+              BRAID_ERR_INVALID_ARGUMENT, "braid_random_uniform");
 }

@@ -21,7 +21,7 @@ braid_context_options with_queues(int32_t n) {
 
 // Two independent chains of `steps` matmuls (x <- x @ w) from two inputs; returns both results.
 std::pair<std::vector<double>, std::vector<double>> two_chains(braid_context ctx, int steps) {
-  const int64_t n = 192;
+  const int64_t n = 512;  // a matmul of ~1 ms: two queues overlap even when the machine gives one core at a time
   std::vector<double> a(n * n), b(n * n), w(n * n);
   for (size_t i = 0; i < a.size(); ++i) {
     a[i] = static_cast<double>((i * 7) % 11) / 11.0;
