@@ -370,13 +370,16 @@ void latency(const Run& run, int repeat) {
     report(run, cat({"latency_", size_name(ws)}), s.median, "ns/load");
   }
 
-  // Cache sizes from the curve: a level ends at the last working set before latency rises by more than
-  // 40% over one doubling (a rise spread over several doublings counts once, from where it starts).
+  // Cache sizes from the curve. The chase walks the same cycle again and again, so once the working set
+  // exceeds a cache, an LRU-like cache misses on (nearly) every load: latency steps up at the first
+  // working set that does not fit. A level is detected at the first working set whose latency is more
+  // than 1.6x the one before (a step spread over two doublings counts once, where it starts); the
+  // cache is then larger than the working set before it and at most this one.
   std::vector<size_t> detected;
   bool rising = false;
   for (size_t i = 0; i + 1 < ns.size(); ++i) {
-    const bool jump = ns[i + 1] > 1.4 * ns[i];
-    if (jump && !rising) detected.push_back(sizes[i]);
+    const bool jump = ns[i + 1] > 1.6 * ns[i];
+    if (jump && !rising) detected.push_back(sizes[i + 1]);
     rising = jump;
   }
   const std::array<uint64_t, 4> os = os_cache_sizes();
@@ -392,7 +395,14 @@ void latency(const Run& run, int repeat) {
     std::string verdict = "L";
     verdict += std::to_string(level);
     verdict += ": the curve says ";
-    verdict += found > 0 ? size_name(static_cast<uint64_t>(found * 1024)) : std::string("nothing");
+    if (found > 0) {
+      verdict += "more than ";
+      verdict += size_name(static_cast<uint64_t>(found * 1024 / 2));
+      verdict += ", at most ";
+      verdict += size_name(static_cast<uint64_t>(found * 1024));
+    } else {
+      verdict += "nothing";
+    }
     verdict += ", the OS says ";
     verdict += reported > 0 ? size_name(static_cast<uint64_t>(reported * 1024)) : std::string("nothing");
     if (found > 0 && reported > 0) {
