@@ -174,7 +174,7 @@ void alignment(const Run& run, int repeat) {
   for (size_t i = 0; i < buf.bytes() / 4; ++i) reinterpret_cast<float*>(buf.data())[i] = 1.0f;
   for (const Level& level : levels) {
     const size_t floats = level.bytes / 4;
-    // ~20 ms per sample: enough passes over a cache-resident buffer.
+    // 2 GiB read per sample (many passes over a cache-resident buffer): tens of milliseconds.
     const int passes = std::max<int>(1, static_cast<int>((size_t{2} << 30) / level.bytes));
     auto gbps = [&](int offset) {
       tools::Stopwatch sw;
