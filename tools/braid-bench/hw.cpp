@@ -373,12 +373,14 @@ void latency(const Run& run, int repeat) {
   // Cache sizes from the curve. The chase walks the same cycle again and again, so once the working set
   // exceeds a cache, an LRU-like cache misses on (nearly) every load: latency steps up at the first
   // working set that does not fit. A level is detected at the first working set whose latency is more
-  // than 1.6x the one before (a step spread over two doublings counts once, where it starts); the
-  // cache is then larger than the working set before it and at most this one.
+  // than 1.5x the one before (a step spread over two doublings counts once, where it starts); the
+  // cache is then larger than the working set before it and at most this one. One level's hit latency
+  // is 3x or more the one above it, so its step is steep; the slower rises within a level (TLB reach,
+  // a shared L3's distant slices) stay under 1.5x per doubling on a quiet machine.
   std::vector<size_t> detected;
   bool rising = false;
   for (size_t i = 0; i + 1 < ns.size(); ++i) {
-    const bool jump = ns[i + 1] > 1.6 * ns[i];
+    const bool jump = ns[i + 1] > 1.5 * ns[i];
     if (jump && !rising) detected.push_back(sizes[i + 1]);
     rising = jump;
   }
