@@ -3,14 +3,20 @@
 //
 //   braid-info          human-readable report
 //   braid-info --json   one JSON object: {"version", "backends": [...], "devices": [...]}
+//   braid-info --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA; per device pair:
+//                          the path a copy between them takes
 //
 // It honours the context's environment (BRAID_BACKENDS, BRAID_BACKEND_PATH, BRAID_CPU_DEVICES, ...),
 // so it also answers "what would my program see with these settings".
 #include <braid.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -186,22 +192,124 @@ void print_human(const Report& r) {
   }
 }
 
+// The string value of "key" in a flat JSON object text ("" when absent): enough for the few
+// properties the topology view prints, without a JSON parser.
+std::string json_field(std::string_view json, std::string_view key) {
+  std::string quoted = "\"";
+  quoted += key;
+  quoted += '"';
+  size_t at = json.find(quoted);
+  if (at == std::string_view::npos) return "";
+  at = json.find(':', at + quoted.size());
+  if (at == std::string_view::npos) return "";
+  at = json.find('"', at);
+  if (at == std::string_view::npos) return "";
+  const size_t end = json.find('"', at + 1);
+  return end == std::string_view::npos ? "" : std::string(json.substr(at + 1, end - at - 1));
+}
+
+// Logical CPUs in a sysfs CPU list ("0-3,8,10-11"); 0 when it cannot be read.
+int count_cpu_list(const std::string& path) {
+  std::ifstream f(path);
+  std::string list;
+  if (!(f >> list)) return 0;
+  int n = 0;
+  size_t at = 0;
+  while (at < list.size()) {
+    const size_t comma = std::min(list.find(',', at), list.size());
+    const std::string part = list.substr(at, comma - at);
+    const size_t dash = part.find('-');
+    n += dash == std::string::npos ? 1 : std::stoi(part.substr(dash + 1)) - std::stoi(part.substr(0, dash)) + 1;
+    at = comma + 1;
+  }
+  return n;
+}
+
+int numa_nodes() {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 4 && name.compare(0, 4, "node") == 0 && std::isdigit(static_cast<unsigned char>(name[4]))) ++n;
+  }
+  return n;
+}
+
+// The path braid_copy takes between two devices (runtime/ops/copy.cpp): a copy kernel on one device; the
+// backend's own device-to-device copy within one backend; across backends, a direct copy by the
+// non-host side's transfer queue when one side is host memory (the CPU backend's buffers are; the
+// Vulkan and CUDA backends' are not), else staged through host memory in double-buffered chunks.
+std::string copy_path(const braid_device_info& a, const braid_device_info& b) {
+  const std::string_view ba = a.backend, bb = b.backend;
+  std::string path;
+  if (std::string_view(a.id) == b.id) {
+    path = "copy kernel on the device";
+  } else if (ba == bb) {
+    path = "device to device within the ";
+    path += ba;
+    path += ba == "cpu" ? " backend (its transfer queue copies between host buffers)"
+                        : " backend (its transfer queue, device to device)";
+  } else if (ba == "cpu" || bb == "cpu") {
+    path = "direct: ";
+    path += ba == "cpu" ? b.id : a.id;
+    path += "'s transfer queue reads/writes the host buffer (one copy)";
+  } else {
+    path = "staged through host memory (two copies, double-buffered chunks; needs a host-memory device)";
+  }
+  return path;
+}
+
+void print_topology(const Report& r) {
+  const int smt = count_cpu_list("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
+  const int numa = numa_nodes();
+  std::printf("Devices (%zu):\n", r.devices.size());
+  for (const Device& dev : r.devices) {
+    const braid_device_info& d = dev.info;
+    std::printf("  %s  %s (%s backend, %s)\n", d.id, d.name, d.backend, kind_name(d.kind));
+    const bool host = std::string_view(d.backend) == "cpu";
+    std::printf("    cores            %d%s\n", d.compute_units,
+                host ? " (host cores this device runs on)" : d.compute_units > 0 ? " compute units" : " (not reported)");
+    if (host) {
+      std::printf("    SMT              %s\n", smt > 0 ? (std::to_string(smt) + " thread(s) per core (sysfs)").c_str()
+                                                      : "unknown");
+      std::printf("    NUMA nodes       %s\n", numa > 0 ? (std::to_string(numa) + " (sysfs)").c_str() : "unknown");
+    }
+    std::printf("    caches           L1 %s, L2 %s, L3 %s (as the backend reports them)\n",
+                human_bytes(d.l1_cache_bytes).c_str(), human_bytes(d.l2_cache_bytes).c_str(),
+                human_bytes(d.l3_cache_bytes).c_str());
+    const std::string_view props = d.properties_json ? d.properties_json : "{}";
+    const std::string isa = json_field(props, "vector_isa"), blas = json_field(props, "blas_core");
+    if (!isa.empty()) std::printf("    vector ISA       %s\n", isa.c_str());
+    if (!blas.empty()) std::printf("    BLAS kernels     %s\n", blas.c_str());
+    std::printf("    memory           %s, %s\n", human_bytes(d.memory_bytes).c_str(),
+                host ? "host memory" : "device memory (not host-visible)");
+  }
+  std::printf("\nCopy paths (braid_copy from -> to):\n");
+  for (const Device& a : r.devices)
+    for (const Device& b : r.devices)
+      std::printf("  %-10s -> %-10s %s\n", a.info.id, b.info.id, copy_path(a.info, b.info).c_str());
+}
+
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-info [--json]\n"
+               "usage: braid-info [--json | --topology]\n"
                "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
                "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
-               "and BRAID_CPU_DEVICES.\n");
+               "and BRAID_CPU_DEVICES.\n"
+               "  --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA; and the path a copy\n"
+               "              takes between every pair of devices\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
+  bool json = false, topology = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--json") {
       json = true;
+    } else if (arg == "--topology") {
+      topology = true;
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;
@@ -218,7 +326,11 @@ int main(int argc, char** argv) {
   }
   Report report;
   const bool ok = gather(ctx, report);
-  if (ok) json ? print_json(report) : print_human(report);
+  if (ok) {
+    if (topology) print_topology(report);
+    else if (json) print_json(report);
+    else print_human(report);
+  }
   braid_context_release(ctx);
   return ok ? 0 : 1;
 }

@@ -98,5 +98,6 @@ void suite_gemm(Run& run);
 void suite_memory(Run& run);
 void suite_allreduce(Run& run);
 void suite_scaling(Run& run);
+void suite_hw(Run& run);
 
 }  // namespace braid::bench

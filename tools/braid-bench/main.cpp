@@ -39,6 +39,10 @@ constexpr Suite kSuites[] = {
     {"scaling", "samples/s of braid-lenet and braid-resnet on each device alone and on all of them (--devices, default "
                 "cpu:0,cpu:1; even and weighted split) vs their sum and vs one CPU device with every core",
      suite_scaling},
+    {"hw", "the hardware chapter on the host CPU: aligned vs unaligned loads, strides, row vs column order, "
+           "a pointer-chasing latency curve and the cache sizes it shows vs sysfs, triad bandwidth on 1 and all "
+           "cores; per braid device: 64 MiB host<->device copies, float32 vs float64 matmul",
+     suite_hw},
 };
 
 void usage(FILE* f) {
