@@ -135,8 +135,10 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
       for (int d = 0; d < s.ndim; ++d)
         if (d != ax && p->shape[d] != first.shape[d])
           fail(BRAID_ERR_SHAPE, "concat: shapes ", first.shape.str(), " and ", p->shape.str(), " differ off axis ", ax);
-      s[ax] += p->shape[ax];
+      if (__builtin_add_overflow(s[ax], p->shape[ax], &s[ax]))
+        fail(BRAID_ERR_SHAPE, "concat: the result has more elements along axis ", ax, " than int64 can count");
     }
+    if (!s.fits()) fail(BRAID_ERR_SHAPE, "concat: the result ", s.str(), " has more elements than int64 can count");
     TensorRef y = first.ctx->new_tensor(first.device(), first.dtype, s);
     braid_buffer_view to = y->view();
     int64_t offset = 0;

@@ -380,6 +380,13 @@ TEST_CASE("errors: shapes, sizes and enums the fuzzer found") {
   CHECK(braid_tensor_wait_to_read(sm) == BRAID_OK);
   braid_tensor_release(sm);
   braid_tensor_release(e);
+  // Concatenating empty tensors whose axis sizes add up past int64.
+  const int64_t wide[] = {0, INT64_MAX / 2 + 1};
+  braid_tensor w = nullptr;
+  REQUIRE(braid_full(errors::ctx(), 0, BRAID_FLOAT32, 2, wide, 0.0, &w) == BRAID_OK);
+  braid_tensor pair[2] = {w, w};
+  CHECK_FAILS(braid_concat(2, pair, 1, o.p()), BRAID_ERR_SHAPE, "braid_concat");
+  braid_tensor_release(w);
   // More bytes than the device has: refused at the call, before the backend is asked.
   const int64_t beyond[] = {int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 10};  // 4 PiB of float32
   CHECK_FAILS(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 3, beyond, o.p()), BRAID_ERR_OUT_OF_MEMORY,
