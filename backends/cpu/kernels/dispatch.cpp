@@ -70,6 +70,15 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
 KernelResult run_kernel(const braid_kernel_call& call, Exec& exec) {
   const braid_dtype dt = plugin::call_dtype(call);
   if (!kernel_supports(call.op, dt)) return kern::unsupported(call.op, dt);
+  // Nothing to write when every output has a zero dimension. Returned here, before any kernel forms
+  // products of the other dimensions, which an empty tensor may have up to int64's limit.
+  bool all_empty = call.num_outputs > 0;
+  for (int32_t o = 0; o < call.num_outputs && all_empty; ++o) {
+    bool empty = false;
+    for (int32_t d = 0; d < call.outputs[o].ndim; ++d) empty = empty || call.outputs[o].shape[d] == 0;
+    all_empty = empty;
+  }
+  if (all_empty) return {};
   // Kernels only throw for failed scratch allocations (std::vector), or if the arena rethrows one
   // from a worker; nothing crosses the ABI.
   try {
