@@ -104,8 +104,7 @@ typedef struct braid_context_options {
   braid_engine_mode engine_mode;
   /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
    * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
-   * on a device whose memory is the host's (CPU, integrated or virtual GPU) a quarter of its last-level
-   * cache, 4 to 128 MiB (128 MiB when it reports none); 1 GiB on others).
+   * 128 MiB on a device whose memory is the host's (CPU, integrated or virtual GPU), 1 GiB on others).
    * UINT64_MAX disables the bound. The variables take a plain decimal number; anything else (-1, 128M,
    * an overflowing number) makes braid_context_create fail with BRAID_ERR_INVALID_ARGUMENT naming the
    * variable, as does a BRAID_SEED that is not one or a BRAID_ENGINE other than sync/async. */

@@ -130,8 +130,7 @@ void braid_context_t::open_devices(Backend& b) {
     }
     d->index = static_cast<int32_t>(devices.size());
     d->id = cat(b.name, ":", i);
-    const uint64_t llc = d->props.l3_cache_bytes ? d->props.l3_cache_bytes : d->props.l2_cache_bytes;
-    const InflightBound fallback = default_inflight_bound(d->props.kind, llc);
+    const InflightBound fallback = default_inflight_bound(d->props.kind);
     d->inflight_bound = {inflight_bound.ops ? inflight_bound.ops : fallback.ops,
                          inflight_bound.bytes ? inflight_bound.bytes : fallback.bytes};
     using PropsJsonFn = const char* (*)(int32_t);
