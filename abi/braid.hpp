@@ -42,6 +42,9 @@ inline void check(braid_status status) {
   if (status != BRAID_OK) throw Error(status, braid_last_error());
 }
 
+// The library's release and ABI versions, e.g. "0.1.0 (ABI 1.3)" (braid_version_string).
+inline std::string version_string() { return braid_version_string(); }
+
 // ---- element types --------------------------------------------------------------------------------
 
 template <class T>

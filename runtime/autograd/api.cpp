@@ -66,7 +66,7 @@ std::vector<Node*> topological(const std::vector<Meta*>& heads) {
 
 class Backward {
  public:
-  explicit Backward(Context& ctx) : ctx_(ctx) {}
+  explicit Backward(Context&) {}
 
   void add(const std::shared_ptr<Meta>& m, TensorRef g) {
     keep_.push_back(m);
@@ -150,7 +150,6 @@ class Backward {
     grads_.erase(it);
   }
 
-  Context& ctx_;
   std::unordered_map<Meta*, TensorRef> grads_;
   std::vector<std::shared_ptr<Meta>> keep_;  // the keys stay alive while the map uses them
 };

@@ -380,6 +380,14 @@ TEST_CASE("errors: shapes, sizes and enums the fuzzer found") {
   CHECK(braid_tensor_wait_to_read(sm) == BRAID_OK);
   braid_tensor_release(sm);
   braid_tensor_release(e);
+  // An empty tensor whose other dimensions reach int64's limit: the kernel must not form their
+  // products (the CPU backend's softmax overflowed computing its column blocks).
+  const int64_t empty_long[] = {0, 1, INT64_MAX};
+  REQUIRE(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 3, empty_long, &e) == BRAID_OK);
+  CHECK(braid_softmax(e, 1, 0, &sm) == BRAID_OK);
+  CHECK(braid_tensor_wait_to_read(sm) == BRAID_OK);
+  braid_tensor_release(sm);
+  braid_tensor_release(e);
   // Concatenating empty tensors whose axis sizes add up past int64.
   const int64_t wide[] = {0, INT64_MAX / 2 + 1};
   braid_tensor w = nullptr;

@@ -70,3 +70,9 @@ TEST_CASE("braid.hpp: copying a Tensor retains the handle, moving transfers it")
     });
   }
 }
+
+TEST_CASE("braid.hpp: version_string names the release and the ABI") {
+  const std::string v = braid::version_string();
+  CHECK(v == braid_version_string());
+  CHECK(v.find("ABI " + std::to_string(BRAID_ABI_MAJOR) + "." + std::to_string(BRAID_ABI_MINOR)) != std::string::npos);
+}
