@@ -9,7 +9,8 @@
 #   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU (see below)
 #   Both sanitizer runs are repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
 #   4. build-fuzz/ (clang, libFuzzer + ASan + UBSan): each fuzzer in tests/fuzz/ for a bounded time
-#      (BRAID_FUZZ_SECONDS, default 60) from its seed corpus; skipped, visibly, without clang
+#      (BRAID_FUZZ_SECONDS, default 60) from its seed corpus, with a fixed seed (BRAID_FUZZ_SEED,
+#      default 1) so that a run explores the same inputs first; skipped, visibly, without clang
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
 # non-zero if any step failed. Sanitizer suppressions live in tests/sanitizers/, each one explained.
@@ -157,7 +158,7 @@ fuzz_run() {
   mkdir -p "$artifacts"
   cp "$root/tests/fuzz/corpus/$name/"* "$corpus/"
   (set -o pipefail
-   "$root/build-fuzz/bin/braid-fuzz-$name" -max_total_time="${BRAID_FUZZ_SECONDS:-60}" -timeout=20 \
+   "$root/build-fuzz/bin/braid-fuzz-$name" -seed="${BRAID_FUZZ_SEED:-1}" -max_total_time="${BRAID_FUZZ_SECONDS:-60}" -timeout=20 \
      -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" 2>&1 | tail -n 25)
   local rc=$?
   rm -rf "$corpus"

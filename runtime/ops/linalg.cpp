@@ -67,6 +67,8 @@ BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t tran
       result[1] = m;
       result[2] = n;
     }
+    // m and n come from different operands: both may be large when k is 0 (an empty product).
+    if (!result.fits()) fail(BRAID_ERR_OUT_OF_MEMORY, "matmul: the result ", result.str(), " is too large");
     Tensor& y = op.output(ta.dtype, result);
     braid_buffer_view yv = y.view();
     yv.ndim = 3;

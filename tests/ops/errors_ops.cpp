@@ -395,6 +395,14 @@ TEST_CASE("errors: shapes, sizes and enums the fuzzer found") {
   braid_tensor pair[2] = {w, w};
   CHECK_FAILS(braid_concat(2, pair, 1, o.p()), BRAID_ERR_SHAPE, "braid_concat");
   braid_tensor_release(w);
+  // matmul of two empty operands whose outer sizes multiply past int64 ([huge, 0] @ [0, huge]).
+  const int64_t left[] = {INT64_MAX / 2, 0}, right[] = {0, INT64_MAX / 2};
+  braid_tensor l = nullptr, r = nullptr;
+  REQUIRE(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 2, left, &l) == BRAID_OK);
+  REQUIRE(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 2, right, &r) == BRAID_OK);
+  CHECK_FAILS(braid_matmul(l, r, 0, 0, o.p()), BRAID_ERR_OUT_OF_MEMORY, "braid_matmul");
+  braid_tensor_release(l);
+  braid_tensor_release(r);
   // More bytes than the device has: refused at the call, before the backend is asked.
   const int64_t beyond[] = {int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 10};  // 4 PiB of float32
   CHECK_FAILS(braid_tensor_empty(errors::ctx(), 0, BRAID_FLOAT32, 3, beyond, o.p()), BRAID_ERR_OUT_OF_MEMORY,
