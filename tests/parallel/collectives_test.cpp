@@ -223,13 +223,7 @@ TEST_CASE("DIRECT allreduce: a device's slice does not wait for another's (profi
   braid_collective_options opt = BRAID_COLLECTIVE_OPTIONS_INIT;
   opt.algorithm = BRAID_ALLREDUCE_DIRECT;
   BRAID_CHECK_OK(braid_allreduce(2, h, &opt));
-  char path[] = "/tmp/braid-direct-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path));
-  const auto events = test::read_trace(path);
-  std::remove(path);
+  const auto events = test::stop_profiler_and_read(c.ctx);
   std::vector<std::pair<double, double>> spans(2, {-1, -1});
   for (const auto& e : events)
     if (e.name == "allreduce_direct" && e.pid >= 0 && e.pid < 2) spans[static_cast<size_t>(e.pid)] = {e.ts, e.end()};

@@ -340,13 +340,7 @@ TEST_CASE("bucketed allreduce overlaps backward (profiler timestamps)") {
     BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
   }
   BRAID_CHECK_OK(braid_trainer_step(tr, 1.0));
-  char path[] = "/tmp/braid-overlap-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path));
-  const auto events = test::read_trace(path);
-  if (!std::getenv("KEEP_TRACE")) std::remove(path); else MESSAGE(path);
+  const auto events = test::stop_profiler_and_read(c.ctx);
   BRAID_CHECK_OK(braid_trainer_release(tr));
   // On cpu:1, whose backward was pushed last (the allreduce of a bucket needs both replicas'
   // gradients): the first collective op starts before its last backward matmul ends.

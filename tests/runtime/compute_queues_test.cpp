@@ -48,13 +48,7 @@ TEST_CASE("compute_queues: independent chains overlap on one device, results unc
   Ctx c(1, with_queues(2));
   BRAID_CHECK_OK(braid_profiler_start(c.ctx));
   const auto got = two_chains(c.ctx, 20);
-  char path[] = "/tmp/braid-queues-XXXXXX";
-  const int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path));
-  const auto events = test::read_trace(path);
-  std::remove(path);
+  const auto events = test::stop_profiler_and_read(c.ctx);
   CHECK(got.first == want.first);
   CHECK(got.second == want.second);
   // The matmuls ran on the two compute queues (tracks 0 and 3), both used. Which op goes where depends

@@ -1,10 +1,16 @@
 // Reads back the Chrome-trace JSON the profiler writes (one event per line) for assertions on
 // timestamps: which ops ran on which device queue, and when.
 #pragma once
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
+
+#include "braid.h"
+#include <doctest/doctest.h>
 
 namespace test {
 
@@ -39,6 +45,20 @@ bool any_overlap(const std::vector<TraceEvent>& events, A a, B b) {
       for (const auto& y : events)
         if (&x != &y && b(y) && x.ts < y.end() && y.ts < x.end()) return true;
   return false;
+}
+
+// Stops the context's profiler into a fresh temporary file and returns its events; the file is
+// removed unless KEEP_TRACE is set (then its path is printed).
+inline std::vector<TraceEvent> stop_profiler_and_read(braid_context ctx) {
+  char path[] = "/tmp/braid-trace-XXXXXX";
+  const int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  REQUIRE(braid_profiler_stop(ctx, path) == BRAID_OK);
+  std::vector<TraceEvent> events = read_trace(path);
+  if (std::getenv("KEEP_TRACE") == nullptr) std::remove(path);
+  else MESSAGE(path);
+  return events;
 }
 
 }  // namespace test

@@ -183,7 +183,7 @@ void softmax_typed(Exec& ex, const Call& c) {
     parallel(ex, outer, std::max<int64_t>(1, kGrainHeavy / K), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) softmax_row(x + r * K, y + r * K, K, log);
     });
-  } else if (K > 0 && inner > 0) {  // (inner == 0: an empty tensor, nothing to do)
+  } else if (K > 0) {  // (an empty tensor never gets here: run_kernel skips kernels with empty outputs)
     const int64_t blocks = (inner + kCols - 1) / kCols;
     parallel(ex, outer * blocks, std::max<int64_t>(1, kGrainHeavy / (K * std::min(inner, kCols))),
              [&](int64_t b, int64_t e) {
