@@ -68,6 +68,35 @@ braid_status download(Queue& q, char* dst, const char* src, size_t n, std::strin
   return BRAID_OK;
 }
 
+// Source and destination ranges overlapping in one buffer. cudaMemcpyAsync is undefined for overlap
+// (the copy engines and the driver's copy kernels move many pieces at once, in no given order), so
+// this copies as memmove does: piece by piece in the order that never overwrites a byte before it was
+// read (front to back when dst is below src, back to front when above), each piece through a
+// temporary from the device's pool. The stream runs the copies one after another and frees the
+// temporary after the last. If the pool cannot spare it, the pieces are no longer than the distance
+// between src and dst, so that each piece's own ranges are disjoint and it is copied directly.
+braid_status overlapping_copy(Queue& q, char* dst, const char* src, size_t n, std::string& message) {
+  if (dst == src) return BRAID_OK;
+  constexpr size_t kBounceBytes = size_t(64) << 20;  // bounds the temporary, not the copy
+  const bool down = dst < src;
+  const size_t distance = down ? size_t(src - dst) : size_t(dst - src);
+  size_t piece = std::min(n, kBounceBytes);
+  void* tmp = q.device().scratch_alloc(piece, q.stream());
+  if (tmp == nullptr) piece = distance;
+  cudaError_t e = cudaSuccess;
+  for (size_t done = 0; done < n && e == cudaSuccess; done += piece) {
+    const size_t len = std::min(piece, n - done), off = down ? done : n - done - len;
+    if (tmp == nullptr) {
+      e = cudaMemcpyAsync(dst + off, src + off, len, cudaMemcpyDeviceToDevice, q.stream());
+    } else {
+      e = cudaMemcpyAsync(tmp, src + off, len, cudaMemcpyDeviceToDevice, q.stream());
+      if (e == cudaSuccess) e = cudaMemcpyAsync(dst + off, tmp, len, cudaMemcpyDeviceToDevice, q.stream());
+    }
+  }
+  q.device().scratch_free(tmp, q.stream());
+  return e == cudaSuccess ? BRAID_OK : fail(e, "overlapping device copy", message);
+}
+
 }  // namespace
 
 braid_status run_copy(Queue& q, const braid_copy_desc& d, std::string& message) {
@@ -79,6 +108,9 @@ braid_status run_copy(Queue& q, const braid_copy_desc& d, std::string& message) 
   char* dst = dst_dev ? static_cast<char*>(d.dst_buffer->ptr) + d.dst_offset : static_cast<char*>(d.dst_host);
   cudaError_t e = cudaSuccess;
   if (src_dev && dst_dev) {
+    // Buffers are distinct allocations, so only ranges in one buffer can overlap.
+    if (d.src_buffer == d.dst_buffer && d.src_offset < d.dst_offset + n && d.dst_offset < d.src_offset + n)
+      return overlapping_copy(q, dst, src, n, message);
     if (d.src_buffer->device == d.dst_buffer->device) {
       e = cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, q.stream());
     } else {

@@ -11,7 +11,9 @@
 #include "queue.h"
 
 namespace {
-constexpr int kFlags = 256;  // error-flag slots: the most checked kernels in flight per device
+// Error-flag slots come in chunks of pinned memory: one at open, another whenever every slot is held
+// by a checked kernel in flight (a slot is held from launch to completion).
+constexpr int kFlagChunk = 256;
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) {
@@ -28,23 +30,26 @@ braid_backend_device_t::braid_backend_device_t(int ordinal)
   // Host-side synchronisation sleeps rather than spinning a core through blocking-sync events
   // (event_pool.cpp, staging): cudaSetDeviceFlags would change the primary context for every CUDA user
   // in the process.
+  // Every handle goes into its owning member as soon as it exists: if a later step throws, the members
+  // destroy what was made (the destructor below does not run for a half-built object).
   // An own pool rather than the device's default one: its settings (below) must not change the
   // behaviour of other CUDA users in the process.
   cudaMemPoolProps props{};
   props.allocType = cudaMemAllocationTypePinned;
   props.location.type = cudaMemLocationTypeDevice;
   props.location.id = ordinal;
-  check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+  cudaMemPool_t pool = nullptr;
+  check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  pool_ = braid::cuda::PoolHandle(ordinal, pool);
   // Keep freed memory in the pool instead of returning it at every synchronisation: the runtime's
   // caching allocator frees blocks it wants to recycle, and going back to the driver costs ~ms.
   // Out of memory trims the pool and retries (alloc below).
   uint64_t keep = std::numeric_limits<uint64_t>::max();
-  check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
-  check(cudaStreamCreateWithFlags(&alloc_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  void* flags = nullptr;
-  check(cudaHostAlloc(&flags, kFlags * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable), "cudaHostAlloc");
-  flags_ = static_cast<int*>(flags);
-  for (int i = kFlags - 1; i >= 0; --i) free_flags_.push_back(i);
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  alloc_stream_ = braid::cuda::StreamHandle(ordinal, stream);
+  check(grow_flags(), "cudaHostAlloc (error flags)");
   // Peer access where the hardware has it, so device-to-device copies go over NVLink/PCIe directly.
   int n = 0;
   if (cudaGetDeviceCount(&n) == cudaSuccess) {
@@ -57,7 +62,7 @@ braid_backend_device_t::braid_backend_device_t(int ordinal)
       access.location.type = cudaMemLocationTypeDevice;
       access.location.id = o;
       access.flags = cudaMemAccessFlagsProtReadWrite;
-      cudaMemPoolSetAccess(pool_, &access, 1);
+      cudaMemPoolSetAccess(pool, &access, 1);
     }
   }
   cudaGetLastError();  // "already enabled" is not an error for us
@@ -76,12 +81,11 @@ braid_backend_device_t::~braid_backend_device_t() {
   }
   queues.clear();  // each queue drains and joins its threads (outside the lock: work_end may call in)
   const braid::cuda::DeviceGuard guard(ordinal_);
-  if (alloc_stream_ != nullptr) {
-    cudaStreamSynchronize(alloc_stream_);
-    cudaStreamDestroy(alloc_stream_);
-  }
-  if (pool_ != nullptr) cudaMemPoolDestroy(pool_);  // buffers still allocated are freed with it
-  if (flags_ != nullptr) cudaFreeHost(flags_);
+  // The allocation stream's pending frees reach the pool before the pool goes.
+  if (alloc_stream_) cudaStreamSynchronize(alloc_stream_.get());
+  alloc_stream_.reset();
+  pool_.reset();  // buffers still allocated are freed with it
+  flag_chunks_.clear();  // no kernel is left to write a flag: the queues are gone
   cudaGetLastError();
 }
 
@@ -94,8 +98,8 @@ braid_status braid_backend_device_t::alloc(uint64_t bytes, braid_backend_buffer*
   const braid::cuda::DeviceGuard guard(ordinal_);
   for (int attempt = 0; attempt < 2; ++attempt) {
     void* p = nullptr;
-    cudaError_t e = cudaMallocFromPoolAsync(&p, n, pool_, alloc_stream_);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(alloc_stream_);
+    cudaError_t e = cudaMallocFromPoolAsync(&p, n, pool_.get(), alloc_stream_.get());
+    if (e == cudaSuccess) e = cudaStreamSynchronize(alloc_stream_.get());
     if (e == cudaSuccess) {
       buffer->ptr = p;
       *out = buffer.release();
@@ -104,8 +108,8 @@ braid_status braid_backend_device_t::alloc(uint64_t bytes, braid_backend_buffer*
     cudaGetLastError();
     if (e != cudaErrorMemoryAllocation) return BRAID_ERR_DEVICE;
     // Out of memory: give the pool's cached blocks back to the driver and try once more.
-    cudaStreamSynchronize(alloc_stream_);
-    cudaMemPoolTrimTo(pool_, 0);
+    cudaStreamSynchronize(alloc_stream_.get());
+    cudaMemPoolTrimTo(pool_.get(), 0);
   }
   return BRAID_ERR_OUT_OF_MEMORY;
 }
@@ -117,12 +121,12 @@ void braid_backend_device_t::free(braid_backend_buffer buffer) {
   // GPU finished), so a free ordered on the allocation stream is safe.
   std::lock_guard lock(alloc_mu_);
   const braid::cuda::DeviceGuard guard(ordinal_);
-  if (cudaFreeAsync(buffer->ptr, alloc_stream_) != cudaSuccess) cudaGetLastError();
+  if (cudaFreeAsync(buffer->ptr, alloc_stream_.get()) != cudaSuccess) cudaGetLastError();
 }
 
 void* braid_backend_device_t::scratch_alloc(size_t bytes, cudaStream_t stream) {
   void* p = nullptr;
-  if (cudaMallocFromPoolAsync(&p, bytes == 0 ? 256 : bytes, pool_, stream) != cudaSuccess) {
+  if (cudaMallocFromPoolAsync(&p, bytes == 0 ? 256 : bytes, pool_.get(), stream) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
@@ -133,21 +137,49 @@ void braid_backend_device_t::scratch_free(void* p, cudaStream_t stream) {
   if (p != nullptr && cudaFreeAsync(p, stream) != cudaSuccess) cudaGetLastError();
 }
 
+cudaError_t braid_backend_device_t::grow_flags() {
+  const size_t first = flag_chunks_.size() * kFlagChunk;
+  if (first + kFlagChunk > size_t(std::numeric_limits<int>::max())) return cudaErrorMemoryAllocation;
+  // Room for every slot, reserved before the memory is taken: release_flag (on the completion thread,
+  // which cannot report a failure) then never reallocates, and nothing below can throw once the
+  // pinned memory exists.
+  free_flags_.reserve(first + kFlagChunk);
+  flag_chunks_.reserve(flag_chunks_.size() + 1);
+  void* p = nullptr;
+  const braid::cuda::DeviceGuard guard(ordinal_);
+  if (cudaError_t e = cudaHostAlloc(&p, kFlagChunk * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable); e != cudaSuccess)
+    return e;
+  flag_chunks_.emplace_back(ordinal_, p);
+  for (size_t i = first + kFlagChunk; i-- > first;) free_flags_.push_back(int(i));
+  return cudaSuccess;
+}
+
 int braid_backend_device_t::acquire_flag() {
   std::lock_guard lock(flag_mu_);
-  if (free_flags_.empty()) return -1;
+  if (free_flags_.empty() && grow_flags() != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
   int s = free_flags_.back();
   free_flags_.pop_back();
-  flags_[s] = 0;
+  *flag_ptr_locked(s) = 0;
   return s;
 }
 
-int* braid_backend_device_t::flag_ptr(int slot) { return flags_ + slot; }
+// Under flag_mu_: a chunk added by another thread may reallocate flag_chunks_ meanwhile.
+int* braid_backend_device_t::flag_ptr(int slot) {
+  std::lock_guard lock(flag_mu_);
+  return flag_ptr_locked(slot);
+}
+
+int* braid_backend_device_t::flag_ptr_locked(int slot) {
+  return static_cast<int*>(flag_chunks_[size_t(slot) / kFlagChunk].get()) + slot % kFlagChunk;
+}
 
 void braid_backend_device_t::release_flag(int slot) {
   if (slot < 0) return;
   std::lock_guard lock(flag_mu_);
-  free_flags_.push_back(slot);  // capacity reserved at construction: never reallocates
+  free_flags_.push_back(slot);  // capacity reserved by grow_flags: never reallocates
 }
 
 bool braid_backend_device_t::failed(std::string* why) {

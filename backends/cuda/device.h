@@ -12,13 +12,15 @@
 
 #include "braid_backend.h"
 #include "cublas_lib.h"
+#include "cuda_handle.h"
 #include "event_pool.h"
 
 struct braid_backend_queue_t;
 
 struct braid_backend_device_t {
  public:
-  // Throws std::runtime_error (with the CUDA reason) if the device cannot be set up.
+  // Throws std::runtime_error (with the CUDA reason) if the device cannot be set up; what it had
+  // already created is destroyed by its members (cuda_handle.h), so a failed open leaks nothing.
   explicit braid_backend_device_t(int ordinal);
   ~braid_backend_device_t();
   braid_backend_device_t(const braid_backend_device_t&) = delete;
@@ -35,8 +37,9 @@ struct braid_backend_device_t {
   void scratch_free(void* p, cudaStream_t stream);
 
   // ---- error flags: device-visible host ints a kernel sets when its input is bad (a label out of
-  // range, an integer division by zero); read by the completion thread after the work finished ----
-  int acquire_flag();           // slot index, or -1 when all are in use
+  // range, an integer division by zero); read by the completion thread after the work finished.
+  // The pool grows by a chunk whenever all slots are in flight, so a kernel never runs unchecked ----
+  int acquire_flag();           // slot index, or -1 only when no pinned memory is left for a new chunk
   int* flag_ptr(int slot);      // mapped host pointer (also the device pointer: unified addressing)
   void release_flag(int slot);
 
@@ -55,13 +58,16 @@ struct braid_backend_device_t {
   bool is_queue_thread();  // true on one of this device's queue threads (which cannot join themselves)
 
  private:
+  cudaError_t grow_flags();  // one more chunk of slots; under flag_mu_ (or in the constructor)
+  int* flag_ptr_locked(int slot);
+
   int ordinal_;
   std::shared_ptr<braid::cuda::EventPool> events_;
-  cudaMemPool_t pool_ = nullptr;
-  cudaStream_t alloc_stream_ = nullptr;  // frees and allocations outside any queue
+  braid::cuda::PoolHandle pool_;
+  braid::cuda::StreamHandle alloc_stream_;  // frees and allocations outside any queue
   std::mutex alloc_mu_;
-  int* flags_ = nullptr;
   std::mutex flag_mu_;
+  std::vector<braid::cuda::PinnedHostMemory> flag_chunks_;  // kFlagChunk ints each; slot s is in chunk s / kFlagChunk
   std::vector<int> free_flags_;
   std::mutex fail_mu_;
   std::atomic<bool> failed_{false};

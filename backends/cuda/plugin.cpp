@@ -27,14 +27,20 @@ namespace braid::cuda {
 namespace {
 
 // The shared translation, plus: a CUDA call that failed (cudaError_t, thrown as runtime_error by
-// the plugin's wrappers) is the device's failure, logged.
+// the plugin's wrappers) is the device's failure, logged. A thread that could not start
+// (std::system_error) or host memory running out keep the shared status, but the reason is logged
+// too: the status alone does not say what failed.
 template <typename F>
 braid_status guarded(F&& f) noexcept {
   return braid::plugin::guarded([&]() -> braid_status {
     try {
       return f();
-    } catch (const std::system_error&) {
+    } catch (const std::system_error& e) {
+      host::log(BRAID_LOG_ERROR, e.what());
       throw;  // the shared translation knows these
+    } catch (const std::bad_alloc&) {
+      host::log(BRAID_LOG_ERROR, "out of host memory");
+      throw;
     } catch (const std::runtime_error& e) {
       host::log(BRAID_LOG_ERROR, e.what());
       return BRAID_ERR_DEVICE;

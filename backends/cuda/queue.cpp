@@ -1,7 +1,9 @@
 #include "queue.h"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
+#include <system_error>
 #include <utility>
 
 #include "buffer.h"
@@ -12,37 +14,74 @@
 #include "timeline_semaphore.h"
 #include "work_checks.h"
 
+namespace {
+// How long a closing queue lets each of its threads drain before waits for semaphore values that no
+// queue has recorded are given up. Everything else a drain waits for finishes by itself (GPU work,
+// recorded events); such a value may never come at shutdown (its producer was never submitted, or the
+// host that would signal it is tearing down), but a producer on another queue that is still running
+// may also be about to record it, so it gets this long rather than nothing.
+constexpr auto kCloseGrace = std::chrono::seconds(1);
+}  // namespace
+
 braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind)
     : device_(device), kind_(kind) {
   const braid::cuda::DeviceGuard guard(device.ordinal());
   // Non-blocking: no implicit ordering with the legacy default stream that other libraries may use.
-  if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
     cudaGetLastError();
     throw std::runtime_error("cudaStreamCreate failed");
   }
-  submitter_ = std::thread([this] { submit_loop(); });
-  completer_ = std::thread([this] { complete_loop(); });
+  stream_ = braid::cuda::StreamHandle(device.ordinal(), stream);  // destroyed by the unwinding if we throw
+  // std::thread throws std::system_error when no thread can be started. The submit thread may be
+  // running by then, and a joinable std::thread destroyed by the unwinding would call std::terminate:
+  // stop and join it before passing the failure on.
+  try {
+    submitter_ = std::thread([this] { submit_loop(); });
+    completer_ = std::thread([this] { complete_loop(); });
+  } catch (const std::system_error& e) {
+    stop_submitter();
+    throw std::system_error(e.code(), "cannot start a queue thread");
+  } catch (...) {
+    stop_submitter();
+    throw;
+  }
 }
 
-braid_backend_queue_t::~braid_backend_queue_t() {
+void braid_backend_queue_t::stop_submitter() {
   {
     std::lock_guard lock(mu_);
     closing_ = true;
   }
   cv_.notify_all();
   if (submitter_.joinable()) submitter_.join();
+}
+
+braid_backend_queue_t::~braid_backend_queue_t() {
+  // Every submission runs (or fails) and reports its end before the threads stop. Each thread first
+  // drains on its own; one still busy after kCloseGrace may be stuck on a semaphore value nothing will
+  // signal, so stop_waits_ then makes such waits give up (stream_wait polls it every 100 ms, and so
+  // does the completion's wait for producers), failing that work. Bounded, yet what can finish does.
+  {
+    std::lock_guard lock(mu_);
+    closing_ = true;
+  }
+  cv_.notify_all();
+  if (submit_exit_.wait_for(kCloseGrace) != std::future_status::ready) stop_waits_.store(true);
+  if (submitter_.joinable()) submitter_.join();
   Completion last;
   last.stop = true;
   push_completion(std::move(last));
+  if (complete_exit_.wait_for(kCloseGrace) != std::future_status::ready) stop_waits_.store(true);
   if (completer_.joinable()) completer_.join();
   const braid::cuda::DeviceGuard guard(device_.ordinal());
-  cudaStreamSynchronize(stream_);
+  cudaStreamSynchronize(stream_.get());
   if (blas_ != nullptr && device_.blas() != nullptr) device_.blas()->destroy(blas_);
   for (int i = 0; i < 2; ++i) {
     if (stage_[i] != nullptr) cudaFreeHost(stage_[i]);
     if (stage_ev_[i] != nullptr) cudaEventDestroy(stage_ev_[i]);
   }
-  cudaStreamDestroy(stream_);
+  stream_.reset();
   cudaGetLastError();
 }
 
@@ -92,7 +131,6 @@ void braid_backend_queue_t::submit_loop() {
       if (pending_.empty()) break;  // closing and drained
       s = pending_.front();
       pending_.pop_front();
-      if (closing_) stop_waits_.store(true);  // waits nobody will satisfy any more must not hang close
     }
     Completion c;
     c.token = s.work.token;
@@ -111,6 +149,7 @@ void braid_backend_queue_t::submit_loop() {
     }
     push_completion(std::move(c));
   }
+  submit_exited_.set_value();
 }
 
 void braid_backend_queue_t::run(Submission& s, Completion& c) {
@@ -122,16 +161,18 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
   }
   for (uint32_t k = 0; k < s.work.num_waits; ++k) {
     if (s.work.waits[k] == nullptr) continue;
-    braid_status st = s.work.waits[k]->stream_wait(stream_, s.work.wait_values[k], stop_waits_);
+    braid_status st = s.work.waits[k]->stream_wait(stream(), s.work.wait_values[k], stop_waits_);
     if (st != BRAID_OK) {
       c.status = st;
-      c.message = "a semaphore this work waits on failed";
+      c.message = st == BRAID_ERR_INVALID_STATE && stop_waits_.load()
+                      ? "queue destroyed while this work waited for a semaphore value nothing had recorded"
+                      : "a semaphore this work waits on failed";
       return;
     }
   }
   if (s.work.kind == BRAID_WORK_KERNEL) {
     braid::cuda::KernelEnv env;
-    env.stream = stream_;
+    env.stream = stream();
     env.device = &device_;
     env.blas = device_.blas();
     env.blas_why = device_.blas_why();
@@ -140,27 +181,30 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
       if (env.blas->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
         blas_ = nullptr;
       } else {
-        env.blas->set_stream(blas_, stream_);
+        env.blas->set_stream(blas_, stream());
         env.blas->set_math_mode(blas_, device_.tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
       }
     }
     env.blas_handle = blas_;
     if (braid::cuda::needs_error_flag(s.call)) {
+      // A checked kernel never runs unchecked: the flag pool grows as needed, and only when no pinned
+      // memory is left for it does the kernel fail instead of running.
       c.flag = device_.acquire_flag();
-      if (c.flag >= 0) env.error_flag = device_.flag_ptr(c.flag);
+      if (c.flag >= 0) {
+        env.error_flag = device_.flag_ptr(c.flag);
+      } else {
+        c.status = BRAID_ERR_OUT_OF_MEMORY;
+        c.message = std::string(braid::plugin::op_name(s.call.op)) + ": no pinned memory left for its error flag";
+      }
     }
-    c.status = braid::cuda::launch_kernel(s.call, env, c.message);
-    if (c.status == BRAID_OK && c.flag < 0 && braid::cuda::needs_error_flag(s.call)) {
-      // All flag slots busy: this kernel ran unchecked; say so rather than pretend.
-      braid::cuda::host::log(BRAID_LOG_WARNING, braid::plugin::op_name(s.call.op), "error flag slots exhausted; input not checked");
-    }
+    if (c.status == BRAID_OK) c.status = braid::cuda::launch_kernel(s.call, env, c.message);
   } else if (s.work.kind == BRAID_WORK_COPY) {
     c.status = braid::cuda::run_copy(*this, s.copy, c.message);
   }
   // One event marks the end of this work on the stream: the completion thread waits on it and device
   // waiters (other queues) wait on it through the semaphore.
   c.event = device_.events()->get();
-  if (c.event != nullptr && cudaEventRecord(c.event, stream_) != cudaSuccess) {
+  if (c.event != nullptr && cudaEventRecord(c.event, stream()) != cudaSuccess) {
     cudaError_t e = cudaGetLastError();
     device_.events()->put(c.event);
     c.event = nullptr;
@@ -173,7 +217,7 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
   if (c.event == nullptr) {
     // No event to mark the end (pool empty and creation failed, or the record failed): the completion
     // must not be announced before the work ends, or its buffers would be freed under it. Wait here.
-    if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) {
+    if (const cudaError_t e = cudaStreamSynchronize(stream()); e != cudaSuccess) {
       cudaGetLastError();
       const std::string why = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
       device_.set_failed(why);
@@ -236,6 +280,7 @@ void braid_backend_queue_t::complete_loop() {
     if (c.signal != nullptr) c.signal->signal(c.value);  // recycles the event if it holds it
     if (c.event != nullptr && !c.event_in_semaphore) device_.events()->put(c.event);
   }
+  complete_exited_.set_value();
 }
 
 bool braid_backend_queue_t::staging(void* (&buf)[2], cudaEvent_t (&ev)[2]) {

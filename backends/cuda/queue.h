@@ -16,18 +16,24 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
 
 #include "braid_backend.h"
 #include "cublas_lib.h"
+#include "cuda_handle.h"
 #include "device.h"
 
 struct braid_backend_queue_t {
  public:
+  // Throws std::runtime_error (no stream) or std::system_error (a thread cannot start), having
+  // stopped the thread that did start and destroyed the stream.
   braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind);
-  ~braid_backend_queue_t();  // drains what was submitted, then joins both threads
+  // Drains what was submitted, then joins both threads. Bounded: a wait for a semaphore value that no
+  // queue has recorded is given up after a grace period (queue.cpp), failing its work.
+  ~braid_backend_queue_t();
   braid_backend_queue_t(const braid_backend_queue_t&) = delete;
   braid_backend_queue_t& operator=(const braid_backend_queue_t&) = delete;
 
@@ -38,7 +44,7 @@ struct braid_backend_queue_t {
   // Used by copies (copy.cpp): two pinned staging buffers with their events, made on first use.
   static constexpr size_t kStageBytes = size_t(4) << 20;
   bool staging(void* (&buf)[2], cudaEvent_t (&ev)[2]);
-  cudaStream_t stream() const { return stream_; }
+  cudaStream_t stream() const { return stream_.get(); }
 
  private:
   struct Submission {
@@ -66,10 +72,11 @@ struct braid_backend_queue_t {
   void complete_loop();
   void run(Submission& s, Completion& c);
   void push_completion(Completion&& c);
+  void stop_submitter();  // closes the queue and joins the submit thread if it runs
 
   braid_backend_device_t& device_;
   braid_queue_kind kind_;
-  cudaStream_t stream_ = nullptr;
+  braid::cuda::StreamHandle stream_;
   cublasHandle_t blas_ = nullptr;
   void* stage_[2] = {nullptr, nullptr};
   cudaEvent_t stage_ev_[2] = {nullptr, nullptr};
@@ -78,12 +85,17 @@ struct braid_backend_queue_t {
   std::condition_variable cv_;
   std::deque<Submission> pending_;
   bool closing_ = false;
-  std::atomic<bool> stop_waits_{false};
+  std::atomic<bool> stop_waits_{false};  // set by the destructor: give up waits that have not come yet
 
   std::mutex done_mu_;
   std::condition_variable done_cv_;
   std::deque<Completion> done_;
 
+  // Set when each loop returns, so the destructor can wait for a drain with a time limit (the futures
+  // are taken here, before the threads start: get_future must not race with set_value).
+  std::promise<void> submit_exited_, complete_exited_;
+  std::future<void> submit_exit_ = submit_exited_.get_future();
+  std::future<void> complete_exit_ = complete_exited_.get_future();
   std::thread submitter_, completer_;
 };
 

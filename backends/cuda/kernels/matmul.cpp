@@ -4,6 +4,7 @@
 // any other layout is first copied into contiguous scratch, as is an output cuBLAS cannot write.
 #include <climits>
 #include <cstring>
+#include <string>
 
 #include "buffer.h"
 #include "device.h"
@@ -19,7 +20,11 @@ struct Mat {
   int64_t batch_stride;  // elements; 0 = broadcast
 };
 
-// A [B, r, c] view as cuBLAS sees it, or false when neither r nor c is unit-stride.
+bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+// A [B, r, c] view as cuBLAS sees it, or false when neither r nor c is unit-stride or the leading
+// dimension does not fit cuBLAS's int (such a view goes through contiguous scratch, whose leading
+// dimension is a matrix size, checked to fit).
 bool as_blas(const braid_buffer_view& v, int64_t esize, Mat& m) {
   const int64_t r = v.shape[1], c = v.shape[2];
   int64_t sr = v.strides[1], sc = v.strides[2];
@@ -37,7 +42,7 @@ bool as_blas(const braid_buffer_view& v, int64_t esize, Mat& m) {
     return false;
   }
   (void)esize;
-  return true;
+  return fits_int(m.ld);
 }
 
 braid_buffer_view dense_like(const braid_buffer_view& v, braid_backend_buffer_t* holder) {
@@ -57,8 +62,6 @@ int64_t numel(const braid_buffer_view& v) {
   for (int k = 0; k < v.ndim; ++k) n *= v.shape[k];
   return n;
 }
-
-bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 }  // namespace
 
@@ -81,7 +84,8 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
     return BRAID_ERR_UNSUPPORTED;
   }
   if (!fits_int(M) || !fits_int(N) || !fits_int(K) || !fits_int(B)) {
-    msg = "matmul: a dimension exceeds cuBLAS's 32-bit sizes";
+    msg = "matmul: cuBLAS takes M, N, K and the batch count as 32-bit ints; this one has M=" + std::to_string(M) +
+          " N=" + std::to_string(N) + " K=" + std::to_string(K) + " batch=" + std::to_string(B);
     return BRAID_ERR_UNSUPPORTED;
   }
   const int64_t es = o.dtype == BRAID_FLOAT32 ? 4 : 8;
@@ -113,6 +117,15 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   if (st == BRAID_OK && !out_direct) {
     vo = dense(2, o, false);
     if (st == BRAID_OK) as_blas(vo, es, mo);
+  }
+  // The rest of what cuBLAS takes as int: the leading dimensions (the batch strides are 64-bit in the
+  // strided-batched API). as_blas sends a leading dimension that does not fit through scratch, so this
+  // holds; it is checked here anyway, where a wrapped int would make cuBLAS read the wrong memory, so
+  // that a later layout rule cannot break it silently.
+  if (st == BRAID_OK && !(fits_int(ma.ld) && fits_int(mb.ld) && fits_int(mo.ld))) {
+    msg = "matmul: a leading dimension exceeds cuBLAS's 32-bit ints (lda=" + std::to_string(mb.ld) +
+          " ldb=" + std::to_string(ma.ld) + " ldc=" + std::to_string(mo.ld) + ")";
+    st = BRAID_ERR_UNSUPPORTED;
   }
   if (st == BRAID_OK) {
     // Column-major operands of C^T (N x M) = X (N x K) * Y (K x M), X = op(b)^T, Y = op(a)^T. A
