@@ -19,7 +19,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 supp="$root/tests/sanitizers"
-sanitized_tests='^braid-test-(runtime|ops|data|autograd|cpu|parallel)$'
+sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|data|autograd|cpu|parallel)$'
 failed=()
 start=$SECONDS
 

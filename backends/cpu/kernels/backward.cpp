@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "blas.h"
+#include "conv_onednn.h"
 #include "fold.h"
 #include "im2col.h"
 #include "vmath.h"
@@ -49,6 +50,17 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
     std::fill_n(dx, G.N * G.C * G.hw(), T(0));
     DX.finish(ex);
     return;
+  }
+  std::optional<onednn::Choice> choice;  // float32: oneDNN or the kernels below (conv_onednn.h)
+  if constexpr (std::is_same_v<T, float>) {
+    choice.emplace(onednn::Pass::backward_data, G, false, ex.concurrency());
+    if (choice->onednn()) {
+      if (onednn::conv_backward_data(ex, G, DY.get(), Wt.get(), dx)) {
+        DX.finish(ex);
+        return;
+      }
+      choice->declined();
+    }
   }
   const GroupPlan plan = plan_groups(ex, G);
   const int64_t GS = plan.size, CRS = G.crs(), PQ = G.pq();
@@ -245,6 +257,17 @@ void conv_bwd_weight_typed(Exec& ex, const Call& c) {
     std::fill_n(dw, G.K * CRS, T(0));
     DW.finish(ex);
     return;
+  }
+  std::optional<onednn::Choice> choice;  // float32: oneDNN or the kernels below (conv_onednn.h)
+  if constexpr (std::is_same_v<T, float>) {
+    choice.emplace(onednn::Pass::backward_weight, G, false, ex.concurrency());
+    if (choice->onednn()) {
+      if (onednn::conv_backward_weight(ex, G, DY.get(), X.get(), dw)) {
+        DW.finish(ex);
+        return;
+      }
+      choice->declined();
+    }
   }
   if (CRS <= kDirectMaxTaps) {
     conv_bwd_weight_direct(ex, G, DY.get(), X.get(), dw);
