@@ -42,12 +42,12 @@ enum class Mode { automatic, onednn, builtin };
 Mode mode() {
   static const Mode m = [] {
     const char* v = std::getenv("BRAID_CPU_CONV");
-    if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return Mode::automatic;
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "builtin") == 0) return Mode::builtin;
     if (std::strcmp(v, "onednn") == 0) return Mode::onednn;
-    if (std::strcmp(v, "builtin") == 0) return Mode::builtin;
+    if (std::strcmp(v, "auto") == 0) return Mode::automatic;
     host::log(BRAID_LOG_WARNING, std::string("cpu backend: BRAID_CPU_CONV=") + v +
-                                     " is none of auto, onednn, builtin; using auto");
-    return Mode::automatic;
+                                     " is none of builtin, onednn, auto; using builtin");
+    return Mode::builtin;
   }();
   return m;
 }

@@ -23,10 +23,10 @@ inline bool conv_backward_data(Exec&, const ConvGeom&, const float*, const float
 inline bool conv_backward_weight(Exec&, const ConvGeom&, const float*, const float*, float*) { return false; }
 #endif
 
-// Which kernels run one float32 convolution call. BRAID_CPU_CONV=onednn or builtin fixes the choice;
-// by default (auto) the first calls of each shape (pass, geometry, bias, the device's core count) try
-// both, timed, and the faster is kept for the rest of the process. Live for the whole call: its
-// destructor times a trial.
+// Which kernels run one float32 convolution call: braid's own by default (BRAID_CPU_CONV=builtin),
+// oneDNN's with BRAID_CPU_CONV=onednn; with BRAID_CPU_CONV=auto the first calls of each shape (pass,
+// geometry, bias, the device's core count) try both, timed, and the faster is kept for the rest of the
+// process. Live for the whole call: its destructor times a trial.
 struct Tuning;
 
 class Choice {
