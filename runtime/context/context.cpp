@@ -211,6 +211,32 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
       std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes), dtype, shape);
 }
 
+TensorRef braid_context_t::new_output_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
+  const auto numel = static_cast<uint64_t>(shape.numel());
+  const uint64_t bytes = numel * dtype_size(dtype);
+  // Only where it pays (a block of a few cache lines is as hot fresh from the allocator, whose small
+  // blocks come back newest first) and where the op will run on the one compute queue.
+  if (bytes / dtype_size(dtype) == numel && bytes >= kRecycleMinBytes && dev.more_compute.empty()) {
+    std::shared_ptr<Storage> taken;
+    {
+      std::lock_guard lock(dev.recycled_mu);
+      for (auto& slot : dev.recycled) {
+        std::shared_ptr<Storage> s = slot.lock();
+        if (s && s->bytes == bytes) {
+          slot.reset();
+          taken = std::move(s);
+          break;
+        }
+      }
+    }
+    // Released handles are never reacquired, so no tensor views it; what may still use it are the
+    // ops in flight, and an op on the compute queue is ordered after them for free only if they run
+    // there too (a copy on another queue reading it would otherwise hold this op back).
+    if (taken && engine->pending_only_on(*taken, dev.compute)) return acquire_tensor(std::move(taken), dtype, shape);
+  }
+  return new_tensor(dev, dtype, shape);
+}
+
 TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
   return acquire_tensor(base.storage, base.dtype, shape);
 }
@@ -221,6 +247,7 @@ TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, brai
   // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
   if (first) refs.fetch_add(1);
   t->ctx = this;
+  storage->handles.fetch_add(1, std::memory_order_relaxed);
   t->storage = std::move(storage);
   t->dtype = dtype;
   t->shape = shape;

@@ -41,6 +41,11 @@ struct braid_context_t {
   braid::Device& device(braid_device index, const char* what);
   // A new, uninitialised tensor on device (allocates; throws BRAID_ERR_OUT_OF_MEMORY).
   braid::TensorRef new_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
+  // The same for an op's output that the op overwrites entirely and that is pushed to the device's
+  // compute queue (OpBuilder::output): it may take over a storage of the same size that the
+  // application released while ops on that queue still use it (docs/ENGINE.md, "Reusing a released
+  // storage"), ordered after them by the storage's engine variable.
+  braid::TensorRef new_output_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
   // A new tensor handle over an existing storage (reshape).
   braid::TensorRef view_tensor(const braid::Tensor& base, const braid::Shape& shape);
   // Waits for all work, then writes the configured profile (once). Returns why it could not be

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "core/spin_lock.h"
 #include "engine/inflight_bound.h"
 #include "engine/node.h"
 #include "memory/caching_allocator.h"
@@ -56,6 +57,13 @@ struct Device {
   }
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
+  // Storages the application released while ops still use them: the next op output of the same size
+  // may take one over instead of a fresh block (docs/ENGINE.md, "Reusing a released storage"). Weak,
+  // so one nobody takes is freed when its ops end, as always. After storage_pool: destroyed first.
+  static constexpr size_t kRecycleSlots = 4;
+  SpinLock recycled_mu;
+  std::array<std::weak_ptr<Storage>, kRecycleSlots> recycled;
+  uint32_t next_recycled = 0;  // the slot the next offer overwrites (recycled_mu)
 
   // Backpressure (docs/ENGINE.md): ops and output bytes in flight on this device, counted as what was
   // pushed minus what has ended. The two sides are written by different threads (pushers, the

@@ -434,6 +434,15 @@ WaitResult Engine::wait(const std::shared_ptr<OpNode>& node) {
   return {node->status, node->message};
 }
 
+bool Engine::pending_only_on(Storage& storage, const Queue& queue) {
+  std::lock_guard lock(mu_);
+  const Var& v = storage.var;
+  if (v.last_writer && v.last_writer->queue != &queue && !is_done(v.last_writer)) return false;
+  for (size_t i = v.done_readers; i < v.readers.size(); ++i)
+    if (const auto& r = v.readers[i]; r && r->queue != &queue && !is_done(r)) return false;
+  return true;
+}
+
 WaitResult Engine::wait_to_read(Storage& storage) {
   std::shared_ptr<OpNode> writer;
   {

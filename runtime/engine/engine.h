@@ -76,6 +76,10 @@ class Engine {
   void push_partitioned(std::span<Storage* const> storages, std::vector<Part> parts, Queue& join_queue,
                         const char* name);
 
+  // Whether every op still in flight on the storage (its writer, its readers) runs on `queue`: an op
+  // pushed to that in-order queue may then overwrite it without waiting for anything.
+  bool pending_only_on(Storage& storage, const Queue& queue);
+
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.
   WaitResult wait(const std::shared_ptr<OpNode>& node);

@@ -91,7 +91,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
   }
   auto& call = node_->call;
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
-  TensorRef ref = ctx_->new_tensor(*device_, dtype, shape);
+  TensorRef ref = ctx_->new_output_tensor(*device_, dtype, shape);
   Tensor& t = *ref;
   node_->out_bytes += t.storage->block.size;
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;

@@ -1,6 +1,7 @@
 // A storage is one allocation on one device, shared by the tensors that view it (reshape), with
 // the engine variable that orders the ops touching it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 
@@ -10,11 +11,17 @@
 
 namespace braid {
 
+// Storages at least this large that the application releases while ops still use them are offered
+// for reuse by the next op output of the same size (Context::new_output_tensor).
+inline constexpr uint64_t kRecycleMinBytes = uint64_t{256} << 10;
+
 struct Storage : std::enable_shared_from_this<Storage> {
   Device* device;
   Block block;
   uint64_t bytes;  // requested size
   Var var;
+  // Tensor handles viewing it (acquire_tensor / release_tensor); in-flight ops hold it without one.
+  std::atomic<uint32_t> handles{0};
 
   Storage(Device* d, Block b, uint64_t n) : device(d), block(b), bytes(n) {}
   Storage(const Storage&) = delete;
