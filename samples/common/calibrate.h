@@ -3,11 +3,15 @@
 // fixed cost per step, its launches, can dwarf its per-row cost on a small share). The split then
 // equalises the predicted finish times: device i gets n_i = (T - fixed_i) / per_row_i rows, with T
 // chosen so the rows add up to the batch, and no rows at all when its fixed cost alone exceeds T (a
-// device that would only slow every step down is left out). The split is then timed as it stands, and
-// if its slowest share is slower than the fastest device on the whole batch alone, that device takes
-// the whole batch. Shared by the data-parallel samples.
+// device that would only slow every step down is left out). The split is then timed as it stands, all
+// devices at once (each pushed from its own thread, as training pushes them), and if that is slower
+// than the fastest device on the whole batch alone, that device takes the whole batch: devices that
+// share cores (the CPU and lavapipe here) each run slower beside the other than alone, which the
+// per-device model cannot see. Shared by the data-parallel samples.
 #pragma once
 #include <braid.hpp>
+
+#include "replicas.h"
 
 #include <algorithm>
 #include <chrono>
@@ -80,14 +84,24 @@ inline std::vector<double> calibrate(const braid::Context& ctx, const std::vecto
                  m.fixed_s * 1e3, m.per_row_s * 1e3);
   }
   std::vector<double> split = balanced_rows(models, static_cast<double>(rows));
-  // The model is a straight line through two points; check it where the split puts each device. If
-  // the slowest share takes longer than the fastest device takes for the whole batch alone, that
-  // device alone is the better split.
-  double parallel = 0;
+  // The model is a straight line through each device's two points, measured alone; check the split
+  // where it puts each device, all devices at once.
+  std::vector<braid::Tensor> xs(devices.size()), ys(devices.size());
   for (size_t r = 0; r < devices.size(); ++r)
-    if (const auto n = static_cast<int64_t>(split[r] + 0.5); n > 0) parallel = std::max(parallel, time_step(r, n));
+    if (const auto n = static_cast<int64_t>(split[r] + 0.5); n > 0)
+      xs[r] = braid::copy_to(head(images, n), devices[r]), ys[r] = braid::copy_to(head(labels, n), devices[r]);
+  auto together = [&] {
+    for_each_replica(devices.size(), [&](size_t r) {
+      if (xs[r]) step(r, xs[r], ys[r]);
+    });
+    ctx.wait_all();
+  };
+  together();  // warm-up at these sizes
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < timed; ++i) together();
+  const double parallel = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / timed;
   const size_t fastest = static_cast<size_t>(std::min_element(full.begin(), full.end()) - full.begin());
-  std::fprintf(stderr, "calibration: the split's slowest share %.2f ms per step, %s alone %.2f ms\n", parallel * 1e3,
+  std::fprintf(stderr, "calibration: the split, all devices at once, %.2f ms per step; %s alone %.2f ms\n", parallel * 1e3,
                ctx.device_info(devices[fastest]).id, full[fastest] * 1e3);
   if (parallel >= full[fastest]) {
     split.assign(split.size(), 0.0);
