@@ -75,6 +75,7 @@ braid_backend_device_props device_props(const DeviceShare& share) {
 braid_backend_device_t::braid_backend_device_t(const braid::cpu::DeviceShare& share)
     : share_(share), tbb_handle_(tbb::attach{}), arena_(share.cores, 1), exec_(arena_) {
   arena_.initialize();  // create the arena now, not inside the first kernel's timing
+  pinner_ = std::make_unique<braid::cpu::CorePinner>(arena_, share.cpus);
   braid::cpu::single_threaded_openblas();
 }
 
@@ -85,6 +86,7 @@ braid_backend_device_t::~braid_backend_device_t() {
     leftover.swap(queues_);
   }
   leftover.clear();  // each queue drains and joins
+  pinner_.reset();   // stop observing before the arena goes
   arena_.terminate();
   // TBB's workers outlive arenas. If the host later dlcloses the plugin, libtbb may be unloaded under
   // them, so the last device to close waits for them to exit. With other devices (or other TBB users in

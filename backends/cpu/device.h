@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "core_pinning.h"
 #include "exec.h"
 #include "topology.h"
 
@@ -25,6 +26,8 @@ struct braid_backend_device_t {
   tbb::task_arena& arena() { return arena_; }
   braid::cpu::Exec& exec() { return exec_; }
   int cores() const { return share_.cores; }
+  // Pins the calling thread to the device's CPUs (its queue threads call it first: core_pinning.h).
+  void pin_this_thread() { pinner_->pin_this_thread(); }
 
   // The device owns its queues; the host holds raw handles to them.
   braid_backend_queue_t* create_queue(braid_queue_kind kind);
@@ -39,6 +42,7 @@ struct braid_backend_device_t {
   tbb::task_scheduler_handle tbb_handle_;
   tbb::task_arena arena_;
   braid::cpu::ArenaExec exec_;
+  std::unique_ptr<braid::cpu::CorePinner> pinner_;  // after arena_: observes it
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<braid_backend_queue_t>> queues_;
   int queues_created_ = 0;

@@ -1,6 +1,7 @@
 // The plugin's one exported symbol and its function table: C entry points that check arguments, turn
 // exceptions into status codes, and hand off to the device, queue and semaphore classes.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -117,16 +118,26 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
 // (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
 // this plugin's types.
 
-// What braid_device_info cannot say about a CPU device: the vector ISA the kernels use and the gemm
-// library's kernels (blas_library.h). The same for every device of the process.
+// What braid_device_info cannot say about a CPU device: the vector ISA the kernels use, the gemm
+// library's kernels (blas_library.h), and the CPUs the device's threads are pinned to (core_pinning.h).
+// The string lives until the next call for the same index (the host copies it at once).
 const char* device_props_json(int32_t index) {
-  static const std::string json = [] {
+  static const std::string common = [] {
     const BlasLibrary& b = blas();
     return std::string("{\"vector_isa\": \"") + vector_isa(cpu_features()) + "\", \"blas\": \"openblas\", " +
-           "\"blas_core\": \"" + b.core + "\", \"blas_coretype_requested\": \"" + b.requested + "\"}";
+           "\"blas_core\": \"" + b.core + "\", \"blas_coretype_requested\": \"" + b.requested + "\"";
   }();
+  static std::mutex mu;
+  static std::array<std::string, kMaxDevices> json;
   const Split split = split_from_env();
-  return index >= 0 && static_cast<size_t>(index) < split.cores.size() ? json.c_str() : nullptr;
+  if (index < 0 || static_cast<size_t>(index) >= split.cores.size()) return nullptr;
+  const DeviceShare share = device_share(index, split);
+  std::string cpus;
+  for (int c : share.cpus) cpus += (cpus.empty() ? "" : ", ") + std::to_string(c);
+  const std::lock_guard lock(mu);
+  std::string& out = json[static_cast<size_t>(index)];
+  out = common + ", \"cpus\": [" + cpus + "]}";
+  return out.c_str();
 }
 
 // ---- lifetime ----

@@ -98,6 +98,7 @@ bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {
 }
 
 void braid_backend_queue_t::loop() noexcept {
+  device_.pin_this_thread();
   braid::cpu::WorkItem item;
   while (next(item)) braid::cpu::run_work_item(item, device_);
 }

@@ -31,22 +31,25 @@ std::string trim(std::string_view s) {
 }
 
 // The affinity mask, not hardware_concurrency: under taskset or a container cpuset the process may use
-// fewer CPUs than the machine has, and sizing thread pools beyond that only oversubscribes.
-int probe_cores() {
+// fewer CPUs than the machine has, and sizing thread pools beyond that only oversubscribes. Returns the
+// CPU ids in the mask, ascending; empty if it cannot be read.
+std::vector<int> probe_cpus() {
   for (int ncpus = 1024; ncpus <= (1 << 16); ncpus *= 2) {
     cpu_set_t* set = CPU_ALLOC(ncpus);
     if (set == nullptr) break;
     size_t bytes = CPU_ALLOC_SIZE(ncpus);
     CPU_ZERO_S(bytes, set);
     int rc = sched_getaffinity(0, bytes, set);
-    int count = rc == 0 ? CPU_COUNT_S(bytes, set) : 0;
     int err = errno;
+    std::vector<int> cpus;
+    if (rc == 0)
+      for (int c = 0; c < ncpus; ++c)
+        if (CPU_ISSET_S(c, bytes, set)) cpus.push_back(c);
     CPU_FREE(set);
-    if (rc == 0 && count > 0) return count;
+    if (rc == 0 && !cpus.empty()) return cpus;
     if (rc != 0 && err != EINVAL) break;  // EINVAL: the kernel's mask is larger than ours
   }
-  unsigned hc = std::thread::hardware_concurrency();
-  return hc > 0 ? static_cast<int>(hc) : 1;
+  return {};
 }
 
 // Parses "32K", "8192K", "1M" or a plain number of bytes (sysfs cache sizes and cgroup limits).
@@ -121,7 +124,9 @@ std::string probe_model_name() {
 
 Machine probe() {
   Machine m;
-  m.cores = probe_cores();
+  m.cpus = probe_cpus();
+  const unsigned hc = std::thread::hardware_concurrency();
+  m.cores = !m.cpus.empty() ? static_cast<int>(m.cpus.size()) : hc > 0 ? static_cast<int>(hc) : 1;
   m.memory_bytes = probe_memory();
   probe_caches(m);
   m.model_name = probe_model_name();
@@ -233,6 +238,13 @@ DeviceShare device_share(int index, const Split& split) {
   share.count = static_cast<int>(split.cores.size());
   share.cores = split.cores.at(static_cast<size_t>(index));
   share.memory_bytes = m.memory_bytes / static_cast<uint64_t>(share.count);
+  if (!m.cpus.empty()) {
+    size_t first = 0;
+    for (int i = 0; i < index; ++i) first += static_cast<size_t>(split.cores[static_cast<size_t>(i)]);
+    for (int k = 0; k < share.cores && k < static_cast<int>(m.cpus.size()); ++k)
+      share.cpus.push_back(m.cpus[(first + static_cast<size_t>(k)) % m.cpus.size()]);
+    std::sort(share.cpus.begin(), share.cpus.end());
+  }
   return share;
 }
 

@@ -8,6 +8,7 @@ namespace braid::cpu {
 
 struct Machine {
   int cores = 1;              // CPUs this process may run on (affinity mask)
+  std::vector<int> cpus;      // their ids, ascending (empty if the mask could not be read)
   uint64_t memory_bytes = 0;  // physical memory, capped by a cgroup limit
   uint64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // 0 = unknown
   std::string model_name;
@@ -37,6 +38,10 @@ struct DeviceShare {
   int count = 1;
   int cores = 1;
   uint64_t memory_bytes = 0;  // machine memory / count
+  // The CPUs its threads are pinned to (device.cpp): devices take consecutive CPUs of the affinity
+  // mask in index order (device 0 the first `cores` of them), wrapping round when the devices ask for
+  // more cores than there are, so devices share CPUs only when they must. Empty: not pinned.
+  std::vector<int> cpus;
 };
 DeviceShare device_share(int index, const Split& split);
 
