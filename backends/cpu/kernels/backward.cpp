@@ -52,16 +52,13 @@ void conv_bwd_data_typed(Exec& ex, const Call& c) {
     return;
   }
   std::optional<onednn::Choice> choice;  // float32: oneDNN or the kernels below (conv_onednn.h)
-  if constexpr (std::is_same_v<T, float>) {
-    choice.emplace(onednn::Pass::backward_data, G, false, ex.concurrency());
-    if (choice->onednn()) {
-      if (onednn::conv_backward_data(ex, G, DY.get(), Wt.get(), dx)) {
-        DX.finish(ex);
-        return;
-      }
-      choice->declined();
+  if constexpr (std::is_same_v<T, float>)
+    if (onednn::run_if_chosen(choice, onednn::Pass::backward_data, G, false, ex.concurrency(),
+                              [&] { return onednn::conv_backward_data(ex, G, DY.get(), Wt.get(), dx); })) {
+      DX.finish(ex);
+      return;
     }
-  }
+
   const GroupPlan plan = plan_groups(ex, G);
   const int64_t GS = plan.size, CRS = G.crs(), PQ = G.pq();
   // The vector col2im reads up to kCol2imMargin elements around a column matrix: each run's matrix
@@ -259,16 +256,13 @@ void conv_bwd_weight_typed(Exec& ex, const Call& c) {
     return;
   }
   std::optional<onednn::Choice> choice;  // float32: oneDNN or the kernels below (conv_onednn.h)
-  if constexpr (std::is_same_v<T, float>) {
-    choice.emplace(onednn::Pass::backward_weight, G, false, ex.concurrency());
-    if (choice->onednn()) {
-      if (onednn::conv_backward_weight(ex, G, DY.get(), X.get(), dw)) {
-        DW.finish(ex);
-        return;
-      }
-      choice->declined();
+  if constexpr (std::is_same_v<T, float>)
+    if (onednn::run_if_chosen(choice, onednn::Pass::backward_weight, G, false, ex.concurrency(),
+                              [&] { return onednn::conv_backward_weight(ex, G, DY.get(), X.get(), dw); })) {
+      DW.finish(ex);
+      return;
     }
-  }
+
   if (CRS <= kDirectMaxTaps) {
     conv_bwd_weight_direct(ex, G, DY.get(), X.get(), dw);
     DW.finish(ex);

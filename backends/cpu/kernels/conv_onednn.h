@@ -4,6 +4,7 @@
 // "Convolutions".
 #pragma once
 #include <chrono>
+#include <optional>
 
 #include "im2col.h"
 
@@ -43,6 +44,18 @@ class Choice {
   bool onednn_ = false, declined_ = false, timed_ = false;
   std::chrono::steady_clock::time_point start_;
 };
+
+// A float32 call's choice, made into `choice` (which must live until the call ends: it times a
+// trial), and `onednn_call` run when oneDNN is chosen. True if oneDNN ran the call; false when the
+// builtin kernels are to run it (chosen, or oneDNN declined the shape).
+template <class Run>
+bool run_if_chosen(std::optional<Choice>& choice, Pass pass, const ConvGeom& G, bool bias, int cores, Run&& onednn_call) {
+  choice.emplace(pass, G, bias, cores);
+  if (!choice->onednn()) return false;
+  if (onednn_call()) return true;
+  choice->declined();
+  return false;
+}
 
 #ifndef BRAID_HAVE_ONEDNN
 inline Choice::Choice(Pass, const ConvGeom&, bool, int) {}

@@ -95,16 +95,12 @@ void conv_typed(Exec& ex, const Call& c) {
   const int64_t CRS = C * R * S, PQ = P * Q, HW = H * W;
   const ConvGeom geom{N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw};
   std::optional<onednn::Choice> choice;  // float32: oneDNN or the kernels below (conv_onednn.h)
-  if constexpr (std::is_same_v<T, float>) {
-    choice.emplace(onednn::Pass::forward, geom, bias != nullptr, ex.concurrency());
-    if (choice->onednn()) {
-      if (onednn::conv_forward(ex, geom, x, w, bias, y)) {
-        Y.finish(ex);
-        return;
-      }
-      choice->declined();
+  if constexpr (std::is_same_v<T, float>)
+    if (onednn::run_if_chosen(choice, onednn::Pass::forward, geom, bias != nullptr, ex.concurrency(),
+                              [&] { return onednn::conv_forward(ex, geom, x, w, bias, y); })) {
+      Y.finish(ex);
+      return;
     }
-  }
 
   const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock<T> - 1) / kQBlock<T> * kQBlock<T> + S - 1);
   if (sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad) {
