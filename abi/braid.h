@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 3
+#define BRAID_ABI_MINOR 4
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -658,9 +658,29 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
 
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.3)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.4)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
+
+/* ---- what a device reaches (ABI 1.4) --------------------------------------------------------- */
+/* Figures measured with braid's own ops on the device (docs/HARDWARE.md, "What a device reaches"):
+ * the practical peak of its compute and memory, as the chapter's hardware section asks a program to
+ * know. 0 where the device has no kernel for the op. */
+typedef struct braid_device_perf {
+  uint32_t struct_size;
+  double matmul_flops_f32;          /* FLOP/s (2n^3 / s) of the fastest square float32 matmul, n <= 2048 */
+  double matmul_flops_f64;          /* the same in float64 */
+  double copy_bytes_per_s;          /* bytes read + written per second by a copy within the device */
+  double host_to_device_bytes_per_s; /* braid_tensor_write_host of up to 64 MiB, pageable host memory */
+  double device_to_host_bytes_per_s; /* braid_tensor_to_host of the same */
+  double seconds;                   /* how long the measurement took */
+} braid_device_perf;
+
+/* Measures the device the first time it is asked (a fraction of a second: matmuls from 256 to at most
+ * 2048, until one takes 20 ms; copies of up to 64 MiB, each the best of three), then returns the same
+ * figures for the context's lifetime. Measure an idle device: the timings include whatever is queued
+ * on it. Thread-safe (concurrent first calls measure once). Since 1.4. */
+BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device device, braid_device_perf* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

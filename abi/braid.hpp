@@ -141,6 +141,13 @@ class Context {
   void wait_all() const { check(braid_wait_all(h_)); }
   void set_seed(uint64_t seed) const { check(braid_context_set_seed(h_, seed)); }
 
+  // What the device reaches, measured on the first call (braid_device_measure; ABI 1.4).
+  braid_device_perf measure(Device d) const {
+    braid_device_perf p{};
+    p.struct_size = sizeof p;
+    check(braid_device_measure(h_, d, &p));
+    return p;
+  }
   braid_memory_stats memory_stats(Device d) const {
     braid_memory_stats s{};
     s.struct_size = sizeof s;

@@ -3,8 +3,11 @@
 //
 //   braid-info          human-readable report
 //   braid-info --json   one JSON object: {"version", "backends": [...], "devices": [...]}
-//   braid-info --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA; per device pair:
-//                          the path a copy between them takes
+//   braid-info --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA, pinned CPUs; per
+//                          device pair: the path a copy between them takes
+//   braid-info --topology --measure  also what each device reaches (braid_device_measure: matmul
+//                          FLOP/s, copy and host<->device bandwidth) and each pair's copy bandwidth
+//                          and latency, measured now (seconds per device)
 //
 // It honours the context's environment (BRAID_BACKENDS, BRAID_BACKEND_PATH, BRAID_CPU_DEVICES, ...),
 // so it also answers "what would my program see with these settings".
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -259,7 +263,62 @@ std::string copy_path(const braid_device_info& a, const braid_device_info& b) {
   return path;
 }
 
-void print_topology(const Report& r) {
+// A copy between two devices, measured: bytes per second of a 64 MiB copy (best of three) and the
+// latency of a 4-byte one (median of 21), each including the wait for its result.
+struct PairFigures {
+  double bytes_per_s = 0, latency_s = 0;
+  bool ok = false;
+};
+
+PairFigures measure_pair(braid_context ctx, braid_device from, braid_device to) {
+  using Clock = std::chrono::steady_clock;
+  PairFigures f;
+  auto timed_copy = [&](int64_t n) -> double {
+    braid_tensor x = nullptr, y = nullptr;
+    double t = -1;
+    if (braid_full(ctx, from, BRAID_FLOAT32, 1, &n, 1.0, &x) == BRAID_OK && braid_tensor_wait_to_read(x) == BRAID_OK) {
+      const auto t0 = Clock::now();
+      if (braid_copy(x, to, &y) == BRAID_OK && braid_tensor_wait_to_read(y) == BRAID_OK)
+        t = std::chrono::duration<double>(Clock::now() - t0).count();
+    }
+    if (y) braid_tensor_release(y);
+    if (x) braid_tensor_release(x);
+    return t;
+  };
+  constexpr int64_t kBig = int64_t{16} << 20;  // floats: 64 MiB
+  double best = 1e300;
+  for (int i = 0; i < 4; ++i) {  // the first is a warm-up
+    const double t = timed_copy(kBig);
+    if (t < 0) return f;
+    if (i > 0) best = std::min(best, t);
+  }
+  std::vector<double> small;
+  for (int i = 0; i < 22; ++i) {
+    const double t = timed_copy(1);
+    if (t < 0) return f;
+    if (i > 0) small.push_back(t);
+  }
+  std::sort(small.begin(), small.end());
+  f.bytes_per_s = double(kBig) * 4 / best;
+  f.latency_s = small[small.size() / 2];
+  f.ok = true;
+  return f;
+}
+
+void print_measured(braid_context ctx, braid_device dev) {
+  braid_device_perf p{};
+  p.struct_size = sizeof p;
+  if (braid_device_measure(ctx, dev, &p) != BRAID_OK) {
+    std::printf("    measured         failed: %s\n", braid_last_error());
+    return;
+  }
+  std::printf("    measured         matmul %.1f GFLOP/s float32, %.1f float64; copy within %.1f GB/s (read +\n"
+              "                     written); host->device %.1f GB/s, device->host %.1f GB/s (%.2f s)\n",
+              p.matmul_flops_f32 / 1e9, p.matmul_flops_f64 / 1e9, p.copy_bytes_per_s / 1e9,
+              p.host_to_device_bytes_per_s / 1e9, p.device_to_host_bytes_per_s / 1e9, p.seconds);
+}
+
+void print_topology(braid_context ctx, const Report& r, bool measure) {
   const int smt = count_cpu_list("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list");
   const int numa = numa_nodes();
   std::printf("Devices (%zu):\n", r.devices.size());
@@ -281,35 +340,49 @@ void print_topology(const Report& r) {
     const std::string isa = json_field(props, "vector_isa"), blas = json_field(props, "blas_core");
     if (!isa.empty()) std::printf("    vector ISA       %s\n", isa.c_str());
     if (!blas.empty()) std::printf("    BLAS kernels     %s\n", blas.c_str());
+    if (const size_t at = props.find("\"cpus\": ["); at != std::string_view::npos)
+      std::printf("    pinned to CPUs   %s\n", std::string(props.substr(at + 9, props.find(']', at) - at - 9)).c_str());
     std::printf("    memory           %s, %s\n", human_bytes(d.memory_bytes).c_str(),
                 host ? "host memory" : "device memory (not host-visible)");
+    if (measure) print_measured(ctx, static_cast<braid_device>(&dev - r.devices.data()));
   }
-  std::printf("\nCopy paths (braid_copy from -> to):\n");
+  std::printf("\nCopy paths (braid_copy from -> to)%s:\n", measure ? ", measured: 64 MiB bandwidth, 4-byte latency" : "");
   for (const Device& a : r.devices)
-    for (const Device& b : r.devices)
+    for (const Device& b : r.devices) {
       std::printf("  %-10s -> %-10s %s\n", a.info.id, b.info.id, copy_path(a.info, b.info).c_str());
+      if (!measure) continue;
+      const PairFigures f = measure_pair(ctx, static_cast<braid_device>(&a - r.devices.data()),
+                                         static_cast<braid_device>(&b - r.devices.data()));
+      if (f.ok) std::printf("  %-10s    %-10s %.2f GB/s, %.1f us\n", "", "", f.bytes_per_s / 1e9, f.latency_s * 1e6);
+      else std::printf("  %-10s    %-10s measurement failed: %s\n", "", "", braid_last_error());
+    }
 }
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-info [--json | --topology]\n"
+               "usage: braid-info [--json | --topology [--measure]]\n"
                "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
                "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
                "and BRAID_CPU_DEVICES.\n"
-               "  --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA; and the path a copy\n"
-               "              takes between every pair of devices\n");
+               "  --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA, pinned CPUs; and the\n"
+               "              path a copy takes between every pair of devices\n"
+               "  --measure   with --topology: also measure each device (matmul FLOP/s, copy and\n"
+               "              host<->device bandwidth: braid_device_measure) and each pair's copy bandwidth\n"
+               "              and latency (takes seconds per device)\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false, topology = false;
+  bool json = false, topology = false, measure = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--json") {
       json = true;
     } else if (arg == "--topology") {
       topology = true;
+    } else if (arg == "--measure") {
+      measure = true;
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;
@@ -319,6 +392,11 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (measure && !topology) {
+    std::fprintf(stderr, "braid-info: --measure goes with --topology\n");
+    usage(stderr);
+    return 2;
+  }
   braid_context ctx = nullptr;
   if (braid_status s = braid_context_create(nullptr, &ctx); s != BRAID_OK) {
     fail("braid_context_create", s);
@@ -327,7 +405,7 @@ int main(int argc, char** argv) {
   Report report;
   const bool ok = gather(ctx, report);
   if (ok) {
-    if (topology) print_topology(report);
+    if (topology) print_topology(ctx, report, measure);
     else if (json) print_json(report);
     else print_human(report);
   }

@@ -3,22 +3,9 @@
 
 #include "context/context.h"
 #include "core/error.h"
+#include "core/out_struct.h"
 
 using namespace braid;
-
-namespace {
-// Copies an out-struct honouring the caller's struct_size (older callers get a prefix).
-template <class T>
-void copy_out(T* out, const T& value, const char* what) {
-  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-  uint32_t size = out->struct_size;
-  if (size < sizeof(uint32_t))
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size, " is too small; set it to sizeof the struct");
-  if (size > sizeof(T)) size = sizeof(T);  // a newer caller: it gets the fields we know
-  std::memcpy(out, &value, size);
-  out->struct_size = size;
-}
-}  // namespace
 
 extern "C" {
 

@@ -65,6 +65,12 @@ struct Device {
   std::array<std::weak_ptr<Storage>, kRecycleSlots> recycled;
   uint32_t next_recycled = 0;  // the slot the next offer overwrites (recycled_mu)
 
+  // braid_device_measure's figures, measured once (runtime/hardware): the fields of braid_device_perf
+  // after struct_size, in order.
+  std::mutex measured_mu;
+  bool measured = false;
+  std::array<double, 6> measured_perf{};
+
   // Backpressure (docs/ENGINE.md): ops and output bytes in flight on this device, counted as what was
   // pushed minus what has ended. The two sides are written by different threads (pushers, the
   // backend's completion threads), so each gets its own cache line: one shared in-flight counter

@@ -28,7 +28,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 3, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 4, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 2,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -223,6 +223,16 @@ BRAID_PIN_OFFSET(braid_memory_stats, peak_allocated_bytes, 24);
 BRAID_PIN_OFFSET(braid_memory_stats, peak_reserved_bytes, 32);
 BRAID_PIN_OFFSET(braid_memory_stats, alloc_count, 40);
 BRAID_PIN_OFFSET(braid_memory_stats, backend_alloc_count, 48);
+
+BRAID_PIN_SIZE(braid_device_perf, 56); /* 1.4 */
+BRAID_PIN_ALIGN(braid_device_perf, 8);
+BRAID_PIN_OFFSET(braid_device_perf, struct_size, 0);
+BRAID_PIN_OFFSET(braid_device_perf, matmul_flops_f32, 8);
+BRAID_PIN_OFFSET(braid_device_perf, matmul_flops_f64, 16);
+BRAID_PIN_OFFSET(braid_device_perf, copy_bytes_per_s, 24);
+BRAID_PIN_OFFSET(braid_device_perf, host_to_device_bytes_per_s, 32);
+BRAID_PIN_OFFSET(braid_device_perf, device_to_host_bytes_per_s, 40);
+BRAID_PIN_OFFSET(braid_device_perf, seconds, 48);
 
 BRAID_PIN_SIZE(braid_conv2d_params, 20);
 BRAID_PIN_ALIGN(braid_conv2d_params, 4);

@@ -1,0 +1,22 @@
+// Out-structs at the C boundary: written honouring the caller's struct_size, so an older caller (a
+// shorter struct) gets the prefix it knows and a newer one the fields this library has.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace braid {
+
+template <class T>
+void copy_out(T* out, const T& value, const char* what) {
+  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  uint32_t size = out->struct_size;
+  if (size < sizeof(uint32_t))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size, " is too small; set it to sizeof the struct");
+  if (size > sizeof(T)) size = sizeof(T);  // a newer caller: it gets the fields we know
+  std::memcpy(out, &value, size);
+  out->struct_size = size;
+}
+
+}  // namespace braid
