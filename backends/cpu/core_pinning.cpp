@@ -11,6 +11,7 @@ namespace {
 std::atomic<uint64_t> next_id{1};
 // The pinner that last pinned this thread (0: none). Ids are never reused, unlike addresses.
 thread_local uint64_t pinned_by = 0;
+thread_local bool exempt = false;  // a transfer queue thread (exempt_this_thread)
 }  // namespace
 
 CorePinner::CorePinner(tbb::task_arena& arena, const std::vector<int>& cpus)
@@ -23,8 +24,10 @@ CorePinner::CorePinner(tbb::task_arena& arena, const std::vector<int>& cpus)
 
 CorePinner::~CorePinner() { observe(false); }
 
+void CorePinner::exempt_this_thread() { exempt = true; }
+
 void CorePinner::on_scheduler_entry(bool) {
-  if (mask_.empty() || pinned_by == id_) return;
+  if (mask_.empty() || exempt || pinned_by == id_) return;
   // A CPU that left the process's mask since (taskset from outside) makes this fail: the thread then
   // just runs where the scheduler puts it, as it would unpinned.
   if (pthread_setaffinity_np(pthread_self(), mask_.size() * sizeof(uint64_t),

@@ -26,7 +26,8 @@ struct braid_backend_device_t {
   tbb::task_arena& arena() { return arena_; }
   braid::cpu::Exec& exec() { return exec_; }
   int cores() const { return share_.cores; }
-  // Pins the calling thread to the device's CPUs (its queue threads call it first: core_pinning.h).
+  // Pins the calling thread to the device's CPUs (its compute queue threads call it first:
+  // core_pinning.h).
   void pin_this_thread() { pinner_->pin_this_thread(); }
 
   // The device owns its queues; the host holds raw handles to them.
