@@ -682,6 +682,29 @@ typedef struct braid_device_perf {
  * on it. Thread-safe (concurrent first calls measure once). Since 1.4. */
 BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device device, braid_device_perf* out);
 
+/* ---- checkpoints: safetensors files (ABI 1.4) ---------------------------------------------------- */
+/* Tensors to and from files in the safetensors format (docs/CHECKPOINTS.md): an 8-byte little-endian
+ * header length, a JSON header naming each tensor's dtype (F32, F64, I32, I64, U8, F16, BF16), shape
+ * and byte range, then the raw little-endian data; files from other libraries that use these dtypes
+ * load, and files written here load there. */
+
+/* Writes tensors[i] under names[i] (unique, non-empty UTF-8, not "__metadata__"). Waits for each tensor
+ * (an asynchronous error of one is returned, and nothing is written). Atomic: the file is written
+ * beside `path`, synced, and renamed over it, so `path` holds the old file or the new one; an existing
+ * `path` that is not a regular file (symlink, FIFO, device) is refused. Since 1.4. */
+BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, const char* const* names,
+                                              const braid_tensor* tensors);
+/* The names of a file's tensors, each NUL-terminated, back to back, in data order. *size gets the
+ * bytes they need; with buffer NULL only that is done, and a capacity below it is
+ * BRAID_ERR_INVALID_ARGUMENT. A corrupt file is BRAID_ERR_IO, naming what is wrong. Since 1.4. */
+BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, size_t capacity, size_t* size);
+/* Loads the named tensors onto `device` (outs[i] for names[i]). All or nothing: on an error every
+ * outs[i] is NULL. A missing name is BRAID_ERR_NOT_FOUND; a corrupt file BRAID_ERR_IO, naming what is
+ * wrong; memory never grows with what a damaged header claims (a range must lie inside the file).
+ * Since 1.4. */
+BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path,
+                                              int32_t count, const char* const* names, braid_tensor* outs);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

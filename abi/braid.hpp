@@ -781,6 +781,36 @@ class Trainer {
   braid_trainer h_ = nullptr;
 };
 
+// ---- checkpoints (ABI 1.4): safetensors files ------------------------------------------------------
+
+// Writes the named tensors to path (atomically); see braid_save_safetensors.
+inline void save_safetensors(const std::string& path, std::span<const std::pair<std::string, Tensor>> named) {
+  std::vector<const char*> names;
+  std::vector<braid_tensor> hs;
+  for (const auto& [name, t] : named) names.push_back(name.c_str()), hs.push_back(t.get());
+  check(braid_save_safetensors(path.c_str(), static_cast<int32_t>(hs.size()), names.data(), hs.data()));
+}
+// The names of a file's tensors, in data order.
+inline std::vector<std::string> safetensors_names(const std::string& path) {
+  size_t size = 0;
+  check(braid_safetensors_names(path.c_str(), nullptr, 0, &size));
+  std::string buf(size, '\0');
+  check(braid_safetensors_names(path.c_str(), buf.data(), buf.size(), &size));
+  std::vector<std::string> names;
+  for (size_t at = 0; at < buf.size(); at = buf.find('\0', at) + 1) names.emplace_back(buf.c_str() + at);
+  return names;
+}
+// Loads the named tensors onto device d (all of the file's when names is empty).
+inline std::vector<Tensor> load_safetensors(const Context& ctx, Device d, const std::string& path,
+                                            std::vector<std::string> names = {}) {
+  if (names.empty()) names = safetensors_names(path);
+  std::vector<const char*> ps;
+  for (const std::string& n : names) ps.push_back(n.c_str());
+  std::vector<braid_tensor> outs(names.size());
+  check(braid_load_safetensors(ctx.get(), d, path.c_str(), static_cast<int32_t>(ps.size()), ps.data(), outs.data()));
+  return detail::adopt_all(outs);
+}
+
 }  // namespace braid
 
 #endif  // BRAID_HPP_

@@ -1,0 +1,193 @@
+// The checkpoint section of abi/braid.h: tensors to and from safetensors files (docs/CHECKPOINTS.md).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "braid.h"
+#include "checkpoint/safetensors.h"
+#include "core/error.h"
+
+namespace braid::checkpoint {
+namespace {
+
+// A file descriptor closed on every path out.
+class File {
+ public:
+  explicit File(int fd) : fd_(fd) {}
+  ~File() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  File(File&& o) noexcept : fd_(o.release()) {}
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+std::string os_error(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// Reads exactly n bytes at offset, or fails with BRAID_ERR_IO.
+void read_at(int fd, void* out, size_t n, uint64_t offset, const std::string& path) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) fail(BRAID_ERR_IO, got < 0 ? os_error("cannot read", path) : path + ": the file ended early");
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+}
+
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t put = ::write(fd, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) fail(BRAID_ERR_IO, os_error("cannot write", path));
+    p += put, n -= size_t(put);
+  }
+}
+
+struct Opened {
+  File file;
+  Header header;
+};
+
+// Opens a regular file and reads its header.
+Opened open_file(const char* path) {
+  if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+  File f(::open(path, O_RDONLY | O_CLOEXEC));
+  if (f.get() < 0) fail(errno == ENOENT ? BRAID_ERR_NOT_FOUND : BRAID_ERR_IO, os_error("cannot open", path));
+  struct stat st {};
+  if (::fstat(f.get(), &st) != 0) fail(BRAID_ERR_IO, os_error("cannot stat", path));
+  if (!S_ISREG(st.st_mode)) fail(BRAID_ERR_IO, path, " is not a regular file");
+  const auto file_bytes = static_cast<uint64_t>(st.st_size);
+  if (file_bytes < 8) fail(BRAID_ERR_IO, path, ": not a valid safetensors file: shorter than its 8-byte header length");
+  unsigned char len[8];
+  read_at(f.get(), len, 8, 0, path);
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
+  if (n > kMaxHeaderBytes || n > file_bytes - 8)
+    fail(BRAID_ERR_IO, path, ": not a valid safetensors file: a header of ", n, " bytes in a file of ", file_bytes);
+  std::vector<char> json(static_cast<size_t>(n));
+  read_at(f.get(), json.data(), json.size(), 8, path);
+  try {
+    return {std::move(f), parse_header(json, file_bytes)};
+  } catch (const Error& e) {
+    fail(e.status(), path, ": ", e.what());
+  }
+}
+
+}  // namespace
+}  // namespace braid::checkpoint
+
+using namespace braid;
+using namespace braid::checkpoint;
+
+extern "C" {
+
+BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, const char* const* names,
+                                              const braid_tensor* tensors) {
+  return guard("braid_save_safetensors", [&] {
+    if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count is negative");
+    if (count > 0 && (!names || !tensors)) fail(BRAID_ERR_INVALID_ARGUMENT, "names or tensors is NULL");
+    std::vector<Entry> entries(static_cast<size_t>(count));
+    for (int32_t i = 0; i < count; ++i) {
+      if (!names[i]) fail(BRAID_ERR_INVALID_ARGUMENT, "names[", i, "] is NULL");
+      Entry& e = entries[size_t(i)];
+      e.name = names[i];
+      int32_t ndim = 0;
+      int64_t shape[BRAID_MAX_DIMS];
+      if (braid_tensor_ndim(tensors[i], &ndim) != BRAID_OK || braid_tensor_shape(tensors[i], shape) != BRAID_OK ||
+          braid_tensor_dtype(tensors[i], &e.dtype) != BRAID_OK)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "tensors[", i, "]: ", braid_last_error());
+      e.shape.assign(shape, shape + ndim);
+    }
+    const std::string header = make_header(entries);
+    // Written beside the target and renamed over it once complete and on disk, so a crash leaves the
+    // old file or the new one, never a torn one. Only a regular file (or nothing) is replaced: a
+    // symlink, FIFO or device there is refused rather than swapped for a file.
+    struct stat st {};
+    if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+      fail(BRAID_ERR_INVALID_ARGUMENT, path, " exists and is not a regular file; it is not replaced");
+    std::string tmp = std::string(path) + ".tmp-XXXXXX";
+    File f(::mkstemp(tmp.data()));
+    if (f.get() < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path));
+    try {
+      write_all(f.get(), header.data(), header.size(), tmp);
+      std::vector<std::byte> host;
+      for (int32_t i = 0; i < count; ++i) {
+        const Entry& e = entries[size_t(i)];
+        host.resize(static_cast<size_t>(e.end - e.begin));
+        if (braid_status s = braid_tensor_to_host(tensors[i], host.data(), host.size()); s != BRAID_OK)
+          fail(s, "tensors[", i, "] (\"", e.name, "\"): ", braid_last_error());
+        write_all(f.get(), host.data(), host.size(), tmp);
+      }
+      if (::fsync(f.get()) != 0) fail(BRAID_ERR_IO, os_error("cannot sync", tmp));
+      if (::close(f.release()) != 0) fail(BRAID_ERR_IO, os_error("cannot write", tmp));
+      if (::rename(tmp.c_str(), path) != 0) fail(BRAID_ERR_IO, os_error("cannot rename " + tmp + " to", path));
+    } catch (...) {
+      ::unlink(tmp.c_str());
+      throw;
+    }
+  });
+}
+
+BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, size_t capacity, size_t* size) {
+  return guard("braid_safetensors_names", [&] {
+    if (!size) fail(BRAID_ERR_INVALID_ARGUMENT, "size is NULL");
+    const Opened o = open_file(path);
+    std::string all;
+    for (const Entry& e : o.header.entries) all.append(e.name).push_back('\0');
+    *size = all.size();
+    if (!buffer) return;
+    if (capacity < all.size())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "buffer has ", capacity, " bytes, the names need ", all.size());
+    std::memcpy(buffer, all.data(), all.size());
+  });
+}
+
+BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path, int32_t count,
+                                              const char* const* names, braid_tensor* outs) {
+  return guard("braid_load_safetensors", [&] {
+    if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count is negative");
+    if (count > 0 && (!names || !outs)) fail(BRAID_ERR_INVALID_ARGUMENT, "names or outs is NULL");
+    for (int32_t i = 0; i < count; ++i) outs[i] = nullptr;
+    const Opened o = open_file(path);
+    // All or nothing: on any failure the tensors made so far are released and every out is NULL.
+    try {
+      std::vector<std::byte> host;
+      for (int32_t i = 0; i < count; ++i) {
+        if (!names[i]) fail(BRAID_ERR_INVALID_ARGUMENT, "names[", i, "] is NULL");
+        const Entry* e = nullptr;
+        for (const Entry& x : o.header.entries)
+          if (x.name == names[i]) e = &x;
+        if (!e) fail(BRAID_ERR_NOT_FOUND, path, " has no tensor named \"", names[i], "\"");
+        host.resize(static_cast<size_t>(e->end - e->begin));
+        read_at(o.file.get(), host.data(), host.size(), o.header.data_start + e->begin, path);
+        if (braid_status s = braid_tensor_from_host(ctx, device, e->dtype, static_cast<int32_t>(e->shape.size()),
+                                                    e->shape.data(), host.data(), host.size(), &outs[i]);
+            s != BRAID_OK)
+          fail(s, "tensor \"", names[i], "\": ", braid_last_error());
+      }
+    } catch (...) {
+      for (int32_t i = 0; i < count; ++i)
+        if (outs[i]) braid_tensor_release(std::exchange(outs[i], nullptr));
+      throw;
+    }
+  });
+}
+
+}  // extern "C"
