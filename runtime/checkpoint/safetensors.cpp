@@ -49,6 +49,8 @@ Header parse_header(std::span<const char> json, uint64_t file_bytes) {
         if (!text.is_string()) corrupt("__metadata__[\"" + k + "\"] is not a string");
       continue;
     }
+    // A JSON key may hold "\u0000"; a C caller could never name that tensor (names are C strings).
+    if (name.find('\0') != std::string::npos) corrupt("a tensor name contains a NUL character");
     const std::string what = "tensor \"" + name + "\"";
     if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
       corrupt(what + " lacks dtype, shape or data_offsets");

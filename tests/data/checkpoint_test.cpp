@@ -183,6 +183,7 @@ TEST_CASE("checkpoints: damaged files and bad arguments are refused with a reaso
   expect_io(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", four,
             "larger than any file");
   expect_io(R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, "__metadata__");
+  expect_io(R"({"a\u0000b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, "NUL");
   // A header length past the file, or past the format's 100 MB limit, is refused before allocating it.
   std::vector<uint8_t> huge(16, 0);
   huge[5] = 0x10;  // 2^44 bytes of header
