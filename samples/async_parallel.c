@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 /* Ends the program with the runtime's message when a call fails. */
@@ -41,9 +42,18 @@ static double run_loop(braid_context ctx, braid_tensor x, int n, int wait_each) 
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    printf("usage: braid-sample-async-c [N] [--version]\nThe chapter's y = x + 1 loop, N times (default 1000), "
+           "synchronous then asynchronous.\n");
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    printf("braid-sample-async-c %s\n", braid_version_string());
+    return 0;
+  }
   const int n = argc > 1 ? atoi(argv[1]) : 1000;
-  if (n <= 0) {
-    fprintf(stderr, "usage: %s [N]\n", argv[0]);
+  if (n <= 0 || argc > 2) {
+    fprintf(stderr, "usage: braid-sample-async-c [N] [--version]\n");
     return 2;
   }
   braid_context ctx = NULL;

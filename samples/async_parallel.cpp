@@ -166,6 +166,20 @@ int main(int argc, char** argv) {
   // setenv before the context is created; an explicit BRAID_CPU_DEVICES wins (overwrite = 0).
   setenv("BRAID_CPU_DEVICES", "2", 0);
   std::string first = "cpu:0", second = "cpu:1";
+  const char* usage = "usage: braid-sample-async [--devices A,B] [TRACE_PATH] [--version]\n"
+                      "Runs the chapter's asynchrony, automatic-parallelism and copy-overlap experiments\n"
+                      "and writes their Chrome trace to TRACE_PATH (default: trace.json in the build folder).\n";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    if (a == "--version") {
+      std::printf("braid-sample-async %s\n", braid_version_string());
+      return 0;
+    }
+  }
   int arg = 1;
   if (argc > 2 && std::string(argv[1]) == "--devices") {
     const std::string pair = argv[2];
@@ -177,6 +191,11 @@ int main(int argc, char** argv) {
     first = pair.substr(0, comma);
     second = pair.substr(comma + 1);
     arg = 3;
+  }
+  // One optional path is left; an option it does not know is not taken for a file name.
+  if (argc > arg + 1 || (argc > arg && argv[arg][0] == '-')) {
+    std::fprintf(stderr, "braid-sample-async: unexpected argument '%s'\n%s", argv[argc > arg + 1 ? arg + 1 : arg], usage);
+    return 2;
   }
   const std::string trace = argc > arg ? argv[arg] : default_trace_path(argv[0]);
   try {

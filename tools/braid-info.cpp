@@ -360,7 +360,7 @@ void print_topology(braid_context ctx, const Report& r, bool measure) {
 
 void usage(FILE* f) {
   std::fprintf(f,
-               "usage: braid-info [--json | --topology [--measure]]\n"
+               "usage: braid-info [--json | --topology [--measure]] [--version]\n"
                "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
                "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
                "and BRAID_CPU_DEVICES.\n"
@@ -385,6 +385,9 @@ int main(int argc, char** argv) {
       measure = true;
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("braid-info %s\n", braid_version_string());
       return 0;
     } else {
       std::fprintf(stderr, "braid-info: unknown argument '%s'\n", argv[i]);

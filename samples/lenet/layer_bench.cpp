@@ -30,10 +30,12 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "braid-lenet-layers: %s\nusage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING]\n",
+// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
+// status 0 for --help.
+[[noreturn]] void usage(const char* why, FILE* to = stderr, int status = 2) {
+  std::fprintf(to, "braid-lenet-layers: %s\nusage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING] [--version]\n",
                why);
-  std::exit(2);
+  std::exit(status);
 }
 
 }  // namespace
@@ -43,6 +45,11 @@ int main(int argc, char** argv) {
   int runs = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "-h" || a == "--help") usage("times each kernel of one LeNet training step (samples/lenet/README.md)", stdout, 0);
+    if (a == "--version") {
+      std::printf("braid-lenet-layers %s\n", braid_version_string());
+      return 0;
+    }
     if (i + 1 >= argc) usage(("unknown or incomplete argument '" + a + "'").c_str());
     if (a == "--device") device = argv[++i];
     else if (a == "--only") only = argv[++i];

@@ -59,11 +59,13 @@ struct Options {
   int64_t step_losses = 0;
 };
 
-[[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST] [--epochs N] "
-                       "[--batches N] [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
-                       "[--save-init FILE] [--step-losses N] [--list-devices]\n", why);
-  std::exit(2);
+// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
+// status 0 for --help.
+[[noreturn]] void usage(const char* why, FILE* to = stderr, int status = 2) {
+  std::fprintf(to, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST] [--epochs N] "
+                   "[--batches N] [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
+                   "[--save-init FILE] [--step-losses N] [--list-devices] [--version]\n", why);
+  std::exit(status);
 }
 
 Options parse(int argc, char** argv) {
@@ -124,7 +126,11 @@ Options parse(int argc, char** argv) {
     else if (a == "--save-init") o.save_init = value();
     else if (a == "--step-losses") o.step_losses = number(0);
     else if (a == "--list-devices") o.list = true;
-    else if (a == "-h" || a == "--help") usage("trains LeNet on Fashion-MNIST");
+    else if (a == "-h" || a == "--help") usage("trains LeNet on Fashion-MNIST (samples/lenet/README.md)", stdout, 0);
+    else if (a == "--version") {
+      std::printf("braid-lenet %s\n", braid_version_string());
+      std::exit(0);
+    }
     else usage(("unknown argument '" + a + "'").c_str());
   }
   return o;

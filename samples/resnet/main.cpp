@@ -43,12 +43,15 @@ struct Options {
   bool json = false;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
+// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
+// status 0 for --help.
+[[noreturn]] void usage(const std::string& why, FILE* to = stderr, int status = 2) {
+  std::fprintf(to,
                "braid-resnet: %s\nusage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] "
-               "[--batches N] [--batch-size N] [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json]\n",
+               "[--batches N] [--batch-size N] [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] "
+               "[--version]\n",
                why.c_str());
-  std::exit(2);
+  std::exit(status);
 }
 
 std::vector<std::string> split_list(const std::string& v, const std::string& opt) {
@@ -102,8 +105,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--data-dir") o.data_dir = value();
     else if (a == "--json") o.json = true;
     else if (a == "-h" || a == "--help") {
-      std::printf("braid-resnet: trains the chapter's ResNet-18 on Fashion-MNIST over a device list "
-                  "(see the comment at the top of samples/resnet/main.cpp)\n");
+      usage("trains the chapter's ResNet-18 on Fashion-MNIST over a device list (docs/PARALLEL.md)", stdout, 0);
+    } else if (a == "--version") {
+      std::printf("braid-resnet %s\n", braid_version_string());
       std::exit(0);
     } else usage("unknown argument '" + a + "'");
   }

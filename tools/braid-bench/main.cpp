@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
     } else if (arg == "-h" || arg == "--help") {
       usage(stdout);
       return 0;
+    } else if (arg == "--version") {
+      std::printf("braid-bench %s\n", braid_version_string());
+      return 0;
     } else if (arg == "--devices" && i + 1 < argc) {
       const std::string list = argv[++i];
       for (size_t at = 0; at <= list.size();) {
