@@ -216,7 +216,7 @@ TensorRef braid_context_t::new_output_tensor(Device& dev, braid_dtype dtype, con
   const uint64_t bytes = numel * dtype_size(dtype);
   // Only where it pays (a block of a few cache lines is as hot fresh from the allocator, whose small
   // blocks come back newest first) and where the op will run on the one compute queue.
-  if (bytes / dtype_size(dtype) == numel && bytes >= kRecycleMinBytes && dev.more_compute.empty()) {
+  if (bytes >= kRecycleMinBytes && bytes / dtype_size(dtype) == numel && dev.more_compute.empty()) {
     std::shared_ptr<Storage> taken;
     {
       std::lock_guard lock(dev.recycled_mu);
@@ -247,7 +247,7 @@ TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, brai
   // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
   if (first) refs.fetch_add(1);
   t->ctx = this;
-  storage->handles.fetch_add(1, std::memory_order_relaxed);
+  if (storage->bytes >= kRecycleMinBytes) storage->handles.fetch_add(1, std::memory_order_relaxed);
   t->storage = std::move(storage);
   t->dtype = dtype;
   t->shape = shape;

@@ -50,7 +50,7 @@ double matmul_flops(braid_context ctx, braid_device dev, const Device& d, braid_
     const uint64_t bytes = uint64_t(n) * uint64_t(n) * (dtype == BRAID_FLOAT64 ? 8 : 4);
     if (d.props.memory_bytes != 0 && 3 * bytes > d.props.memory_bytes / 2) return 0;  // too small a device
     const int64_t shape[2] = {n, n};
-    Owned a, c;
+    Owned a;
     ok(braid_full(ctx, dev, dtype, 2, shape, 0.5, &a.t), "full");
     auto once = [&] {
       Owned r;

@@ -21,6 +21,8 @@ struct Storage : std::enable_shared_from_this<Storage> {
   uint64_t bytes;  // requested size
   Var var;
   // Tensor handles viewing it (acquire_tensor / release_tensor); in-flight ops hold it without one.
+  // Counted only from kRecycleMinBytes up, the storages that can be reused: a tiny op's output costs
+  // no atomic operation for it.
   std::atomic<uint32_t> handles{0};
 
   Storage(Device* d, Block b, uint64_t n) : device(d), block(b), bytes(n) {}

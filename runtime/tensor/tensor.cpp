@@ -53,7 +53,7 @@ std::string release_tensor(Tensor* t) noexcept {
   // The storage itself lives on while in-flight ops use it; a large one is offered to the next op
   // output of its size (docs/ENGINE.md, "Reusing a released storage").
   if (std::shared_ptr<Storage> s = std::move(t->storage);
-      s->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 && s->bytes >= kRecycleMinBytes && s.use_count() > 1) {
+      s->bytes >= kRecycleMinBytes && s->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 && s.use_count() > 1) {
     Device& dev = *s->device;
     std::lock_guard lock(dev.recycled_mu);
     dev.recycled[dev.next_recycled++ % Device::kRecycleSlots] = s;
