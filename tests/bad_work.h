@@ -3,6 +3,7 @@
 // after which the queue still runs good work. The cpu, vulkan and cuda plugin suites run it on one of
 // their queues; `take_log()` returns the lines the plugin logged since the previous call.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <algorithm>
@@ -51,6 +52,12 @@ inline void check_bad_work_is_refused(const braid_backend_api* api, braid_backen
       work.kernel = &call;
       work.copy = nullptr;
     }
+    void as_kernels() {  // ABI 1.3: one call
+      work.kind = BRAID_WORK_KERNELS;
+      work.num_kernels = 1;
+      work.kernels = &call;
+      work.copy = nullptr;
+    }
   };
   // Values outside an enum are written as bytes: a C caller can pass them, C++ cannot name them.
   auto set_int = [](auto& field, int32_t v) { std::memcpy(&field, &v, sizeof v); };
@@ -75,6 +82,16 @@ inline void check_bad_work_is_refused(const braid_backend_api* api, braid_backen
          s.as_kernel(), s.call.op = BRAID_KOP_COPY, s.call.num_inputs = 1, s.call.inputs[0] = s.call.outputs[0];
          set_int(s.call.inputs[0].dtype, -1);
        }},
+      // ABI 1.3: KERNELS needs the whole braid_work, at least one call, and every call sound.
+      {"work: struct_size too small", [](Submission& s) { s.work.struct_size = offsetof(braid_work, num_kernels) - 4; }},
+      {"kernels work: struct_size too small for ABI 1.3",
+       [](Submission& s) { s.as_kernels(), s.work.struct_size = offsetof(braid_work, num_kernels); }},
+      {"kernels work without kernel calls", [](Submission& s) { s.as_kernels(), s.work.kernels = nullptr; }},
+      {"kernels work with num_kernels 0", [](Submission& s) { s.as_kernels(), s.work.num_kernels = 0; }},
+      {"kernels work: num_kernels exceeds 2^20", [](Submission& s) { s.as_kernels(), s.work.num_kernels = (1u << 20) + 1; }},
+      {"kernels: a call's struct_size is too small", [](Submission& s) { s.as_kernels(), s.call.struct_size = 8; }},
+      {"kernel: unknown op", [&](Submission& s) { s.as_kernels(), set_int(s.call.op, 999); }},
+      {"kernel: output without a buffer", [](Submission& s) { s.as_kernels(), s.call.outputs[0].buffer = nullptr; }},
       {"copy work without a copy desc", [](Submission& s) { s.work.copy = nullptr; }},
       {"copy: struct_size too small", [](Submission& s) { s.copy.struct_size = 8; }},
       {"copy: exactly one of src_buffer and src_host must be set",
@@ -107,6 +124,14 @@ inline void check_bad_work_is_refused(const braid_backend_api* api, braid_backen
   empty.copy.dst_buffer = nullptr;
   empty.copy.bytes = 0;
   CHECK(api->queue_submit(queue, &empty.work) == BRAID_OK);
+  // A host of ABI 1.2 passes the braid_work without num_kernels and kernels: fine for the old kinds.
+  Submission old_host(buffer, host);
+  old_host.as_kernel();
+  old_host.work.struct_size = offsetof(braid_work, num_kernels);
+  CHECK(api->queue_submit(queue, &old_host.work) == BRAID_OK);
+  Submission old_copy(buffer, host);
+  old_copy.work.struct_size = offsetof(braid_work, num_kernels);
+  CHECK(api->queue_submit(queue, &old_copy.work) == BRAID_OK);
   Submission good(buffer, host);
   good.work.signal = done;
   good.work.signal_value = 1;

@@ -40,6 +40,12 @@ braid_dtype call_dtype(const braid_kernel_call& call) noexcept {
   }
 }
 
+std::string kernels_call_message(uint32_t index, uint32_t count, const braid_kernel_op& op, std::string_view message) {
+  std::string m = "kernels call " + std::to_string(index) + " of " + std::to_string(count) + " (" + op_name(op) + "): ";
+  m += message;
+  return m;
+}
+
 bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kernel_op& op,
                       const braid_dtype& dtype) noexcept {
   return valid_op(op) && valid_dtype(dtype) && (masks[op] >> dtype & 1u) != 0;

@@ -2,6 +2,8 @@
 // typed by, and dtype sets as bit masks for a plugin's table of what it implements.
 #pragma once
 #include <cstdint>
+#include <string>
+#include <string_view>
 
 #include "braid_backend.h"
 #include "enum_value.h"
@@ -30,6 +32,10 @@ uint32_t dtype_size(const braid_dtype& dtype) noexcept;
 // Creation ops are typed by their output, everything else by its first input; BRAID_DTYPE_COUNT when
 // the call has no such operand.
 braid_dtype call_dtype(const braid_kernel_call& call) noexcept;
+
+// The message of a KERNELS submission whose call `index` (0-based, of `count`) failed with `message`:
+// "kernels call 1 of 3 (softmax_cross_entropy): <message>". May throw std::bad_alloc.
+std::string kernels_call_message(uint32_t index, uint32_t count, const braid_kernel_op& op, std::string_view message);
 
 constexpr uint32_t dtype_bit(braid_dtype d) { return 1u << d; }
 inline constexpr uint32_t kFloatTypes = dtype_bit(BRAID_FLOAT32) | dtype_bit(BRAID_FLOAT64);

@@ -2,7 +2,9 @@
 // clear BRAID_ERR_INVALID_ARGUMENT with a reason, never a crash on a queue thread. The reasons are
 // static strings, so they outlive the call whatever the plugin does with them.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "braid_backend.h"
 #include "enum_value.h"
@@ -46,11 +48,21 @@ inline const char* check_kernel(const braid_kernel_call& k) {
   return nullptr;
 }
 
-// nullptr when the work may be queued, else why not. Major 1 started with today's layouts, so a
-// smaller struct_size is a host bug; a larger one is a newer host, and only the known prefix is read.
+// The most calls one KERNELS submission may carry: far beyond any graph segment, small enough that a
+// count read from garbage is refused rather than copied.
+inline constexpr uint32_t kMaxKernelsPerWork = uint32_t{1} << 20;
+
+// The size of a braid_work before ABI 1.3 appended num_kernels and kernels: what an older host passes.
+inline constexpr uint32_t kWorkSizeBefore13 = offsetof(braid_work, num_kernels);
+
+// nullptr when the work may be queued, else why not. Major 1 started with the 1.0 layouts, so a
+// struct_size below the 1.0 braid_work is a host bug; a host of ABI 1.2 or older passes a braid_work
+// without num_kernels and kernels, which is fine for the kinds it knows (those fields are never read
+// for them), while KERNELS needs the whole 1.3 struct. A larger size is a newer host, and only the
+// known prefix is read.
 template <typename Buffer>
 const char* check_work(const braid_work& w) {
-  if (w.struct_size < sizeof(braid_work)) return "work: struct_size too small";
+  if (w.struct_size < kWorkSizeBefore13) return "work: struct_size too small";
   if (w.num_waits > BRAID_MAX_WAITS) return "work: num_waits exceeds BRAID_MAX_WAITS";
   for (uint32_t i = 0; i < w.num_waits; ++i)
     if (w.waits[i] == nullptr) return "work: NULL wait semaphore";
@@ -64,8 +76,26 @@ const char* check_work(const braid_work& w) {
       if (w.copy->struct_size < sizeof(braid_copy_desc)) return "copy: struct_size too small";
       return check_copy<Buffer>(*w.copy);
     case BRAID_WORK_MARKER: return nullptr;
+    case BRAID_WORK_KERNELS:
+      if (w.struct_size < sizeof(braid_work)) return "kernels work: struct_size too small for ABI 1.3";
+      if (w.kernels == nullptr) return "kernels work without kernel calls";
+      if (w.num_kernels == 0) return "kernels work with num_kernels 0";
+      if (w.num_kernels > kMaxKernelsPerWork) return "kernels work: num_kernels exceeds 2^20";
+      for (uint32_t i = 0; i < w.num_kernels; ++i) {
+        if (w.kernels[i].struct_size < sizeof(braid_kernel_call)) return "kernels: a call's struct_size is too small";
+        if (const char* bad = check_kernel(w.kernels[i])) return bad;
+      }
+      return nullptr;
     default: return "work: unknown kind";
   }
+}
+
+// A checked work copied as far as the host's struct_size covers it, the rest zeroed: a 1.2 host's
+// braid_work ends before num_kernels, so copying the whole struct would read past it.
+inline braid_work copy_work(const braid_work& w) noexcept {
+  braid_work out{};
+  std::memcpy(static_cast<void*>(&out), &w, w.struct_size < sizeof out ? w.struct_size : sizeof out);
+  return out;
 }
 
 }  // namespace braid::plugin

@@ -68,20 +68,36 @@ struct Outcome {
 Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexcept {
   Outcome out;
   try {
-    if (item.kind == BRAID_WORK_KERNEL) {
-      const braid_kernel_call* call = item.call;
-      KernelResult r;
-      BlasSection no_fork(call->op == BRAID_KOP_MATMUL || call->op == BRAID_KOP_CONV2D);
-      // Not inside arena.execute: entering the arena wakes TBB's workers even for a 2-element add.
-      // Exec::parallel_for enters it only when a kernel actually fans out.
-      r = run_kernel(*call, device.exec());
-      if (r.status != BRAID_OK) {
-        if (r.message.empty()) {
+    if (item.kind == BRAID_WORK_KERNEL || item.kind == BRAID_WORK_KERNELS) {
+      // In order, each call seeing its predecessors' writes (one thread runs them); the first failure
+      // ends the submission, the calls after it skipped.
+      for (uint32_t k = 0; k < item.num_calls; ++k) {
+        const braid_kernel_call& call = item.calls[k];
+        KernelResult r;
+        {
+          BlasSection no_fork(call.op == BRAID_KOP_MATMUL || call.op == BRAID_KOP_CONV2D);
+          // Not inside arena.execute: entering the arena wakes TBB's workers even for a 2-element add.
+          // Exec::parallel_for enters it only when a kernel actually fans out.
+          r = run_kernel(call, device.exec());
+        }
+        if (r.status == BRAID_OK) continue;
+        if (item.kind == BRAID_WORK_KERNELS) {
+          // Composing may fail for memory: then the call's own message (or a fixed one) stands.
+          const char* fallback = "a call of a kernels submission failed";
+          out.set(r.status, fallback, [&] {
+            return plugin::kernels_call_message(k, item.num_calls, call.op, r.message.empty() ? "kernel failed" : r.message);
+          });
+          if (out.fixed == fallback && !r.message.empty()) {
+            out.composed = std::move(r.message);
+            out.fixed = nullptr;
+          }
+        } else if (r.message.empty()) {
           out.set(r.status, "kernel failed");
         } else {
           out.status = r.status;
           out.composed = std::move(r.message);
         }
+        break;
       }
     } else if (item.kind == BRAID_WORK_COPY) {
       run_copy(item.copy, device);
@@ -119,8 +135,9 @@ void WorkItem::take(WorkItem& o) noexcept {
   signal = o.signal;
   signal_value = o.signal_value;
   token = o.token;
-  call = o.call;
-  owned_call = std::move(o.owned_call);
+  num_calls = o.num_calls;
+  calls = o.calls;
+  owned_calls = std::move(o.owned_calls);
   if (kind == BRAID_WORK_COPY) copy = o.copy;
 }
 
@@ -130,19 +147,23 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
     return BRAID_ERR_INVALID_ARGUMENT;
   }
   switch (work.kind) {  // a known kind: check_work refused the rest
-    case BRAID_WORK_KERNEL: {
-      out.kind = BRAID_WORK_KERNEL;
+    case BRAID_WORK_KERNEL:
+    case BRAID_WORK_KERNELS: {
+      const bool many = work.kind == BRAID_WORK_KERNELS;
+      const braid_kernel_call* from = many ? work.kernels : work.kernel;
+      out.kind = work.kind;
+      out.num_calls = many ? work.num_kernels : 1;
       if (work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS)) {
-        out.call = work.kernel;
+        out.calls = from;
       } else {
         try {
-          out.owned_call = std::make_unique_for_overwrite<braid_kernel_call>();
+          out.owned_calls = std::make_unique_for_overwrite<braid_kernel_call[]>(out.num_calls);
         } catch (const std::bad_alloc&) {
-          *why = "out of host memory copying a kernel call";
+          *why = "out of host memory copying kernel calls";
           return BRAID_ERR_OUT_OF_MEMORY;
         }
-        copy_kernel_call(*work.kernel, *out.owned_call);
-        out.call = out.owned_call.get();
+        for (uint32_t k = 0; k < out.num_calls; ++k) copy_kernel_call(from[k], out.owned_calls[k]);
+        out.calls = out.owned_calls.get();
       }
       break;
     }

@@ -11,9 +11,10 @@ struct braid_backend_device_t;
 namespace braid::cpu {
 
 // Self-contained: the descs a braid_work points to are only valid during queue_submit unless the host
-// marks them persistent (the runtime does), so a kernel call is either the host's (borrowed) or a copy
-// owned here. Kept small (about 400 bytes, the waits being most of it) because every item passes
-// through a slot of the queue's ring, and moving one moves only the waits in use.
+// marks them persistent (the runtime does), so the kernel calls are either the host's (borrowed) or
+// copies owned here. Kept small (about 400 bytes, the waits being most of it) because every item passes
+// through a slot of the queue's ring, and moving one moves only the waits in use: a KERNELS item holds
+// a pointer and a count, never the calls themselves.
 struct WorkItem {
   braid_work_kind kind = BRAID_WORK_MARKER;
   uint32_t num_waits = 0;
@@ -22,9 +23,10 @@ struct WorkItem {
   braid_backend_semaphore signal = nullptr;
   uint64_t signal_value = 0;
   void* token = nullptr;
-  const braid_kernel_call* call = nullptr;        // KERNEL: the host's call or owned_call
-  std::unique_ptr<braid_kernel_call> owned_call;  // KERNEL without BRAID_WORK_PERSISTENT_DESCS
-  braid_copy_desc copy;                           // COPY
+  uint32_t num_calls = 0;                           // KERNEL: 1; KERNELS: num_kernels
+  const braid_kernel_call* calls = nullptr;         // KERNEL(S): the host's calls or owned_calls
+  std::unique_ptr<braid_kernel_call[]> owned_calls; // without BRAID_WORK_PERSISTENT_DESCS
+  braid_copy_desc copy;                             // COPY
 
   WorkItem() = default;
   WorkItem(WorkItem&& o) noexcept { take(o); }

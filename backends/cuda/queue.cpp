@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 #include <system_error>
 #include <utility>
@@ -96,18 +97,27 @@ braid_status braid_backend_queue_t::submit(const braid_work& work, const char** 
     return BRAID_ERR_INVALID_ARGUMENT;
   }
   Submission s{};
-  s.work = work;
+  s.work = braid::plugin::copy_work(work);
   if (work.kind == BRAID_WORK_KERNEL) s.call = *work.kernel;
   if (work.kind == BRAID_WORK_COPY) s.copy = *work.copy;
   s.work.kernel = nullptr;  // the copies above are what the threads read
   s.work.copy = nullptr;
+  if (work.kind == BRAID_WORK_KERNELS && !(work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS))) {
+    try {
+      s.calls.assign(work.kernels, work.kernels + work.num_kernels);
+    } catch (const std::bad_alloc&) {
+      *why = "out of host memory copying kernel calls";
+      return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    s.work.kernels = nullptr;
+  }
   {
     std::lock_guard lock(mu_);
     if (closing_) {
       *why = "queue is being destroyed";
       return BRAID_ERR_INVALID_STATE;
     }
-    pending_.push_back(s);
+    pending_.push_back(std::move(s));
   }
   cv_.notify_one();
   return BRAID_OK;
@@ -129,7 +139,7 @@ void braid_backend_queue_t::submit_loop() {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return closing_ || !pending_.empty(); });
       if (pending_.empty()) break;  // closing and drained
-      s = pending_.front();
+      s = std::move(pending_.front());
       pending_.pop_front();
     }
     Completion c;
@@ -171,33 +181,10 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
     }
   }
   if (s.work.kind == BRAID_WORK_KERNEL) {
-    braid::cuda::KernelEnv env;
-    env.stream = stream();
-    env.device = &device_;
-    env.blas = device_.blas();
-    env.blas_why = device_.blas_why();
     c.op = s.call.op;
-    if (s.call.op == BRAID_KOP_MATMUL && env.blas != nullptr && blas_ == nullptr) {
-      if (env.blas->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
-        blas_ = nullptr;
-      } else {
-        env.blas->set_stream(blas_, stream());
-        env.blas->set_math_mode(blas_, device_.tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
-      }
-    }
-    env.blas_handle = blas_;
-    if (braid::cuda::needs_error_flag(s.call)) {
-      // A checked kernel never runs unchecked: the flag pool grows as needed, and only when no pinned
-      // memory is left for it does the kernel fail instead of running.
-      c.flag = device_.acquire_flag();
-      if (c.flag >= 0) {
-        env.error_flag = device_.flag_ptr(c.flag);
-      } else {
-        c.status = BRAID_ERR_OUT_OF_MEMORY;
-        c.message = std::string(braid::plugin::op_name(s.call.op)) + ": no pinned memory left for its error flag";
-      }
-    }
-    if (c.status == BRAID_OK) c.status = braid::cuda::launch_kernel(s.call, env, c.message);
+    c.status = launch(s.call, c.flag, c.message);
+  } else if (s.work.kind == BRAID_WORK_KERNELS) {
+    run_kernels(s, c);
   } else if (s.work.kind == BRAID_WORK_COPY) {
     c.status = braid::cuda::run_copy(*this, s.copy, c.message);
   }
@@ -231,6 +218,75 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
   }
 }
 
+braid_status braid_backend_queue_t::launch(const braid_kernel_call& call, int& flag, std::string& message) {
+  braid::cuda::KernelEnv env;
+  env.stream = stream();
+  env.device = &device_;
+  env.blas = device_.blas();
+  env.blas_why = device_.blas_why();
+  if (call.op == BRAID_KOP_MATMUL && env.blas != nullptr && blas_ == nullptr) {
+    if (env.blas->create(&blas_) != CUBLAS_STATUS_SUCCESS) {
+      blas_ = nullptr;
+    } else {
+      env.blas->set_stream(blas_, stream());
+      env.blas->set_math_mode(blas_, device_.tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+    }
+  }
+  env.blas_handle = blas_;
+  flag = -1;
+  if (braid::cuda::needs_error_flag(call)) {
+    // A checked kernel never runs unchecked: the flag pool grows as needed, and only when no pinned
+    // memory is left for it does the kernel fail instead of running.
+    flag = device_.acquire_flag();
+    if (flag < 0) {
+      message = std::string(braid::plugin::op_name(call.op)) + ": no pinned memory left for its error flag";
+      return BRAID_ERR_OUT_OF_MEMORY;
+    }
+    env.error_flag = device_.flag_ptr(flag);
+  }
+  return braid::cuda::launch_kernel(call, env, message);
+}
+
+// The calls in order on the stream (stream order makes each see the writes of those before it). A
+// call's error flag is only known once it has run: for a checked call that is not the last, this
+// thread waits for the stream and reads the flag before launching the rest, so that the calls after a
+// failed one never run. The last call's flag goes to the completion thread, as a single kernel's.
+void braid_backend_queue_t::run_kernels(const Submission& s, Completion& c) {
+  const braid_kernel_call* calls = s.calls.empty() ? s.work.kernels : s.calls.data();
+  const uint32_t n = s.work.num_kernels;
+  for (uint32_t k = 0; k < n; ++k) {
+    const braid_kernel_call& call = calls[k];
+    int flag = -1;
+    std::string message;
+    braid_status st = launch(call, flag, message);
+    if (st == BRAID_OK && flag >= 0 && k + 1 < n) {
+      if (const cudaError_t e = cudaStreamSynchronize(stream()); e != cudaSuccess) {
+        cudaGetLastError();
+        message = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+        device_.set_failed(message);
+        st = BRAID_ERR_KERNEL;
+      } else if (const int code = *device_.flag_ptr(flag); code != 0) {
+        message = braid::cuda::kernel_error_text(code);
+        st = BRAID_ERR_KERNEL;
+      }
+      device_.release_flag(flag);
+      flag = -1;
+    }
+    if (st != BRAID_OK) {
+      c.status = st;
+      c.message = braid::plugin::kernels_call_message(k, n, call.op, message);
+      c.flag = flag;  // released by the completion thread once the work has ended
+      return;
+    }
+    if (flag >= 0) {  // the last call: read when the work has ended
+      c.flag = flag;
+      c.op = call.op;
+      c.flag_call = k;
+      c.num_calls = n;
+    }
+  }
+}
+
 void braid_backend_queue_t::complete_loop() {
   cudaSetDevice(device_.ordinal());
   for (;;) {
@@ -259,7 +315,9 @@ void braid_backend_queue_t::complete_loop() {
       const int code = *device_.flag_ptr(c.flag);
       if (code != 0 && c.status == BRAID_OK) {
         c.status = BRAID_ERR_KERNEL;
-        c.message = std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
+        c.message = c.num_calls != 0 ? braid::plugin::kernels_call_message(c.flag_call, c.num_calls, c.op,
+                                                                            braid::cuda::kernel_error_text(code))
+                                     : std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
       }
       device_.release_flag(c.flag);
     }

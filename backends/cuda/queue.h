@@ -20,6 +20,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "braid_backend.h"
 #include "cublas_lib.h"
@@ -51,6 +52,9 @@ struct braid_backend_queue_t {
     braid_work work;
     braid_kernel_call call;
     braid_copy_desc copy;
+    // KERNELS: the calls when the host's are not persistent (then work.kernels is NULL); else the
+    // host's array stays in work.kernels.
+    std::vector<braid_kernel_call> calls;
   };
   struct Completion {
     cudaEvent_t event = nullptr;
@@ -62,6 +66,8 @@ struct braid_backend_queue_t {
     std::string message;
     int flag = -1;
     braid_kernel_op op = BRAID_KOP_FILL;
+    // KERNELS: the flag belongs to call flag_call of num_calls (messages name it); num_calls 0 else.
+    uint32_t flag_call = 0, num_calls = 0;
     bool stop = false;
     // The semaphores the work waited on, with their values: ended before this work's end is reported.
     std::array<std::pair<braid_backend_semaphore_t*, uint64_t>, BRAID_MAX_WAITS> waits{};
@@ -71,6 +77,9 @@ struct braid_backend_queue_t {
   void submit_loop();
   void complete_loop();
   void run(Submission& s, Completion& c);
+  // Launches one call on the stream; a call that needs an error flag gets one in `flag` (-1 if none).
+  braid_status launch(const braid_kernel_call& call, int& flag, std::string& message);
+  void run_kernels(const Submission& s, Completion& c);
   void push_completion(Completion&& c);
   void stop_submitter();  // closes the queue and joins the submit thread if it runs
 

@@ -373,8 +373,56 @@ braid_status Queue::resolve_waits(const braid_work& work, std::vector<DeviceWait
   return BRAID_OK;
 }
 
-void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
-  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}, {}};
+namespace {
+bool persistent_descs(const braid_work& work) {
+  return work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS) != 0;
+}
+}  // namespace
+
+// Every dispatch is preceded by a full memory barrier (Queue::barrier), so each call sees the writes of
+// the calls before it, as a KERNELS submission requires. A call that fails to record ends the
+// submission there. A call with error words (a bad label...) is only known to have failed once its
+// batch has run, so when one is not the last call the submission is split after it: the batch goes to
+// the device at once and the rest waits, at the front of deferred_ (everything submitted later queues
+// behind it), until the completion thread has read the words and either records it or fails it.
+std::unique_ptr<Queue::Deferred> Queue::record_kernels(const braid_work& work, uint32_t first_call, uint32_t total_calls,
+                                                       Item& item) {
+  const uint32_t total = total_calls != 0 ? total_calls : work.num_kernels;
+  Recorder r(*this);
+  for (uint32_t k = 0; k < work.num_kernels; ++k) {
+    const braid_kernel_call& call = work.kernels[k];
+    const uint32_t index = first_call + k;
+    pending_checks_.clear();
+    KernelResult kr = encode_kernel(call, r);
+    if (!pending_checks_.empty()) {
+      item.checks = std::move(pending_checks_);
+      item.checked = {index, total, call.op};
+    }
+    pending_checks_.clear();
+    if (kr.status != BRAID_OK) {
+      item.status = kr.status;
+      item.message = plugin::kernels_call_message(index, total, call.op, kr.message);
+      return nullptr;
+    }
+    if (item.checks.empty() || k + 1 == work.num_kernels) continue;
+    auto rest = std::make_unique<Deferred>();
+    rest->work = work;  // token, signal and flags; its waits are met (this part waited for them)
+    rest->work.num_waits = 0;
+    rest->work.num_kernels = work.num_kernels - k - 1;
+    if (persistent_descs(work)) rest->work.kernels = work.kernels + k + 1;
+    else rest->calls.assign(work.kernels + k + 1, work.kernels + work.num_kernels);  // kernels set when recorded
+    rest->first_call = index + 1;
+    rest->total_calls = total;
+    rest->pending = 1;
+    return rest;
+  }
+  return nullptr;
+}
+
+void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work, uint32_t first_call,
+                   uint32_t total_calls) {
+  Item item{work.token, work.signal, work.signal_value, BRAID_OK, {}, {}, {}, {}, nullptr};
+  std::unique_ptr<Deferred> rest;
   std::vector<DeviceWait> waits;
   if (braid_status st = resolve_waits(work, waits, item.after); st != BRAID_OK) {
     // Nothing is recorded: the work reports the failure instead of running on a failed producer's data.
@@ -404,6 +452,8 @@ void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
         item.message = std::move(kr.message);
         item.checks = std::move(pending_checks_);
         pending_checks_.clear();
+      } else if (work.kind == BRAID_WORK_KERNELS) {
+        rest = record_kernels(work, first_call, total_calls, item);
       } else if (work.kind == BRAID_WORK_COPY) {
         record_copy(lock, *work.copy, item);
       }
@@ -415,8 +465,23 @@ void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work) {
       item.message = "exception while recording";
     }
   }
+  if (rest != nullptr && item.status != BRAID_OK) rest.reset();  // failed while recording: no rest to run
   Batch& b = open_batch();
+  item.continuation = rest.get();
+  if (rest != nullptr) {
+    // The rest reports and signals for the whole; this part must not even promise the signal (a device
+    // wait on this batch's ticket would start its consumer before the rest has run).
+    item.token = nullptr;
+    item.signal = nullptr;
+  }
   b.items.push_back(std::move(item));
+  if (rest != nullptr) {
+    // Ahead of everything deferred so far (all submitted after this work); started now, since nothing
+    // else on this queue can be recorded before its words are read.
+    deferred_.push_front(std::move(rest));
+    submit_open(lock);
+    return;
+  }
   // Start at once when the device is idle; otherwise keep recording until the batch in flight ends
   // (the completion thread then submits this one) or this batch is full.
   if (inflight_.empty() || b.items.size() >= kMaxItems) submit_open(lock);
@@ -432,13 +497,15 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
     if (d->status != BRAID_OK) {
       Batch& b = open_batch();
       b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
-                         "a semaphore this work waited on has failed", {}, {}});
+                         d->message.empty() ? "a semaphore this work waited on has failed" : std::move(d->message),
+                         {}, {}, {}, nullptr});
       if (inflight_.empty()) submit_open(lock);
       continue;
     }
     d->work.kernel = &d->call;
     d->work.copy = &d->copy;
-    record(lock, d->work);
+    if (!d->calls.empty()) d->work.kernels = d->calls.data();
+    record(lock, d->work, d->first_call, d->total_calls);
   }
   lock_ = nullptr;
   busy_ = false;
@@ -532,9 +599,11 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     return BRAID_OK;
   }
   auto d = std::make_unique<Deferred>();
-  d->work = work;
+  d->work = plugin::copy_work(work);
   if (work.kind == BRAID_WORK_KERNEL) d->call = *work.kernel;
   if (work.kind == BRAID_WORK_COPY) d->copy = *work.copy;
+  if (work.kind == BRAID_WORK_KERNELS && !persistent_descs(work))
+    d->calls.assign(work.kernels, work.kernels + work.num_kernels);
   d->pending = static_cast<uint32_t>(unmet.size());
   Deferred* raw = d.get();
   deferred_.push_back(std::move(d));
@@ -607,10 +676,26 @@ void Queue::complete_loop() {
         for (const Check& c : it.checks)
           if (*c.word != 0) {
             it.status = BRAID_ERR_KERNEL;
-            it.message = c.message;
+            it.message = it.checked.count == 0 ? std::string(c.message)
+                                               : plugin::kernels_call_message(it.checked.index, it.checked.count,
+                                                                              it.checked.op, c.message);
           }
       braid_status s = it.status != BRAID_OK ? it.status : st;
       const std::string& m = it.status != BRAID_OK ? it.message : msg;
+      if (it.continuation != nullptr) {
+        // The first part of a split KERNELS submission: the rest reports for the whole (recorded now,
+        // or failed with this part's status), so this item neither calls work_end nor signals.
+        lock.lock();
+        Deferred* rest = it.continuation;
+        if (s != BRAID_OK) {
+          rest->status = s;
+          rest->message = m;
+        }
+        rest->pending = 0;
+        drain_deferred(lock);
+        lock.unlock();
+        continue;
+      }
       if (it.token) host::work_end(it.token, s, s == BRAID_OK ? nullptr : m.c_str());
       if (it.signal == nullptr) continue;
       // Without a token the semaphore is the only way to tell anyone of a failure.

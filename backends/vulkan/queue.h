@@ -78,6 +78,7 @@ class Queue {
     const volatile uint32_t* word;  // in the staging ring, written by the device
     const char* message;
   };
+  struct Deferred;
   // A braid semaphore value this queue waits for on the device.
   struct Awaited {
     braid_backend_semaphore sem;
@@ -93,6 +94,15 @@ class Queue {
     // Waited for on the device: before the item reports, the completion thread waits (on the host) for
     // each to be reached or failed, so a producer's failure, and its work_end, always come first.
     std::vector<Awaited> after;
+    // KERNELS: the call whose error words `checks` holds (messages name it); count 0 for a KERNEL.
+    struct {
+      uint32_t index = 0, count = 0;
+      braid_kernel_op op = BRAID_KOP_FILL;
+    } checked;
+    // KERNELS split after a checked call (see record_kernels): the rest of the submission, held at the
+    // front of deferred_ until this item's batch ends. The item then reports nothing itself: it fails
+    // the rest with its status, or releases it to be recorded.
+    Deferred* continuation = nullptr;
   };
   struct DeviceWait {
     VkSemaphore timeline;  // another (or this) queue's timeline semaphore
@@ -121,8 +131,12 @@ class Queue {
     braid_work work;
     braid_kernel_call call;
     braid_copy_desc copy;
+    std::vector<braid_kernel_call> calls;  // KERNELS without BRAID_WORK_PERSISTENT_DESCS
+    uint32_t first_call = 0;               // KERNELS: the index of calls[0] in the whole submission
+    uint32_t total_calls = 0;              // KERNELS: the whole submission's count (0: work.num_kernels)
     uint32_t pending = 0;
     braid_status status = BRAID_OK;
+    std::string message;  // with status: why (else a failed wait is assumed)
   };
 
   Batch& open_batch();                      // under mu_
@@ -137,7 +151,12 @@ class Queue {
     uint64_t offset;  // within buffer
   };
   Staged stage(std::unique_lock<std::mutex>& lock, uint64_t bytes);
-  void record(std::unique_lock<std::mutex>& lock, const braid_work& work);  // under mu_
+  // first_call and total_calls: for the rest of a split KERNELS submission (Deferred's fields).
+  void record(std::unique_lock<std::mutex>& lock, const braid_work& work, uint32_t first_call = 0,
+              uint32_t total_calls = 0);  // under mu_
+  // Records a KERNELS submission's calls into `item`, up to the first failure or the first call with
+  // error words that is not the last; in that case returns the rest, to run once those words are read.
+  std::unique_ptr<Deferred> record_kernels(const braid_work& work, uint32_t first_call, uint32_t total_calls, Item& item);
   // The waits of `work` as device-side waits (appended to `out`) and the awaited values (to `after`).
   // Returns BRAID_OK, or the failure of a semaphore waited on (then the work must not run).
   braid_status resolve_waits(const braid_work& work, std::vector<DeviceWait>& out, std::vector<Awaited>& after);

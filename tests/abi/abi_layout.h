@@ -29,7 +29,7 @@
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
 BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 4, "braid.h version changed: review abi_layout.h");
-BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 2,
+BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 3,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
 BRAID_PIN_ASSERT(BRAID_KERNEL_MAX_INPUTS == 6, "ABI change: BRAID_KERNEL_MAX_INPUTS");
@@ -141,6 +141,7 @@ BRAID_PIN_ASSERT(sizeof(braid_work_kind) == 4, "ABI change: sizeof(braid_work_ki
 BRAID_PIN_VALUE(BRAID_WORK_KERNEL, 0);
 BRAID_PIN_VALUE(BRAID_WORK_COPY, 1);
 BRAID_PIN_VALUE(BRAID_WORK_MARKER, 2);
+BRAID_PIN_VALUE(BRAID_WORK_KERNELS, 3);
 BRAID_PIN_ASSERT(sizeof(braid_queue_kind) == 4, "ABI change: sizeof(braid_queue_kind)");
 BRAID_PIN_VALUE(BRAID_QUEUE_COMPUTE, 0);
 BRAID_PIN_VALUE(BRAID_QUEUE_TRANSFER, 1);
@@ -297,7 +298,7 @@ BRAID_PIN_OFFSET(braid_copy_desc, dst_offset, 40);
 BRAID_PIN_OFFSET(braid_copy_desc, dst_host, 48);
 BRAID_PIN_OFFSET(braid_copy_desc, bytes, 56);
 
-BRAID_PIN_SIZE(braid_work, 320);
+BRAID_PIN_SIZE(braid_work, 328);
 BRAID_PIN_ALIGN(braid_work, 8);
 BRAID_PIN_OFFSET(braid_work, struct_size, 0);
 BRAID_PIN_OFFSET(braid_work, kind, 4);
@@ -310,6 +311,8 @@ BRAID_PIN_OFFSET(braid_work, signal, 288);
 BRAID_PIN_OFFSET(braid_work, signal_value, 296);
 BRAID_PIN_OFFSET(braid_work, token, 304);
 BRAID_PIN_OFFSET(braid_work, flags, 312);
+BRAID_PIN_OFFSET(braid_work, num_kernels, 316); /* ABI 1.3: a 1.2 host's braid_work ends here */
+BRAID_PIN_OFFSET(braid_work, kernels, 320);
 
 BRAID_PIN_SIZE(braid_host_api, 40);
 BRAID_PIN_ALIGN(braid_host_api, 8);

@@ -3,6 +3,8 @@
 // and from several threads at once. Tokens recorded by work_begin on the queue thread give the order.
 #include <atomic>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include "bad_work.h"
+#include "kernels_work.h"
 #include "plugin_loader.h"
 
 namespace {
@@ -31,7 +34,15 @@ int32_t host_begin(void* token) {
   g_order.push_back(reinterpret_cast<uintptr_t>(token));
   return 1;
 }
-void host_end(void*, braid_status, const char*) {}
+std::map<const void*, test::WorkEnd> g_ends;  // what work_end was told, by token; guarded by g_mu
+
+void host_end(void* token, braid_status status, const char* message) {
+  std::lock_guard lock(g_mu);
+  test::WorkEnd& e = g_ends[token];
+  ++e.count;
+  e.status = status;
+  e.message = message != nullptr ? message : "";
+}
 const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
                               host_begin, host_end};
 
@@ -165,4 +176,33 @@ TEST_CASE("cpu queue: bad work is refused with the reason, and the queue goes on
     std::lock_guard lock(g_mu);
     return std::exchange(g_log, {});
   });
+}
+
+namespace {
+// Tokens for the KERNELS checks: addresses of the deque's elements, stable while it grows (an earlier
+// case's token may have had the same address: its record goes).
+test::KernelsProbe kernels_probe(std::deque<char>& tokens) {
+  return {[&tokens] {
+            void* token = &tokens.emplace_back();
+            std::lock_guard lock(g_mu);
+            g_ends.erase(token);
+            return token;
+          },
+          [](void* token) {
+            std::lock_guard lock(g_mu);
+            return g_ends[token];
+          }};
+}
+}  // namespace
+
+TEST_CASE("cpu queue: a KERNELS submission runs its calls in order, exactly, persistent or copied") {
+  Plugin p;
+  std::deque<char> tokens;
+  test::check_kernels_chain(p.api, p.device, p.queue, kernels_probe(tokens));
+}
+
+TEST_CASE("cpu queue: a failing call ends a KERNELS submission, naming the call, and skips the rest") {
+  Plugin p;
+  std::deque<char> tokens;
+  test::check_kernels_failure(p.api, p.device, p.queue, kernels_probe(tokens));
 }

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <future>
 #include <map>
@@ -30,6 +31,7 @@
 #include <doctest/doctest.h>
 
 #include "bad_work.h"
+#include "kernels_work.h"
 #include "plugin_loader.h"
 
 namespace {
@@ -55,6 +57,7 @@ std::vector<std::string> take_log() {
 struct End {
   braid_status status = BRAID_OK;
   std::string message;
+  int count = 0;
 };
 std::mutex g_end_mu;
 std::map<const void*, End> g_ends;
@@ -62,7 +65,10 @@ std::map<const void*, End> g_ends;
 int32_t host_begin(void*) { return 1; }
 void host_end(void* token, braid_status status, const char* message) {
   std::lock_guard lock(g_end_mu);
-  g_ends[token] = End{status, message != nullptr ? message : ""};
+  End& e = g_ends[token];
+  e.status = status;
+  e.message = message != nullptr ? message : "";
+  ++e.count;
 }
 const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
                               host_begin, host_end};
@@ -673,4 +679,43 @@ TEST_CASE("cuda: more than 256 checked kernels in flight are all checked" * doct
   const End bad = d.end(divisions.back());
   CHECK(bad.status == BRAID_ERR_KERNEL);
   CHECK_MESSAGE(bad.message.find("division by zero") != std::string::npos, bad.message);
+}
+
+namespace {
+// Runs `check` on a compute queue of device 0, with tokens whose ends g_ends records.
+void with_kernels_queue(void (*check)(const braid_backend_api*, braid_backend_device, braid_backend_queue,
+                                      const test::KernelsProbe&)) {
+  Plugin p;
+  REQUIRE(p.api() != nullptr);
+  const braid_backend_api* api = p.api();
+  braid_backend_device dev = nullptr;
+  braid_backend_queue queue = nullptr;
+  REQUIRE(api->device_open(0, &dev) == BRAID_OK);
+  REQUIRE(api->queue_create(dev, BRAID_QUEUE_COMPUTE, &queue) == BRAID_OK);
+  std::deque<char> tokens;
+  const test::KernelsProbe probe{[&tokens] {
+                                   void* token = &tokens.emplace_back();
+                                   std::lock_guard lock(g_end_mu);
+                                   g_ends.erase(token);  // an earlier case's token at the same address
+                                   return token;
+                                 },
+                                 [](void* token) {
+                                   std::lock_guard lock(g_end_mu);
+                                   const End& e = g_ends[token];
+                                   return test::WorkEnd{e.count, e.status, e.message};
+                                 }};
+  check(api, dev, queue, probe);
+  api->queue_destroy(queue);
+  api->device_close(dev);
+}
+}  // namespace
+
+TEST_CASE("cuda: a KERNELS submission runs its calls in order on the stream, persistent or copied" *
+          doctest::skip(!have_gpu())) {
+  with_kernels_queue(test::check_kernels_chain);
+}
+
+TEST_CASE("cuda: a call failing on the device ends a KERNELS submission, naming the call, and skips the rest" *
+          doctest::skip(!have_gpu())) {
+  with_kernels_queue(test::check_kernels_failure);
 }

@@ -13,6 +13,7 @@
 
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -23,6 +24,7 @@
 #include <doctest/doctest.h>
 
 #include "bad_work.h"
+#include "kernels_work.h"
 #include "plugin_loader.h"
 
 namespace {
@@ -43,7 +45,9 @@ struct Token {
   std::condition_variable cv;
   bool open = true;
   bool ended = false;
+  int ends = 0;
   braid_status status = BRAID_OK;
+  std::string message;
   void release() {
     std::lock_guard lock(mu);
     open = true;
@@ -52,10 +56,12 @@ struct Token {
 };
 
 int32_t host_begin(void*) { return 1; }
-void host_end(void* token, braid_status status, const char*) {
+void host_end(void* token, braid_status status, const char* message) {
   auto* t = static_cast<Token*>(token);
   std::unique_lock lock(t->mu);
   t->status = status;
+  t->message = message != nullptr ? message : "";
+  ++t->ends;
   t->ended = true;
   t->cv.wait(lock, [&] { return t->open; });
 }
@@ -339,4 +345,31 @@ TEST_CASE("vulkan queues: bad work is refused with the reason, and the queue goe
     std::lock_guard lock(g_log_mu);
     return std::exchange(g_log, {});
   });
+}
+
+namespace {
+test::KernelsProbe kernels_probe(std::deque<Token>& tokens) {
+  return {[&tokens] { return static_cast<void*>(&tokens.emplace_back()); },
+          [](void* token) {
+            auto* t = static_cast<Token*>(token);
+            std::lock_guard lock(t->mu);
+            return test::WorkEnd{t->ends, t->status, t->message};
+          }};
+}
+}  // namespace
+
+TEST_CASE("vulkan queues: a KERNELS submission runs its calls in order with barriers, exactly, persistent or copied") {
+  Rig r;
+  if (!r.open()) return;
+  std::deque<Token> tokens;
+  test::check_kernels_chain(r.api, r.dev, r.compute, kernels_probe(tokens));
+}
+
+// The label is checked on the device, so the submission is split after the checked call: the rest runs
+// only once its error word has been read (and here, with a bad label, never).
+TEST_CASE("vulkan queues: a call failing on the device ends a KERNELS submission, naming the call, and skips the rest") {
+  Rig r;
+  if (!r.open()) return;
+  std::deque<Token> tokens;
+  test::check_kernels_failure(r.api, r.dev, r.compute, kernels_probe(tokens));
 }

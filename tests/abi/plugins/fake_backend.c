@@ -302,7 +302,8 @@ static braid_status run_copy(const braid_copy_desc* c) {
 
 static braid_status fake_queue_submit(braid_backend_queue queue, const braid_work* work) {
   if (!queue || !work || work->num_waits > BRAID_MAX_WAITS) return BRAID_ERR_INVALID_ARGUMENT;
-  if (work->kind != BRAID_WORK_KERNEL && work->kind != BRAID_WORK_COPY && work->kind != BRAID_WORK_MARKER)
+  if (work->kind != BRAID_WORK_KERNEL && work->kind != BRAID_WORK_COPY && work->kind != BRAID_WORK_MARKER &&
+      work->kind != BRAID_WORK_KERNELS)
     return BRAID_ERR_INVALID_ARGUMENT;
   /* Everything the work struct says is read now: the host may reuse it once the work has ended. */
   braid_backend_semaphore signal = work->signal;
@@ -320,6 +321,7 @@ static braid_status fake_queue_submit(braid_backend_queue queue, const braid_wor
   if (run && st == BRAID_OK) {
     switch (work->kind) {
       case BRAID_WORK_KERNEL:
+      case BRAID_WORK_KERNELS:
         /* supports() said no to everything: the host must never send a kernel. */
         fake_count(FAKE_UNEXPECTED_CALLS, 1);
         st = BRAID_ERR_UNSUPPORTED;
