@@ -29,7 +29,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 2
+#define BRAID_BACKEND_ABI_MINOR 3
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -173,7 +173,17 @@ typedef struct braid_copy_desc {
   uint64_t bytes;
 } braid_copy_desc;
 
-typedef enum braid_work_kind { BRAID_WORK_KERNEL = 0, BRAID_WORK_COPY = 1, BRAID_WORK_MARKER = 2 } braid_work_kind;
+/* KERNELS (ABI 1.3): a sequence of kernel calls run in order as one submission (a graph's segment).
+ * Each call sees the writes of the calls before it (GPU backends put a barrier between calls that
+ * need one). The submission waits, asks work_begin and signals once; if a call fails, the calls after
+ * it are skipped and work_end reports that call's status, its message naming the call's index and op.
+ * The host submits it only to a plugin whose abi_minor is at least 3. */
+typedef enum braid_work_kind {
+  BRAID_WORK_KERNEL = 0,
+  BRAID_WORK_COPY = 1,
+  BRAID_WORK_MARKER = 2,
+  BRAID_WORK_KERNELS = 3
+} braid_work_kind;
 
 #define BRAID_MAX_WAITS 16
 
@@ -192,9 +202,12 @@ typedef struct braid_work {
   uint64_t signal_value;
   void* token;                     /* passed to host->work_begin/work_end; NULL = no callbacks */
   uint32_t flags;                  /* BRAID_WORK_* flags below */
+  /* ---- ABI 1.3 ---- */
+  uint32_t num_kernels;              /* KERNELS: the number of calls (at least 1) */
+  const braid_kernel_call* kernels;  /* KERNELS: the calls, in order (persistent like kernel) */
 } braid_work;
 
-/* The kernel call and copy desc stay valid and unchanged until work_end returns (set by the host
+/* The kernel call(s) and copy desc stay valid and unchanged until work_end returns (set by the host
  * only with a token). A backend may then keep the pointers instead of copying the descs. */
 #define BRAID_WORK_PERSISTENT_DESCS 1u
 
