@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 4
+#define BRAID_ABI_MINOR 5
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -658,7 +658,7 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
 
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.4)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.5)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
 
@@ -704,6 +704,116 @@ BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, s
  * Since 1.4. */
 BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path,
                                               int32_t count, const char* const* names, braid_tensor* outs);
+
+
+/* ---- graph mode (ABI 1.5) ----------------------------------------------------------------------- */
+/* Hybrid programming (docs/GRAPH.md): trace what a function runs into a graph, optimise it, run it
+ * with one engine op per run instead of one per kernel, export it, and load it in another program.
+ * A graph holds the kernels the traced code ran (every op, however composite, is kernels), on one
+ * device. Tensors that existed before tracing and were read (parameters, constants) are read where
+ * they are at each run, so an optimizer's in-place updates are seen; a loaded graph owns them. */
+typedef struct braid_graph_t* braid_graph;
+
+/* Passes for braid_graph_optimize (a bit mask). Each keeps results equal to imperative execution. */
+typedef enum braid_graph_pass {
+  BRAID_GRAPH_PASS_DEAD_CODE = 1,              /* drop kernels whose results reach no output */
+  BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS = 2,  /* compute a repeated kernel once (never random ones) */
+  BRAID_GRAPH_PASS_FOLD_CONSTANTS = 4,         /* compute what depends on no input or parameter once, now */
+  BRAID_GRAPH_PASS_PLAN_MEMORY = 8,            /* intermediates share one workspace, reused and in place */
+  BRAID_GRAPH_PASS_ALL = 15
+} braid_graph_pass;
+
+/* Starts tracing on the calling thread: the ops it runs on ctx until braid_graph_trace_end still run
+ * as usual and are also recorded. inputs are the graph's inputs, in order (distinct tensors on one
+ * device). Another thread's ops are never recorded. Fails with BRAID_ERR_INVALID_STATE if the thread
+ * already traces. Since 1.5. */
+BRAID_API braid_status braid_graph_trace_begin(braid_context ctx, int32_t num_inputs, const braid_tensor* inputs);
+/* Ends the calling thread's trace: *out is a new graph computing outputs (in order) from the inputs.
+ * If something could not be captured (an op on another device, a copy of a computed value to another
+ * device, an upload into a computed value) the trace still ends and this fails with
+ * BRAID_ERR_INVALID_STATE naming it. Since 1.5. */
+BRAID_API braid_status braid_graph_trace_end(braid_context ctx, int32_t num_outputs, const braid_tensor* outputs,
+                                             braid_graph* out);
+/* Ends the calling thread's trace, if any, without making a graph (an error path). Since 1.5. */
+BRAID_API braid_status braid_graph_trace_abort(void);
+BRAID_API braid_status braid_graph_retain(braid_graph g);
+BRAID_API braid_status braid_graph_release(braid_graph g);
+/* Applies passes (braid_graph_pass bits), in the order of the enum. Not concurrently with a run of the
+ * same graph. Since 1.5. */
+BRAID_API braid_status braid_graph_optimize(braid_graph g, uint32_t passes);
+/* Runs the graph: inputs must match the traced ones' dtypes and shapes and be on the graph's device;
+ * outputs[i] get new tensors. Asynchronous like any op; errors of kernels surface at the next wait.
+ * While the calling thread records autograd and an input or parameter requires a gradient, the run
+ * is recorded kernel by kernel, so braid_backward goes through the graph. Thread-safe; runs of one
+ * graph are serialised. Since 1.5. */
+BRAID_API braid_status braid_graph_run(braid_graph g, int32_t num_inputs, const braid_tensor* inputs,
+                                       int32_t num_outputs, braid_tensor* outputs);
+
+typedef struct braid_graph_info {
+  uint32_t struct_size;
+  int32_t num_inputs, num_outputs;
+  int32_t num_nodes;        /* kernels */
+  int32_t num_params;       /* parameters and constants it reads */
+  braid_device device;
+  int32_t pushes_per_run;   /* engine ops per run: 1 where the device's backend runs segments */
+  uint64_t workspace_bytes; /* bytes of intermediates per run once planned (at the first run or PLAN_MEMORY) */
+  uint64_t intermediate_bytes; /* the sum of the intermediates' sizes: what runs without a plan would hold */
+  uint32_t passes;          /* braid_graph_pass bits applied */
+} braid_graph_info;
+BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out);
+
+/* One kernel of the graph, in execution order. name is owned by the graph and valid until it is
+ * optimised or released. dtype, ndim and shape describe output 0 (ndim 0 when it has none). */
+typedef struct braid_graph_node_info {
+  uint32_t struct_size;
+  const char* name;      /* the op that ran it ("matmul", "relu", ...) */
+  const char* kernel;    /* the kernel op ("MATMUL", "UNARY", ...); static */
+  int32_t num_inputs, num_outputs;
+  braid_dtype dtype;
+  int32_t ndim;
+  int64_t shape[BRAID_MAX_DIMS];
+} braid_graph_node_info;
+BRAID_API braid_status braid_graph_get_node(braid_graph g, int32_t index, braid_graph_node_info* out);
+
+/* The dtype and shape of input or output `index`: what a run takes and gives. */
+typedef struct braid_graph_tensor_info {
+  uint32_t struct_size;
+  braid_dtype dtype;
+  int32_t ndim;
+  int64_t shape[BRAID_MAX_DIMS];
+} braid_graph_tensor_info;
+BRAID_API braid_status braid_graph_get_input(braid_graph g, int32_t index, braid_graph_tensor_info* out);
+BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, braid_graph_tensor_info* out);
+
+/* Writes the graph as JSON (format "braid.graph", version 1.0: values, kernels with typed attributes,
+ * inputs, outputs) to json_path and its parameters to params_path as safetensors, both atomically.
+ * Waits for the parameters. Since 1.5. */
+BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, const char* params_path);
+/* Loads a saved graph onto `device` of ctx with its parameters. A file of a newer major format version
+ * is BRAID_ERR_UNSUPPORTED; a malformed file BRAID_ERR_IO naming what is wrong; a kernel the device's
+ * backend lacks BRAID_ERR_UNSUPPORTED. Since 1.5. */
+BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, const char* json_path,
+                                        const char* params_path, braid_graph* out);
+
+/* A hybrid function, MXNet's hybridize: fn is traced the first time it is called with an input
+ * signature (device, dtypes, shapes) and its graph is run for later calls with that signature. fn
+ * receives the inputs and must set every outputs[i] to a new tensor handle (which the caller of
+ * braid_hybrid_call receives); returning non-zero aborts the call with that status. It must compute
+ * only with braid ops (what it does on the host runs only when it is traced). Called inside another
+ * trace, fn runs directly and its ops join that trace. Since 1.5. */
+typedef braid_status (*braid_hybrid_fn)(void* user, int32_t num_inputs, const braid_tensor* inputs,
+                                        int32_t num_outputs, braid_tensor* outputs);
+typedef struct braid_hybrid_t* braid_hybrid;
+/* passes: applied to each new graph (BRAID_GRAPH_PASS_ALL is the usual choice). Since 1.5. */
+BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn, void* user, int32_t num_inputs,
+                                           int32_t num_outputs, uint32_t passes, braid_hybrid* out);
+BRAID_API braid_status braid_hybrid_retain(braid_hybrid h);
+BRAID_API braid_status braid_hybrid_release(braid_hybrid h);
+/* Runs fn's graph for these inputs (tracing it first for a new signature). Thread-safe. Since 1.5. */
+BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inputs, braid_tensor* outputs);
+/* The graph cached for the signature of these inputs (a new reference), or BRAID_ERR_NOT_FOUND before
+ * a call with it: to inspect or export what was hybridized. Since 1.5. */
+BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* inputs, braid_graph* out);
 
 #ifdef __cplusplus
 } /* extern "C" */

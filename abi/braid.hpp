@@ -11,6 +11,8 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <initializer_list>
 #include <ranges>
 #include <span>
@@ -810,6 +812,153 @@ inline std::vector<Tensor> load_safetensors(const Context& ctx, Device d, const 
   check(braid_load_safetensors(ctx.get(), d, path.c_str(), static_cast<int32_t>(ps.size()), ps.data(), outs.data()));
   return detail::adopt_all(outs);
 }
+
+// ---- graph mode (ABI 1.5) -------------------------------------------------------------------------
+
+// A traced graph (braid_graph): trace with Graph::trace, optimise, run, save and load.
+class Graph {
+ public:
+  Graph() = default;
+  // Takes over a reference the caller owns.
+  static Graph adopt(braid_graph h) {
+    Graph g;
+    g.h_ = h;
+    if (h) g.num_outputs_ = g.info().num_outputs;
+    return g;
+  }
+  Graph(const Graph& o) : h_(o.h_), num_outputs_(o.num_outputs_) {
+    if (h_) check(braid_graph_retain(h_));
+  }
+  Graph(Graph&& o) noexcept : h_(std::exchange(o.h_, nullptr)), num_outputs_(o.num_outputs_) {}
+  Graph& operator=(Graph o) noexcept {
+    std::swap(h_, o.h_);
+    std::swap(num_outputs_, o.num_outputs_);
+    return *this;
+  }
+  ~Graph() {
+    if (h_) braid_graph_release(h_);
+  }
+  braid_graph get() const noexcept { return h_; }
+
+  // Traces fn(inputs) on the calling thread: fn runs (imperatively) once and its kernels become the
+  // graph. If fn throws, the trace is aborted and the exception goes on.
+  template <class F>
+  static Graph trace(const Context& ctx, std::span<const Tensor> inputs, F&& fn) {
+    const auto in = detail::handles(inputs);
+    check(braid_graph_trace_begin(ctx.get(), static_cast<int32_t>(in.size()), in.data()));
+    std::vector<Tensor> outs;
+    try {
+      outs = fn(inputs);
+    } catch (...) {
+      braid_graph_trace_abort();
+      throw;
+    }
+    const auto out = detail::handles(outs);
+    braid_graph h = nullptr;
+    check(braid_graph_trace_end(ctx.get(), static_cast<int32_t>(out.size()), out.data(), &h));
+    return adopt(h);
+  }
+  static Graph load(const Context& ctx, Device d, const std::string& json_path, const std::string& params_path) {
+    braid_graph h = nullptr;
+    check(braid_graph_load(ctx.get(), d, json_path.c_str(), params_path.c_str(), &h));
+    return adopt(h);
+  }
+  void optimize(uint32_t passes = BRAID_GRAPH_PASS_ALL) const { check(braid_graph_optimize(h_, passes)); }
+  std::vector<Tensor> operator()(std::span<const Tensor> inputs) const {
+    const auto in = detail::handles(inputs);
+    std::vector<braid_tensor> out(static_cast<size_t>(num_outputs_), nullptr);
+    check(braid_graph_run(h_, static_cast<int32_t>(in.size()), in.data(), static_cast<int32_t>(out.size()), out.data()));
+    return detail::adopt_all(out);
+  }
+  braid_graph_info info() const {
+    braid_graph_info i{};
+    i.struct_size = sizeof i;
+    check(braid_graph_get_info(h_, &i));
+    return i;
+  }
+  // Strings in the result are owned by the graph (valid until it is optimised or released).
+  braid_graph_node_info node(int32_t index) const {
+    braid_graph_node_info n{};
+    n.struct_size = sizeof n;
+    check(braid_graph_get_node(h_, index, &n));
+    return n;
+  }
+  braid_graph_tensor_info input(int32_t index) const {
+    braid_graph_tensor_info t{};
+    t.struct_size = sizeof t;
+    check(braid_graph_get_input(h_, index, &t));
+    return t;
+  }
+  braid_graph_tensor_info output(int32_t index) const {
+    braid_graph_tensor_info t{};
+    t.struct_size = sizeof t;
+    check(braid_graph_get_output(h_, index, &t));
+    return t;
+  }
+  void save(const std::string& json_path, const std::string& params_path) const {
+    check(braid_graph_save(h_, json_path.c_str(), params_path.c_str()));
+  }
+
+ private:
+  braid_graph h_ = nullptr;
+  int32_t num_outputs_ = 0;
+};
+
+// MXNet's hybridize: fn is traced once per input signature and run as a graph afterwards. fn must
+// compute with braid ops only; it must outlive the Hybrid.
+class Hybrid {
+ public:
+  using Fn = std::function<std::vector<Tensor>(std::span<const Tensor>)>;
+  Hybrid(const Context& ctx, int32_t num_inputs, int32_t num_outputs, Fn fn, uint32_t passes = BRAID_GRAPH_PASS_ALL)
+      : fn_(std::make_unique<Fn>(std::move(fn))), num_outputs_(num_outputs) {
+    check(braid_hybrid_create(ctx.get(), &Hybrid::trampoline, fn_.get(), num_inputs, num_outputs, passes, &h_));
+  }
+  Hybrid(const Hybrid&) = delete;
+  Hybrid& operator=(const Hybrid&) = delete;
+  ~Hybrid() {
+    if (h_) braid_hybrid_release(h_);
+  }
+  braid_hybrid get() const noexcept { return h_; }
+  std::vector<Tensor> operator()(std::span<const Tensor> inputs) const {
+    const auto in = detail::handles(inputs);
+    std::vector<braid_tensor> out(static_cast<size_t>(num_outputs_), nullptr);
+    check(braid_hybrid_call(h_, in.data(), out.data()));
+    return detail::adopt_all(out);
+  }
+  // The graph of the signature of these inputs (after a call with it), e.g. to save it.
+  Graph graph(std::span<const Tensor> inputs) const {
+    const auto in = detail::handles(inputs);
+    braid_graph g = nullptr;
+    check(braid_hybrid_graph(h_, in.data(), &g));
+    return Graph::adopt(g);
+  }
+
+ private:
+  static braid_status trampoline(void* user, int32_t num_inputs, const braid_tensor* inputs, int32_t num_outputs,
+                                 braid_tensor* outputs) {
+    try {
+      std::vector<Tensor> in;
+      for (int32_t i = 0; i < num_inputs; ++i) {
+        check(braid_tensor_retain(inputs[i]));
+        in.push_back(Tensor::adopt(inputs[i]));
+      }
+      std::vector<Tensor> out = (*static_cast<Fn*>(user))(in);
+      if (static_cast<int32_t>(out.size()) != num_outputs) return BRAID_ERR_INVALID_ARGUMENT;
+      for (int32_t i = 0; i < num_outputs; ++i) {
+        check(braid_tensor_retain(out[size_t(i)].get()));
+        outputs[i] = out[size_t(i)].get();
+      }
+      return BRAID_OK;
+    } catch (const Error& e) {
+      return e.status();
+    } catch (...) {
+      return BRAID_ERR_INTERNAL;
+    }
+  }
+  std::unique_ptr<Fn> fn_;
+  int32_t num_outputs_ = 0;
+  braid_hybrid h_ = nullptr;
+};
 
 }  // namespace braid
 

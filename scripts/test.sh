@@ -8,8 +8,8 @@
 #   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
 #   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU (see below)
 #   Both sanitizer runs are repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
-#   4. build-fuzz/ (clang, libFuzzer + ASan + UBSan): each fuzzer in tests/fuzz/ (the IDX and safetensors
-#      readers, the C API) for a bounded time
+#   4. build-fuzz/ (clang, libFuzzer + ASan + UBSan): each fuzzer in tests/fuzz/ (the IDX, safetensors
+#      and graph readers, the C API) for a bounded time
 #      (BRAID_FUZZ_SECONDS, default 60) from its seed corpus, with a fixed seed (BRAID_FUZZ_SEED,
 #      default 1) so that a run explores the same inputs first; skipped, visibly, without clang
 #
@@ -171,6 +171,7 @@ if command -v clang++ >/dev/null; then
     step "fuzz the IDX reader (braid_dataset_open)" fuzz_run idx
     step "fuzz the C API (random programs of op calls)" fuzz_run api
     step "fuzz the safetensors reader (braid_load_safetensors)" fuzz_run safetensors
+    step "fuzz the graph reader (braid_graph_load, then a run)" fuzz_run graph
   fi
 else
   echo "==== fuzzers skipped: clang++ not found (scripts/install-deps.sh installs it)"

@@ -58,6 +58,8 @@ BlasLibrary open_blas() {
   std::string error;
   resolve(lib, "cblas_sgemm", b.sgemm, error);
   resolve(lib, "cblas_dgemm", b.dgemm, error);
+  resolve(lib, "cblas_sgemv", b.sgemv, error);
+  resolve(lib, "cblas_dgemv", b.dgemv, error);
   resolve(lib, "openblas_get_num_threads", b.get_num_threads, error);
   resolve(lib, "openblas_set_num_threads", b.set_num_threads, error);
   b.error = error;

@@ -13,6 +13,8 @@ namespace braid::cpu {
 struct BlasLibrary {
   decltype(&cblas_sgemm) sgemm = nullptr;
   decltype(&cblas_dgemm) dgemm = nullptr;
+  decltype(&cblas_sgemv) sgemv = nullptr;
+  decltype(&cblas_dgemv) dgemv = nullptr;
   decltype(&openblas_get_num_threads) get_num_threads = nullptr;
   decltype(&openblas_set_num_threads) set_num_threads = nullptr;
   std::string core;       // the kernels OpenBLAS runs (openblas_get_corename), "" if it cannot say

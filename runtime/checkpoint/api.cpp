@@ -13,6 +13,7 @@
 #include "braid.h"
 #include "checkpoint/safetensors.h"
 #include "core/error.h"
+#include "core/file_io.h"
 
 namespace braid::checkpoint {
 namespace {
@@ -46,16 +47,6 @@ void read_at(int fd, void* out, size_t n, uint64_t offset, const std::string& pa
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) fail(BRAID_ERR_IO, got < 0 ? os_error("cannot read", path) : path + ": the file ended early");
     p += got, n -= size_t(got), offset += uint64_t(got);
-  }
-}
-
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t put = ::write(fd, p, n);
-    if (put < 0 && errno == EINTR) continue;
-    if (put <= 0) fail(BRAID_ERR_IO, os_error("cannot write", path));
-    p += put, n -= size_t(put);
   }
 }
 
@@ -116,32 +107,17 @@ BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, c
       e.shape.assign(shape, shape + ndim);
     }
     const std::string header = make_header(entries);
-    // Written beside the target and renamed over it once complete and on disk, so a crash leaves the
-    // old file or the new one, never a torn one. Only a regular file (or nothing) is replaced: a
-    // symlink, FIFO or device there is refused rather than swapped for a file.
-    struct stat st {};
-    if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
-      fail(BRAID_ERR_INVALID_ARGUMENT, path, " exists and is not a regular file; it is not replaced");
-    std::string tmp = std::string(path) + ".tmp-XXXXXX";
-    File f(::mkstemp(tmp.data()));
-    if (f.get() < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path));
-    try {
-      write_all(f.get(), header.data(), header.size(), tmp);
-      std::vector<std::byte> host;
-      for (int32_t i = 0; i < count; ++i) {
-        const Entry& e = entries[size_t(i)];
-        host.resize(static_cast<size_t>(e.end - e.begin));
-        if (braid_status s = braid_tensor_to_host(tensors[i], host.data(), host.size()); s != BRAID_OK)
-          fail(s, "tensors[", i, "] (\"", e.name, "\"): ", braid_last_error());
-        write_all(f.get(), host.data(), host.size(), tmp);
-      }
-      if (::fsync(f.get()) != 0) fail(BRAID_ERR_IO, os_error("cannot sync", tmp));
-      if (::close(f.release()) != 0) fail(BRAID_ERR_IO, os_error("cannot write", tmp));
-      if (::rename(tmp.c_str(), path) != 0) fail(BRAID_ERR_IO, os_error("cannot rename " + tmp + " to", path));
-    } catch (...) {
-      ::unlink(tmp.c_str());
-      throw;
+    AtomicFile f(path);
+    f.write(header.data(), header.size());
+    std::vector<std::byte> host;
+    for (int32_t i = 0; i < count; ++i) {
+      const Entry& e = entries[size_t(i)];
+      host.resize(static_cast<size_t>(e.end - e.begin));
+      if (braid_status s = braid_tensor_to_host(tensors[i], host.data(), host.size()); s != BRAID_OK)
+        fail(s, "tensors[", i, "] (\"", e.name, "\"): ", braid_last_error());
+      f.write(host.data(), host.size());
     }
+    f.commit();
   });
 }
 

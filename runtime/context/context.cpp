@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/trace_hook.h"
 
 namespace braid {
 namespace {
@@ -207,8 +208,9 @@ TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shap
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " (", bytes, " bytes) is larger than ", dev.id,
          "'s memory (", dev.props.memory_bytes, " bytes)");
   Block block = dev.allocator->allocate(bytes);
-  return acquire_tensor(
-      std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes), dtype, shape);
+  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);
+  if (TraceHook* hook = t_trace_hook) hook->created(*storage);
+  return acquire_tensor(std::move(storage), dtype, shape);
 }
 
 TensorRef braid_context_t::new_output_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
@@ -232,7 +234,10 @@ TensorRef braid_context_t::new_output_tensor(Device& dev, braid_dtype dtype, con
     // Released handles are never reacquired, so no tensor views it; what may still use it are the
     // ops in flight, and an op on the compute queue is ordered after them for free only if they run
     // there too (a copy on another queue reading it would otherwise hold this op back).
-    if (taken && engine->pending_only_on(*taken, dev.compute)) return acquire_tensor(std::move(taken), dtype, shape);
+    if (taken && engine->pending_only_on(*taken, dev.compute)) {
+      if (TraceHook* hook = t_trace_hook) hook->created(*taken);  // a new value for a graph being traced
+      return acquire_tensor(std::move(taken), dtype, shape);
+    }
   }
   return new_tensor(dev, dtype, shape);
 }

@@ -96,6 +96,8 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) cons
   w.signal_value = 0;
   w.token = nullptr;
   w.flags = 0;
+  w.num_kernels = 0;
+  w.kernels = nullptr;
   return node;
 }
 
@@ -183,7 +185,13 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
   auto keep = [&](Storage* s) {
     for (const auto& k : n.keep)
       if (k.get() == s) return;
-    n.keep.emplace_back(s->shared_from_this());
+    if (!n.keep.full()) {
+      n.keep.emplace_back(s->shared_from_this());
+      return;
+    }
+    for (const auto& k : n.keep_more)
+      if (k.get() == s) return;
+    n.keep_more.push_back(s->shared_from_this());
   };
   auto written = [&](Storage* s) { return std::find(writes.begin(), writes.end(), s) != writes.end(); };
 
@@ -230,6 +238,8 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
       if (w->status != BRAID_OK && n.status == BRAID_OK) inherit(n, *w);
     } else if (!n.producers.full()) {
       n.producers.emplace_back(w);
+    } else {
+      n.joined.push_back(w);  // failure inherited the same way
     }
   };
   auto write_after_all = [&](Storage* s) {
@@ -282,6 +292,8 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
   braid_work& w = n.work;
   w.kernel = &n.call;
   w.copy = &n.copy;
+  w.num_kernels = static_cast<uint32_t>(n.calls.size());
+  w.kernels = n.calls.data();
   w.signal = queue.timeline;
   w.signal_value = n.seq;
   w.token = &n;
@@ -395,6 +407,7 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   n.producers.clear();
   n.joined.clear();
   n.keep.clear();
+  n.keep_more.clear();
   Device& dev = *n.device;
   std::shared_ptr<OpNode> self = std::move(n.self);
   dev.ended.bytes.fetch_add(n.out_bytes);

@@ -58,11 +58,13 @@ struct OpNode {
   // Ops whose outputs this op reads: if one failed, this op is skipped and inherits the error.
   InlineVector<std::shared_ptr<OpNode>, kMaxProducers> producers;
   // The join of a partitioned write (Engine::push_partitioned): its parts, whose failure it inherits
-  // like a producer's. Empty for every other op.
+  // like a producer's. Also the producers beyond `producers`' inline capacity (a graph's segment reads
+  // many storages). Empty for most ops.
   std::vector<std::shared_ptr<OpNode>> joined;
   uint64_t partition = 0;  // a part of partitioned write `partition` (nonzero): not ordered after its siblings
   // Storages this op touches stay alive until it ends (deferred frees).
   InlineVector<std::shared_ptr<Storage>, kMaxKeep> keep;
+  std::vector<std::shared_ptr<Storage>> keep_more;  // beyond keep's capacity (a graph's segment)
   // The backend holds a raw token; this keeps the node alive until work_end.
   std::shared_ptr<OpNode> self;
 
@@ -71,6 +73,7 @@ struct OpNode {
   braid_work work;
   braid_kernel_call call;
   braid_copy_desc copy;
+  std::vector<braid_kernel_call> calls;  // BRAID_WORK_KERNELS: a graph's segment, run in order
   std::vector<std::byte> host_data;  // bytes an upload copies from (owned, so the caller may reuse theirs)
   uint32_t foreign_pending = 0;      // waits on other backends not yet satisfied (Engine::mu_)
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/dtype.h"
+#include "core/trace_hook.h"
 #include "ops/op_builder.h"
 #include "plugin/backend.h"
 
@@ -139,6 +140,7 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
   }
   Storage* s = src.storage.get();
   Storage* d = dst.storage.get();
+  if (TraceHook* hook = t_trace_hook) hook->untraced_write(*d, s);
   ctx.engine->throttle(*runs_on);
   ctx.engine->push(std::move(node), {&s, 1}, {&d, 1}, BRAID_QUEUE_TRANSFER);
 }

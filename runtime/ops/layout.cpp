@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "core/trace_hook.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
@@ -45,6 +46,7 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
       fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
     TensorRef y = a.ctx->view_tensor(a, s);
     autograd::record_reshape(*a.ctx, a, *y);
+    if (TraceHook* hook = t_trace_hook) hook->reshaped(a, *y);
     *out = y.release();
   });
 }

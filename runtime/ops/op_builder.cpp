@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autograd/tape.h"
+#include "core/trace_hook.h"
 
 namespace braid {
 
@@ -131,6 +132,10 @@ void OpBuilder::before_push() {
   if (ctx_->recording.any() || overwritten_)
     autograd::record(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
                              {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
+  // Graph mode's hook (docs/GRAPH.md): the traced kernel, with every storage it writes.
+  if (TraceHook* hook = t_trace_hook)
+    hook->kernel({name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
+                  {out_tensors_.data(), size_t(node_->call.num_outputs)}, {writes_.data(), num_writes_}});
 }
 
 void require_float(const Tensor& t, const char* op, const char* what) {

@@ -3,6 +3,7 @@
 
 #include "context/context.h"
 #include "core/dtype.h"
+#include "core/trace_hook.h"
 #include "core/error.h"
 #include "ops/op_builder.h"
 
@@ -38,6 +39,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   node->copy.bytes = bytes;
   Storage* s = t.storage.get();
   ctx.engine->throttle(t.device());
+  if (TraceHook* hook = t_trace_hook) hook->untraced_write(*s, nullptr);
   // A partial upload (never made today: every tensor view covers its whole storage) would keep the
   // rest of the old value, so it would read the storage too.
   const bool whole = bytes == s->bytes;

@@ -5,6 +5,7 @@ chapter's N(0, 0.01^2) initialisation sits on a loss plateau for about an epoch,
 from N(0, 0.1^2).
 
     check_short_run.py BRAID_LENET [--device ID | --devices ID,ID...] [--batches N] [--batch-size N] [--test-batches N]
+                       [--hybridize]
 
 Defaults: the default device, 40 batches of the sample's default size, all test images. Exit 77
 (skipped) when the dataset is not installed or a named device does not exist. --devices trains data-parallel
@@ -21,6 +22,7 @@ parser.add_argument("--devices")
 parser.add_argument("--batches", type=int, default=40)
 parser.add_argument("--batch-size", type=int)
 parser.add_argument("--test-batches", type=int)
+parser.add_argument("--hybridize", action="store_true", help="train with braid-lenet --hybridize (graph mode)")
 args = parser.parse_args()
 
 wanted = [args.device] if args.device else (args.devices.split(",") if args.devices else [])
@@ -41,6 +43,8 @@ if args.batch_size:
     cmd += ["--batch-size", str(args.batch_size)]
 if args.test_batches:
     cmd += ["--test-batches", str(args.test_batches)]
+if args.hybridize:
+    cmd += ["--hybridize"]
 print(" ".join(cmd), flush=True)
 proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
 if proc.returncode == 77:

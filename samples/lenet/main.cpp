@@ -20,6 +20,10 @@
 //   --save-init FILE  write the initial parameters to FILE as raw little-endian float32, in the order
 //                   w1 b1 w2 b2 w3 b3 w4 b4 with braid's shapes (lenet.h), for lenet_torch.py --init-from
 //   --step-losses N  with --json, also report the loss of each of the run's first N steps
+//   --hybridize     trace the whole training step (forward, backward, SGD update) once per batch shape
+//                   and run it as one graph per batch (docs/GRAPH.md); evaluation is hybridized too
+//   --export PREFIX  after training, save the forward pass as a graph: PREFIX.json, PREFIX.safetensors
+//                   (samples/hybrid/run_exported.c loads and evaluates it)
 //
 // Exit status: 0 on success, 1 on an error, 77 when the dataset is not installed (ctest: skipped).
 #include <unistd.h>
@@ -57,6 +61,8 @@ struct Options {
   bool list = false;
   std::string save_init;
   int64_t step_losses = 0;
+  bool hybridize = false;
+  std::string export_prefix;
 };
 
 // The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
@@ -64,7 +70,7 @@ struct Options {
 [[noreturn]] void usage(const char* why, FILE* to = stderr, int status = 2) {
   std::fprintf(to, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST] [--epochs N] "
                    "[--batches N] [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
-                   "[--save-init FILE] [--step-losses N] [--list-devices] [--version]\n", why);
+                   "[--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--list-devices] [--version]\n", why);
   std::exit(status);
 }
 
@@ -125,6 +131,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") o.json = true;
     else if (a == "--save-init") o.save_init = value();
     else if (a == "--step-losses") o.step_losses = number(0);
+    else if (a == "--hybridize") o.hybridize = true;
+    else if (a == "--export") o.export_prefix = value();
     else if (a == "--list-devices") o.list = true;
     else if (a == "-h" || a == "--help") usage("trains LeNet on Fashion-MNIST (samples/lenet/README.md)", stdout, 0);
     else if (a == "--version") {
@@ -171,6 +179,7 @@ struct EpochResult {
   double seconds, train_loss, test_accuracy, loss_first, loss_last;
   int64_t batches;
   double steady_samples_per_s;  // after the epoch's first batch (0 with one batch)
+  uint64_t peak_bytes;          // the device's peak allocated bytes during the epoch's training
 };
 
 // Raw float32 of every parameter, in Model::params() order (lenet.h gives the shapes).
@@ -274,11 +283,33 @@ int run(const Options& opt) {
     trainer->step(rows);
     return total / rows;
   };
+  if (opt.hybridize && trainer) {
+    std::fprintf(stderr, "braid-lenet: --hybridize trains on one device (not with --devices)\n");
+    return 2;
+  }
+  // --hybridize: the whole step as a graph, traced on its first call with each batch shape, and the
+  // evaluation's forward pass likewise (braid::Hybrid; docs/GRAPH.md).
+  braid::Hybrid hybrid_step(ctx, 2, 1, [&](std::span<const braid::Tensor> in) {
+    return std::vector<braid::Tensor>{lenet::train_step(ctx, model, in[0], in[1], opt.lr)};
+  });
+  braid::Hybrid hybrid_correct(ctx, 2, 1, [&](std::span<const braid::Tensor> in) {
+    return std::vector<braid::Tensor>{lenet::correct(model, in[0], in[1])};
+  });
+  auto step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
+    if (trainer) return parallel_step(images, labels);
+    if (opt.hybridize) return hybrid_step(std::vector<braid::Tensor>{images, labels})[0];
+    return lenet::train_step(ctx, model, images, labels, opt.lr);
+  };
+  auto correct = [&](const braid::Tensor& images, const braid::Tensor& labels) {
+    return opt.hybridize ? hybrid_correct(std::vector<braid::Tensor>{images, labels})[0] : lenet::correct(model, images, labels);
+  };
   if (!opt.save_init.empty()) save_params(model, opt.save_init);
   std::vector<braid::Tensor> step_losses;  // the run's first opt.step_losses losses, read at the end
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    ctx.wait_all();
+    ctx.reset_peak(dev);
     const auto t0 = std::chrono::steady_clock::now();
     // The loss sum stays on the device: reading it every step would wait for each step to finish.
     braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
@@ -292,8 +323,7 @@ int run(const Options& opt) {
         epoch_ended = true;
         break;
       }
-      braid::Tensor loss = trainer ? parallel_step(b.images, b.labels)
-                                   : lenet::train_step(ctx, model, b.images, b.labels, opt.lr);
+      braid::Tensor loss = step(b.images, b.labels);
       loss_sum = loss_sum + loss;
       if (first.size() < 5) first.push_back(loss);
       if (static_cast<int64_t>(step_losses.size()) < opt.step_losses) step_losses.push_back(loss);
@@ -316,11 +346,12 @@ int run(const Options& opt) {
     const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));
     ctx.wait_all();
     const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
+    const uint64_t peak = ctx.memory_stats(dev).peak_allocated_bytes;
     braid::Tensor hits = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
     int64_t seen = 0;
     int64_t tested = 0;
     for (braid::Batch b; (b = test.next());) {
-      hits = hits + lenet::correct(model, b.images, b.labels);
+      hits = hits + correct(b.images, b.labels);
       seen += b.labels.numel();
       if (++tested == opt.test_batches) {
         while (test.next()) {  // skip the rest, so the next epoch's pass starts at the first batch
@@ -330,20 +361,35 @@ int run(const Options& opt) {
     }
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
-    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady});
+    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady, peak});
     std::fprintf(stderr, "\nepoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
+  if (!opt.export_prefix.empty()) {
+    // The forward pass for batches of the test iterator's 1000 images, traced and saved (docs/GRAPH.md).
+    braid::Batch b = test.next();
+    while (test.next()) {
+    }
+    const std::vector<braid::Tensor> in{b.images};
+    braid::Graph g = braid::Graph::trace(ctx, in, [&](std::span<const braid::Tensor> x) {
+      return std::vector<braid::Tensor>{lenet::forward(model, x[0])};
+    });
+    g.optimize();
+    g.save(opt.export_prefix + ".json", opt.export_prefix + ".safetensors");
+    std::fprintf(stderr, "exported the forward pass to %s.json and %s.safetensors\n", opt.export_prefix.c_str(),
+                 opt.export_prefix.c_str());
+  }
   if (opt.json) {
-    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"epochs\": [", ids.c_str(),
-                static_cast<long long>(opt.batch_size), opt.lr);
+    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, \"epochs\": [", ids.c_str(),
+                static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false");
     for (size_t i = 0; i < results.size(); ++i)
       std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"samples_per_s\": %.3f, "
                   "\"steady_samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
-                  "\"loss_first\": %.6f, \"loss_last\": %.6f}",
+                  "\"loss_first\": %.6f, \"loss_last\": %.6f, \"peak_bytes\": %llu}",
                   i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
                   static_cast<double>(results[i].batches * opt.batch_size) / results[i].seconds,
                   results[i].steady_samples_per_s,
-                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first, results[i].loss_last);
+                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first, results[i].loss_last,
+                  static_cast<unsigned long long>(results[i].peak_bytes));
     std::printf("]");
     if (opt.step_losses > 0) {
       std::printf(", \"step_losses\": [");

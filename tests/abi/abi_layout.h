@@ -28,7 +28,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 4, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 5, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 3,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -234,6 +234,31 @@ BRAID_PIN_OFFSET(braid_device_perf, copy_bytes_per_s, 24);
 BRAID_PIN_OFFSET(braid_device_perf, host_to_device_bytes_per_s, 32);
 BRAID_PIN_OFFSET(braid_device_perf, device_to_host_bytes_per_s, 40);
 BRAID_PIN_OFFSET(braid_device_perf, seconds, 48);
+
+/* Graph mode (1.5). */
+BRAID_PIN_VALUE(BRAID_GRAPH_PASS_DEAD_CODE, 1);
+BRAID_PIN_VALUE(BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS, 2);
+BRAID_PIN_VALUE(BRAID_GRAPH_PASS_FOLD_CONSTANTS, 4);
+BRAID_PIN_VALUE(BRAID_GRAPH_PASS_PLAN_MEMORY, 8);
+BRAID_PIN_VALUE(BRAID_GRAPH_PASS_ALL, 15);
+BRAID_PIN_SIZE(braid_graph_info, 56);
+BRAID_PIN_OFFSET(braid_graph_info, num_inputs, 4);
+BRAID_PIN_OFFSET(braid_graph_info, device, 20);
+BRAID_PIN_OFFSET(braid_graph_info, pushes_per_run, 24);
+BRAID_PIN_OFFSET(braid_graph_info, workspace_bytes, 32);
+BRAID_PIN_OFFSET(braid_graph_info, intermediate_bytes, 40);
+BRAID_PIN_OFFSET(braid_graph_info, passes, 48);
+BRAID_PIN_SIZE(braid_graph_node_info, 104);
+BRAID_PIN_OFFSET(braid_graph_node_info, name, 8);
+BRAID_PIN_OFFSET(braid_graph_node_info, kernel, 16);
+BRAID_PIN_OFFSET(braid_graph_node_info, num_inputs, 24);
+BRAID_PIN_OFFSET(braid_graph_node_info, dtype, 32);
+BRAID_PIN_OFFSET(braid_graph_node_info, ndim, 36);
+BRAID_PIN_OFFSET(braid_graph_node_info, shape, 40);
+BRAID_PIN_SIZE(braid_graph_tensor_info, 80);
+BRAID_PIN_OFFSET(braid_graph_tensor_info, dtype, 4);
+BRAID_PIN_OFFSET(braid_graph_tensor_info, ndim, 8);
+BRAID_PIN_OFFSET(braid_graph_tensor_info, shape, 16);
 
 BRAID_PIN_SIZE(braid_conv2d_params, 20);
 BRAID_PIN_ALIGN(braid_conv2d_params, 4);

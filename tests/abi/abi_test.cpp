@@ -545,6 +545,11 @@ const char* const kApiFunctions[] = {
     "braid_version_string",
     // what a device reaches, checkpoints (ABI 1.4)
     "braid_device_measure", "braid_save_safetensors", "braid_safetensors_names", "braid_load_safetensors",
+    // graph mode (ABI 1.5)
+    "braid_graph_trace_begin", "braid_graph_trace_end", "braid_graph_trace_abort", "braid_graph_retain",
+    "braid_graph_release", "braid_graph_optimize", "braid_graph_run", "braid_graph_get_info", "braid_graph_get_node",
+    "braid_graph_save", "braid_graph_load", "braid_hybrid_create", "braid_hybrid_retain", "braid_hybrid_release",
+    "braid_hybrid_call", "braid_hybrid_graph", "braid_graph_get_input", "braid_graph_get_output",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -571,7 +576,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 18);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

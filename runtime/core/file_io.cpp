@@ -1,0 +1,82 @@
+#include "core/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace braid {
+namespace {
+
+std::string os_error(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+}  // namespace
+
+AtomicFile::AtomicFile(const char* path) {
+  if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+  path_ = path;
+  struct stat st {};
+  if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
+    fail(BRAID_ERR_INVALID_ARGUMENT, path_, " exists and is not a regular file; it is not replaced");
+  tmp_ = path_ + ".tmp-XXXXXX";
+  fd_ = ::mkstemp(tmp_.data());
+  if (fd_ < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path_));
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+void AtomicFile::write(const void* data, size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t put = ::write(fd_, p, n);
+    if (put < 0 && errno == EINTR) continue;
+    if (put <= 0) fail(BRAID_ERR_IO, os_error("cannot write", tmp_));
+    p += put, n -= size_t(put);
+  }
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail(BRAID_ERR_IO, os_error("cannot sync", tmp_));
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail(BRAID_ERR_IO, os_error("cannot write", tmp_));
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail(BRAID_ERR_IO, os_error("cannot rename " + tmp_ + " to", path_));
+  tmp_.clear();
+}
+
+std::string read_whole_file(const char* path, uint64_t max_bytes) {
+  if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail(errno == ENOENT ? BRAID_ERR_NOT_FOUND : BRAID_ERR_IO, os_error("cannot open", path));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) fail(BRAID_ERR_IO, os_error("cannot stat", path));
+  if (!S_ISREG(st.st_mode)) fail(BRAID_ERR_IO, path, " is not a regular file");
+  if (static_cast<uint64_t>(st.st_size) > max_bytes)
+    fail(BRAID_ERR_IO, path, " has ", st.st_size, " bytes, more than the ", max_bytes, " accepted");
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got_total = 0;
+  while (got_total < data.size()) {
+    const ssize_t got = ::read(fd, data.data() + got_total, data.size() - got_total);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(BRAID_ERR_IO, os_error("cannot read", path));
+    if (got == 0) break;
+    got_total += size_t(got);
+  }
+  data.resize(got_total);
+  return data;
+}
+
+}  // namespace braid

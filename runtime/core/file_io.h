@@ -1,0 +1,32 @@
+// Files braid writes and reads whole (checkpoints, exported graphs): an atomic writer and a bounded
+// reader, with errors as braid::Error (BRAID_ERR_IO naming the file and the system's reason).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace braid {
+
+// A file written beside `path` and renamed over it by commit() once complete and on disk, so a crash
+// leaves the old file or the new one, never a torn one. Only a regular file (or nothing) is replaced:
+// a symlink, FIFO or device at `path` is refused (BRAID_ERR_INVALID_ARGUMENT) rather than swapped for
+// a file. Destroyed without commit(), the partial file is removed.
+class AtomicFile {
+ public:
+  explicit AtomicFile(const char* path);
+  ~AtomicFile();
+  AtomicFile(const AtomicFile&) = delete;
+  AtomicFile& operator=(const AtomicFile&) = delete;
+  void write(const void* data, size_t bytes);
+  void commit();
+
+ private:
+  std::string path_, tmp_;
+  int fd_ = -1;
+};
+
+// The whole file, refused (BRAID_ERR_IO) when it is not a regular file or holds more than max_bytes;
+// a missing file is BRAID_ERR_NOT_FOUND.
+std::string read_whole_file(const char* path, uint64_t max_bytes);
+
+}  // namespace braid

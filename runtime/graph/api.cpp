@@ -1,0 +1,431 @@
+// The graph section of abi/braid.h: tracing, passes, runs, inspection, export and import.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "braid.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/file_io.h"
+#include "core/handle_pool.h"
+#include "core/out_struct.h"
+#include "graph/graph.h"
+#include "graph/json.h"
+#include "graph/passes.h"
+#include "graph/run.h"
+#include "graph/trace.h"
+#include "ops/op_builder.h"
+
+using namespace braid;
+using namespace braid::graph;
+
+namespace braid::graph {
+
+using GraphPool = HandlePool<braid_graph_t>;
+
+braid_graph_t& checked_graph(braid_graph g, const char* what) { return GraphPool::instance().checked(g, what, "graph"); }
+
+// A new graph handle of ctx (which it retains).
+GraphPool::Owned new_graph(Context& ctx) {
+  GraphPool::Owned h = GraphPool::instance().make();
+  ctx.refs.fetch_add(1);
+  h->g.ctx = &ctx;
+  return h;
+}
+
+std::vector<Tensor*> checked_tensors(int32_t count, const braid_tensor* ts, const char* what) {
+  if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": count is negative");
+  if (count > 0) require(ts, what);
+  std::vector<Tensor*> out;
+  for (int32_t i = 0; i < count; ++i) out.push_back(&checked_tensor(ts[i], what));
+  return out;
+}
+
+void optimize(Graph& g, uint32_t passes) {
+  if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL)) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_optimize: unknown pass bits ", passes);
+  std::lock_guard lock(g.run_mu);
+  if (passes & BRAID_GRAPH_PASS_DEAD_CODE) eliminate_dead_code(g);
+  if (passes & BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS) {
+    eliminate_common_subexpressions(g);
+    if (passes & BRAID_GRAPH_PASS_DEAD_CODE) eliminate_dead_code(g);
+  }
+  if (passes & BRAID_GRAPH_PASS_FOLD_CONSTANTS) fold_constants(g);
+  if (passes & BRAID_GRAPH_PASS_PLAN_MEMORY) {
+    g.reuse_memory = true;
+    plan_memory(g, true);
+  }
+  g.passes_applied |= passes;
+}
+
+braid_graph_tensor_info tensor_info(braid_dtype dtype, const Shape& shape) {
+  braid_graph_tensor_info info{};
+  info.struct_size = sizeof info;
+  info.dtype = dtype;
+  info.ndim = shape.ndim;
+  for (int d = 0; d < shape.ndim; ++d) info.shape[d] = shape[d];
+  return info;
+}
+
+void hand_out(std::vector<TensorRef>& made, int32_t count, braid_tensor* outs, const char* what) {
+  if (static_cast<size_t>(count) != made.size())
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": the graph has ", made.size(), " outputs, not ", count);
+  for (size_t k = 0; k < made.size(); ++k) outs[k] = made[k].release();
+}
+
+}  // namespace braid::graph
+
+// ---- hybrid functions ------------------------------------------------------------------------------
+
+struct braid_hybrid_t {
+  std::atomic<int32_t> refs{1};
+  braid_context ctx = nullptr;
+  braid_hybrid_fn fn = nullptr;
+  void* user = nullptr;
+  int32_t num_inputs = 0, num_outputs = 0;
+  uint32_t passes = 0;
+  std::mutex mu;
+  // Graphs by input signature (device, dtypes, shapes); a handful, searched in order. Guarded by mu,
+  // which a call holds while it runs a cached graph (runs of one graph are serialised anyway).
+  std::vector<std::pair<std::vector<int64_t>, braid_graph>> cache;
+
+  ~braid_hybrid_t() {
+    for (auto& [key, g] : cache) braid_graph_release(g);
+    cache.clear();
+    if (ctx) braid_context_release(ctx);
+  }
+};
+
+namespace {
+
+using HybridPool = HandlePool<braid_hybrid_t>;
+
+braid_hybrid_t& checked_hybrid(braid_hybrid h) { return HybridPool::instance().checked(h, "h", "hybrid"); }
+
+// Device, dtype and shape of every input, as numbers: compared on every call, so nothing is formatted.
+std::vector<int64_t> signature(const std::vector<Tensor*>& ts) {
+  std::vector<int64_t> key;
+  key.reserve(ts.size() * 4);
+  for (const Tensor* t : ts) {
+    key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&t->device())));
+    key.push_back(t->dtype);
+    key.push_back(t->shape.ndim);
+    for (int64_t d : t->shape.span()) key.push_back(d);
+  }
+  return key;
+}
+
+// The cached graph of a signature (h.mu held), or null.
+braid_graph find_locked(braid_hybrid_t& h, const std::vector<int64_t>& key) {
+  for (auto& [k, g] : h.cache)
+    if (k == key) return g;
+  return nullptr;
+}
+
+// Calls fn, checking that it filled every output; releases what it made on failure.
+void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* outputs) {
+  for (int32_t k = 0; k < h.num_outputs; ++k) outputs[k] = nullptr;
+  const braid_status st = h.fn(h.user, h.num_inputs, inputs, h.num_outputs, outputs);
+  bool filled = true;
+  for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;
+  if (st != BRAID_OK || !filled) {
+    std::string why = st != BRAID_OK ? braid_last_error() : "";
+    for (int32_t k = 0; k < h.num_outputs; ++k)
+      if (outputs[k]) braid_tensor_release(std::exchange(outputs[k], nullptr));
+    if (st != BRAID_OK) fail(st, "hybrid_call: the function failed: ", why);
+    fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: the function did not set every output");
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+BRAID_API braid_status braid_graph_trace_begin(braid_context ctx, int32_t num_inputs, const braid_tensor* inputs) {
+  return guard("braid_graph_trace_begin", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    const std::vector<Tensor*> ins = checked_tensors(num_inputs, inputs, "inputs");
+    trace_begin(c, ins);
+  });
+}
+
+BRAID_API braid_status braid_graph_trace_end(braid_context ctx, int32_t num_outputs, const braid_tensor* outputs,
+                                             braid_graph* out) {
+  return guard("braid_graph_trace_end", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Context& c = checked_context(ctx, "ctx");
+    std::vector<Tensor*> outs;
+    try {
+      outs = checked_tensors(num_outputs, outputs, "outputs");
+    } catch (...) {
+      trace_abandon();  // the trace ends either way, as documented
+      throw;
+    }
+    GraphPool::Owned h = new_graph(c);
+    trace_end(c, outs, h->g);
+    *out = GraphPool::instance().publish(std::move(h));
+  });
+}
+
+BRAID_API braid_status braid_graph_trace_abort(void) {
+  return guard("braid_graph_trace_abort", [&] { trace_abandon(); });
+}
+
+BRAID_API braid_status braid_graph_retain(braid_graph g) {
+  return guard("braid_graph_retain", [&] { checked_graph(g, "g").refs.fetch_add(1); });
+}
+
+BRAID_API braid_status braid_graph_release(braid_graph g) {
+  return guard("braid_graph_release", [&] {
+    if (checked_graph(g, "g").refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)GraphPool::instance().retire(g);
+  });
+}
+
+BRAID_API braid_status braid_graph_optimize(braid_graph g, uint32_t passes) {
+  return guard("braid_graph_optimize", [&] { optimize(checked_graph(g, "g").g, passes); });
+}
+
+BRAID_API braid_status braid_graph_run(braid_graph g, int32_t num_inputs, const braid_tensor* inputs,
+                                       int32_t num_outputs, braid_tensor* outputs) {
+  return guard("braid_graph_run", [&] {
+    Graph& gr = checked_graph(g, "g").g;
+    if (num_outputs != static_cast<int32_t>(gr.outputs.size()))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: the graph has ", gr.outputs.size(), " outputs, not ", num_outputs);
+    if (num_outputs > 0) require(outputs, "outputs");
+    const std::vector<Tensor*> ins = checked_tensors(num_inputs, inputs, "inputs");
+    std::vector<TensorRef> made = run(gr, ins);
+    hand_out(made, num_outputs, outputs, "graph_run");
+  });
+}
+
+BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out) {
+  return guard("braid_graph_get_info", [&] {
+    require(out, "out");
+    Graph& gr = checked_graph(g, "g").g;
+    braid_graph_info info{};
+    info.struct_size = sizeof info;
+    info.num_inputs = static_cast<int32_t>(gr.inputs.size());
+    info.num_outputs = static_cast<int32_t>(gr.outputs.size());
+    info.num_nodes = static_cast<int32_t>(gr.nodes.size());
+    for (const Value& v : gr.values) {
+      if (v.kind == ValueKind::param) ++info.num_params;
+      bool is_output = false;
+      for (const Output& o : gr.outputs) is_output = is_output || &gr.values[static_cast<size_t>(o.value)] == &v;
+      if (v.kind == ValueKind::internal && !is_output) info.intermediate_bytes += v.bytes;
+    }
+    for (size_t d = 0; d < gr.ctx->device_list.size(); ++d)
+      if (gr.ctx->device_list[d] == gr.device) info.device = static_cast<braid_device>(d);
+    info.pushes_per_run = pushes_per_run(gr);
+    info.workspace_bytes = gr.plan.planned ? gr.plan.workspace_bytes : 0;
+    info.passes = gr.passes_applied;
+    copy_out(out, info, "out");
+  });
+}
+
+BRAID_API braid_status braid_graph_get_node(braid_graph g, int32_t index, braid_graph_node_info* out) {
+  return guard("braid_graph_get_node", [&] {
+    require(out, "out");
+    Graph& gr = checked_graph(g, "g").g;
+    if (index < 0 || static_cast<size_t>(index) >= gr.nodes.size())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_node: index ", index, " is outside [0, ", gr.nodes.size(), ")");
+    const Node& n = gr.nodes[static_cast<size_t>(index)];
+    braid_graph_node_info info{};
+    info.struct_size = sizeof info;
+    info.name = n.name.c_str();
+    info.kernel = kernel_op_name(n.kop);
+    info.num_inputs = static_cast<int32_t>(n.in.size());
+    info.num_outputs = static_cast<int32_t>(n.out.size());
+    if (!n.out.empty()) {
+      info.dtype = n.out[0].dtype;
+      info.ndim = n.out[0].ndim;
+      for (int d = 0; d < info.ndim; ++d) info.shape[d] = n.out[0].shape[d];
+    }
+    copy_out(out, info, "out");
+  });
+}
+
+BRAID_API braid_status braid_graph_get_input(braid_graph g, int32_t index, braid_graph_tensor_info* out) {
+  return guard("braid_graph_get_input", [&] {
+    require(out, "out");
+    Graph& gr = checked_graph(g, "g").g;
+    if (index < 0 || static_cast<size_t>(index) >= gr.inputs.size())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_input: index ", index, " is outside [0, ", gr.inputs.size(), ")");
+    const Value& v = gr.values[static_cast<size_t>(gr.inputs[static_cast<size_t>(index)])];
+    copy_out(out, tensor_info(v.dtype, v.shape), "out");
+  });
+}
+
+BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, braid_graph_tensor_info* out) {
+  return guard("braid_graph_get_output", [&] {
+    require(out, "out");
+    Graph& gr = checked_graph(g, "g").g;
+    if (index < 0 || static_cast<size_t>(index) >= gr.outputs.size())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_output: index ", index, " is outside [0, ", gr.outputs.size(), ")");
+    const Output& o = gr.outputs[static_cast<size_t>(index)];
+    copy_out(out, tensor_info(o.dtype, o.shape), "out");
+  });
+}
+
+BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, const char* params_path) {
+  return guard("braid_graph_save", [&] {
+    Graph& gr = checked_graph(g, "g").g;
+    require(json_path, "json_path");
+    require(params_path, "params_path");
+    std::vector<const char*> names;
+    std::vector<braid_tensor> tensors;
+    for (const Value& v : gr.values)
+      if (v.kind == ValueKind::param) {
+        names.push_back(v.name.c_str());
+        tensors.push_back(v.tensor.get());
+      }
+    if (braid_status s = braid_save_safetensors(params_path, static_cast<int32_t>(names.size()), names.data(), tensors.data());
+        s != BRAID_OK)
+      fail(s, braid_last_error());
+    const std::string text = to_json(gr);
+    AtomicFile f(json_path);
+    f.write(text.data(), text.size());
+    f.commit();
+  });
+}
+
+BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, const char* json_path,
+                                        const char* params_path, braid_graph* out) {
+  return guard("braid_graph_load", [&] {
+    require(out, "out");
+    *out = nullptr;
+    Context& c = checked_context(ctx, "ctx");
+    Device& dev = c.device(device, "graph_load");
+    require(json_path, "json_path");
+    require(params_path, "params_path");
+    const std::string text = read_whole_file(json_path, uint64_t{1} << 30);
+    GraphPool::Owned h = new_graph(c);
+    Graph& g = h->g;
+    g.device = &dev;
+    try {
+      from_json(text, g);
+    } catch (const Error& e) {
+      fail(e.status(), json_path, ": ", e.what());
+    }
+    for (const Node& n : g.nodes) {
+      const braid_dtype dt = !n.out.empty() ? n.out[0].dtype : n.in[0].dtype;
+      const braid_dtype probe = n.kop == BRAID_KOP_ARGMAX || n.kop == BRAID_KOP_COPY ? n.in[0].dtype : dt;
+      if (!dev.supports(n.kop, probe))
+        fail(BRAID_ERR_UNSUPPORTED, "graph_load: ", dev.id, " has no ", dtype_name(probe), " kernel for '", n.name, "' (",
+             kernel_op_name(n.kop), ")");
+    }
+    std::vector<const char*> names;
+    std::vector<Value*> params;
+    for (Value& v : g.values)
+      if (v.kind == ValueKind::param) {
+        names.push_back(v.name.c_str());
+        params.push_back(&v);
+      }
+    std::vector<braid_tensor> loaded(names.size(), nullptr);
+    if (braid_status s = braid_load_safetensors(ctx, device, params_path, static_cast<int32_t>(names.size()), names.data(),
+                                                loaded.data());
+        s != BRAID_OK)
+      fail(s, braid_last_error());
+    for (size_t k = 0; k < params.size(); ++k) {
+      TensorRef t(loaded[k]);
+      Value& v = *params[k];
+      if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
+        fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(), ", the graph needs ",
+             dtype_name(v.dtype), " ", v.shape.str());
+      v.tensor = std::move(t);
+    }
+    *out = GraphPool::instance().publish(std::move(h));
+  });
+}
+
+BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn, void* user, int32_t num_inputs,
+                                           int32_t num_outputs, uint32_t passes, braid_hybrid* out) {
+  return guard("braid_hybrid_create", [&] {
+    require(out, "out");
+    *out = nullptr;
+    checked_context(ctx, "ctx");
+    if (!fn) fail(BRAID_ERR_INVALID_ARGUMENT, "fn is NULL");
+    if (num_inputs < 0 || num_outputs < 1)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: needs num_inputs >= 0 and num_outputs >= 1");
+    if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL)) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: unknown pass bits ", passes);
+    HybridPool::Owned h = HybridPool::instance().make();
+    if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
+    h->ctx = ctx;
+    h->fn = fn;
+    h->user = user;
+    h->num_inputs = num_inputs;
+    h->num_outputs = num_outputs;
+    h->passes = passes;
+    *out = HybridPool::instance().publish(std::move(h));
+  });
+}
+
+BRAID_API braid_status braid_hybrid_retain(braid_hybrid h) {
+  return guard("braid_hybrid_retain", [&] { checked_hybrid(h).refs.fetch_add(1); });
+}
+
+BRAID_API braid_status braid_hybrid_release(braid_hybrid h) {
+  return guard("braid_hybrid_release", [&] {
+    if (checked_hybrid(h).refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)HybridPool::instance().retire(h);
+  });
+}
+
+BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inputs, braid_tensor* outputs) {
+  return guard("braid_hybrid_call", [&] {
+    braid_hybrid_t& hy = checked_hybrid(h);
+    require(outputs, "outputs");
+    const std::vector<Tensor*> ins = checked_tensors(hy.num_inputs, inputs, "inputs");
+    for (Tensor* t : ins)
+      if (t->ctx != hy.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: an input belongs to another context");
+    // Inside another trace the function runs as it is, and its ops join that trace.
+    if (tracing()) return call_fn(hy, inputs, outputs);
+    const std::vector<int64_t> key = signature(ins);
+    {
+      std::lock_guard lock(hy.mu);
+      if (braid_graph g = find_locked(hy, key)) {
+        std::vector<TensorRef> made = run(g->g, ins);
+        return hand_out(made, hy.num_outputs, outputs, "hybrid_call");
+      }
+    }
+    // The first call with this signature: traced while it runs imperatively.
+    trace_begin(*hy.ctx, ins);
+    try {
+      call_fn(hy, inputs, outputs);
+    } catch (...) {
+      trace_abandon();
+      throw;
+    }
+    GraphPool::Owned g = new_graph(*hy.ctx);
+    try {
+      std::vector<Tensor*> outs;
+      for (int32_t k = 0; k < hy.num_outputs; ++k) outs.push_back(&checked_tensor(outputs[k], "outputs"));
+      trace_end(*hy.ctx, outs, g->g);
+      optimize(g->g, hy.passes);
+    } catch (...) {
+      for (int32_t k = 0; k < hy.num_outputs; ++k) braid_tensor_release(std::exchange(outputs[k], nullptr));
+      throw;
+    }
+    braid_graph published = GraphPool::instance().publish(std::move(g));
+    std::lock_guard lock(hy.mu);
+    if (find_locked(hy, key)) {  // another thread traced the same signature meanwhile: keep the first
+      braid_graph_release(published);
+      return;
+    }
+    hy.cache.emplace_back(key, published);
+  });
+}
+
+BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* inputs, braid_graph* out) {
+  return guard("braid_hybrid_graph", [&] {
+    require(out, "out");
+    *out = nullptr;
+    braid_hybrid_t& hy = checked_hybrid(h);
+    const std::vector<Tensor*> ins = checked_tensors(hy.num_inputs, inputs, "inputs");
+    std::lock_guard lock(hy.mu);
+    braid_graph g = find_locked(hy, signature(ins));
+    if (!g) fail(BRAID_ERR_NOT_FOUND, "hybrid_graph: no call with this input signature has been made yet");
+    g->refs.fetch_add(1);
+    *out = g;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,305 @@
+#include "graph/run.h"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "autograd/tape.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/trace_hook.h"
+#include "engine/engine.h"
+#include "graph/passes.h"
+
+namespace braid::graph {
+namespace {
+
+size_t at(int32_t v) { return static_cast<size_t>(v); }
+
+// OpNode names must outlive the op (it may end after the graph is released): node names are few, so
+// they are kept for the process's lifetime.
+const char* interned(const std::string& name) {
+  static std::mutex mu;
+  static std::set<std::string>* names = new std::set<std::string>();  // never destroyed: ops may end late
+  std::lock_guard lock(mu);
+  return names->insert(name).first->c_str();
+}
+
+TensorRef retained(Tensor& t) {
+  t.refs.fetch_add(1, std::memory_order_relaxed);
+  return TensorRef(&t);
+}
+
+void fill_view(braid_buffer_view& v, const ViewRef& r, const Storage& s, uint64_t base) {
+  v.buffer = s.block.buffer;
+  v.byte_offset = s.block.offset + base + r.offset;
+  v.dtype = r.dtype;
+  v.ndim = r.ndim;
+  for (int d = 0; d < r.ndim; ++d) {
+    v.shape[d] = r.shape[d];
+    v.strides[d] = r.strides[d];
+  }
+}
+
+void fill_call(braid_kernel_call& c, const Node& n, Context& ctx) {
+  c.struct_size = sizeof c;
+  c.op = n.kop;
+  c.num_inputs = static_cast<int32_t>(n.in.size());
+  c.num_outputs = static_cast<int32_t>(n.out.size());
+  std::copy(std::begin(n.i), std::end(n.i), c.i);
+  std::copy(std::begin(n.f), std::end(n.f), c.f);
+  if (n.is_random()) {  // a new draw each run, as the imperative op takes one each call
+    c.i[0] = static_cast<int64_t>(ctx.seed.load());
+    c.i[1] = static_cast<int64_t>(ctx.rng_draw.fetch_add(1));
+  }
+}
+
+bool segments_supported(const Device& d) { return d.backend->abi_minor >= 3; }
+
+void add_unique(std::vector<Storage*>& list, Storage* s) {
+  if (std::find(list.begin(), list.end(), s) == list.end()) list.push_back(s);
+}
+
+void check_inputs(const Graph& g, std::span<Tensor* const> inputs) {
+  if (inputs.size() != g.inputs.size())
+    fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: the graph takes ", g.inputs.size(), " inputs, not ", inputs.size());
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& t = *inputs[k];
+    const Value& v = g.values[at(g.inputs[k])];
+    if (t.ctx != g.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", k, "] belongs to another context");
+    if (&t.device() != g.device)
+      fail(BRAID_ERR_DEVICE, "graph_run: inputs[", k, "] is on ", t.device().id, ", the graph runs on ", g.device->id,
+           "; copy it with braid_copy");
+    if (t.dtype != v.dtype || !(t.shape == v.shape))
+      fail(BRAID_ERR_SHAPE, "graph_run: inputs[", k, "] is ", dtype_name(t.dtype), " ", t.shape.str(), ", the graph was traced for ",
+           dtype_name(v.dtype), " ", v.shape.str(), " (braid_hybrid keeps a graph per input signature)");
+    for (size_t j = 0; j < k; ++j)
+      if (inputs[j]->storage == t.storage) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", j, "] and inputs[", k, "] share a storage");
+  }
+}
+
+// One engine op per node; every value a tensor of its own (run.h).
+class Interpreter {
+ public:
+  Interpreter(Graph& g, bool record) : g_(g), ctx_(*g.ctx), record_(record), val_(g.values.size()) {
+    for (size_t v = 0; v < g.values.size(); ++v)
+      if (g.values[v].kind == ValueKind::param) val_[v] = retained(*g.values[v].tensor);
+  }
+
+  void bind_input(size_t k, Tensor& t) { val_[at(g_.inputs[k])] = retained(t); }
+
+  void run(const Node& n) {
+    Device& dev = *g_.device;
+    auto node = ctx_.engine->make_node(interned(n.name), dev);
+    braid_kernel_call& c = node->call;
+    fill_call(c, n, ctx_);
+    std::vector<Tensor*> operands, outputs;
+    std::vector<Storage*> reads, writes;
+    uint32_t overwritten = 0;
+    bool inplace = false;
+    for (size_t k = 0; k < n.in.size(); ++k) {
+      const ViewRef& r = n.in[k];
+      Tensor& t = handle(r, true);
+      operands.push_back(&t);
+      fill_view(c.inputs[k], r, *t.storage, 0);
+      add_unique(reads, t.storage.get());
+    }
+    ctx_.engine->throttle(dev);
+    for (size_t k = 0; k < n.out.size(); ++k) {
+      const ViewRef& r = n.out[k];
+      const bool existed = val_[at(r.value)].get() != nullptr;
+      if (!existed) {
+        const Value& v = g_.values[at(r.value)];
+        val_[at(r.value)] = ctx_.new_tensor(dev, v.dtype, v.shape);
+        node->out_bytes += v.bytes;
+      }
+      if (n.reads_value(r.value)) inplace = true;
+      else if (existed) overwritten |= 1u << k;
+      Tensor& t = handle(r, false);
+      outputs.push_back(&t);
+      fill_view(c.outputs[k], r, *t.storage, 0);
+      add_unique(writes, t.storage.get());
+    }
+    for (int32_t v : n.also_writes) add_unique(writes, val_[at(v)]->storage.get());
+    if (record_ && (ctx_.recording.any() || overwritten))
+      autograd::record(ctx_, {node->name, n.kop, &c, operands, outputs, overwritten, inplace});
+    if (TraceHook* hook = t_trace_hook) hook->kernel({node->name, n.kop, &c, operands, outputs, writes});
+    ctx_.engine->push(std::move(node), reads, writes, dev.compute);
+  }
+
+  std::vector<TensorRef>& values() noexcept { return val_; }
+
+  // The tensor of a value as an op saw it: the value's own handle, or a reshaped handle over it
+  // (recorded for autograd like braid_reshape).
+  Tensor& handle(const ViewRef& r, bool reading) {
+    TensorRef& base = val_[at(r.value)];
+    if (!base.get())
+      fail(BRAID_ERR_INTERNAL, "graph: value ", r.value, reading ? " read" : " written", " before it has storage");
+    if (r.tshape.ndim == 0 && base->shape.numel() != 1) return *base;
+    if (base->shape == r.tshape || r.tshape.numel() != base->shape.numel()) return *base;
+    views_.push_back(ctx_.view_tensor(*base, r.tshape));
+    if (record_) autograd::record_reshape(ctx_, *base, *views_.back());
+    return *views_.back();
+  }
+
+ private:
+  Graph& g_;
+  Context& ctx_;
+  bool record_;
+  std::vector<TensorRef> val_;
+  std::vector<TensorRef> views_;
+};
+
+std::vector<TensorRef> run_interpreted(Graph& g, std::span<Tensor* const> inputs) {
+  Interpreter it(g, true);
+  for (size_t k = 0; k < inputs.size(); ++k) it.bind_input(k, *inputs[k]);
+  for (const Node& n : g.nodes) it.run(n);
+  std::vector<TensorRef> outs;
+  for (const Output& o : g.outputs) {
+    ViewRef r;
+    r.value = o.value;
+    r.tshape = o.shape;
+    outs.push_back(retained(it.handle(r, true)));
+  }
+  return outs;
+}
+
+bool wants_gradients(const Graph& g, std::span<Tensor* const> inputs) {
+  Context& ctx = *g.ctx;
+  if (!ctx.recording.any() || !ctx.recording.on()) return false;
+  for (Tensor* t : inputs)
+    if (autograd::requires_grad(*t)) return true;
+  for (const Value& v : g.values)
+    if (v.kind == ValueKind::param && autograd::requires_grad(*v.tensor)) return true;
+  return false;
+}
+
+// Fills g.prepared: every call with its parameter and workspace views final (run.h).
+void prepare(Graph& g) {
+  Prepared& p = g.prepared;
+  p = Prepared{};
+  std::vector<int32_t> output_of(g.values.size(), -1);
+  for (size_t k = 0; k < g.outputs.size(); ++k) output_of[at(g.outputs[k].value)] = static_cast<int32_t>(k);
+  for (const auto& s : g.workspace) p.writes.push_back(s.get());
+  p.calls.resize(g.nodes.size());
+  auto place = [&](const ViewRef& r, braid_buffer_view& v, uint32_t call, bool output, size_t slot) {
+    const Value& val = g.values[at(r.value)];
+    if (val.kind == ValueKind::param) {
+      Storage& s = *val.tensor->storage;
+      fill_view(v, r, s, 0);
+      add_unique(output ? p.writes : p.reads, &s);
+      return;
+    }
+    if (val.kind == ValueKind::input || output_of[at(r.value)] >= 0) {
+      fill_view(v, r, *g.workspace.front(), 0);  // buffer and offset are the run's (patched)
+      const bool in = val.kind == ValueKind::input;
+      p.patches.push_back({call, output, static_cast<uint8_t>(slot), in, in ? val.input : output_of[at(r.value)], r.offset});
+      return;
+    }
+    fill_view(v, r, *g.workspace[at(g.plan.slot[at(r.value)])], 0);
+  };
+  for (size_t i = 0; i < g.nodes.size(); ++i) {
+    const Node& n = g.nodes[i];
+    braid_kernel_call& c = p.calls[i];
+    fill_call(c, n, *g.ctx);
+    const auto call = static_cast<uint32_t>(i);
+    for (size_t k = 0; k < n.in.size(); ++k) place(n.in[k], c.inputs[k], call, false, k);
+    for (size_t k = 0; k < n.out.size(); ++k) place(n.out[k], c.outputs[k], call, true, k);
+    for (int32_t v : n.also_writes)
+      if (g.values[at(v)].kind == ValueKind::param) add_unique(p.writes, g.values[at(v)].tensor->storage.get());
+    if (n.is_random()) p.random_calls.push_back(call);
+    for (const ViewRef& r : n.out)
+      if (const Value& val = g.values[at(r.value)]; val.kind == ValueKind::input &&
+          std::find(p.written_inputs.begin(), p.written_inputs.end(), val.input) == p.written_inputs.end())
+        p.written_inputs.push_back(val.input);
+  }
+  p.ready = true;
+}
+
+std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
+  Context& ctx = *g.ctx;
+  Device& dev = *g.device;
+  if (!g.plan.planned) plan_memory(g, g.reuse_memory);
+  ctx.engine->throttle(dev);
+  if (g.workspace.empty()) {
+    // At least one slot, so that every view has a valid buffer before its run's patch.
+    std::vector<uint64_t> sizes = g.plan.slot_bytes;
+    if (sizes.empty()) sizes.push_back(1);
+    for (uint64_t bytes : sizes) {
+      const auto n = static_cast<int64_t>(std::max<uint64_t>(bytes, 1));
+      g.workspace.push_back(ctx.new_tensor(dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1)))->storage);
+    }
+    g.prepared.ready = false;
+  }
+  if (!g.prepared.ready) prepare(g);
+  const Prepared& p = g.prepared;
+  std::vector<TensorRef> outs;
+  outs.reserve(g.outputs.size());
+  uint64_t out_bytes = 0;
+  for (const Output& o : g.outputs) {
+    outs.push_back(ctx.new_output_tensor(dev, o.dtype, o.shape));
+    out_bytes += outs.back()->storage->bytes;
+  }
+  if (p.calls.empty()) return outs;
+  std::vector<braid_kernel_call> calls = p.calls;
+  for (const Prepared::Patch& patch : p.patches) {
+    braid_kernel_call& c = calls[patch.call];
+    braid_buffer_view& v = patch.output ? c.outputs[patch.slot] : c.inputs[patch.slot];
+    const Storage& s = patch.from_input ? *inputs[at(patch.index)]->storage : *outs[at(patch.index)]->storage;
+    v.buffer = s.block.buffer;
+    v.byte_offset = s.block.offset + patch.offset;
+  }
+  for (uint32_t i : p.random_calls) {  // a new draw each run, as the imperative op takes one each call
+    calls[i].i[0] = static_cast<int64_t>(ctx.seed.load());
+    calls[i].i[1] = static_cast<int64_t>(ctx.rng_draw.fetch_add(1));
+  }
+  std::vector<Storage*> reads = p.reads, writes = p.writes;
+  for (Tensor* t : inputs) reads.push_back(t->storage.get());
+  for (const TensorRef& t : outs) writes.push_back(t->storage.get());
+  // Inputs an in-place kernel writes are writes too (the engine takes a storage in both lists).
+  for (int32_t k : p.written_inputs) writes.push_back(inputs[at(k)]->storage.get());
+  if (segments_supported(dev)) {
+    auto node = ctx.engine->make_node("graph", dev);
+    node->work.kind = BRAID_WORK_KERNELS;
+    node->calls = std::move(calls);
+    node->out_bytes = out_bytes;
+    ctx.engine->push(std::move(node), reads, writes, dev.compute);
+    return outs;
+  }
+  // A backend without segments: one push per kernel, each ordered over the whole run's storages.
+  for (size_t i = 0; i < calls.size(); ++i) {
+    auto node = ctx.engine->make_node(interned(g.nodes[i].name), dev);
+    node->call = calls[i];
+    node->out_bytes = i == 0 ? out_bytes : 0;
+    ctx.engine->push(std::move(node), reads, writes, dev.compute);
+  }
+  return outs;
+}
+
+}  // namespace
+
+std::vector<TensorRef> run(Graph& g, std::span<Tensor* const> inputs) {
+  check_inputs(g, inputs);
+  std::lock_guard lock(g.run_mu);
+  if (t_trace_hook != nullptr || wants_gradients(g, inputs)) return run_interpreted(g, inputs);
+  return run_segment(g, inputs);
+}
+
+std::vector<TensorRef> compute_values(Graph& g, std::span<const size_t> nodes) {
+  TraceHook* hook = std::exchange(t_trace_hook, nullptr);
+  struct Restore {
+    TraceHook* h;
+    ~Restore() { t_trace_hook = h; }
+  } restore{hook};
+  Interpreter it(g, false);
+  for (size_t i : nodes) it.run(g.nodes[i]);
+  return std::move(it.values());
+}
+
+int pushes_per_run(const Graph& g) {
+  if (g.nodes.empty()) return 0;
+  return segments_supported(*g.device) ? 1 : static_cast<int>(g.nodes.size());
+}
+
+}  // namespace braid::graph

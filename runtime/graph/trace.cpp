@@ -1,0 +1,275 @@
+#include "graph/trace.h"
+
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/tape.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/trace_hook.h"
+
+namespace braid::graph {
+namespace {
+
+ViewRef view_ref(int32_t value, const Storage& s, const braid_buffer_view& v, const Tensor& t) {
+  ViewRef r;
+  r.value = value;
+  r.offset = v.byte_offset - s.block.offset;
+  r.dtype = v.dtype;
+  r.ndim = v.ndim;
+  for (int d = 0; d < v.ndim; ++d) {
+    r.shape[d] = v.shape[d];
+    r.strides[d] = v.strides[d];
+  }
+  r.tshape = t.shape;
+  return r;
+}
+
+class Tracer final : public TraceHook {
+ public:
+  explicit Tracer(Context& ctx) : ctx_(ctx) {}
+
+  void add_input(Tensor& t) {
+    if (value_.count(t.storage.get()))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: two inputs share a storage (pass each tensor once)");
+    if (!device_) device_ = &t.device();
+    if (&t.device() != device_)
+      fail(BRAID_ERR_DEVICE, "graph_trace_begin: the inputs are on different devices (", device_->id, " and ",
+           t.device().id, "); a graph runs on one device");
+    Value v;
+    v.kind = ValueKind::input;
+    v.bytes = t.storage->bytes;
+    v.dtype = t.dtype;
+    v.shape = t.shape;
+    v.input = static_cast<int32_t>(inputs_.size());
+    const int32_t id = add_value(*t.storage, std::move(v));
+    inputs_.push_back(id);
+  }
+
+  void created(Storage& s) override {
+    created_.insert(&s);
+    keep(s);
+  }
+
+  void reshaped(Tensor& x, Tensor&) override {
+    // A parameter reshaped before use: remember the handle it came from, the better root for autograd.
+    if (x.ctx != &ctx_ || created_.count(x.storage.get())) return;
+    auto& slot = reshape_roots_[x.storage.get()];
+    if (!slot.get()) slot = retained(x);
+  }
+
+  void untraced_write(Storage& dst, Storage* src) override {
+    if (src != nullptr) {
+      auto it = value_.find(src);
+      if (it != value_.end() && graph_values_[static_cast<size_t>(it->second)].kind != ValueKind::param)
+        error("a copy of a traced value between devices (a graph runs on one device; copy its inputs first)");
+    }
+    auto it = value_.find(&dst);
+    if (it != value_.end() && graph_values_[static_cast<size_t>(it->second)].kind != ValueKind::param)
+      error("an upload or copy into a value the graph computes (only kernels are captured)");
+    // Otherwise a constant made during tracing (from host data): captured as a parameter when read.
+  }
+
+  void kernel(const TracedKernel& k) override {
+    if (!error_.empty()) return;
+    if (k.operands.empty() && k.outputs.empty()) return;
+    Tensor* any = !k.operands.empty() ? k.operands[0] : k.outputs[0];
+    if (any->ctx != &ctx_) return error(cat("op '", k.name, "' on another context"));
+    if (!device_) device_ = &any->device();
+    for (Tensor* t : k.operands)
+      if (&t->device() != device_) return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
+    for (Tensor* t : k.outputs)
+      if (&t->device() != device_) return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
+    Node n;
+    n.name = k.name;
+    n.kop = k.kop;
+    std::copy(std::begin(k.call->i), std::end(k.call->i), n.i);
+    std::copy(std::begin(k.call->f), std::end(k.call->f), n.f);
+    for (size_t j = 0; j < k.operands.size(); ++j) {
+      Tensor& t = *k.operands[j];
+      n.in.push_back(view_ref(read_value(t, k.call->inputs[j]), *t.storage, k.call->inputs[j], t));
+    }
+    for (size_t j = 0; j < k.outputs.size(); ++j) {
+      Tensor& t = *k.outputs[j];
+      n.out.push_back(view_ref(write_value(t, k.call->outputs[j]), *t.storage, k.call->outputs[j], t));
+    }
+    for (Storage* s : k.writes) {
+      bool is_output = false;
+      for (Tensor* t : k.outputs) is_output = is_output || t->storage.get() == s;
+      if (is_output) continue;
+      auto it = value_.find(s);
+      if (it == value_.end()) return error(cat("op '", k.name, "' writes a storage it does not read"));
+      n.also_writes.push_back(it->second);
+    }
+    nodes_.push_back(std::move(n));
+  }
+
+  void finish(std::span<Tensor* const> outputs, Graph& g) {
+    if (!error_.empty()) fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: tracing failed: ", error_);
+    if (!device_) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: nothing was traced and there are no inputs");
+    std::unordered_set<int32_t> taken;
+    std::vector<Output> outs;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Tensor& t = *outputs[i];
+      if (t.ctx != &ctx_) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: outputs[", i, "] belongs to another context");
+      if (&t.device() != device_)
+        fail(BRAID_ERR_DEVICE, "graph_trace_end: outputs[", i, "] is on ", t.device().id, ", the graph on ", device_->id);
+      auto it = value_.find(t.storage.get());
+      int32_t v = it == value_.end() ? -1 : it->second;
+      const bool computed = v >= 0 && graph_values_[static_cast<size_t>(v)].kind == ValueKind::internal;
+      if (!computed || taken.count(v)) v = copy_of(t, v);
+      taken.insert(v);
+      outs.push_back({v, t.dtype, t.shape});
+    }
+    g.device = device_;
+    g.values = std::move(graph_values_);
+    g.nodes = std::move(nodes_);
+    g.inputs = std::move(inputs_);
+    g.outputs = std::move(outs);
+    int32_t params = 0;
+    for (Value& v : g.values)
+      if (v.kind == ValueKind::param) v.name = cat("param", params++);
+  }
+
+  Context& ctx() noexcept { return ctx_; }
+
+ private:
+  TensorRef retained(Tensor& t) {
+    t.refs.fetch_add(1, std::memory_order_relaxed);
+    return TensorRef(&t);
+  }
+
+  void keep(Storage& s) { kept_.push_back(s.shared_from_this()); }
+
+  int32_t add_value(Storage& s, Value v) {
+    const auto id = static_cast<int32_t>(graph_values_.size());
+    graph_values_.push_back(std::move(v));
+    value_.emplace(&s, id);
+    keep(s);
+    return id;
+  }
+
+  static void describe(Value& v, const Tensor& t, const braid_buffer_view& view) {
+    v.bytes = t.storage->bytes;
+    v.dtype = view.dtype;
+    ViewRef probe = view_ref(0, *t.storage, view, t);
+    if (probe.covers_whole(v.bytes)) {
+      v.shape = Shape::of(std::span<const int64_t>(view.shape, static_cast<size_t>(view.ndim)));
+    } else {
+      const int64_t n = static_cast<int64_t>(v.bytes / dtype_size(view.dtype));
+      v.shape = Shape::of(std::span<const int64_t>(&n, 1));
+    }
+  }
+
+  // A storage read: a value already seen, else one that existed before (or was filled from the host
+  // during tracing): a parameter.
+  int32_t read_value(Tensor& t, const braid_buffer_view& view) {
+    Storage* s = t.storage.get();
+    if (auto it = value_.find(s); it != value_.end()) return it->second;
+    Value v;
+    v.kind = ValueKind::param;
+    describe(v, t, view);
+    v.tensor = root_for(t);
+    return add_value(*s, std::move(v));
+  }
+
+  // A storage written: a value already seen, a new one made during tracing, or a parameter.
+  int32_t write_value(Tensor& t, const braid_buffer_view& view) {
+    Storage* s = t.storage.get();
+    if (auto it = value_.find(s); it != value_.end()) return it->second;
+    Value v;
+    describe(v, t, view);
+    if (created_.count(s)) {
+      v.kind = ValueKind::internal;
+    } else {
+      v.kind = ValueKind::param;
+      v.tensor = root_for(t);
+    }
+    return add_value(*s, std::move(v));
+  }
+
+  // The handle a parameter is known by: a leaf (whose gradient autograd fills) when there is one.
+  TensorRef root_for(Tensor& t) {
+    if (!(t.ag && t.ag->leaf)) {
+      auto it = reshape_roots_.find(t.storage.get());
+      if (it != reshape_roots_.end()) {
+        Tensor& r = *it->second;
+        r.refs.fetch_add(1, std::memory_order_relaxed);
+        return TensorRef(&r);
+      }
+    }
+    return retained(t);
+  }
+
+  // An output that is an input, a parameter or another output: the graph copies it into a value of
+  // its own, as the function returned a separate tensor.
+  int32_t copy_of(Tensor& t, int32_t v) {
+    if (v < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: an output was not computed by the traced ops");
+    Value nv;
+    nv.kind = ValueKind::internal;
+    nv.bytes = t.storage->bytes;
+    nv.dtype = t.dtype;
+    nv.shape = t.shape;
+    const auto id = static_cast<int32_t>(graph_values_.size());
+    graph_values_.push_back(std::move(nv));
+    Node n;
+    n.name = "copy";
+    n.kop = BRAID_KOP_COPY;
+    ViewRef in = view_ref(v, *t.storage, t.view(), t);
+    ViewRef out = in;
+    out.value = id;
+    n.in.push_back(in);
+    n.out.push_back(out);
+    nodes_.push_back(std::move(n));
+    return id;
+  }
+
+  void error(std::string what) {
+    if (error_.empty()) error_ = std::move(what);
+  }
+
+  Context& ctx_;
+  Device* device_ = nullptr;
+  std::unordered_map<Storage*, int32_t> value_;
+  std::unordered_set<Storage*> created_;
+  std::unordered_map<Storage*, TensorRef> reshape_roots_;
+  // Every storage seen stays alive until the trace ends, so no address is reused for another.
+  std::vector<std::shared_ptr<Storage>> kept_;
+  std::vector<Value> graph_values_;
+  std::vector<Node> nodes_;
+  std::vector<int32_t> inputs_;
+  std::string error_;
+};
+
+thread_local std::unique_ptr<Tracer> t_tracer;
+
+}  // namespace
+
+bool tracing() noexcept { return t_tracer != nullptr; }
+
+void trace_begin(Context& ctx, std::span<Tensor* const> inputs) {
+  if (t_tracer) fail(BRAID_ERR_INVALID_STATE, "graph_trace_begin: this thread already traces (traces do not nest)");
+  auto tracer = std::make_unique<Tracer>(ctx);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i]->ctx != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: inputs[", i, "] belongs to another context");
+    tracer->add_input(*inputs[i]);
+  }
+  t_tracer = std::move(tracer);
+  t_trace_hook = t_tracer.get();
+}
+
+void trace_end(Context& ctx, std::span<Tensor* const> outputs, Graph& g) {
+  if (!t_tracer) fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: this thread does not trace (call braid_graph_trace_begin)");
+  if (&t_tracer->ctx() != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: the trace was begun on another context");
+  std::unique_ptr<Tracer> tracer = std::move(t_tracer);
+  t_trace_hook = nullptr;
+  tracer->finish(outputs, g);
+}
+
+void trace_abandon() noexcept {
+  t_trace_hook = nullptr;
+  t_tracer.reset();
+}
+
+}  // namespace braid::graph

@@ -1,0 +1,479 @@
+// Graph mode (docs/GRAPH.md): a traced graph gives the imperative results under every pass, on every
+// device, forward and backward; each pass does what it says; files round-trip; bad use is refused.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "graph/graph_support.h"
+
+using test::T;
+using gtest::Graph;
+
+namespace {
+
+// The chapter's MLP, imperative: relu(x W1 + b1) -> relu(. W2 + b2) -> . W3 + b3.
+struct Mlp {
+  std::vector<T> params;  // W1, b1, W2, b2, W3, b3
+  Mlp(braid_context ctx, braid_device dev, int64_t in, int64_t h1, int64_t h2, int64_t out, braid_dtype dtype = BRAID_FLOAT32) {
+    const int64_t dims[] = {in, h1, h2, out};
+    for (int l = 0; l < 3; ++l) {
+      params.push_back(gtest::random(ctx, dev, dtype, {dims[l], dims[l + 1]}, 0.5));
+      params.push_back(gtest::random(ctx, dev, dtype, {dims[l + 1]}, 0.5));
+    }
+  }
+  T forward(braid_tensor x) const {
+    T h;
+    BRAID_CHECK_OK(braid_tensor_retain(x));
+    h.t = x;
+    for (int l = 0; l < 3; ++l) {
+      T y, z;
+      BRAID_CHECK_OK(braid_matmul(h.t, params[size_t(2 * l)].t, 0, 0, y.out()));
+      BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, y.t, params[size_t(2 * l + 1)].t, z.out()));
+      if (l < 2) {
+        T r;
+        BRAID_CHECK_OK(braid_unary(BRAID_UNARY_RELU, z.t, r.out()));
+        h = std::move(r);
+      } else {
+        h = std::move(z);
+      }
+    }
+    return h;
+  }
+};
+
+Graph trace_mlp(braid_context ctx, const Mlp& m, braid_tensor x, T* imperative) {
+  BRAID_CHECK_OK(braid_graph_trace_begin(ctx, 1, &x));
+  T y = m.forward(x);
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(ctx, 1, &y.t, &g.g));
+  if (imperative) *imperative = std::move(y);
+  return g;
+}
+
+const uint32_t kPassSets[] = {0,
+                              BRAID_GRAPH_PASS_DEAD_CODE,
+                              BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS,
+                              BRAID_GRAPH_PASS_FOLD_CONSTANTS,
+                              BRAID_GRAPH_PASS_PLAN_MEMORY,
+                              BRAID_GRAPH_PASS_ALL};
+
+}  // namespace
+
+TEST_CASE("graph: a traced MLP gives the imperative results under every pass, on every device") {
+  for (const std::string& backend : gtest::backends()) {
+    CAPTURE(backend);
+    gtest::BackendCtx c(backend);
+    if (!c.ctx) continue;
+    Mlp m(c.ctx, 0, 20, 16, 8, 3);
+    for (uint32_t passes : kPassSets) {
+      CAPTURE(passes);
+      T x0 = gtest::random(c.ctx, 0, BRAID_FLOAT32, {4, 20}, 1.0);
+      T y0;
+      Graph g = trace_mlp(c.ctx, m, x0.t, &y0);
+      BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
+      braid_graph_info info{};
+  info.struct_size = sizeof info;
+      BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+      CHECK(info.num_nodes == 8);  // 3 matmuls, 3 adds, 2 relus
+      CHECK(info.num_inputs == 1);
+      CHECK(info.num_params == 6);
+      braid_graph_tensor_info in{}, out{};
+      in.struct_size = out.struct_size = sizeof in;
+      BRAID_CHECK_OK(braid_graph_get_input(g.g, 0, &in));
+      BRAID_CHECK_OK(braid_graph_get_output(g.g, 0, &out));
+      CHECK((in.dtype == BRAID_FLOAT32 && in.ndim == 2 && in.shape[0] == 4 && in.shape[1] == 20));
+      CHECK((out.dtype == BRAID_FLOAT32 && out.ndim == 2 && out.shape[0] == 4 && out.shape[1] == 3));
+      CHECK(braid_graph_get_input(g.g, 1, &in) == BRAID_ERR_INVALID_ARGUMENT);
+      for (int rep = 0; rep < 3; ++rep) {
+        T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {4, 20}, 1.0);
+        T want = m.forward(x.t);
+        T got;
+        BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, got.out()));
+        gtest::check_close(gtest::host_f32(got), gtest::host_f32(want), 1e-5);
+      }
+      // The traced call's own output is the imperative result too.
+      T again;
+      BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x0.t, 1, again.out()));
+      gtest::check_close(gtest::host_f32(again), gtest::host_f32(y0), 1e-5);
+      BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+      CHECK(info.pushes_per_run == 1);
+      CHECK(info.workspace_bytes > 0);
+      if (passes & BRAID_GRAPH_PASS_PLAN_MEMORY) CHECK(info.workspace_bytes < info.intermediate_bytes);
+    }
+  }
+}
+
+TEST_CASE("graph: dead code is removed, and effects on parameters are kept") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {8}, 1.0);
+  T counter = test::full(c.ctx, 0, BRAID_FLOAT32, {8}, 0.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T unused, y;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, x.t, unused.out()));  // never reaches an output
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, y.out()));
+  BRAID_CHECK_OK(braid_copy_into(x.t, counter.t));  // an effect on a tensor outside the graph
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  CHECK(gtest::nodes(g.g) == 3);
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_DEAD_CODE));
+  CHECK(gtest::nodes(g.g) == 2);
+  CHECK(gtest::node_name(g.g, 0) == "unary");
+  T x2 = gtest::random(c.ctx, 0, BRAID_FLOAT32, {8}, 1.0);
+  T got;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x2.t, 1, got.out()));
+  const std::vector<float> in = gtest::host_f32(x2);
+  std::vector<float> neg(in.size());
+  for (size_t i = 0; i < in.size(); ++i) neg[i] = -in[i];
+  CHECK(gtest::host_f32(got) == neg);
+  CHECK(gtest::host_f32(counter) == in);  // the copy into the outside tensor ran again
+}
+
+TEST_CASE("graph: common subexpressions are computed once") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {5, 7}, 1.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T a, b, s, y;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, x.t, a.out()));
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, x.t, b.out()));  // the same as a
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, a.t, b.t, s.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, s.t, 1.0, 0, y.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  CHECK(gtest::nodes(g.g) == 4);
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS | BRAID_GRAPH_PASS_DEAD_CODE));
+  CHECK(gtest::nodes(g.g) == 3);
+  T got;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, got.out()));
+  gtest::check_close(gtest::host_f32(got), gtest::host_f32(y), 1e-6);
+}
+
+TEST_CASE("graph: random ops draw anew each run and are never merged") {
+  test::Ctx c;
+  T x = test::full(c.ctx, 0, BRAID_FLOAT32, {256}, 1.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T a, ma, b, mb, y;
+  BRAID_CHECK_OK(braid_dropout(x.t, 0.5, a.out(), ma.out()));
+  BRAID_CHECK_OK(braid_dropout(x.t, 0.5, b.out(), mb.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, b.t, y.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+  CHECK(gtest::nodes(g.g) == 3);
+  T r1, r2;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, r1.out()));
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, r2.out()));
+  const std::vector<float> v1 = gtest::host_f32(r1), v2 = gtest::host_f32(r2);
+  CHECK(v1 != v2);
+  bool nonzero = false;
+  for (float v : v1) nonzero = nonzero || v != 0.0f;
+  CHECK(nonzero);  // the two dropouts differ within a run too
+}
+
+TEST_CASE("graph: constants are folded once; the graph then reads them") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {3, 4}, 1.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T k = test::full(c.ctx, 0, BRAID_FLOAT32, {3, 4}, 2.0);  // made during tracing: FILL
+  T k2, y;
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, k.t, 3.0, 0, k2.out()));  // 6, constant too
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, x.t, k2.t, y.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  CHECK(gtest::nodes(g.g) == 3);
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_FOLD_CONSTANTS));
+  CHECK(gtest::nodes(g.g) == 1);
+  braid_graph_info info{};
+  info.struct_size = sizeof info;
+  BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+  CHECK(info.num_params == 1);
+  T x2 = gtest::random(c.ctx, 0, BRAID_FLOAT32, {3, 4}, 1.0);
+  T got;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x2.t, 1, got.out()));
+  std::vector<float> want = gtest::host_f32(x2);
+  for (float& v : want) v += 6.0f;
+  CHECK(gtest::host_f32(got) == want);
+}
+
+TEST_CASE("graph: memory planning reuses intermediates' bytes and computes in place") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {1024}, 1.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T h;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, x.t, h.out()));
+  for (int i = 0; i < 10; ++i) {
+    T n;
+    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, h.t, 0.5, 0, n.out()));
+    h = std::move(n);
+  }
+  T y;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, h.t, y.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  Graph unplanned = gtest::clone_by_file(c.ctx, 0, g.g);
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_PLAN_MEMORY));
+  braid_graph_info info{};
+  info.struct_size = sizeof info;
+  BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+  CHECK(info.intermediate_bytes == 11 * 4096);
+  CHECK(info.workspace_bytes == 4096);  // one buffer, every step in place
+  T a, b;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, a.out()));
+  BRAID_CHECK_OK(braid_graph_run(unplanned.g, 1, &x.t, 1, b.out()));
+  CHECK(gtest::host_f32(a) == gtest::host_f32(y));
+  CHECK(gtest::host_f32(b) == gtest::host_f32(y));
+  BRAID_CHECK_OK(braid_graph_get_info(unplanned.g, &info));
+  CHECK(info.workspace_bytes == 11 * 4096);  // without the pass: a place per intermediate
+}
+
+TEST_CASE("graph: backward through a graph run equals backward through the imperative ops, every pass, every device") {
+  for (const std::string& backend : gtest::backends()) {
+    CAPTURE(backend);
+    gtest::BackendCtx c(backend);
+    if (!c.ctx) continue;
+    Mlp m(c.ctx, 0, 6, 5, 4, 3);
+    for (T& p : m.params) BRAID_CHECK_OK(braid_tensor_attach_grad(p.t, BRAID_GRAD_WRITE));
+    T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {2, 6}, 1.0);
+    BRAID_CHECK_OK(braid_tensor_attach_grad(x.t, BRAID_GRAD_WRITE));
+    for (uint32_t passes : kPassSets) {
+      CAPTURE(passes);
+      Graph g = trace_mlp(c.ctx, m, x.t, nullptr);
+      BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
+      auto grads = [&](bool hybrid) {
+        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+        T y, loss;
+        if (hybrid) BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+        else y = m.forward(x.t);
+        BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
+        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+        BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+        std::vector<std::vector<float>> out;
+        for (braid_tensor p : {m.params[0].t, m.params[1].t, m.params[2].t, m.params[3].t, m.params[4].t, m.params[5].t, x.t}) {
+          T gr;
+          BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
+          out.push_back(gtest::host_f32(gr));
+        }
+        return out;
+      };
+      const auto want = grads(false);
+      const auto got = grads(true);
+      REQUIRE(got.size() == want.size());
+      for (size_t k = 0; k < got.size(); ++k) gtest::check_close(got[k], want[k], 1e-5);
+    }
+  }
+}
+
+TEST_CASE("graph: a traced training step updates the parameters in place on every run") {
+  test::Ctx c;
+  T w = test::from_vector(c.ctx, 0, {1, 2, 3, 4});
+  T gsrc = test::from_vector(c.ctx, 0, {1, 1, 1, 1});
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &gsrc.t));
+  BRAID_CHECK_OK(braid_sgd_update(w.t, gsrc.t, 0.5, 0.0));
+  T out;
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, w.t, 1.0, 0, out.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &out.t, &g.g));
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+  CHECK(test::to_vector(w) == std::vector<double>{0.5, 1.5, 2.5, 3.5});
+  for (int i = 0; i < 2; ++i) {
+    T r;
+    BRAID_CHECK_OK(braid_graph_run(g.g, 1, &gsrc.t, 1, r.out()));
+  }
+  CHECK(test::to_vector(w) == std::vector<double>{-0.5, 0.5, 1.5, 2.5});
+}
+
+TEST_CASE("graph: save and load round-trip, on every device") {
+  test::Ctx c;
+  Mlp m(c.ctx, 0, 12, 10, 8, 4);
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {3, 12}, 1.0);
+  T y;
+  Graph g = trace_mlp(c.ctx, m, x.t, &y);
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+  gtest::TempDir dir;
+  const std::string json = dir.file("mlp.json"), params = dir.file("mlp.safetensors");
+  BRAID_CHECK_OK(braid_graph_save(g.g, json.c_str(), params.c_str()));
+  const std::vector<float> xs = gtest::host_f32(x), want = gtest::host_f32(y);
+  for (const std::string& backend : gtest::backends()) {
+    CAPTURE(backend);
+    gtest::BackendCtx other(backend);
+    if (!other.ctx) continue;
+    Graph loaded;
+    BRAID_CHECK_OK(braid_graph_load(other.ctx, 0, json.c_str(), params.c_str(), &loaded.g));
+    const int64_t shape[] = {3, 12};
+    T xl;
+    BRAID_CHECK_OK(braid_tensor_from_host(other.ctx, 0, BRAID_FLOAT32, 2, shape, xs.data(), xs.size() * 4, xl.out()));
+    T got;
+    BRAID_CHECK_OK(braid_graph_run(loaded.g, 1, &xl.t, 1, got.out()));
+    gtest::check_close(gtest::host_f32(got), want, 1e-5);
+    CHECK(gtest::nodes(loaded.g) == gtest::nodes(g.g));
+  }
+}
+
+TEST_CASE("graph: bad use is refused with a clear error") {
+  test::Ctx c(2);
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {2, 3}, 1.0);
+  Graph g;
+  SUBCASE("end without begin") {
+    CHECK(braid_graph_trace_end(c.ctx, 1, &x.t, &g.g) == BRAID_ERR_INVALID_STATE);
+  }
+  SUBCASE("traces do not nest") {
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    CHECK(braid_graph_trace_begin(c.ctx, 1, &x.t) == BRAID_ERR_INVALID_STATE);
+    BRAID_CHECK_OK(braid_graph_trace_abort());
+  }
+  SUBCASE("an op on another device") {
+    T other = gtest::random(c.ctx, 1, BRAID_FLOAT32, {2, 3}, 1.0);
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    T a, b;
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, a.out()));
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, other.t, b.out()));
+    CHECK(braid_graph_trace_end(c.ctx, 1, &a.t, &g.g) == BRAID_ERR_INVALID_STATE);
+    CHECK(std::string(braid_last_error()).find("cpu:1") != std::string::npos);
+    CHECK(g.g == nullptr);
+  }
+  SUBCASE("a computed value copied to another device") {
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    T a, b;
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, a.out()));
+    BRAID_CHECK_OK(braid_copy(a.t, 1, b.out()));
+    CHECK(braid_graph_trace_end(c.ctx, 1, &a.t, &g.g) == BRAID_ERR_INVALID_STATE);
+  }
+  SUBCASE("runs with the wrong inputs") {
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    T a;
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, a.out()));
+    BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &a.t, &g.g));
+    T wrong_shape = gtest::random(c.ctx, 0, BRAID_FLOAT32, {3, 2}, 1.0);
+    T wrong_device = gtest::random(c.ctx, 1, BRAID_FLOAT32, {2, 3}, 1.0);
+    T out;
+    CHECK(braid_graph_run(g.g, 1, &wrong_shape.t, 1, out.out()) == BRAID_ERR_SHAPE);
+    CHECK(braid_graph_run(g.g, 1, &wrong_device.t, 1, out.out()) == BRAID_ERR_DEVICE);
+    CHECK(braid_graph_run(g.g, 0, nullptr, 1, out.out()) == BRAID_ERR_INVALID_ARGUMENT);
+    CHECK(braid_graph_run(g.g, 1, &x.t, 2, out.out()) == BRAID_ERR_INVALID_ARGUMENT);
+    CHECK(braid_graph_optimize(g.g, 1u << 20) == BRAID_ERR_INVALID_ARGUMENT);
+    braid_graph_node_info ni{};
+  ni.struct_size = sizeof ni;
+    CHECK(braid_graph_get_node(g.g, 5, &ni) == BRAID_ERR_INVALID_ARGUMENT);
+  }
+  SUBCASE("released handles") {
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    T a;
+    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, a.out()));
+    braid_graph raw = nullptr;
+    BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &a.t, &raw));
+    BRAID_CHECK_OK(braid_graph_release(raw));
+    CHECK(braid_graph_release(raw) == BRAID_ERR_INVALID_ARGUMENT);
+    T out;
+    CHECK(braid_graph_run(raw, 1, &x.t, 1, out.out()) == BRAID_ERR_INVALID_ARGUMENT);
+    CHECK(braid_graph_run(nullptr, 1, &x.t, 1, out.out()) == BRAID_ERR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("graph: malformed and newer files are refused, never crash") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {2, 3}, 1.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T a, b;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, a.out()));
+  BRAID_CHECK_OK(braid_matmul(a.t, x.t, 0, 1, b.out()));
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &b.t, &g.g));
+  gtest::TempDir dir;
+  const std::string json = dir.file("g.json"), params = dir.file("g.safetensors");
+  BRAID_CHECK_OK(braid_graph_save(g.g, json.c_str(), params.c_str()));
+  const std::string good = gtest::read_text(json);
+  auto load = [&](const std::string& text) {
+    gtest::write_text(json, text);
+    Graph l;
+    const braid_status s = braid_graph_load(c.ctx, 0, json.c_str(), params.c_str(), &l.g);
+    CHECK((s == BRAID_OK) == (l.g != nullptr));
+    return s;
+  };
+  CHECK(load(good) == BRAID_OK);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = good;
+    const size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return t.substr(0, at) + to + t.substr(at + from.size());
+  };
+  {
+    std::string t = good;
+    const size_t at = t.find('1', t.find("\"version\""));
+    REQUIRE(at != std::string::npos);
+    CHECK(load(t.substr(0, at) + "2" + t.substr(at + 1)) == BRAID_ERR_UNSUPPORTED);
+  }
+  CHECK(load("") == BRAID_ERR_IO);
+  CHECK(load("{}") == BRAID_ERR_IO);
+  CHECK(load("[1, 2]") == BRAID_ERR_IO);
+  CHECK(load(good.substr(0, good.size() / 2)) == BRAID_ERR_IO);
+  CHECK(load(replaced("\"MATMUL\"", "\"NOPE\"")) == BRAID_ERR_IO);
+  CHECK(load(replaced("\"UNARY\"", "\"MATMUL\"")) == BRAID_ERR_IO);  // wrong operands for the kernel
+  CHECK(load(replaced("\"float32\"", "\"float33\"")) == BRAID_ERR_IO);
+  {
+    std::string t = good;  // a stride that reaches outside its value
+    const size_t at = t.find('3', t.find("\"strides\""));
+    REQUIRE(at != std::string::npos);
+    CHECK(load(t.substr(0, at) + "300" + t.substr(at + 1)) == BRAID_ERR_IO);
+  }
+  CHECK(load(replaced("\"value\": 0", "\"value\": 99")) == BRAID_ERR_IO);
+  std::filesystem::remove(params);
+  CHECK(load(good) == BRAID_ERR_NOT_FOUND);
+}
+
+namespace {
+struct Counter {
+  int calls = 0;
+};
+// y = relu(x) * 2, counting how often the function itself runs.
+braid_status relu2(void* user, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  ++static_cast<Counter*>(user)->calls;
+  braid_tensor r = nullptr;
+  if (braid_status s = braid_unary(BRAID_UNARY_RELU, in[0], &r); s != BRAID_OK) return s;
+  const braid_status s = braid_binary_scalar(BRAID_BINARY_MUL, r, 2.0, 0, &out[0]);
+  braid_tensor_release(r);
+  return s;
+}
+braid_status failing(void*, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  return braid_unary(BRAID_UNARY_LOG, nullptr, &out[0]);
+}
+}  // namespace
+
+TEST_CASE("hybrid: traced once per input signature, then run as a graph") {
+  test::Ctx c;
+  Counter n;
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, relu2, &n, 1, 1, BRAID_GRAPH_PASS_ALL, &h));
+  for (int64_t len : {5, 5, 9, 5, 9}) {
+    T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {len}, 1.0);
+    T y;
+    BRAID_CHECK_OK(braid_hybrid_call(h, &x.t, y.out()));
+    const std::vector<float> in = gtest::host_f32(x), out = gtest::host_f32(y);
+    REQUIRE(out.size() == in.size());
+    for (size_t i = 0; i < in.size(); ++i) CHECK(out[i] == (in[i] > 0 ? 2 * in[i] : 0.0f));
+  }
+  CHECK(n.calls == 2);  // one trace per shape
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {9}, 1.0);
+  Graph g;
+  BRAID_CHECK_OK(braid_hybrid_graph(h, &x.t, &g.g));
+  CHECK(gtest::nodes(g.g) == 2);
+  T x7 = gtest::random(c.ctx, 0, BRAID_FLOAT32, {7}, 1.0);
+  Graph none;
+  CHECK(braid_hybrid_graph(h, &x7.t, &none.g) == BRAID_ERR_NOT_FOUND);
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+  CHECK(braid_hybrid_release(h) == BRAID_ERR_INVALID_ARGUMENT);
+
+  braid_hybrid bad = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, failing, nullptr, 1, 1, 0, &bad));
+  T y;
+  CHECK(braid_hybrid_call(bad, &x.t, y.out()) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(y.t == nullptr);
+  // The failed trace ended: the thread can trace again.
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  BRAID_CHECK_OK(braid_graph_trace_abort());
+  BRAID_CHECK_OK(braid_hybrid_release(bad));
+}
