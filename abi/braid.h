@@ -719,8 +719,9 @@ typedef enum braid_graph_pass {
   BRAID_GRAPH_PASS_DEAD_CODE = 1,              /* drop kernels whose results reach no output */
   BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS = 2,  /* compute a repeated kernel once (never random ones) */
   BRAID_GRAPH_PASS_FOLD_CONSTANTS = 4,         /* compute what depends on no input or parameter once, now */
-  BRAID_GRAPH_PASS_PLAN_MEMORY = 8,            /* intermediates share one workspace, reused and in place */
-  BRAID_GRAPH_PASS_ALL = 15
+  BRAID_GRAPH_PASS_PLAN_MEMORY = 8,            /* intermediates share the workspace's slots, and in place */
+  BRAID_GRAPH_PASS_FUSE_ELEMENTWISE = 16,      /* a chain of elementwise kernels runs as one (where the backend can) */
+  BRAID_GRAPH_PASS_ALL = 31
 } braid_graph_pass;
 
 /* Starts tracing on the calling thread: the ops it runs on ctx until braid_graph_trace_end still run
@@ -759,6 +760,7 @@ typedef struct braid_graph_info {
   uint64_t workspace_bytes; /* bytes of intermediates per run once planned (at the first run or PLAN_MEMORY) */
   uint64_t intermediate_bytes; /* the sum of the intermediates' sizes: what runs without a plan would hold */
   uint32_t passes;          /* braid_graph_pass bits applied */
+  int32_t kernels_per_run;  /* kernels a run submits (fused chains count once; known after the first run) */
 } braid_graph_info;
 BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out);
 

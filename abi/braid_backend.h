@@ -94,6 +94,18 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                    one of the inputs (in place): an element's inputs are all read before any output
  *                    is written. A collective reduces and broadcasts a slice in one pass with it.
  *
+ * Fused elementwise kernel (ABI 1.3); optional: the host uses it only where supports() says so
+ * (graph mode fuses chains of elementwise kernels into one).
+ *  FUSED_ELEMENTWISE in[0..k) -> out[0], all float32 or all float64; inputs carry out's shape (stride 0
+ *                    on broadcast axes). i0 = n, the number of instructions (1..BRAID_FUSED_MAX_INSTRS);
+ *                    instruction j is bits [21*(j%3), 21*(j%3)+21) of i[1 + j/3]: kind (bits 0-1:
+ *                    0 = unary op(a), 1 = binary a op b, 2 = a op f[b], 3 = f[b] op a), op (bits 2-5: a
+ *                    braid_unary_op or braid_binary_op), a (bits 6-11), b (bits 12-17). Registers 0..k-1
+ *                    hold the inputs' elements, register k+j instruction j's result; an instruction reads
+ *                    only registers below k+j. out = the last instruction's result. Every instruction
+ *                    computes as UNARY, BINARY or BINARY_SCALAR would in the dtype (transcendental ops
+ *                    to the last bit), so the result is the chain's without its intermediates in memory.
+ *
  * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
  * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
  * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
@@ -132,6 +144,8 @@ typedef enum braid_kernel_op {
   BRAID_KOP_SOFTMAX_CE_BWD,
   /* ABI 1.2 */
   BRAID_KOP_COMBINE,
+  /* ABI 1.3 */
+  BRAID_KOP_FUSED_ELEMENTWISE,
   BRAID_KOP_COUNT
 } braid_kernel_op;
 
@@ -147,6 +161,7 @@ typedef struct braid_buffer_view {
 
 #define BRAID_KERNEL_MAX_INPUTS 6
 #define BRAID_KERNEL_MAX_OUTPUTS 4
+#define BRAID_FUSED_MAX_INSTRS 21 /* FUSED_ELEMENTWISE: 3 instructions in each of i[1..7] */
 
 typedef struct braid_kernel_call {
   uint32_t struct_size;

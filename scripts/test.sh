@@ -20,7 +20,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 supp="$root/tests/sanitizers"
-sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|data|autograd|cpu|parallel)$'
+sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|data|autograd|cpu|parallel|graph)$'
 failed=()
 start=$SECONDS
 
@@ -127,7 +127,7 @@ if step "build (build-asan/, ASan+UBSan)" scripts/build.sh --sanitize address; t
   if [[ -e build-asan/lib/libbraid-backend-vulkan.so ]]; then
     step "ctest ASan+UBSan, cpu and vulkan plugins" run_ctest build-asan "${asan_env[@]/BRAID_BACKENDS=cpu/BRAID_BACKENDS=cpu,vulkan}" \
       ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1" \
-      -R '^braid-test-(runtime|ops|data|autograd|vulkan)$'  # + the vulkan plugin's own suite
+      -R '^braid-test-(runtime|ops|data|autograd|graph|vulkan)$'  # + the vulkan plugin's own suite
   fi
 fi
 

@@ -11,7 +11,7 @@ const char* op_name(const braid_kernel_op& op) noexcept {
       "matmul",       "conv2d",          "pool2d",            "batch_norm",    "softmax",
       "softmax_cross_entropy",           "dropout",           "sgd_update",    "sgd_momentum",
       "adam_update",  "conv2d_bwd_data", "conv2d_bwd_weight", "pool2d_bwd",    "batch_norm_bwd",
-      "softmax_cross_entropy_bwd",       "combine"};
+      "softmax_cross_entropy_bwd",       "combine",           "fused_elementwise"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_KOP_COUNT, "one name per kernel op");
   return valid_op(op) ? kNames[op] : "invalid";
 }

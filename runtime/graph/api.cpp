@@ -54,6 +54,10 @@ void optimize(Graph& g, uint32_t passes) {
     g.reuse_memory = true;
     plan_memory(g, true);
   }
+  if ((passes & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE) && !g.fuse) {
+    g.fuse = true;
+    g.prepared = Prepared{};  // the next run prepares its calls with the fused chains
+  }
   g.passes_applied |= passes;
 }
 
@@ -218,6 +222,7 @@ BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out
     info.pushes_per_run = pushes_per_run(gr);
     info.workspace_bytes = gr.plan.planned ? gr.plan.workspace_bytes : 0;
     info.passes = gr.passes_applied;
+    info.kernels_per_run = kernels_per_run(gr);
     copy_out(out, info, "out");
   });
 }

@@ -114,6 +114,7 @@ struct Graph {
   Prepared prepared;
   uint32_t passes_applied = 0;  // BRAID_GRAPH_PASS_* bits already run
   bool reuse_memory = false;    // the memory plan reuses bytes (BRAID_GRAPH_PASS_PLAN_MEMORY)
+  bool fuse = false;            // runs fuse elementwise chains (BRAID_GRAPH_PASS_FUSE_ELEMENTWISE)
   // Runs are serialised: they share the workspace and the plan.
   std::mutex run_mu;
   // The plan's slots, allocated at the first run and reused by every run (ordered by their engine

@@ -19,7 +19,7 @@ constexpr const char* kKernelNames[] = {
     "BINARY",     "BINARY_SCALAR",  "REDUCE",         "ARGMAX",        "MATMUL",     "CONV2D",
     "POOL2D",     "BATCH_NORM",     "SOFTMAX",        "SOFTMAX_CE",    "DROPOUT",    "SGD_UPDATE",
     "SGD_MOMENTUM", "ADAM_UPDATE",  "CONV2D_BWD_DATA", "CONV2D_BWD_WEIGHT", "POOL2D_BWD", "BATCH_NORM_BWD",
-    "SOFTMAX_CE_BWD", "COMBINE"};
+    "SOFTMAX_CE_BWD", "COMBINE", "FUSED_ELEMENTWISE"};
 static_assert(std::size(kKernelNames) == BRAID_KOP_COUNT);
 
 constexpr const char* kKinds[] = {"input", "param", "internal"};
@@ -224,10 +224,11 @@ void check_node(const Node& n, const std::string& where) {
   static constexpr Arity kArity[] = {
       {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1},
       {1, 1, 1}, {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3}, {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1},
-      {3, 3, 2}, {4, 4, 3}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}};
+      {3, 3, 2}, {4, 4, 3}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}};
   static_assert(std::size(kArity) == BRAID_KOP_COUNT);
   const Check c{n, where};
   if (n.kop == BRAID_KOP_COMBINE) c.no("collective kernels cannot be loaded");
+  if (n.kop == BRAID_KOP_FUSED_ELEMENTWISE) c.no("fused kernels are made when a graph runs, not read from files");
   const Arity a = kArity[n.kop];
   const auto nin = static_cast<int>(n.in.size());
   if (nin < a.min_in || nin > a.max_in || static_cast<int>(n.out.size()) != a.out) c.no("wrong number of operands");

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/trace_hook.h"
 #include "engine/engine.h"
+#include "graph/fuse.h"
 #include "graph/passes.h"
 
 namespace braid::graph {
@@ -182,7 +183,8 @@ void prepare(Graph& g) {
   std::vector<int32_t> output_of(g.values.size(), -1);
   for (size_t k = 0; k < g.outputs.size(); ++k) output_of[at(g.outputs[k].value)] = static_cast<int32_t>(k);
   for (const auto& s : g.workspace) p.writes.push_back(s.get());
-  p.calls.resize(g.nodes.size());
+  const std::vector<FusedGroup> groups = g.fuse ? fusion_groups(g) : std::vector<FusedGroup>{};
+  p.calls.reserve(g.nodes.size());
   auto place = [&](const ViewRef& r, braid_buffer_view& v, uint32_t call, bool output, size_t slot) {
     const Value& val = g.values[at(r.value)];
     if (val.kind == ValueKind::param) {
@@ -199,11 +201,18 @@ void prepare(Graph& g) {
     }
     fill_view(v, r, *g.workspace[at(g.plan.slot[at(r.value)])], 0);
   };
-  for (size_t i = 0; i < g.nodes.size(); ++i) {
-    const Node& n = g.nodes[i];
-    braid_kernel_call& c = p.calls[i];
+  size_t next_group = 0;
+  for (size_t i = 0, step = 1; i < g.nodes.size(); i += step) {
+    const Node* node = &g.nodes[i];
+    step = 1;
+    if (next_group < groups.size() && groups[next_group].first == i) {  // a fused chain: one call
+      node = &groups[next_group].node;
+      step = groups[next_group++].count;
+    }
+    const Node& n = *node;
+    const auto call = static_cast<uint32_t>(p.calls.size());
+    braid_kernel_call& c = p.calls.emplace_back();
     fill_call(c, n, *g.ctx);
-    const auto call = static_cast<uint32_t>(i);
     for (size_t k = 0; k < n.in.size(); ++k) place(n.in[k], c.inputs[k], call, false, k);
     for (size_t k = 0; k < n.out.size(); ++k) place(n.out[k], c.outputs[k], call, true, k);
     for (int32_t v : n.also_writes)
@@ -295,6 +304,10 @@ std::vector<TensorRef> compute_values(Graph& g, std::span<const size_t> nodes) {
   Interpreter it(g, false);
   for (size_t i : nodes) it.run(g.nodes[i]);
   return std::move(it.values());
+}
+
+int kernels_per_run(const Graph& g) {
+  return g.prepared.ready ? static_cast<int>(g.prepared.calls.size()) : static_cast<int>(g.nodes.size());
 }
 
 int pushes_per_run(const Graph& g) {

@@ -21,6 +21,8 @@ std::vector<TensorRef> run(Graph& g, std::span<Tensor* const> inputs);
 // returns a tensor per value written (others empty). Graph inputs must not be read.
 std::vector<TensorRef> compute_values(Graph& g, std::span<const size_t> nodes);
 
+// Kernels a run submits: after the first run, with fused chains counted once; before, the nodes.
+int kernels_per_run(const Graph& g);
 // How many engine pushes a run makes (1 where the device's backend runs segments).
 int pushes_per_run(const Graph& g);
 

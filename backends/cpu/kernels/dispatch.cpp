@@ -49,6 +49,7 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* BATCH_NORM_BWD */ kFloatTypes,
     /* SOFTMAX_CE_BWD */ kFloatTypes,
     /* COMBINE */ kNumericTypes,
+    /* FUSED_ELEMENTWISE */ kFloatTypes,
 };
 
 using KernelFn = KernelResult (*)(const Call&, Exec&);
@@ -57,7 +58,7 @@ constexpr KernelFn kKernels[BRAID_KOP_COUNT] = {
     k_binary_scalar,      k_reduce,  k_argmax,     k_matmul,     k_conv2d,     k_pool2d,
     k_batch_norm,         k_softmax, k_softmax_ce, k_dropout,    k_sgd,        k_sgd_momentum,
     k_adam,   k_conv2d_bwd_data,    k_conv2d_bwd_weight, k_pool2d_bwd, k_batch_norm_bwd, k_softmax_ce_bwd,
-    k_combine,
+    k_combine, k_fused_elementwise,
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "convert.h"
+#include "elementwise_ops.h"
 #include "vmath.h"
 
 namespace braid::cpu::kern {
@@ -79,22 +80,7 @@ bool unary_typed(Exec& ex, const Call& c, braid_unary_op op) {
       default: return false;
     }
   } else {
-    switch (op) {
-      case BRAID_UNARY_NEG: unary_map<T>(ex, c, kGrain, [](T x) { return -x; }); return true;
-      case BRAID_UNARY_ABS: unary_map<T>(ex, c, kGrain, [](T x) { return std::fabs(x); }); return true;
-      case BRAID_UNARY_EXP: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_exp(x); }); return true;
-      case BRAID_UNARY_LOG: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_log(x); }); return true;
-      case BRAID_UNARY_SQRT: unary_map<T>(ex, c, kGrain, [](T x) { return v_sqrt(x); }); return true;
-      // NaN propagates (the comparison is false), as in PyTorch.
-      case BRAID_UNARY_RELU: unary_map<T>(ex, c, kGrain, [](T x) { return x < T(0) ? T(0) : x; }); return true;
-      case BRAID_UNARY_SIGMOID: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_sigmoid(x); }); return true;
-      case BRAID_UNARY_TANH: unary_map<T>(ex, c, kGrainHeavy, [](T x) { return v_tanh(x); }); return true;
-      case BRAID_UNARY_SQUARE: unary_map<T>(ex, c, kGrain, [](T x) { return x * x; }); return true;
-      case BRAID_UNARY_SIGN:
-        unary_map<T>(ex, c, kGrain, [](T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); });
-        return true;
-      default: return false;
-    }
+    return with_float_unary<T>(op, [&](auto fn, bool heavy) { unary_map<T>(ex, c, heavy ? kGrainHeavy : kGrain, fn); });
   }
 }
 
@@ -134,16 +120,6 @@ inline T int_pow(T a, T b, bool& bad) {
   return r;
 }
 
-// Max/min that propagate NaN from either side (PyTorch semantics).
-template <class T> inline T max_nan(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return a > b ? a : b;
-  else return (a != a || a > b) ? a : b;
-}
-template <class T> inline T min_nan(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return a < b ? a : b;
-  else return (a != a || a < b) ? a : b;
-}
-
 template <class T, class F>
 void binary_map(Exec& ex, const Layout<3>& L, T* o, const T* a, const T* b, F op) {
   map(ex, L, kGrain, [op](T& r, T x, T y) { r = op(x, y); }, o, a, b);
@@ -166,41 +142,30 @@ template <class T>
 KernelResult binary_typed(Exec& ex, const Call& c, braid_binary_op op, const Layout<3>& L, T* o, const T* a,
                           const T* b) {
   auto run = [&](auto f) { binary_map<T>(ex, L, o, a, b, f); };
-  constexpr bool integral = std::is_integral_v<T>;
-  switch (op) {
-    case BRAID_BINARY_ADD:
-      if constexpr (integral) run([](T x, T y) { return wrap_add(x, y); }); else run([](T x, T y) { return x + y; });
-      break;
-    case BRAID_BINARY_SUB:
-      if constexpr (integral) run([](T x, T y) { return wrap_sub(x, y); }); else run([](T x, T y) { return x - y; });
-      break;
-    case BRAID_BINARY_MUL:
-      if constexpr (integral) run([](T x, T y) { return wrap_mul(x, y); }); else run([](T x, T y) { return x * y; });
-      break;
-    case BRAID_BINARY_DIV:
-      if constexpr (integral) {
+  if constexpr (!std::is_integral_v<T>) {
+    if (!with_float_binary<T>(op, run))
+      return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
+  } else {
+    switch (op) {
+      case BRAID_BINARY_ADD: run([](T x, T y) { return wrap_add(x, y); }); break;
+      case BRAID_BINARY_SUB: run([](T x, T y) { return wrap_sub(x, y); }); break;
+      case BRAID_BINARY_MUL: run([](T x, T y) { return wrap_mul(x, y); }); break;
+      case BRAID_BINARY_DIV:
         if (!binary_checked<T>(ex, L, o, a, b, int_div<T>))
           return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer division by zero");
-      } else {
-        run([](T x, T y) { return x / y; });
-      }
-      break;
-    case BRAID_BINARY_POW:
-      if constexpr (integral) {
+        break;
+      case BRAID_BINARY_POW:
         if (!binary_checked<T>(ex, L, o, a, b, int_pow<T>))
           return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer zero to a negative power");
-      } else {
-        // Cheap exact forms for the exponents that dominate in practice (x**2 from a scalar).
-        run([](T x, T y) { return y == T(2) ? x * x : std::pow(x, y); });
-      }
-      break;
-    case BRAID_BINARY_MAXIMUM: run([](T x, T y) { return max_nan(x, y); }); break;
-    case BRAID_BINARY_MINIMUM: run([](T x, T y) { return min_nan(x, y); }); break;
-    case BRAID_BINARY_EQUAL: run([](T x, T y) { return x == y ? T(1) : T(0); }); break;
-    case BRAID_BINARY_LESS: run([](T x, T y) { return x < y ? T(1) : T(0); }); break;
-    case BRAID_BINARY_GREATER: run([](T x, T y) { return x > y ? T(1) : T(0); }); break;
-    default:
-      return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
+        break;
+      case BRAID_BINARY_MAXIMUM: run([](T x, T y) { return max_nan(x, y); }); break;
+      case BRAID_BINARY_MINIMUM: run([](T x, T y) { return min_nan(x, y); }); break;
+      case BRAID_BINARY_EQUAL: run([](T x, T y) { return x == y ? T(1) : T(0); }); break;
+      case BRAID_BINARY_LESS: run([](T x, T y) { return x < y ? T(1) : T(0); }); break;
+      case BRAID_BINARY_GREATER: run([](T x, T y) { return x > y ? T(1) : T(0); }); break;
+      default:
+        return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
+    }
   }
   return {};
 }

@@ -1,0 +1,62 @@
+// The element functions of the floating-point UNARY and BINARY ops, in one place: the UNARY, BINARY
+// and BINARY_SCALAR kernels and FUSED_ELEMENTWISE (fused.cpp) apply the same ones, so a fused chain
+// gives the unfused chain's results element for element.
+#pragma once
+#include <cmath>
+#include <type_traits>
+
+#include "braid_backend.h"
+#include "vmath.h"
+
+namespace braid::cpu::kern {
+
+// Max/min that propagate NaN from either side (PyTorch semantics).
+template <class T> inline T max_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return a > b ? a : b;
+  else return (a != a || a > b) ? a : b;
+}
+template <class T> inline T min_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>) return a < b ? a : b;
+  else return (a != a || a < b) ? a : b;
+}
+
+// Calls f(fn, heavy) with the element function of a float unary op (heavy: transcendental,
+// compute-bound); false for an op it does not know.
+template <class T, class F>
+bool with_float_unary(braid_unary_op op, F&& f) {
+  switch (op) {
+    case BRAID_UNARY_NEG: f([](T x) { return -x; }, false); return true;
+    case BRAID_UNARY_ABS: f([](T x) { return std::fabs(x); }, false); return true;
+    case BRAID_UNARY_EXP: f([](T x) { return v_exp(x); }, true); return true;
+    case BRAID_UNARY_LOG: f([](T x) { return v_log(x); }, true); return true;
+    case BRAID_UNARY_SQRT: f([](T x) { return v_sqrt(x); }, false); return true;
+    // NaN propagates (the comparison is false), as in PyTorch.
+    case BRAID_UNARY_RELU: f([](T x) { return x < T(0) ? T(0) : x; }, false); return true;
+    case BRAID_UNARY_SIGMOID: f([](T x) { return v_sigmoid(x); }, true); return true;
+    case BRAID_UNARY_TANH: f([](T x) { return v_tanh(x); }, true); return true;
+    case BRAID_UNARY_SQUARE: f([](T x) { return x * x; }, false); return true;
+    case BRAID_UNARY_SIGN: f([](T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }, false); return true;
+    default: return false;
+  }
+}
+
+// Calls f(fn) with the element function of a float binary op; false for an op it does not know.
+template <class T, class F>
+bool with_float_binary(braid_binary_op op, F&& f) {
+  switch (op) {
+    case BRAID_BINARY_ADD: f([](T x, T y) { return x + y; }); return true;
+    case BRAID_BINARY_SUB: f([](T x, T y) { return x - y; }); return true;
+    case BRAID_BINARY_MUL: f([](T x, T y) { return x * y; }); return true;
+    case BRAID_BINARY_DIV: f([](T x, T y) { return x / y; }); return true;
+    // Cheap exact forms for the exponents that dominate in practice (x**2 from a scalar).
+    case BRAID_BINARY_POW: f([](T x, T y) { return y == T(2) ? x * x : std::pow(x, y); }); return true;
+    case BRAID_BINARY_MAXIMUM: f([](T x, T y) { return max_nan(x, y); }); return true;
+    case BRAID_BINARY_MINIMUM: f([](T x, T y) { return min_nan(x, y); }); return true;
+    case BRAID_BINARY_EQUAL: f([](T x, T y) { return x == y ? T(1) : T(0); }); return true;
+    case BRAID_BINARY_LESS: f([](T x, T y) { return x < y ? T(1) : T(0); }); return true;
+    case BRAID_BINARY_GREATER: f([](T x, T y) { return x > y ? T(1) : T(0); }); return true;
+    default: return false;
+  }
+}
+
+}  // namespace braid::cpu::kern

@@ -1,0 +1,137 @@
+// FUSED_ELEMENTWISE: a chain of elementwise ops (graph mode's fusion) in one pass over memory. The
+// walk is map()'s (common.h: operands merged into as few axes as possible, runs along the innermost
+// axis); each run is cut into tiles of kTile elements, whose inputs are loaded into registers (arrays
+// of kTile values), the program runs instruction by instruction over the tile (each a loop the
+// compiler vectorises), and the last register is stored. Intermediates never leave L1.
+#include "common.h"
+// (common.h first: see the note at its top)
+#include <array>
+#include <string>
+
+#include "convert.h"
+#include "elementwise_ops.h"
+
+namespace braid::cpu::kern {
+namespace {
+
+constexpr int64_t kTile = 64;
+constexpr int kMaxRegs = BRAID_KERNEL_MAX_INPUTS + BRAID_FUSED_MAX_INSTRS;
+
+struct Instr {
+  int kind, op, a, b;
+};
+
+// Decodes and checks the program (kernels trust their calls, but a bad program must not index
+// registers it does not have).
+bool decode(const Call& c, std::array<Instr, BRAID_FUSED_MAX_INSTRS>& prog, int& n) {
+  n = static_cast<int>(c.i[0]);
+  if (n < 1 || n > BRAID_FUSED_MAX_INSTRS || c.num_inputs < 1 || c.num_inputs > BRAID_KERNEL_MAX_INPUTS) return false;
+  for (int j = 0; j < n; ++j) {
+    const auto bits = static_cast<uint64_t>(c.i[1 + j / 3]) >> (21 * (j % 3));
+    Instr& in = prog[size_t(j)];
+    in = {int(bits & 3u), int((bits >> 2) & 15u), int((bits >> 6) & 63u), int((bits >> 12) & 63u)};
+    const int regs = c.num_inputs + j;
+    const bool unary = in.kind == 0;
+    if (in.a >= regs) return false;
+    if (unary ? in.op >= BRAID_UNARY_COUNT : in.op >= BRAID_BINARY_COUNT) return false;
+    if (in.kind == 1 && in.b >= regs) return false;
+    if (in.kind >= 2 && in.b >= 8) return false;
+  }
+  return true;
+}
+
+template <class T>
+struct Program {
+  std::array<Instr, BRAID_FUSED_MAX_INSTRS> code;
+  int n = 0, k = 0;
+  const double* f = nullptr;
+
+  // Runs the program over m elements whose inputs are in r[0..k). Compiled like the unfused kernels'
+  // transcendental loops (BRAID_HOT: an AVX2+FMA clone where the CPU has it), so exp, tanh, ... give
+  // the same last bits as unfused; the basic operations are exact in either version.
+  BRAID_HOT void run(T (*r)[kTile], int64_t m) const {
+    for (int j = 0; j < n; ++j) {
+      const Instr& in = code[size_t(j)];
+      T* out = r[k + j];
+      const T* x = r[in.a];
+      if (in.kind == 0) {
+        with_float_unary<T>(braid_unary_op(in.op), [&](auto fn, bool) {
+          for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e]);
+        });
+      } else if (in.kind == 1) {
+        const T* y = r[in.b];
+        with_float_binary<T>(braid_binary_op(in.op), [&](auto fn) {
+          for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], y[e]);
+        });
+      } else {
+        const T s = convert<T>(f[in.b]);
+        const bool reverse = in.kind == 3;
+        with_float_binary<T>(braid_binary_op(in.op), [&](auto fn) {
+          if (reverse)
+            for (int64_t e = 0; e < m; ++e) out[e] = fn(s, x[e]);
+          else
+            for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], s);
+        });
+      }
+    }
+  }
+};
+
+template <class T, int K>
+void fused_typed(Exec& ex, const Call& c, const Program<T>& p) {
+  const auto& out = c.outputs[0];
+  std::array<const int64_t*, K + 1> strides;
+  strides[0] = out.strides;
+  for (int k = 0; k < K; ++k) strides[size_t(k + 1)] = c.inputs[k].strides;
+  const Layout<K + 1> L = make_layout<K + 1>(out.ndim, out.shape, strides);
+  T* o = data_of<T>(out);
+  std::array<const T*, K> in;
+  for (int k = 0; k < K; ++k) in[size_t(k)] = data_of<const T>(c.inputs[k]);
+  parallel(ex, L.numel, kGrain, [&](int64_t begin, int64_t end) {
+    alignas(64) T regs[kMaxRegs][kTile];
+    for_each_row(L, begin, end, [&](const int64_t* off, int64_t count) {
+      for (int64_t t = 0; t < count; t += kTile) {
+        const int64_t m = std::min(kTile, count - t);
+        for (int k = 0; k < K; ++k) {
+          const int64_t s = L.inner_stride(k + 1);
+          const T* src = in[size_t(k)] + off[k + 1] + t * s;
+          if (s == 1) std::copy_n(src, m, regs[k]);
+          else for (int64_t e = 0; e < m; ++e) regs[k][e] = src[e * s];
+        }
+        p.run(regs, m);
+        const int64_t s = L.inner_stride(0);
+        T* dst = o + off[0] + t * s;
+        const T* res = regs[p.k + p.n - 1];
+        if (s == 1) std::copy_n(res, m, dst);
+        else for (int64_t e = 0; e < m; ++e) dst[e * s] = res[e];
+      }
+    });
+  });
+}
+
+template <class T>
+void fused_dispatch(Exec& ex, const Call& c, const Program<T>& p) {
+  switch (c.num_inputs) {
+    case 1: fused_typed<T, 1>(ex, c, p); break;
+    case 2: fused_typed<T, 2>(ex, c, p); break;
+    case 3: fused_typed<T, 3>(ex, c, p); break;
+    case 4: fused_typed<T, 4>(ex, c, p); break;
+    case 5: fused_typed<T, 5>(ex, c, p); break;
+    default: fused_typed<T, 6>(ex, c, p); break;
+  }
+}
+
+}  // namespace
+
+KernelResult k_fused_elementwise(const Call& c, Exec& ex) {
+  std::array<Instr, BRAID_FUSED_MAX_INSTRS> code;
+  int n = 0;
+  if (!decode(c, code, n)) return fail(BRAID_ERR_INVALID_ARGUMENT, "cpu backend: fused_elementwise: invalid program");
+  visit_dtype(FloatTypes{}, c.outputs[0].dtype, [&]<class T>(Tag<T>) {
+    Program<T> p{code, n, c.num_inputs, c.f};
+    fused_dispatch<T>(ex, c, p);
+  });
+  return {};
+}
+
+}  // namespace braid::cpu::kern
