@@ -78,7 +78,7 @@ if cc -fsanitize=thread "$probe_dir/probe.c" -o "$probe_dir/tsan" 2>/dev/null &&
   fi
 fi
 
-# vulkan_validation: the ops suite and the mixed-device tests with the Khronos validation layer on
+# vulkan_validation: the ops, Vulkan and graph suites and the mixed-device tests with the Khronos validation layer on
 # (BRAID_VULKAN_VALIDATION=1 makes the plugin enable it and print every validation error); any such
 # error fails the step, as does a failing test. Skipped by the caller when the plugin was not built.
 vulkan_validation() {
@@ -86,6 +86,7 @@ vulkan_validation() {
   BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-ops >"$log" 2>&1 || rc=1
   BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-runtime -tc='mixed devices*' >>"$log" 2>&1 || rc=1
   BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-vulkan >>"$log" 2>&1 || rc=1
+  BRAID_VULKAN_VALIDATION=1 build/bin/braid-test-graph >>"$log" 2>&1 || rc=1  # segments, fused chains
   tail -n 4 "$log"
   if grep -q "braid vulkan validation error" "$log"; then
     grep "braid vulkan validation error" "$log" | sort | uniq -c | head -n 20

@@ -237,6 +237,32 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
 }
 
+// FUSED_ELEMENTWISE: the program goes to the interpreter shader (fused.comp) in P.extra, after the
+// checks that keep its register indices inside the shader's 27 registers.
+KernelResult fused(const braid_kernel_call& c, Recorder& r) {
+  const int64_t n = c.i[0];
+  const int k = c.num_inputs;
+  if (n < 1 || n > BRAID_FUSED_MAX_INSTRS || k < 1 || k > BRAID_KERNEL_MAX_INPUTS)
+    return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+  Enc e;
+  e.shape(c.outputs[0]);
+  for (int j = 0; j < k; ++j) e.operand(j, c.inputs[j]);
+  e.operand(6, c.outputs[0]);
+  e.p.extra[0] = static_cast<uint32_t>(n);
+  e.p.extra[1] = static_cast<uint32_t>(k);
+  for (int64_t j = 0; j < n; ++j) {
+    const auto ins = static_cast<uint32_t>((static_cast<uint64_t>(c.i[1 + j / 3]) >> (21 * (j % 3))) & 0x1fffffu);
+    const uint32_t kind = ins & 3u, op = (ins >> 2) & 15u, a = (ins >> 6) & 63u, b = (ins >> 12) & 63u;
+    const auto regs = static_cast<uint32_t>(k + j);
+    const bool bad = a >= regs || (kind == 0 ? op >= BRAID_UNARY_COUNT : op >= BRAID_BINARY_COUNT) ||
+                     (kind == 1 && b >= regs) || (kind >= 2 && b >= 8);
+    if (bad) return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+    e.p.extra[2 + j] = ins;
+  }
+  for (int s = 0; s < 8; ++s) e.attr(s, c.f[s]);
+  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::fused_f32, ShaderId::fused_f64));
+}
+
 void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
 void put_u64(uint32_t* at, uint64_t v) {
   at[0] = static_cast<uint32_t>(v);
@@ -655,6 +681,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
              (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64)) ||
              ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have(&PhysicalDevice::float16));
+    case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs only (fused.comp)
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_ARANGE:
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
       // every device also has shaderInt64.
@@ -700,6 +728,7 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_UNARY: return unary(c, r);
     case BRAID_KOP_BINARY: return binary(c, r);
     case BRAID_KOP_BINARY_SCALAR: return binary_scalar(c, r);
+    case BRAID_KOP_FUSED_ELEMENTWISE: return fused(c, r);
     case BRAID_KOP_REDUCE: return reduce(c, r);
     case BRAID_KOP_ARGMAX: return argmax(c, r);
     case BRAID_KOP_SOFTMAX: return softmax(c, r);

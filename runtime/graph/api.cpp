@@ -61,6 +61,13 @@ void optimize(Graph& g, uint32_t passes) {
   g.passes_applied |= passes;
 }
 
+// index as a position in a list of count, or BRAID_ERR_INVALID_ARGUMENT naming the function.
+size_t checked_index(int32_t index, size_t count, const char* what) {
+  if (index < 0 || static_cast<size_t>(index) >= count)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": index ", index, " is outside [0, ", count, ")");
+  return static_cast<size_t>(index);
+}
+
 braid_graph_tensor_info tensor_info(braid_dtype dtype, const Shape& shape) {
   braid_graph_tensor_info info{};
   info.struct_size = sizeof info;
@@ -206,6 +213,7 @@ BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out
   return guard("braid_graph_get_info", [&] {
     require(out, "out");
     Graph& gr = checked_graph(g, "g").g;
+    std::lock_guard lock(gr.run_mu);  // a run may be preparing its calls or plan
     braid_graph_info info{};
     info.struct_size = sizeof info;
     info.num_inputs = static_cast<int32_t>(gr.inputs.size());
@@ -231,9 +239,7 @@ BRAID_API braid_status braid_graph_get_node(braid_graph g, int32_t index, braid_
   return guard("braid_graph_get_node", [&] {
     require(out, "out");
     Graph& gr = checked_graph(g, "g").g;
-    if (index < 0 || static_cast<size_t>(index) >= gr.nodes.size())
-      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_node: index ", index, " is outside [0, ", gr.nodes.size(), ")");
-    const Node& n = gr.nodes[static_cast<size_t>(index)];
+    const Node& n = gr.nodes[checked_index(index, gr.nodes.size(), "graph_get_node")];
     braid_graph_node_info info{};
     info.struct_size = sizeof info;
     info.name = n.name.c_str();
@@ -253,9 +259,7 @@ BRAID_API braid_status braid_graph_get_input(braid_graph g, int32_t index, braid
   return guard("braid_graph_get_input", [&] {
     require(out, "out");
     Graph& gr = checked_graph(g, "g").g;
-    if (index < 0 || static_cast<size_t>(index) >= gr.inputs.size())
-      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_input: index ", index, " is outside [0, ", gr.inputs.size(), ")");
-    const Value& v = gr.values[static_cast<size_t>(gr.inputs[static_cast<size_t>(index)])];
+    const Value& v = gr.values[static_cast<size_t>(gr.inputs[checked_index(index, gr.inputs.size(), "graph_get_input")])];
     copy_out(out, tensor_info(v.dtype, v.shape), "out");
   });
 }
@@ -264,9 +268,7 @@ BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, brai
   return guard("braid_graph_get_output", [&] {
     require(out, "out");
     Graph& gr = checked_graph(g, "g").g;
-    if (index < 0 || static_cast<size_t>(index) >= gr.outputs.size())
-      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_get_output: index ", index, " is outside [0, ", gr.outputs.size(), ")");
-    const Output& o = gr.outputs[static_cast<size_t>(index)];
+    const Output& o = gr.outputs[checked_index(index, gr.outputs.size(), "graph_get_output")];
     copy_out(out, tensor_info(o.dtype, o.shape), "out");
   });
 }

@@ -104,6 +104,8 @@ TEST_CASE("graph: a traced MLP gives the imperative results under every pass, on
       BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
       CHECK(info.pushes_per_run == 1);
       CHECK(info.workspace_bytes > 0);
+      // Fused: each hidden layer's bias add and relu run as one kernel (both backends have it).
+      CHECK(info.kernels_per_run == ((passes & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE) ? 6 : 8));
       if (passes & BRAID_GRAPH_PASS_PLAN_MEMORY) CHECK(info.workspace_bytes < info.intermediate_bytes);
     }
   }
