@@ -1,5 +1,6 @@
 // Elementwise ops: unary, binary with NumPy broadcasting, and binary with a scalar.
 #include <cmath>
+#include <iterator>
 
 #include "autograd/ops.h"
 #include "ops/op_builder.h"
@@ -38,13 +39,31 @@ braid_dtype binary_dtype(const braid_binary_op& op, braid_dtype a, braid_dtype b
 
 }  // namespace
 
+namespace {
+
+// Each op under its own name (the profiler's events, graph nodes, error messages): "relu", "add".
+const char* unary_name(braid_unary_op op) {
+  static constexpr const char* kNames[] = {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "square", "sign"};
+  static_assert(std::size(kNames) == BRAID_UNARY_COUNT);
+  const int32_t v = enum_int(op);
+  return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
+}
+const char* binary_name(braid_binary_op op) {
+  static constexpr const char* kNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "less", "greater"};
+  static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
+  const int32_t v = enum_int(op);
+  return v >= 0 && v < BRAID_BINARY_COUNT ? kNames[v] : "binary";
+}
+
+}  // namespace
+
 extern "C" {
 
 BRAID_API braid_status braid_unary(braid_unary_op uop, braid_tensor x, braid_tensor* out) {
   return guard("braid_unary", [&] {
     require(out, "out");
     *out = nullptr;
-    OpBuilder op("unary", BRAID_KOP_UNARY);
+    OpBuilder op(unary_name(uop), BRAID_KOP_UNARY);
     Tensor& a = op.input(x, "x");
     if (int32_t v = enum_int(uop); v < 0 || v >= BRAID_UNARY_COUNT)
       fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_unary_op ", v);
@@ -62,7 +81,7 @@ BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_t
   return guard("braid_binary", [&] {
     require(out, "out");
     *out = nullptr;
-    OpBuilder op("binary", BRAID_KOP_BINARY);
+    OpBuilder op(binary_name(bop), BRAID_KOP_BINARY);
     Tensor& ta = op.operand(a, "a");
     Tensor& tb = op.operand(b, "b");
     check_op(bop, "binary");
@@ -103,7 +122,7 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
       *out = autograd::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
       return;
     }
-    OpBuilder op("binary_scalar", BRAID_KOP_BINARY_SCALAR);
+    OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);
     Tensor& a = op.input(x, "x");
     check_binary(bop, a.dtype, "binary_scalar");
     op.require_kernel(a.dtype);

@@ -107,8 +107,8 @@ TEST_CASE("mixed devices: independent work on cpu and vulkan overlaps in the tra
   std::remove(path.c_str());
   const int cpu = m.cpu, vk = m.vk;
   CHECK(test::any_overlap(
-      events, [cpu](const test::TraceEvent& e) { return e.name == "unary" && e.pid == cpu; },
-      [vk](const test::TraceEvent& e) { return e.name == "unary" && e.pid == vk; }));
+      events, [cpu](const test::TraceEvent& e) { return e.name == "tanh" && e.pid == cpu; },
+      [vk](const test::TraceEvent& e) { return e.name == "tanh" && e.pid == vk; }));
 }
 
 TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device's unrelated work") {
