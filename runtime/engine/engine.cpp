@@ -456,6 +456,18 @@ bool Engine::pending_only_on(Storage& storage, const Queue& queue) {
   return true;
 }
 
+bool Engine::claim_for_host_write(Storage& storage) {
+  std::lock_guard lock(mu_);
+  Var& v = storage.var;
+  if (v.last_writer && !is_done(v.last_writer)) return false;
+  for (size_t i = v.done_readers; i < v.readers.size(); ++i)
+    if (v.readers[i] && !is_done(v.readers[i])) return false;
+  v.last_writer.reset();
+  v.readers.clear();
+  v.done_readers = 0;
+  return true;
+}
+
 WaitResult Engine::wait_to_read(Storage& storage) {
   std::shared_ptr<OpNode> writer;
   {

@@ -80,6 +80,12 @@ class Engine {
   // pushed to that in-order queue may then overwrite it without waiting for anything.
   bool pending_only_on(Storage& storage, const Queue& queue);
 
+  // Whether no op is in flight on the storage (its last writer and readers have ended). If so, the
+  // storage forgets them, the last writer's error included: the caller is about to overwrite all of
+  // it from the host, synchronously, which makes a poisoned storage readable again as an upload does.
+  // An op another thread pushes on the storage meanwhile is that application's race.
+  bool claim_for_host_write(Storage& storage);
+
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.
   WaitResult wait(const std::shared_ptr<OpNode>& node);

@@ -30,6 +30,15 @@ std::byte* host_address(const Tensor& t) {
 // tensor makes it readable again (docs/ENGINE.md).
 void push_upload(Tensor& t, const void* data, size_t bytes) {
   Context& ctx = *t.ctx;
+  Storage* s = t.storage.get();
+  if (TraceHook* hook = t_trace_hook) hook->untraced_write(*s, nullptr);
+  // A whole host-memory storage that no op is using is written right here: one copy, where the
+  // queued upload first copies into a fresh buffer whose pages the kernel must fault in (braid-info
+  // --measure, 64 MiB to cpu:0 on an AMD EPYC: 2.2 GB/s queued, 20.9 GB/s this way).
+  if (std::byte* dst = host_address(t); dst && bytes == s->bytes && ctx.engine->claim_for_host_write(*s)) {
+    std::memcpy(dst, data, bytes);
+    return;
+  }
   auto node = ctx.engine->make_node("write_host", t.device());
   node->work.kind = BRAID_WORK_COPY;
   node->host_data.assign(static_cast<const std::byte*>(data), static_cast<const std::byte*>(data) + bytes);
@@ -37,9 +46,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   node->copy.dst_buffer = t.storage->block.buffer;
   node->copy.dst_offset = t.storage->block.offset;
   node->copy.bytes = bytes;
-  Storage* s = t.storage.get();
   ctx.engine->throttle(t.device());
-  if (TraceHook* hook = t_trace_hook) hook->untraced_write(*s, nullptr);
   // A partial upload (never made today: every tensor view covers its whole storage) would keep the
   // rest of the old value, so it would read the storage too.
   const bool whole = bytes == s->bytes;
