@@ -706,6 +706,22 @@ BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device de
                                               int32_t count, const char* const* names, braid_tensor* outs);
 
 
+/* ---- log (ABI 1.5) ------------------------------------------------------------------------------ */
+/* What backends and the library report besides status codes (a device they skipped, a setting they
+ * corrected, a queue's counts). Nothing is printed unless asked: BRAID_LOG=debug|info|warning|error
+ * prints messages of that level and above on stderr ("off" or unset: nothing); a callback receives
+ * them instead. */
+typedef enum braid_log_level { BRAID_LOG_DEBUG = 0, BRAID_LOG_INFO, BRAID_LOG_WARNING, BRAID_LOG_ERROR } braid_log_level;
+/* Called on whatever thread logs (an application thread, a backend's queue thread), possibly several
+ * at once; message is valid during the call only. Must not call into braid. */
+typedef void (*braid_log_fn)(void* user, braid_log_level level, const char* message);
+/* Sends messages of min_level and above to fn (process-wide; replaces BRAID_LOG's printing), or back
+ * to BRAID_LOG's handling when fn is NULL. A call returns after any callback already running with the
+ * previous fn has ended, so user may be freed after setting another one. Since 1.5. */
+BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid_log_level min_level);
+/* The static name of a level: "debug", "info", "warning", "error"; "invalid" otherwise. Since 1.5. */
+BRAID_API const char* braid_log_level_name(braid_log_level level);
+
 /* ---- graph mode (ABI 1.5) ----------------------------------------------------------------------- */
 /* Hybrid programming (docs/GRAPH.md): trace what a function runs into a graph, optimise it, run it
  * with one engine op per run instead of one per kernel, export it, and load it in another program.

@@ -227,7 +227,7 @@ typedef struct braid_work {
 #define BRAID_WORK_PERSISTENT_DESCS 1u
 
 typedef enum braid_queue_kind { BRAID_QUEUE_COMPUTE = 0, BRAID_QUEUE_TRANSFER = 1 } braid_queue_kind;
-typedef enum braid_log_level { BRAID_LOG_DEBUG = 0, BRAID_LOG_INFO, BRAID_LOG_WARNING, BRAID_LOG_ERROR } braid_log_level;
+/* braid_log_level is in braid.h (since ABI 1.5 the application can receive the log too). */
 
 /* ---- what the host gives the plugin ----------------------------------------------------------- */
 typedef struct braid_host_api {

@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/trace_hook.h"
 
 namespace braid {
@@ -70,6 +71,7 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   register_fork_handler();
   fork_generation = g_fork_generation.load();
 
+  if (std::string why = log_env_error(); !why.empty()) fail(BRAID_ERR_INVALID_ARGUMENT, why);
   EngineOptions eo;
   int32_t mode = enum_int(o.engine_mode);
   if (mode == BRAID_ENGINE_DEFAULT) {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "device/device.h"
 #include "plugin/backend.h"
 #include "profiler/profiler.h"
@@ -63,11 +64,8 @@ Engine::Engine(EngineOptions options, Profiler& profiler) : options_(options), p
 const braid_host_api* Engine::host_api() noexcept {
   static const braid_host_api api = {
       sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR,
-      [](braid_log_level level, const char* message) {
-        // Plugins log only when asked (BRAID_LOG=1); the library never prints on its own.
-        static const bool enabled = std::getenv("BRAID_LOG") != nullptr;
-        if (enabled && message) std::fprintf(stderr, "braid[%d]: %s\n", static_cast<int>(level), message);
-      },
+      // To the application's callback or, when BRAID_LOG asks, stderr (core/log.h).
+      [](braid_log_level level, const char* message) { log_message(level, message); },
       &Engine::work_begin, &Engine::work_end};
   return &api;
 }

@@ -550,6 +550,8 @@ const char* const kApiFunctions[] = {
     "braid_graph_release", "braid_graph_optimize", "braid_graph_run", "braid_graph_get_info", "braid_graph_get_node",
     "braid_graph_save", "braid_graph_load", "braid_hybrid_create", "braid_hybrid_retain", "braid_hybrid_release",
     "braid_hybrid_call", "braid_hybrid_graph", "braid_graph_get_input", "braid_graph_get_output",
+    // log (ABI 1.5)
+    "braid_set_log_callback", "braid_log_level_name",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -576,7 +578,7 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 18);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
