@@ -53,7 +53,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
 // sched_yield) while the other worked, cost LeNet's second conv 2-3x its gemm time on this machine.
 // Below this many multiply-adds a gemm is not worth splitting (OpenBLAS's own threading threshold).
 inline constexpr double kSmallGemm = 65536.0 * 4.0;
-inline constexpr double kSmallGemv = 128.0 * 1024.0;
 
 // C = op(A) op(B) + beta C over the arena: the wider of C's two dimensions is cut into one piece per
 // core (multiples of 16, OpenBLAS's register-block width), each an independent single-threaded gemm.
@@ -65,12 +64,8 @@ void parallel_gemm(Exec& ex, bool ta, bool tb, int64_t m, int64_t n, int64_t k, 
   const bool split_n = n >= m;
   const int64_t dim = split_n ? n : m;
   constexpr int64_t kAlign = 16;
-  // A matrix-vector product (gemv) is bound by reading the matrix, not by arithmetic: it is worth
-  // splitting from kSmallGemv bytes of matrix, so that each core reads its part.
-  const bool vector = m == 1 || n == 1;
-  const double work = vector ? double(m) * double(n) * double(k) * double(sizeof(T)) / kSmallGemv
-                             : double(m) * double(n) * double(k) / kSmallGemm;
-  int64_t pieces = std::min<int64_t>({int64_t{ex.concurrency()}, (dim + kAlign - 1) / kAlign, int64_t(work)});
+  int64_t pieces = std::min<int64_t>({int64_t{ex.concurrency()}, (dim + kAlign - 1) / kAlign,
+                                      int64_t(double(m) * double(n) * double(k) / kSmallGemm)});
   if (pieces <= 1) {
     gemm(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
