@@ -44,7 +44,6 @@ bool Node::writes_value(int32_t v) const noexcept {
 
 Graph::~Graph() {
   // Storages go back to the context's allocators, so they go before the context's reference.
-  workspace.clear();
   values.clear();
   if (ctx != nullptr) (void)release_context(ctx);
 }

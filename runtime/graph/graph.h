@@ -73,10 +73,13 @@ struct Output {
   Shape shape;
 };
 
-// Where one run puts each internal value: a slot of the workspace (several values whose lifetimes do
-// not overlap share a slot), or (for a value that a graph output is) a storage of its own per run.
-// Slots are separate allocations, not offsets in one: GPUs cap one buffer's size (lavapipe at 128 MiB
-// per storage buffer) well below what a large graph's intermediates add up to.
+// Where one run puts each internal value: a slot of the run's workspace (several values whose
+// lifetimes do not overlap share a slot), or (for a value that a graph output is) a storage of its
+// own. Slots are separate allocations, not offsets in one: GPUs cap one buffer's size (lavapipe at
+// 128 MiB per storage buffer) well below what a large graph's intermediates add up to. A run takes its
+// slots from the device's caching allocator and they go back when it ends, so graphs that are not
+// running hold no memory (a hybrid function keeps a graph per input shape) and the bytes serve the
+// next run, of any graph, or imperative ops.
 struct Plan {
   std::vector<int32_t> slot;         // per value; -1 when not in the workspace
   std::vector<uint64_t> slot_bytes;  // per slot
@@ -84,21 +87,22 @@ struct Plan {
   bool planned = false;
 };
 
-// A run's kernel calls made once the plan and workspace exist: views into parameters and the
-// workspace are final, and a run only fills in its inputs' and outputs' buffers (run.cpp).
+// A run's kernel calls made once the plan exists: views into parameters are final, and a run fills in
+// the buffers of its inputs, outputs and workspace slots (run.cpp).
 struct Prepared {
+  enum class Source : uint8_t { input, output, slot };
   struct Patch {
     uint32_t call;
     bool output;      // in call.outputs (else call.inputs)
-    uint8_t slot;
-    bool from_input;  // the run's input `index` (else its output `index`)
+    uint8_t operand;  // index in that array
+    Source source;    // the run's input, output or workspace slot `index`
     int32_t index;
-    uint64_t offset;  // within that tensor's storage
+    uint64_t offset;  // within that storage
   };
   std::vector<braid_kernel_call> calls;
   std::vector<Patch> patches;
   std::vector<uint32_t> random_calls;  // draw anew each run
-  std::vector<Storage*> reads, writes;  // parameters and the workspace (inputs and outputs added per run)
+  std::vector<Storage*> reads, writes;  // parameters (inputs, outputs and slots added per run)
   std::vector<int32_t> written_inputs;  // inputs an in-place kernel writes
   bool ready = false;
 };
@@ -115,11 +119,8 @@ struct Graph {
   uint32_t passes_applied = 0;  // BRAID_GRAPH_PASS_* bits already run
   bool reuse_memory = false;    // the memory plan reuses bytes (BRAID_GRAPH_PASS_PLAN_MEMORY)
   bool fuse = false;            // runs fuse elementwise chains (BRAID_GRAPH_PASS_FUSE_ELEMENTWISE)
-  // Runs are serialised: they share the workspace and the plan.
+  // Runs are serialised: they share the plan and the prepared calls.
   std::mutex run_mu;
-  // The plan's slots, allocated at the first run and reused by every run (ordered by their engine
-  // variables), so a run allocates nothing but its outputs.
-  std::vector<std::shared_ptr<Storage>> workspace;
 
   Graph() = default;
   Graph(const Graph&) = delete;
@@ -129,7 +130,6 @@ struct Graph {
   void drop_plan() noexcept {
     plan = Plan{};
     prepared = Prepared{};
-    workspace.clear();
   }
   // Renumbers values after nodes were removed: unused internal values and params disappear.
   void compact_values();

@@ -275,7 +275,6 @@ void plan_memory(Graph& g, bool reuse) {
   }
   g.plan.planned = true;
   g.prepared = Prepared{};
-  g.workspace.clear();
 }
 
 }  // namespace braid::graph

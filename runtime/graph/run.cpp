@@ -32,6 +32,18 @@ TensorRef retained(Tensor& t) {
   return TensorRef(&t);
 }
 
+// The view's dtype, shape and strides; its buffer and offset are set by the caller.
+void fill_shape(braid_buffer_view& v, const ViewRef& r) {
+  v.buffer = nullptr;
+  v.byte_offset = r.offset;
+  v.dtype = r.dtype;
+  v.ndim = r.ndim;
+  for (int d = 0; d < r.ndim; ++d) {
+    v.shape[d] = r.shape[d];
+    v.strides[d] = r.strides[d];
+  }
+}
+
 void fill_view(braid_buffer_view& v, const ViewRef& r, const Storage& s, uint64_t base) {
   v.buffer = s.block.buffer;
   v.byte_offset = s.block.offset + base + r.offset;
@@ -176,16 +188,15 @@ bool wants_gradients(const Graph& g, std::span<Tensor* const> inputs) {
   return false;
 }
 
-// Fills g.prepared: every call with its parameter and workspace views final (run.h).
+// Fills g.prepared: every call with its parameters' views final, and patches for the rest (run.h).
 void prepare(Graph& g) {
   Prepared& p = g.prepared;
   p = Prepared{};
   std::vector<int32_t> output_of(g.values.size(), -1);
   for (size_t k = 0; k < g.outputs.size(); ++k) output_of[at(g.outputs[k].value)] = static_cast<int32_t>(k);
-  for (const auto& s : g.workspace) p.writes.push_back(s.get());
   const std::vector<FusedGroup> groups = g.fuse ? fusion_groups(g) : std::vector<FusedGroup>{};
   p.calls.reserve(g.nodes.size());
-  auto place = [&](const ViewRef& r, braid_buffer_view& v, uint32_t call, bool output, size_t slot) {
+  auto place = [&](const ViewRef& r, braid_buffer_view& v, uint32_t call, bool output, size_t operand) {
     const Value& val = g.values[at(r.value)];
     if (val.kind == ValueKind::param) {
       Storage& s = *val.tensor->storage;
@@ -193,13 +204,11 @@ void prepare(Graph& g) {
       add_unique(output ? p.writes : p.reads, &s);
       return;
     }
-    if (val.kind == ValueKind::input || output_of[at(r.value)] >= 0) {
-      fill_view(v, r, *g.workspace.front(), 0);  // buffer and offset are the run's (patched)
-      const bool in = val.kind == ValueKind::input;
-      p.patches.push_back({call, output, static_cast<uint8_t>(slot), in, in ? val.input : output_of[at(r.value)], r.offset});
-      return;
-    }
-    fill_view(v, r, *g.workspace[at(g.plan.slot[at(r.value)])], 0);
+    fill_shape(v, r);  // buffer and offset: the run's (patched)
+    using S = Prepared::Source;
+    const S source = val.kind == ValueKind::input ? S::input : output_of[at(r.value)] >= 0 ? S::output : S::slot;
+    const int32_t index = source == S::input ? val.input : source == S::output ? output_of[at(r.value)] : g.plan.slot[at(r.value)];
+    p.patches.push_back({call, output, static_cast<uint8_t>(operand), source, index, r.offset});
   };
   size_t next_group = 0;
   for (size_t i = 0, step = 1; i < g.nodes.size(); i += step) {
@@ -230,34 +239,33 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   Context& ctx = *g.ctx;
   Device& dev = *g.device;
   if (!g.plan.planned) plan_memory(g, g.reuse_memory);
-  ctx.engine->throttle(dev);
-  if (g.workspace.empty()) {
-    // At least one slot, so that every view has a valid buffer before its run's patch.
-    std::vector<uint64_t> sizes = g.plan.slot_bytes;
-    if (sizes.empty()) sizes.push_back(1);
-    for (uint64_t bytes : sizes) {
-      const auto n = static_cast<int64_t>(std::max<uint64_t>(bytes, 1));
-      g.workspace.push_back(ctx.new_tensor(dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1)))->storage);
-    }
-    g.prepared.ready = false;
-  }
   if (!g.prepared.ready) prepare(g);
   const Prepared& p = g.prepared;
-  std::vector<TensorRef> outs;
+  ctx.engine->throttle(dev);
+  // This run's outputs and workspace slots. The slots' handles are held until the run is pushed (a
+  // released handle may be taken over by the next output of its size), then only the run holds them.
+  std::vector<TensorRef> outs, slots;
   outs.reserve(g.outputs.size());
-  uint64_t out_bytes = 0;
+  uint64_t bytes = 0;
   for (const Output& o : g.outputs) {
     outs.push_back(ctx.new_output_tensor(dev, o.dtype, o.shape));
-    out_bytes += outs.back()->storage->bytes;
+    bytes += outs.back()->storage->bytes;
+  }
+  for (uint64_t size : g.plan.slot_bytes) {
+    const auto n = static_cast<int64_t>(std::max<uint64_t>(size, 1));
+    slots.push_back(ctx.new_output_tensor(dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1))));
+    bytes += size;
   }
   if (p.calls.empty()) return outs;
   std::vector<braid_kernel_call> calls = p.calls;
   for (const Prepared::Patch& patch : p.patches) {
     braid_kernel_call& c = calls[patch.call];
-    braid_buffer_view& v = patch.output ? c.outputs[patch.slot] : c.inputs[patch.slot];
-    const Storage& s = patch.from_input ? *inputs[at(patch.index)]->storage : *outs[at(patch.index)]->storage;
-    v.buffer = s.block.buffer;
-    v.byte_offset = s.block.offset + patch.offset;
+    braid_buffer_view& v = patch.output ? c.outputs[patch.operand] : c.inputs[patch.operand];
+    const Tensor& t = patch.source == Prepared::Source::input    ? *inputs[at(patch.index)]
+                      : patch.source == Prepared::Source::output ? *outs[at(patch.index)]
+                                                                 : *slots[at(patch.index)];
+    v.buffer = t.storage->block.buffer;
+    v.byte_offset = t.storage->block.offset + patch.offset;
   }
   for (uint32_t i : p.random_calls) {  // a new draw each run, as the imperative op takes one each call
     calls[i].i[0] = static_cast<int64_t>(ctx.seed.load());
@@ -266,21 +274,23 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   std::vector<Storage*> reads = p.reads, writes = p.writes;
   for (Tensor* t : inputs) reads.push_back(t->storage.get());
   for (const TensorRef& t : outs) writes.push_back(t->storage.get());
+  for (const TensorRef& t : slots) writes.push_back(t->storage.get());
   // Inputs an in-place kernel writes are writes too (the engine takes a storage in both lists).
   for (int32_t k : p.written_inputs) writes.push_back(inputs[at(k)]->storage.get());
   if (segments_supported(dev)) {
     auto node = ctx.engine->make_node("graph", dev);
     node->work.kind = BRAID_WORK_KERNELS;
     node->calls = std::move(calls);
-    node->out_bytes = out_bytes;
+    node->out_bytes = bytes;  // the workspace counts towards the device's bytes in flight
     ctx.engine->push(std::move(node), reads, writes, dev.compute);
     return outs;
   }
-  // A backend without segments: one push per kernel, each ordered over the whole run's storages.
+  // A backend without segments (plugin ABI before 1.3, hence no fused calls either): one push per
+  // kernel, each ordered over the whole run's storages.
   for (size_t i = 0; i < calls.size(); ++i) {
     auto node = ctx.engine->make_node(interned(g.nodes[i].name), dev);
     node->call = calls[i];
-    node->out_bytes = i == 0 ? out_bytes : 0;
+    node->out_bytes = i == 0 ? bytes : 0;
     ctx.engine->push(std::move(node), reads, writes, dev.compute);
   }
   return outs;
