@@ -42,13 +42,13 @@ braid_dtype binary_dtype(const braid_binary_op& op, braid_dtype a, braid_dtype b
 namespace {
 
 // Each op under its own name (the profiler's events, graph nodes, error messages): "relu", "add".
-const char* unary_name(braid_unary_op op) {
+const char* unary_name(const braid_unary_op& op) {  // by reference: a C caller may pass any int
   static constexpr const char* kNames[] = {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "square", "sign"};
   static_assert(std::size(kNames) == BRAID_UNARY_COUNT);
   const int32_t v = enum_int(op);
   return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
 }
-const char* binary_name(braid_binary_op op) {
+const char* binary_name(const braid_binary_op& op) {
   static constexpr const char* kNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "less", "greater"};
   static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
   const int32_t v = enum_int(op);
