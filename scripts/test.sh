@@ -96,6 +96,7 @@ vulkan_validation() {
 }
 
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
+step "include directions in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
   step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2

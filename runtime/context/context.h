@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/recording.h"
+#include "context/recording.h"
 #include "core/handle_pool.h"
 #include "device/device.h"
 #include "engine/engine.h"
