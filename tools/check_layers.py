@@ -28,10 +28,8 @@ KNOWN = {
     ("context/context.h", "tensor"),
     ("engine/engine.cpp", "device"),
     ("engine/engine.cpp", "tensor"),
-    ("ops/elementwise.cpp", "autograd"),
     ("ops/layout.cpp", "autograd"),
     ("ops/op_builder.cpp", "autograd"),
-    ("ops/reduce.cpp", "autograd"),
     ("profiler/profiler.cpp", "device"),
 }
 

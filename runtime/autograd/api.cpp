@@ -3,7 +3,7 @@
 #include <unordered_map>
 
 #include "autograd/gradients.h"
-#include "autograd/ops.h"
+#include "ops/call.h"
 #include "autograd/tape.h"
 #include "context/context.h"
 #include "core/dtype.h"

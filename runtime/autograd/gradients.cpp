@@ -5,7 +5,7 @@
 
 #include <cmath>
 
-#include "autograd/ops.h"
+#include "ops/call.h"
 #include "context/context.h"
 #include "core/dtype.h"
 #include "ops/op_builder.h"

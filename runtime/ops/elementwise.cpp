@@ -2,7 +2,7 @@
 #include <cmath>
 #include <iterator>
 
-#include "autograd/ops.h"
+#include "ops/call.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
@@ -92,9 +92,9 @@ BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_t
       // Operands of different dtypes (or integers divided) are cast to the common dtype first, as
       // PyTorch promotes: the casts are ops like braid_cast (autograd records them, so a gradient
       // reaches each operand in its own dtype), and this builder is dropped unpushed.
-      TensorRef ca = ta.dtype != dtype ? autograd::op::cast(&ta, dtype) : autograd::op::retain(&ta);
-      TensorRef cb = tb.dtype != dtype ? autograd::op::cast(&tb, dtype) : autograd::op::retain(&tb);
-      *out = autograd::op::binary(bop, ca.get(), cb.get()).release();
+      TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
+      TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
+      *out = braid::op::binary(bop, ca.get(), cb.get()).release();
       return;
     }
     op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
@@ -118,8 +118,8 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
     // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
     Tensor& tx = checked_tensor(x, "x");
     if (dtype_is_int(tx.dtype) && (bop == BRAID_BINARY_DIV || !(std::trunc(scalar) == scalar))) {
-      const TensorRef promoted = autograd::op::cast(&tx, BRAID_FLOAT32);
-      *out = autograd::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
+      const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
+      *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
       return;
     }
     OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);

@@ -1,5 +1,5 @@
 // Reductions over axes, and argmax.
-#include "autograd/ops.h"
+#include "ops/call.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
@@ -30,8 +30,8 @@ BRAID_API braid_status braid_reduce(braid_reduce_op rop, braid_tensor x, int32_t
     // the cast is pushed, so a device without int64 sums refuses the call without doing work.
     if (rop == BRAID_REDUCE_SUM && a.dtype == BRAID_INT32) {
       op.require_kernel(BRAID_INT64);
-      TensorRef wide = autograd::op::cast(&a, BRAID_INT64);
-      *out = autograd::op::run(braid_reduce, rop, wide.get(), naxes, axes, keepdims).release();
+      TensorRef wide = braid::op::cast(&a, BRAID_INT64);
+      *out = braid::op::run(braid_reduce, rop, wide.get(), naxes, axes, keepdims).release();
       return;
     }
     op.require_kernel(a.dtype);

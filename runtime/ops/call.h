@@ -1,5 +1,6 @@
-// Gradient code calls the public ops (so backward goes through validation and the engine like any
-// op); these wrappers turn a failed status into the runtime's exception and own the results.
+// The public ops called from inside the runtime (gradient code, so that backward goes through
+// validation and the engine like any op; type promotion, which casts and then runs the op): these
+// wrappers turn a failed status into the runtime's exception and own the results.
 #pragma once
 #include <initializer_list>
 #include <vector>
@@ -7,7 +8,7 @@
 #include "core/error.h"
 #include "tensor/tensor.h"
 
-namespace braid::autograd::op {
+namespace braid::op {
 
 // Runs a C op whose last parameter is its one output and owns the result. (A helper taking the status
 // and the handle as two arguments would read the handle before the call had set it.)
@@ -56,4 +57,4 @@ inline void copy_into(Tensor* src, Tensor* dst) {
   if (braid_status st = braid_copy_into(src, dst); st != BRAID_OK) fail(st, braid_last_error());
 }
 
-}  // namespace braid::autograd::op
+}  // namespace braid::op
