@@ -843,7 +843,7 @@ class Graph {
   // Traces fn(inputs) on the calling thread: fn runs (imperatively) once and its kernels become the
   // graph. If fn throws, the trace is aborted and the exception goes on.
   template <class F>
-  static Graph trace(const Context& ctx, std::span<const Tensor> inputs, F&& fn) {
+  static Graph trace(const Context& ctx, List<Tensor> inputs, F&& fn) {
     const auto in = detail::handles(inputs);
     check(braid_graph_trace_begin(ctx.get(), static_cast<int32_t>(in.size()), in.data()));
     std::vector<Tensor> outs;
@@ -864,7 +864,8 @@ class Graph {
     return adopt(h);
   }
   void optimize(uint32_t passes = BRAID_GRAPH_PASS_ALL) const { check(braid_graph_optimize(h_, passes)); }
-  std::vector<Tensor> operator()(std::span<const Tensor> inputs) const {
+  // Runs the graph: g({x}) or g(vector_of_inputs).
+  std::vector<Tensor> operator()(List<Tensor> inputs) const {
     const auto in = detail::handles(inputs);
     std::vector<braid_tensor> out(static_cast<size_t>(num_outputs_), nullptr);
     check(braid_graph_run(h_, static_cast<int32_t>(in.size()), in.data(), static_cast<int32_t>(out.size()), out.data()));
@@ -919,14 +920,15 @@ class Hybrid {
     if (h_) braid_hybrid_release(h_);
   }
   braid_hybrid get() const noexcept { return h_; }
-  std::vector<Tensor> operator()(std::span<const Tensor> inputs) const {
+  // Calls fn, traced or as its graph: h({x}) or h(vector_of_inputs).
+  std::vector<Tensor> operator()(List<Tensor> inputs) const {
     const auto in = detail::handles(inputs);
     std::vector<braid_tensor> out(static_cast<size_t>(num_outputs_), nullptr);
     check(braid_hybrid_call(h_, in.data(), out.data()));
     return detail::adopt_all(out);
   }
   // The graph of the signature of these inputs (after a call with it), e.g. to save it.
-  Graph graph(std::span<const Tensor> inputs) const {
+  Graph graph(List<Tensor> inputs) const {
     const auto in = detail::handles(inputs);
     braid_graph g = nullptr;
     check(braid_hybrid_graph(h_, in.data(), &g));

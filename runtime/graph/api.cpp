@@ -50,14 +50,9 @@ void optimize(Graph& g, uint32_t passes) {
     if (passes & BRAID_GRAPH_PASS_DEAD_CODE) eliminate_dead_code(g);
   }
   if (passes & BRAID_GRAPH_PASS_FOLD_CONSTANTS) fold_constants(g);
-  if (passes & BRAID_GRAPH_PASS_PLAN_MEMORY) {
-    g.reuse_memory = true;
-    plan_memory(g, true);
-  }
-  if ((passes & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE) && !g.fuse) {
-    g.fuse = true;
+  if (passes & BRAID_GRAPH_PASS_PLAN_MEMORY) plan_memory(g, true);
+  if ((passes & ~g.passes_applied) & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE)
     g.prepared = Prepared{};  // the next run prepares its calls with the fused chains
-  }
   g.passes_applied |= passes;
 }
 

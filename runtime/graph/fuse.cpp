@@ -8,7 +8,6 @@
 namespace braid::graph {
 namespace {
 
-size_t at(int32_t v) { return static_cast<size_t>(v); }
 
 bool elementwise(const Node& n, const Graph& g) {
   if (n.kop != BRAID_KOP_UNARY && n.kop != BRAID_KOP_BINARY && n.kop != BRAID_KOP_BINARY_SCALAR) return false;
@@ -19,13 +18,6 @@ bool elementwise(const Node& n, const Graph& g) {
   for (const ViewRef& r : n.in)
     if (r.dtype != o.dtype) return false;
   return n.kop == BRAID_KOP_UNARY ? n.i[0] >= 0 && n.i[0] < BRAID_UNARY_COUNT : n.i[0] >= 0 && n.i[0] < BRAID_BINARY_COUNT;
-}
-
-bool same_shape(const ViewRef& a, const ViewRef& b) {
-  if (a.ndim != b.ndim || a.dtype != b.dtype) return false;
-  for (int d = 0; d < a.ndim; ++d)
-    if (a.shape[d] != b.shape[d]) return false;
-  return true;
 }
 
 // The fused kernel of nodes [first, first + count), or false when it does not fit (inputs, scalars,
@@ -110,7 +102,9 @@ std::vector<FusedGroup> fusion_groups(const Graph& g) {
     // be in memory) and computes over the same shape.
     while (j < g.nodes.size() && j - i < BRAID_FUSED_MAX_INSTRS && fusable(g.nodes[j])) {
       const int32_t cur = g.nodes[j - 1].out[0].value;
-      if (readers[at(cur)] != 1 || !g.nodes[j].reads_value(cur) || !same_shape(g.nodes[j].out[0], g.nodes[i].out[0])) break;
+      if (readers[at(cur)] != 1 || !g.nodes[j].reads_value(cur) || !g.nodes[j].out[0].same_shape(g.nodes[i].out[0]) ||
+          g.nodes[j].out[0].dtype != g.nodes[i].out[0].dtype)
+        break;
       ++j;
     }
     // Shorten until it fits (inputs, scalars, the slot rule).

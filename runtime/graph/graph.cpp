@@ -13,6 +13,13 @@ bool ViewRef::same_as(const ViewRef& o) const noexcept {
   return true;
 }
 
+bool ViewRef::same_shape(const ViewRef& o) const noexcept {
+  if (ndim != o.ndim) return false;
+  for (int d = 0; d < ndim; ++d)
+    if (shape[d] != o.shape[d]) return false;
+  return true;
+}
+
 uint64_t ViewRef::numel() const noexcept {
   uint64_t n = 1;
   for (int d = 0; d < ndim; ++d) n *= static_cast<uint64_t>(shape[d]);

@@ -25,6 +25,9 @@
 
 namespace braid::graph {
 
+// A value's index into the graph's per-value arrays.
+inline size_t at(int32_t v) noexcept { return static_cast<size_t>(v); }
+
 enum class ValueKind : uint8_t { input, param, internal };
 
 struct Value {
@@ -48,6 +51,7 @@ struct ViewRef {
   Shape tshape;  // the shape of the tensor handle the op was given (autograd's view of the operand)
 
   bool same_as(const ViewRef& o) const noexcept;
+  bool same_shape(const ViewRef& o) const noexcept;  // ndim and sizes
   uint64_t numel() const noexcept;
   // Contiguous (row-major) and starting at the value's first byte, covering `bytes`.
   bool covers_whole(uint64_t bytes) const noexcept;
@@ -116,9 +120,9 @@ struct Graph {
   std::vector<Output> outputs;
   Plan plan;
   Prepared prepared;
-  uint32_t passes_applied = 0;  // BRAID_GRAPH_PASS_* bits already run
-  bool reuse_memory = false;    // the memory plan reuses bytes (BRAID_GRAPH_PASS_PLAN_MEMORY)
-  bool fuse = false;            // runs fuse elementwise chains (BRAID_GRAPH_PASS_FUSE_ELEMENTWISE)
+  // BRAID_GRAPH_PASS_* bits applied; PLAN_MEMORY makes (re)planning reuse bytes, FUSE_ELEMENTWISE
+  // makes runs fuse elementwise chains.
+  uint32_t passes_applied = 0;
   // Runs are serialised: they share the plan and the prepared calls.
   std::mutex run_mu;
 

@@ -159,12 +159,7 @@ struct Check {
   [[noreturn]] void no(const std::string& what) const { bad(where + " (" + kKernelNames[n.kop] + "): " + what); }
   const ViewRef& in(size_t k) const { return n.in[k]; }
   const ViewRef& out(size_t k) const { return n.out[k]; }
-  static bool same(const ViewRef& a, const ViewRef& b) {
-    if (a.ndim != b.ndim) return false;
-    for (int d = 0; d < a.ndim; ++d)
-      if (a.shape[d] != b.shape[d]) return false;
-    return true;
-  }
+  static bool same(const ViewRef& a, const ViewRef& b) { return a.same_shape(b); }
   void all_same_shape() const {
     for (const ViewRef& v : n.in)
       if (!same(v, n.out[0])) no("operand shapes differ");

@@ -12,7 +12,6 @@
 namespace braid::graph {
 namespace {
 
-size_t at(int32_t v) { return static_cast<size_t>(v); }
 
 std::vector<int> writer_counts(const Graph& g) {
   std::vector<int> w(g.values.size(), 0);

@@ -12,11 +12,11 @@
 #include "engine/engine.h"
 #include "graph/fuse.h"
 #include "graph/passes.h"
+#include "ops/call.h"
 
 namespace braid::graph {
 namespace {
 
-size_t at(int32_t v) { return static_cast<size_t>(v); }
 
 // OpNode names must outlive the op (it may end after the graph is released): node names are few, so
 // they are kept for the process's lifetime.
@@ -25,11 +25,6 @@ const char* interned(const std::string& name) {
   static std::set<std::string>* names = new std::set<std::string>();  // never destroyed: ops may end late
   std::lock_guard lock(mu);
   return names->insert(name).first->c_str();
-}
-
-TensorRef retained(Tensor& t) {
-  t.refs.fetch_add(1, std::memory_order_relaxed);
-  return TensorRef(&t);
 }
 
 // The view's dtype, shape and strides; its buffer and offset are set by the caller.
@@ -44,28 +39,26 @@ void fill_shape(braid_buffer_view& v, const ViewRef& r) {
   }
 }
 
-void fill_view(braid_buffer_view& v, const ViewRef& r, const Storage& s, uint64_t base) {
+// The whole view, into storage s.
+void fill_view(braid_buffer_view& v, const ViewRef& r, const Storage& s) {
+  fill_shape(v, r);
   v.buffer = s.block.buffer;
-  v.byte_offset = s.block.offset + base + r.offset;
-  v.dtype = r.dtype;
-  v.ndim = r.ndim;
-  for (int d = 0; d < r.ndim; ++d) {
-    v.shape[d] = r.shape[d];
-    v.strides[d] = r.strides[d];
-  }
+  v.byte_offset = s.block.offset + r.offset;
 }
 
-void fill_call(braid_kernel_call& c, const Node& n, Context& ctx) {
+void fill_call(braid_kernel_call& c, const Node& n) {
   c.struct_size = sizeof c;
   c.op = n.kop;
   c.num_inputs = static_cast<int32_t>(n.in.size());
   c.num_outputs = static_cast<int32_t>(n.out.size());
   std::copy(std::begin(n.i), std::end(n.i), c.i);
   std::copy(std::begin(n.f), std::end(n.f), c.f);
-  if (n.is_random()) {  // a new draw each run, as the imperative op takes one each call
-    c.i[0] = static_cast<int64_t>(ctx.seed.load());
-    c.i[1] = static_cast<int64_t>(ctx.rng_draw.fetch_add(1));
-  }
+}
+
+// A random kernel's seed and a new draw, as the imperative op takes one on each call.
+void draw(braid_kernel_call& c, Context& ctx) {
+  c.i[0] = static_cast<int64_t>(ctx.seed.load());
+  c.i[1] = static_cast<int64_t>(ctx.rng_draw.fetch_add(1));
 }
 
 bool segments_supported(const Device& d) { return d.backend->abi_minor >= 3; }
@@ -97,16 +90,17 @@ class Interpreter {
  public:
   Interpreter(Graph& g, bool record) : g_(g), ctx_(*g.ctx), record_(record), val_(g.values.size()) {
     for (size_t v = 0; v < g.values.size(); ++v)
-      if (g.values[v].kind == ValueKind::param) val_[v] = retained(*g.values[v].tensor);
+      if (g.values[v].kind == ValueKind::param) val_[v] = op::retain(g.values[v].tensor.get());
   }
 
-  void bind_input(size_t k, Tensor& t) { val_[at(g_.inputs[k])] = retained(t); }
+  void bind_input(size_t k, Tensor& t) { val_[at(g_.inputs[k])] = op::retain(&t); }
 
   void run(const Node& n) {
     Device& dev = *g_.device;
     auto node = ctx_.engine->make_node(interned(n.name), dev);
     braid_kernel_call& c = node->call;
-    fill_call(c, n, ctx_);
+    fill_call(c, n);
+    if (n.is_random()) draw(c, ctx_);
     std::vector<Tensor*> operands, outputs;
     std::vector<Storage*> reads, writes;
     uint32_t overwritten = 0;
@@ -115,7 +109,7 @@ class Interpreter {
       const ViewRef& r = n.in[k];
       Tensor& t = handle(r, true);
       operands.push_back(&t);
-      fill_view(c.inputs[k], r, *t.storage, 0);
+      fill_view(c.inputs[k], r, *t.storage);
       add_unique(reads, t.storage.get());
     }
     ctx_.engine->throttle(dev);
@@ -131,7 +125,7 @@ class Interpreter {
       else if (existed) overwritten |= 1u << k;
       Tensor& t = handle(r, false);
       outputs.push_back(&t);
-      fill_view(c.outputs[k], r, *t.storage, 0);
+      fill_view(c.outputs[k], r, *t.storage);
       add_unique(writes, t.storage.get());
     }
     for (int32_t v : n.also_writes) add_unique(writes, val_[at(v)]->storage.get());
@@ -173,7 +167,7 @@ std::vector<TensorRef> run_interpreted(Graph& g, std::span<Tensor* const> inputs
     ViewRef r;
     r.value = o.value;
     r.tshape = o.shape;
-    outs.push_back(retained(it.handle(r, true)));
+    outs.push_back(op::retain(&it.handle(r, true)));
   }
   return outs;
 }
@@ -194,13 +188,14 @@ void prepare(Graph& g) {
   p = Prepared{};
   std::vector<int32_t> output_of(g.values.size(), -1);
   for (size_t k = 0; k < g.outputs.size(); ++k) output_of[at(g.outputs[k].value)] = static_cast<int32_t>(k);
-  const std::vector<FusedGroup> groups = g.fuse ? fusion_groups(g) : std::vector<FusedGroup>{};
+  const bool fuse = (g.passes_applied & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE) != 0;
+  const std::vector<FusedGroup> groups = fuse ? fusion_groups(g) : std::vector<FusedGroup>{};
   p.calls.reserve(g.nodes.size());
   auto place = [&](const ViewRef& r, braid_buffer_view& v, uint32_t call, bool output, size_t operand) {
     const Value& val = g.values[at(r.value)];
     if (val.kind == ValueKind::param) {
       Storage& s = *val.tensor->storage;
-      fill_view(v, r, s, 0);
+      fill_view(v, r, s);
       add_unique(output ? p.writes : p.reads, &s);
       return;
     }
@@ -221,7 +216,7 @@ void prepare(Graph& g) {
     const Node& n = *node;
     const auto call = static_cast<uint32_t>(p.calls.size());
     braid_kernel_call& c = p.calls.emplace_back();
-    fill_call(c, n, *g.ctx);
+    fill_call(c, n);
     for (size_t k = 0; k < n.in.size(); ++k) place(n.in[k], c.inputs[k], call, false, k);
     for (size_t k = 0; k < n.out.size(); ++k) place(n.out[k], c.outputs[k], call, true, k);
     for (int32_t v : n.also_writes)
@@ -238,7 +233,7 @@ void prepare(Graph& g) {
 std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   Context& ctx = *g.ctx;
   Device& dev = *g.device;
-  if (!g.plan.planned) plan_memory(g, g.reuse_memory);
+  if (!g.plan.planned) plan_memory(g, (g.passes_applied & BRAID_GRAPH_PASS_PLAN_MEMORY) != 0);
   if (!g.prepared.ready) prepare(g);
   const Prepared& p = g.prepared;
   ctx.engine->throttle(dev);
@@ -267,10 +262,7 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
     v.buffer = t.storage->block.buffer;
     v.byte_offset = t.storage->block.offset + patch.offset;
   }
-  for (uint32_t i : p.random_calls) {  // a new draw each run, as the imperative op takes one each call
-    calls[i].i[0] = static_cast<int64_t>(ctx.seed.load());
-    calls[i].i[1] = static_cast<int64_t>(ctx.rng_draw.fetch_add(1));
-  }
+  for (uint32_t i : p.random_calls) draw(calls[i], ctx);
   std::vector<Storage*> reads = p.reads, writes = p.writes;
   for (Tensor* t : inputs) reads.push_back(t->storage.get());
   for (const TensorRef& t : outs) writes.push_back(t->storage.get());

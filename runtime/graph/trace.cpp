@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/trace_hook.h"
+#include "ops/call.h"
 
 namespace braid::graph {
 namespace {
@@ -56,7 +57,7 @@ class Tracer final : public TraceHook {
     // A parameter reshaped before use: remember the handle it came from, the better root for autograd.
     if (x.ctx != &ctx_ || created_.count(x.storage.get())) return;
     auto& slot = reshape_roots_[x.storage.get()];
-    if (!slot.get()) slot = retained(x);
+    if (!slot.get()) slot = op::retain(&x);
   }
 
   void untraced_write(Storage& dst, Storage* src) override {
@@ -135,11 +136,6 @@ class Tracer final : public TraceHook {
   Context& ctx() noexcept { return ctx_; }
 
  private:
-  TensorRef retained(Tensor& t) {
-    t.refs.fetch_add(1, std::memory_order_relaxed);
-    return TensorRef(&t);
-  }
-
   void keep(Storage& s) { kept_.push_back(s.shared_from_this()); }
 
   int32_t add_value(Storage& s, Value v) {
@@ -193,13 +189,9 @@ class Tracer final : public TraceHook {
   TensorRef root_for(Tensor& t) {
     if (!(t.ag && t.ag->leaf)) {
       auto it = reshape_roots_.find(t.storage.get());
-      if (it != reshape_roots_.end()) {
-        Tensor& r = *it->second;
-        r.refs.fetch_add(1, std::memory_order_relaxed);
-        return TensorRef(&r);
-      }
+      if (it != reshape_roots_.end()) return op::retain(it->second.get());
     }
-    return retained(t);
+    return op::retain(&t);
   }
 
   // An output that is an input, a parameter or another output: the graph copies it into a value of

@@ -297,14 +297,15 @@ int run(const Options& opt) {
   });
   auto step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
     if (trainer) return parallel_step(images, labels);
-    if (opt.hybridize) return hybrid_step(std::vector<braid::Tensor>{images, labels})[0];
+    if (opt.hybridize) return hybrid_step({images, labels})[0];
     return lenet::train_step(ctx, model, images, labels, opt.lr);
   };
   auto correct = [&](const braid::Tensor& images, const braid::Tensor& labels) {
-    return opt.hybridize ? hybrid_correct(std::vector<braid::Tensor>{images, labels})[0] : lenet::correct(model, images, labels);
+    return opt.hybridize ? hybrid_correct({images, labels})[0] : lenet::correct(model, images, labels);
   };
   if (!opt.save_init.empty()) save_params(model, opt.save_init);
   std::vector<braid::Tensor> step_losses;  // the run's first opt.step_losses losses, read at the end
+  braid::Batch first_batch;
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
@@ -331,6 +332,7 @@ int run(const Options& opt) {
       if (last.size() > 5) last.erase(last.begin());
       ++n;
       if (n == 1) {
+        if (!first_batch.images) first_batch = b;  // to find the step's graph (--hybridize) at the end
         // The first batch pays the warm-up (pools, first-touch pages): steady throughput is timed after it.
         ctx.wait_all();
         t_first = std::chrono::steady_clock::now();
@@ -378,9 +380,24 @@ int run(const Options& opt) {
     std::fprintf(stderr, "exported the forward pass to %s.json and %s.safetensors\n", opt.export_prefix.c_str(),
                  opt.export_prefix.c_str());
   }
+  // What the hybridized step became: its kernels and what memory planning made of its intermediates.
+  braid_graph_info step_graph{};
+  if (opt.hybridize && first_batch.images) {
+    step_graph = hybrid_step.graph({first_batch.images, first_batch.labels}).info();
+    std::fprintf(stderr, "step graph (batch %lld): %d kernels, %d per run after fusion, %d parameters; workspace %.1f MB "
+                 "for %.1f MB of intermediates\n", static_cast<long long>(first_batch.labels.numel()), step_graph.num_nodes,
+                 step_graph.kernels_per_run, step_graph.num_params, double(step_graph.workspace_bytes) / 1e6,
+                 double(step_graph.intermediate_bytes) / 1e6);
+  }
   if (opt.json) {
-    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, \"epochs\": [", ids.c_str(),
+    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, ", ids.c_str(),
                 static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false");
+    if (opt.hybridize)
+      std::printf("\"step_graph\": {\"kernels\": %d, \"kernels_per_run\": %d, \"workspace_bytes\": %llu, "
+                  "\"intermediate_bytes\": %llu}, ", step_graph.num_nodes, step_graph.kernels_per_run,
+                  static_cast<unsigned long long>(step_graph.workspace_bytes),
+                  static_cast<unsigned long long>(step_graph.intermediate_bytes));
+    std::printf("\"epochs\": [");
     for (size_t i = 0; i < results.size(); ++i)
       std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"samples_per_s\": %.3f, "
                   "\"steady_samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
