@@ -42,7 +42,7 @@ TEST_CASE("errors: binary and binary_scalar") {
   CHECK_FAILS(braid_binary(BRAID_BINARY_COUNT, a.get(), a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), b.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_MUL, a.get(), t.get(), o.p()), BRAID_ERR_SHAPE, "braid_binary");
-  // Mixed dtypes promote (test_elementwise.cpp); a promoted dtype the op has no version of is refused.
+  // Mixed dtypes promote (elementwise_test.cpp); a promoted dtype the op has no version of is refused.
   const auto u8 = tensor(0, BRAID_UINT8, {3, 4});
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, u8.get(), u8.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_POW, tensor(0, BRAID_INT32, {3, 4}).get(), tensor(0, BRAID_INT64, {4}).get(),
@@ -82,7 +82,7 @@ TEST_CASE("errors: reduce and argmax") {
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, x.get(), 9, nine, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_reduce");
   CHECK_FAILS(braid_reduce(BRAID_REDUCE_SUM, half_tensor({3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
               "braid_reduce");
-  // As torch.mean and torch.linalg.norm: no integer mean or norm (an integer sum is int64, test_reduce.cpp).
+  // As torch.mean and torch.linalg.norm: no integer mean or norm (an integer sum is int64, reduce_test.cpp).
   for (braid_reduce_op op : {BRAID_REDUCE_MEAN, BRAID_REDUCE_NORM}) {
     INFO("integer reduce op ", static_cast<int>(op));
     CHECK_FAILS(braid_reduce(op, tensor(0, BRAID_INT32, {3}).get(), 0, nullptr, 0, o.p()), BRAID_ERR_DTYPE,
