@@ -10,6 +10,18 @@
  * abi_major differs). Minor versions may differ either way: tables only grow at the end and each side
  * reads only the fields that the other's struct_size covers.
  *
+ * Required and optional entries (ABI 1.4): each entry of braid_backend_api below says which it is. An
+ * optional entry may be NULL; the host then uses the default written next to it (implemented once, in
+ * the host's loader), and never calls a NULL entry. A plugin that leaves an optional entry NULL must
+ * declare abi_minor 4 or later: a table declaring an older minor is held to that minor's rule (every
+ * 1.0 entry present), so an old plugin is read exactly as the host of its minor read it. A NULL
+ * required entry makes the host refuse the plugin, naming the entry.
+ *
+ * Extensions (ABI 1.4): get_proc_address offers named functions beyond this table without an ABI bump.
+ * Names are "braid_ext_<vendor>_<name>" (lower case, e.g. "braid_ext_acme_peer_copy"); the function's
+ * type and meaning are the extension's own documentation's, and they never change under one name (a
+ * new behaviour takes a new name, e.g. "..._v2").
+ *
  * A plugin whose vendor library (libcuda, the Vulkan loader) is missing still loads: it reports zero
  * devices and a reason. Vendor libraries are loaded lazily.
  *
@@ -29,7 +41,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 3
+#define BRAID_BACKEND_ABI_MINOR 4
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -264,28 +276,33 @@ typedef struct braid_backend_api {
   uint32_t abi_major, abi_minor;
   const char* name; /* "cpu", "vulkan", "cuda" */
 
-  /* Devices. device_count sets *reason (static string, may be "") when it reports zero. */
+  /* Devices. device_count sets *reason (static string, may be "") when it reports zero. Required. */
   braid_status (*device_count)(int32_t* out, const char** reason);
-  braid_status (*device_props)(int32_t index, braid_backend_device_props* out);
-  braid_status (*device_open)(int32_t index, braid_backend_device* out);
-  /* Waits for the device's queues to drain, joins its threads, frees everything it owns. */
+  braid_status (*device_props)(int32_t index, braid_backend_device_props* out); /* required */
+  braid_status (*device_open)(int32_t index, braid_backend_device* out);        /* required */
+  /* Waits for the device's queues to drain, joins its threads, frees everything it owns. Required. */
   void (*device_close)(braid_backend_device device);
 
   /* Memory. */
+  /* Required. */
   braid_status (*buffer_alloc)(braid_backend_device device, uint64_t bytes, braid_backend_buffer* out);
-  void (*buffer_free)(braid_backend_device device, braid_backend_buffer buffer);
-  /* Host address of a host-visible buffer, NULL otherwise. */
+  void (*buffer_free)(braid_backend_device device, braid_backend_buffer buffer); /* required */
+  /* Host address of a host-visible buffer, NULL otherwise. Optional (since 1.4): NULL = no buffer is
+   * host visible (the host copies through queue_submit); props.host_visible must then be 0. */
   void* (*buffer_host_pointer)(braid_backend_buffer buffer);
 
   /* Queues. */
+  /* Required. */
   braid_status (*queue_create)(braid_backend_device device, braid_queue_kind kind, braid_backend_queue* out);
-  void (*queue_destroy)(braid_backend_queue queue);
-  /* Enqueues work; returns at once (errors here are synchronous: the work was not enqueued). */
+  void (*queue_destroy)(braid_backend_queue queue); /* required */
+  /* Enqueues work; returns at once (errors here are synchronous: the work was not enqueued). Required. */
   braid_status (*queue_submit)(braid_backend_queue queue, const braid_work* work);
-  /* Hint: start recorded work now (backends that batch submissions). */
+  /* Hint: start recorded work now (backends that batch submissions). Optional (since 1.4): NULL = the
+   * backend starts work as it is submitted, so there is nothing to flush (the host's default returns
+   * BRAID_OK). */
   braid_status (*queue_flush)(braid_backend_queue queue);
 
-  /* Timeline semaphores. */
+  /* Timeline semaphores. All required: the host orders every submission with them. */
   braid_status (*semaphore_create)(braid_backend_device device, uint64_t initial, braid_backend_semaphore* out);
   void (*semaphore_destroy)(braid_backend_semaphore sem);
   /* Current value; returns the failure status if the semaphore was failed. */
@@ -294,23 +311,42 @@ typedef struct braid_backend_api {
   /* Blocks (without spinning) until value is reached, the semaphore fails, or timeout_ns passes. */
   braid_status (*semaphore_wait)(braid_backend_semaphore sem, uint64_t value, uint64_t timeout_ns);
   /* Calls fn once, from any thread (possibly inside this call), when value is reached or the
-   * semaphore fails. This is how the host orders work across backends without a busy loop. */
+   * semaphore fails. This is how the host orders work across backends without a busy loop. Required:
+   * a host default would be a thread blocked in semaphore_wait, which nothing could wake when the
+   * semaphore is destroyed first. */
   braid_status (*semaphore_notify)(braid_backend_semaphore sem, uint64_t value,
                                    void (*fn)(void* user, braid_status status), void* user);
-  /* Puts the semaphore into a failed state: waits and notifies return status. */
+  /* Puts the semaphore into a failed state: waits and notifies return status. Required: only the
+   * backend can fail its own waiters (signalling instead would lose the status). */
   void (*semaphore_fail)(braid_backend_semaphore sem, braid_status status);
 
   /* Non-zero if the backend has a kernel for op with this (first input or output) dtype. The answer
-   * must not change while the backend is loaded: the host asks once per pair and remembers it. */
+   * must not change while the backend is loaded: the host asks once per pair and remembers it.
+   * Required. */
   int32_t (*supports)(braid_kernel_op op, braid_dtype dtype);
-  /* Balances one query: the last one releases vendor libraries. All devices must be closed. */
+  /* Balances one query: the last one releases vendor libraries. All devices must be closed.
+   * Optional (since 1.4): NULL = the plugin holds nothing between queries. */
   void (*shutdown)(void);
 
   /* ---- ABI 1.1 ---- */
   /* Backend-specific properties of device index as one JSON object (for a GPU: memory heaps, subgroup
    * size, queue families, limits...), or NULL when there are none. The string is owned by the plugin
-   * and stays valid until shutdown. May itself be NULL. */
+   * and stays valid until shutdown. Optional: NULL = no such properties (the host reports "{}"). */
   const char* (*device_props_json)(int32_t index);
+
+  /* ---- ABI 1.4 ---- */
+  /* Since 1.4. Non-zero if the backend runs this whole call on device (op, every operand's dtype,
+   * shape and strides, the i[]/f[] attributes: e.g. which UNARY/BINARY ops take integers). The host
+   * asks it for every kernel call it is about to push, after supports(op, dtype) said yes and after
+   * validating the call; it must not touch the memory of the call's buffers. A refusal fails the op
+   * at once with BRAID_ERR_UNSUPPORTED. The answer may depend on anything in the call, so the host
+   * does not remember it: keep it cheap (no allocation, no lock). Thread-safe.
+   * Optional: NULL = every call whose (op, dtype) supports() accepts. */
+  int32_t (*supports_call)(braid_backend_device device, const braid_kernel_call* call);
+  /* Since 1.4. The extension function named `name` ("braid_ext_<vendor>_<name>", see the top of this
+   * file), or NULL when the plugin has none of that name. Thread-safe; the pointer stays valid until
+   * shutdown. Optional: NULL = no extensions. */
+  void* (*get_proc_address)(const char* name);
 } braid_backend_api;
 
 typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor,

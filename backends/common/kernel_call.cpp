@@ -51,4 +51,16 @@ bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kern
   return valid_op(op) && valid_dtype(dtype) && (masks[op] >> dtype & 1u) != 0;
 }
 
+bool elementwise_call_ok(const braid_kernel_call& call, uint32_t int_unary, uint32_t int_binary) noexcept {
+  const long long op = enum_value(call.op);
+  if (op != BRAID_KOP_UNARY && op != BRAID_KOP_BINARY && op != BRAID_KOP_BINARY_SCALAR) return true;
+  const bool unary = op == BRAID_KOP_UNARY;
+  const int64_t sub = call.i[0];
+  const int64_t count = unary ? int64_t{BRAID_UNARY_COUNT} : int64_t{BRAID_BINARY_COUNT};
+  if (sub < 0 || sub >= count) return false;
+  const braid_dtype dt = call_dtype(call);
+  const bool integral = dt == BRAID_INT32 || dt == BRAID_INT64;
+  return !integral || ((unary ? int_unary : int_binary) >> sub & 1u) != 0;
+}
+
 }  // namespace braid::plugin

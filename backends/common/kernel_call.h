@@ -47,4 +47,13 @@ inline constexpr uint32_t kAllTypes =
 bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kernel_op& op,
                       const braid_dtype& dtype) noexcept;
 
+// Sets of braid_unary_op / braid_binary_op values as bit masks: how a plugin states once which
+// elementwise ops it has integer versions of.
+constexpr uint32_t op_bit(int op) { return 1u << op; }
+
+// The part of a call's support that (op, dtype) cannot say, for the elementwise kernels: the sub-op
+// (i0) of a UNARY, BINARY or BINARY_SCALAR call must be valid, and an int32/int64 call's sub-op must
+// be in int_unary (UNARY) or int_binary (BINARY, BINARY_SCALAR). Every other call passes.
+bool elementwise_call_ok(const braid_kernel_call& call, uint32_t int_unary, uint32_t int_binary) noexcept;
+
 }  // namespace braid::plugin

@@ -714,9 +714,21 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   }
 }
 
+// The elementwise ops int_elementwise.comp has integer versions of: no DIV or POW.
+constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
+                               plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
+                               plugin::op_bit(BRAID_UNARY_SIGN);
+constexpr uint32_t kIntBinary = ((1u << BRAID_BINARY_COUNT) - 1) & ~plugin::op_bit(BRAID_BINARY_DIV) &
+                                ~plugin::op_bit(BRAID_BINARY_POW);
+
+bool call_supports(const braid_kernel_call& c) noexcept {
+  return kernel_supports(c.op, plugin::call_dtype(c)) && plugin::elementwise_call_ok(c, kIntUnary, kIntBinary);
+}
+
 KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
   const braid_dtype dt = c.num_inputs > 0 ? c.inputs[0].dtype : c.outputs[0].dtype;
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
+  if (!call_supports(c)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op's sub-op and dtype");
   const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
   if (any_f64 && !r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
   if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && !r.physical().int64)

@@ -16,5 +16,8 @@ struct KernelResult {
 KernelResult encode_kernel(const braid_kernel_call& call, Recorder& r);
 // Whether an encoder exists for op with this (first input or output) dtype.
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype);
+// Whether an encoder exists for this whole call (the plugin's supports_call, ABI 1.4): kernel_supports
+// for its dtype, and the one list of the elementwise ops that take integers.
+bool call_supports(const braid_kernel_call& call) noexcept;
 
 }  // namespace braid::vk

@@ -110,7 +110,7 @@ void queue_destroy(braid_backend_queue queue) {
   std::unique_ptr<braid_backend_queue_t> owned(queue);
 }
 
-// queue_submit, queue_flush, the semaphore_* entries and supports are the shared ones
+// queue_submit, queue_flush, the semaphore_* entries, supports and supports_call are the shared ones
 // (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
 // this plugin's types (the semaphore's is in timeline.h).
 using Semaphore = braid_backend_semaphore_t;
@@ -129,16 +129,37 @@ const char* device_props_json(int32_t index) {
   }
 }
 
+// Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
+// optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
+// too. No extensions (get_proc_address).
 constexpr braid_backend_api kApi = {
-    sizeof(braid_backend_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, "vulkan",
-    device_count, device_props, device_open, device_close,
-    buffer_alloc, buffer_free, buffer_host_pointer,
-    queue_create, queue_destroy, plugin::queue_submit<braid_backend_queue_t>, plugin::queue_flush<braid_backend_queue_t>,
-    plugin::semaphore_create<Semaphore>, plugin::semaphore_destroy<Semaphore>, plugin::semaphore_query<Semaphore>,
-    plugin::semaphore_signal<Semaphore>, plugin::semaphore_wait<Semaphore>, plugin::semaphore_notify<Semaphore>,
-    plugin::semaphore_fail<Semaphore>,
-    plugin::supports<kernel_supports>, shutdown,
-    device_props_json,
+    .struct_size = sizeof(braid_backend_api),
+    .abi_major = BRAID_BACKEND_ABI_MAJOR,
+    .abi_minor = BRAID_BACKEND_ABI_MINOR,
+    .name = "vulkan",
+    .device_count = device_count,
+    .device_props = device_props,
+    .device_open = device_open,
+    .device_close = device_close,
+    .buffer_alloc = buffer_alloc,
+    .buffer_free = buffer_free,
+    .buffer_host_pointer = buffer_host_pointer,
+    .queue_create = queue_create,
+    .queue_destroy = queue_destroy,
+    .queue_submit = plugin::queue_submit<braid_backend_queue_t>,
+    .queue_flush = plugin::queue_flush<braid_backend_queue_t>,
+    .semaphore_create = plugin::semaphore_create<Semaphore>,
+    .semaphore_destroy = plugin::semaphore_destroy<Semaphore>,
+    .semaphore_query = plugin::semaphore_query<Semaphore>,
+    .semaphore_signal = plugin::semaphore_signal<Semaphore>,
+    .semaphore_wait = plugin::semaphore_wait<Semaphore>,
+    .semaphore_notify = plugin::semaphore_notify<Semaphore>,
+    .semaphore_fail = plugin::semaphore_fail<Semaphore>,
+    .supports = plugin::supports<kernel_supports>,
+    .shutdown = shutdown,
+    .device_props_json = device_props_json,
+    .supports_call = plugin::supports_call<call_supports>,
+    .get_proc_address = nullptr,
 };
 
 }  // namespace

@@ -107,6 +107,29 @@ struct Device {
     return v == 2;
   }
 
+  // The dtype a kernel call is typed by, as plugins read it: creation ops by their output, every other
+  // op by its first input. BRAID_DTYPE_COUNT when the call has no such operand.
+  static braid_dtype call_dtype(const braid_kernel_call& call) noexcept {
+    switch (call.op) {
+      case BRAID_KOP_FILL:
+      case BRAID_KOP_ARANGE:
+      case BRAID_KOP_RANDOM_UNIFORM:
+      case BRAID_KOP_RANDOM_NORMAL: return call.num_outputs > 0 ? call.outputs[0].dtype : BRAID_DTYPE_COUNT;
+      default: return call.num_inputs > 0 ? call.inputs[0].dtype : BRAID_DTYPE_COUNT;
+    }
+  }
+
+  // Whether the backend runs this whole call (plugin ABI 1.4 supports_call), asked before every push.
+  // supports(op, dtype) first, so the plugin only sees calls of pairs it has kernels for (as the ABI
+  // promises). Not remembered: the answer may depend on anything in the call, and one call into the
+  // plugin per op is cheap. A plugin without the entry (api is the host's resolved table, which
+  // always covers it) answers by supports(op, dtype) alone; the dtype rules of the C API (which ops
+  // take integers, BRAID_ERR_DTYPE) are checked by the ops before this.
+  bool supports_call(const braid_kernel_call& call) noexcept {
+    if (!supports(call.op, call_dtype(call))) return false;
+    return api->supports_call == nullptr || api->supports_call(handle, &call) != 0;
+  }
+
  private:
   std::array<std::atomic<uint8_t>, size_t{BRAID_KOP_COUNT} * BRAID_DTYPE_COUNT> supported_{};  // 0 unknown, 1 no, 2 yes
 };

@@ -10,6 +10,10 @@ using namespace braid;
 
 namespace {
 
+// Which elementwise ops the C API defines for integers: refused with BRAID_ERR_DTYPE before any
+// promotion cast, the same on every device. It stays here although the plugins now say per call which
+// integer kernels they have (plugin ABI 1.4 supports_call, asked at push, BRAID_ERR_UNSUPPORTED): it
+// is the API's definition, not a backend's, and the rule for plugins without supports_call.
 bool unary_allows_int(braid_unary_op op) {
   return op == BRAID_UNARY_NEG || op == BRAID_UNARY_ABS || op == BRAID_UNARY_RELU || op == BRAID_UNARY_SQUARE ||
          op == BRAID_UNARY_SIGN;

@@ -126,6 +126,11 @@ Engine::Part OpBuilder::to_part(Queue& queue) {
 }
 
 void OpBuilder::before_push() {
+  // The whole call is known only now: the backend may refuse it (plugin ABI 1.4 supports_call) before
+  // autograd or a trace records it.
+  if (!device_->supports_call(node_->call))
+    fail(BRAID_ERR_UNSUPPORTED, name_, ": the ", device_->backend->name, " backend has no ",
+         dtype_name(Device::call_dtype(node_->call)), " kernel for this op on ", device_->id);
   if (!throttled_) ctx_->engine->throttle(*device_);
   // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
   // is not an in-place update of a differentiable value.

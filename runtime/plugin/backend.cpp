@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
@@ -35,18 +36,64 @@ std::vector<std::string> split(const std::string& s, char sep) {
 // ABI 1.0's table ended with shutdown; later minors append.
 constexpr uint32_t kAbi10TableSize = offsetof(braid_backend_api, shutdown) + sizeof(braid_backend_api::shutdown);
 
-// Every function of ABI 1.0 must be present; a table with holes is refused rather than crashing later.
+// The host's defaults for the optional entries (braid_backend.h says which entries are optional and
+// why the others have no correct default). C linkage: they sit in a C table.
+extern "C" {
+static void* default_buffer_host_pointer(braid_backend_buffer) { return nullptr; }  // nothing host visible
+static braid_status default_queue_flush(braid_backend_queue) { return BRAID_OK; }    // nothing is held back
+static void default_shutdown(void) {}                                                // nothing to release
+static const char* default_device_props_json(int32_t) { return nullptr; }           // reported as "{}"
+}
+
+// An entry of ABI 1.0's table, and the minor from which a NULL there is allowed (0: never).
+struct Entry {
+  const char* name;
+  size_t offset;
+  uint32_t optional_since;
+};
+#define BRAID_ENTRY(fn, since) Entry{#fn, offsetof(braid_backend_api, fn), since}
+constexpr Entry kAbi10Entries[] = {
+    BRAID_ENTRY(device_count, 0),      BRAID_ENTRY(device_props, 0),        BRAID_ENTRY(device_open, 0),
+    BRAID_ENTRY(device_close, 0),      BRAID_ENTRY(buffer_alloc, 0),        BRAID_ENTRY(buffer_free, 0),
+    BRAID_ENTRY(buffer_host_pointer, 4), BRAID_ENTRY(queue_create, 0),      BRAID_ENTRY(queue_destroy, 0),
+    BRAID_ENTRY(queue_submit, 0),      BRAID_ENTRY(queue_flush, 4),         BRAID_ENTRY(semaphore_create, 0),
+    BRAID_ENTRY(semaphore_destroy, 0), BRAID_ENTRY(semaphore_query, 0),     BRAID_ENTRY(semaphore_signal, 0),
+    BRAID_ENTRY(semaphore_wait, 0),    BRAID_ENTRY(semaphore_notify, 0),    BRAID_ENTRY(semaphore_fail, 0),
+    BRAID_ENTRY(supports, 0),          BRAID_ENTRY(shutdown, 4),
+};
+#undef BRAID_ENTRY
+
+bool entry_is_null(const braid_backend_api* api, size_t offset) {
+  void (*fn)(void);  // every entry is a function pointer of the same size
+  std::memcpy(&fn, reinterpret_cast<const char*>(api) + offset, sizeof fn);
+  return fn == nullptr;
+}
+
+// The first required entry the table lacks, or NULL. A table with a hole there is refused up front
+// rather than crashing later. Optionality is a 1.4 rule: a table declaring an older minor is held to
+// its own minor's rule (all of ABI 1.0 present), as the host of that minor held it.
 const char* missing_function(const braid_backend_api* api) {
-#define BRAID_REQUIRE(fn) \
-  if (api->fn == nullptr) return #fn;
-  BRAID_REQUIRE(device_count) BRAID_REQUIRE(device_props) BRAID_REQUIRE(device_open) BRAID_REQUIRE(device_close)
-  BRAID_REQUIRE(buffer_alloc) BRAID_REQUIRE(buffer_free) BRAID_REQUIRE(buffer_host_pointer)
-  BRAID_REQUIRE(queue_create) BRAID_REQUIRE(queue_destroy) BRAID_REQUIRE(queue_submit) BRAID_REQUIRE(queue_flush)
-  BRAID_REQUIRE(semaphore_create) BRAID_REQUIRE(semaphore_destroy) BRAID_REQUIRE(semaphore_query)
-  BRAID_REQUIRE(semaphore_signal) BRAID_REQUIRE(semaphore_wait) BRAID_REQUIRE(semaphore_notify)
-  BRAID_REQUIRE(semaphore_fail) BRAID_REQUIRE(supports) BRAID_REQUIRE(shutdown)
-#undef BRAID_REQUIRE
+  for (const Entry& e : kAbi10Entries) {
+    const bool optional = e.optional_since != 0 && api->abi_minor >= e.optional_since;
+    if (!optional && entry_is_null(api, e.offset)) return e.name;
+  }
   return nullptr;
+}
+
+// The table the host calls through: the plugin's entries up to its struct_size (a 1.3 plugin's table
+// ends before the 1.4 entries, which are then never read), the host's defaults for the optional
+// entries it lacks.
+void resolve_table(Backend& b, const braid_backend_api* plugin) {
+  braid_backend_api& t = b.table;
+  t = braid_backend_api{};
+  std::memcpy(&t, plugin, std::min<size_t>(plugin->struct_size, sizeof t));
+  t.struct_size = sizeof t;
+  if (t.buffer_host_pointer == nullptr) t.buffer_host_pointer = default_buffer_host_pointer;
+  if (t.queue_flush == nullptr) t.queue_flush = default_queue_flush;
+  if (t.shutdown == nullptr) t.shutdown = default_shutdown;
+  if (t.device_props_json == nullptr) t.device_props_json = default_device_props_json;
+  b.plugin_api = plugin;
+  b.api = &t;
 }
 
 }  // namespace
@@ -101,25 +148,27 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
                     BRAID_BACKEND_ABI_MAJOR, ".", BRAID_BACKEND_ABI_MINOR, " (major version mismatch)");
     return b;
   }
-  // Within a major version the table only grows; ABI 1.0's part must be there entirely. Later fields
-  // are read only where struct_size covers them (has_function).
+  // Within a major version the table only grows; ABI 1.0's part must be there entirely (its optional
+  // entries may be NULL, not missing). Later fields are read only where struct_size covers them
+  // (resolve_table).
   if (api->struct_size < kAbi10TableSize) {
     b->reason = cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ",
                     kAbi10TableSize);
     return b;
   }
   if (const char* fn = missing_function(api)) {
-    b->reason = cat("plugin function table lacks ", fn);
+    b->reason = cat("plugin function table lacks ", fn, " (a required entry of plugin ABI ", api->abi_major, ".",
+                    api->abi_minor, ")");
     if (api->shutdown) api->shutdown();  // the table's layout is ours: balance the query
     return b;
   }
   // The backend keeps the name of its file (what BRAID_BACKENDS selects by), so device ids stay unique
   // even if two files carry plugins that call themselves the same.
-  b->api = api;
+  resolve_table(*b, api);
   b->loaded = true;  // from here on the destructor balances the query with shutdown()
   const char* reason = nullptr;
   int32_t count = 0;
-  st = api->device_count(&count, &reason);
+  st = b->api->device_count(&count, &reason);
   if (st != BRAID_OK) {
     b->reason = cat("device enumeration failed: ", braid_status_name(st), reason ? cat(": ", reason) : "");
     count = 0;

@@ -36,11 +36,26 @@ struct Backend {
   uint32_t abi_major = 0, abi_minor = 0;
   bool loaded = false;
   int32_t device_count = 0;
+  // The table the host calls through (&table once loaded, else NULL). Every entry with a host default
+  // (docs/ABI.md, "Required and optional entries") is set: the plugin's own function where its table
+  // has one, the host's default where it left the entry NULL or predates it. So `api->queue_flush(q)`
+  // is always safe, and the defaults live in one place (backend.cpp). The entries without a
+  // context-free default stay NULL here and are reached through wrappers: supports_call through
+  // Device::supports_call, get_proc_address through proc().
   const braid_backend_api* api = nullptr;
+  const braid_backend_api* plugin_api = nullptr;  // the plugin's own table, valid up to its struct_size
+  braid_backend_api table{};
   SharedLibrary library;       // declared last: closed after shutdown below
 
-  // Whether the plugin's table reaches the function at byte offset `offset` (fields of later minors
-  // are read only where struct_size covers them) and sets it.
+  // The plugin's extension function `name` (plugin ABI 1.4 get_proc_address), or NULL when the plugin
+  // has none of that name, offers no extensions, or did not load.
+  void* proc(const char* name) const noexcept {
+    if (!loaded || name == nullptr || table.get_proc_address == nullptr) return nullptr;
+    return table.get_proc_address(name);
+  }
+
+  // The entry at byte offset `offset` of the table the host calls through (NULL if it is unset or the
+  // backend did not load).
   template <typename Fn>
   Fn function_at(size_t offset) const noexcept {
     if (api == nullptr || api->struct_size < offset + sizeof(Fn)) return nullptr;
@@ -50,6 +65,7 @@ struct Backend {
   }
 
   Backend() = default;
+  // Not movable either: api points into this object.
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
   ~Backend();

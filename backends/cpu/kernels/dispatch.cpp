@@ -20,8 +20,9 @@ using plugin::kAllTypes;
 using plugin::kFloatTypes;
 using plugin::kNumericTypes;
 
-// Dtype masks per op: the single source of truth for kernel_supports and run_kernel's guard. Ops with
-// sub-ops (UNARY on ints: NEG/ABS/RELU/SQUARE/SIGN; REDUCE on ints: SUM/MAX/MIN) refine it at run time.
+// Dtype masks per op: the single source of truth for kernel_supports and run_kernel's guard. The
+// elementwise ops' integer sub-ops are refined per call below (call_supports); REDUCE on ints
+// (SUM/MAX/MIN) at run time.
 constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* FILL */ kAllTypes,
     /* ARANGE */ kNumericTypes,
@@ -68,9 +69,21 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   return plugin::in_support_table(kern::kSupport, op, dtype);
 }
 
+// The elementwise ops with integer versions (elementwise.cpp): every binary op (DIV truncates, POW by
+// squaring, both fail the call on a zero divisor or zero to a negative power), and these unary ones.
+constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
+                               plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
+                               plugin::op_bit(BRAID_UNARY_SIGN);
+constexpr uint32_t kIntBinary = (1u << BRAID_BINARY_COUNT) - 1;
+
+bool call_supports(const braid_kernel_call& call) noexcept {
+  return kernel_supports(call.op, plugin::call_dtype(call)) && plugin::elementwise_call_ok(call, kIntUnary, kIntBinary);
+}
+
 KernelResult run_kernel(const braid_kernel_call& call, Exec& exec) {
   const braid_dtype dt = plugin::call_dtype(call);
-  if (!kernel_supports(call.op, dt)) return kern::unsupported(call.op, dt);
+  if (!call_supports(call))
+    return kern::unsupported(call.op, dt, kernel_supports(call.op, dt) ? "not for this sub-op" : nullptr);
   // Nothing to write when every output has a zero dimension. Returned here, before any kernel forms
   // products of the other dimensions, which an empty tensor may have up to int64's limit.
   bool all_empty = call.num_outputs > 0;

@@ -34,6 +34,10 @@ KernelResult run_kernel(const braid_kernel_call& call, Exec& exec);
 // for creation ops).
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype);
 
+// Whether run_kernel implements this whole call (the plugin's supports_call, ABI 1.4): kernel_supports
+// for its dtype, and the one list of the elementwise ops that take integers.
+bool call_supports(const braid_kernel_call& call) noexcept;
+
 // Address of a view's element 0.
 inline std::byte* view_data(const braid_buffer_view& v) { return v.buffer->data + v.byte_offset; }
 

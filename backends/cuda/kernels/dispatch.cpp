@@ -46,6 +46,17 @@ const char* kernel_error_text(int code) {
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype) { return plugin::in_support_table(kSupport, op, dtype); }
 
+// The elementwise ops with integer versions (elementwise.cu): every binary op (DIV truncates, POW by
+// squaring, both report a bad operand through the error flag), and these unary ones.
+constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
+                               plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
+                               plugin::op_bit(BRAID_UNARY_SIGN);
+constexpr uint32_t kIntBinary = (1u << BRAID_BINARY_COUNT) - 1;
+
+bool call_supports(const braid_kernel_call& call) noexcept {
+  return kernel_supports(call.op, plugin::call_dtype(call)) && plugin::elementwise_call_ok(call, kIntUnary, kIntBinary);
+}
+
 bool needs_error_flag(const braid_kernel_call& c) {
   if (c.op == BRAID_KOP_SOFTMAX_CE || c.op == BRAID_KOP_SOFTMAX_CE_BWD) return true;
   const bool integral = c.num_inputs > 0 && (c.inputs[0].dtype == BRAID_INT32 || c.inputs[0].dtype == BRAID_INT64);
@@ -55,8 +66,9 @@ bool needs_error_flag(const braid_kernel_call& c) {
 
 braid_status launch_kernel(const braid_kernel_call& call, KernelEnv& env, std::string& message) {
   const braid_dtype dt = plugin::call_dtype(call);
-  if (!kernel_supports(call.op, dt)) {
+  if (!call_supports(call)) {
     message = std::string("cuda backend: ") + plugin::op_name(call.op) + " is not implemented for dtype " + plugin::dtype_name(dt);
+    if (kernel_supports(call.op, dt)) message += " (not for this sub-op)";
     return BRAID_ERR_UNSUPPORTED;
   }
   return kLaunchers[call.op](call, env, message);

@@ -29,6 +29,9 @@ struct KernelEnv {
 };
 
 bool kernel_supports(braid_kernel_op op, braid_dtype dtype);
+// Whether launch_kernel implements this whole call (the plugin's supports_call, ABI 1.4):
+// kernel_supports for its dtype, and the one list of the elementwise ops that take integers.
+bool call_supports(const braid_kernel_call& call) noexcept;
 bool needs_error_flag(const braid_kernel_call& call);
 // Enqueues the call. Returns a failure (with message) only for what is known at launch time.
 braid_status launch_kernel(const braid_kernel_call& call, KernelEnv& env, std::string& message);

@@ -373,31 +373,37 @@ static const char* fake_device_props_json(int32_t index) {
 }
 
 void fake_backend_fill(braid_backend_api* api, const char* name) {
-  memset(api, 0, sizeof *api);
   g_name = name;
-  api->struct_size = sizeof *api;
-  api->abi_major = BRAID_BACKEND_ABI_MAJOR;
-  api->abi_minor = BRAID_BACKEND_ABI_MINOR;
-  api->name = name;
-  api->device_count = fake_device_count;
-  api->device_props = fake_device_props;
-  api->device_open = fake_device_open;
-  api->device_close = fake_device_close;
-  api->buffer_alloc = fake_buffer_alloc;
-  api->buffer_free = fake_buffer_free;
-  api->buffer_host_pointer = fake_buffer_host_pointer;
-  api->queue_create = fake_queue_create;
-  api->queue_destroy = fake_queue_destroy;
-  api->queue_submit = fake_queue_submit;
-  api->queue_flush = fake_queue_flush;
-  api->semaphore_create = fake_semaphore_create;
-  api->semaphore_destroy = fake_semaphore_destroy;
-  api->semaphore_query = fake_semaphore_query;
-  api->semaphore_signal = fake_semaphore_signal;
-  api->semaphore_wait = fake_semaphore_wait;
-  api->semaphore_notify = fake_semaphore_notify;
-  api->semaphore_fail = fake_semaphore_fail;
-  api->supports = fake_supports;
-  api->shutdown = fake_shutdown;
-  api->device_props_json = fake_device_props_json; /* ABI 1.1 */
+  /* Designated: an entry left out would be visible here. The 1.4 entries (supports_call,
+   * get_proc_address) are left NULL: the plugins that test them set them. */
+  const braid_backend_api table = {
+      .struct_size = sizeof *api,
+      .abi_major = BRAID_BACKEND_ABI_MAJOR,
+      .abi_minor = BRAID_BACKEND_ABI_MINOR,
+      .name = name,
+      .device_count = fake_device_count,
+      .device_props = fake_device_props,
+      .device_open = fake_device_open,
+      .device_close = fake_device_close,
+      .buffer_alloc = fake_buffer_alloc,
+      .buffer_free = fake_buffer_free,
+      .buffer_host_pointer = fake_buffer_host_pointer,
+      .queue_create = fake_queue_create,
+      .queue_destroy = fake_queue_destroy,
+      .queue_submit = fake_queue_submit,
+      .queue_flush = fake_queue_flush,
+      .semaphore_create = fake_semaphore_create,
+      .semaphore_destroy = fake_semaphore_destroy,
+      .semaphore_query = fake_semaphore_query,
+      .semaphore_signal = fake_semaphore_signal,
+      .semaphore_wait = fake_semaphore_wait,
+      .semaphore_notify = fake_semaphore_notify,
+      .semaphore_fail = fake_semaphore_fail,
+      .supports = fake_supports,
+      .shutdown = fake_shutdown,
+      .device_props_json = fake_device_props_json, /* ABI 1.1 */
+      .supports_call = NULL,                       /* ABI 1.4 */
+      .get_proc_address = NULL,                    /* ABI 1.4 */
+  };
+  *api = table;
 }
