@@ -25,11 +25,6 @@ LAYER = {
 
 # (file, included folder): the upward includes that exist today (docs/ARCHITECTURE.md lists them).
 KNOWN = {
-    ("context/context.h", "tensor"),
-    ("engine/engine.cpp", "device"),
-    ("engine/engine.cpp", "tensor"),
-    ("ops/layout.cpp", "autograd"),
-    ("ops/op_builder.cpp", "autograd"),
     ("profiler/profiler.cpp", "device"),
 }
 

@@ -8,6 +8,7 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "ops/op_builder.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 using namespace braid::autograd;
@@ -161,6 +162,7 @@ extern "C" {
 BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev) {
   return guard("braid_autograd_set_recording", [&] {
     Context& c = checked_context(ctx, "ctx");
+    if (on) install_recorder(c);
     const bool was = c.recording.set(on != 0);
     if (prev) *prev = was ? 1 : 0;
   });
@@ -190,6 +192,7 @@ BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req r
     if (!dtype_is_float(x.dtype))
       fail(BRAID_ERR_DTYPE, "gradients need a float32 or float64 tensor, not ", dtype_name(x.dtype));
     TensorRef grad = x.ag && x.ag->grad.get() ? TensorRef() : op::full_like(x, 0.0);
+    install_recorder(*x.ctx);
     if (!x.ag) x.ag = std::make_shared<Meta>();
     if (grad.get()) x.ag->grad = std::move(grad);
     x.ag->req = req;

@@ -9,6 +9,7 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "ops/op_builder.h"
+#include "tensor/tensor.h"
 
 namespace braid::autograd {
 namespace {
@@ -303,7 +304,7 @@ void copy_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   int64_t count = 1;
   for (int d = 0; d < from.ndim; ++d) count *= from.shape[d];
   TensorRef g = count == x->shape.numel() && from.byte_offset == x->storage->block.offset
-                    ? x->ctx->new_tensor(x->device(), x->dtype, x->shape)
+                    ? new_tensor(*x->ctx, x->device(), x->dtype, x->shape)
                     : op::full_like(*x, 0.0);
   OpBuilder b("copy_backward", BRAID_KOP_COPY);
   b.add_input_view(b.operand(dy, "dy"), rebase(n.out_views[0], *y, *dy));

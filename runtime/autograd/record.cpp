@@ -2,6 +2,7 @@
 #include "autograd/tape.h"
 #include "context/context.h"
 #include "core/dtype.h"
+#include "tensor/tensor.h"
 
 namespace braid::autograd {
 namespace {
@@ -67,7 +68,7 @@ void record(Context& ctx, const PushedOp& op) {
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     Tensor* t = op.outputs[k];
     node->out_views.push_back(op.call->outputs[k]);
-    node->outputs.push_back(ctx.view_tensor(*t, t->shape));
+    node->outputs.push_back(view_tensor(*t, t->shape));
     if (!dtype_is_float(t->dtype)) {
       node->out_meta.emplace_back();
       continue;
@@ -95,7 +96,7 @@ void record_unkerneled(Context& ctx, const char* name, Tensor& x, Tensor& y) {
   node->needs.push_back(1);
   y.ag = std::make_shared<Meta>();
   node->out_meta.push_back(y.ag);
-  node->outputs.push_back(ctx.view_tensor(y, y.shape));
+  node->outputs.push_back(view_tensor(y, y.shape));
   node->out_views.push_back(y.view());
   y.ag->producers.push_back({node, 0});
 }
@@ -105,6 +106,11 @@ void record_reshape(Context& ctx, Tensor& x, Tensor& y) { record_unkerneled(ctx,
 
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y) {
   if (dtype_is_float(x.dtype)) record_unkerneled(ctx, "device_copy", x, y);
+}
+
+void install_recorder(Context& ctx) noexcept {
+  static constexpr OpRecorder kRecorder{&record, &record_reshape, &record_device_copy};
+  ctx.recording.install(&kRecorder);
 }
 
 }  // namespace braid::autograd

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "ops/recorder.h"
 #include "tensor/tensor.h"
 
 namespace braid {
@@ -50,16 +51,7 @@ struct Meta {
 
 inline bool requires_grad(const Tensor& t) noexcept { return t.ag && t.ag->requires_grad(); }
 
-// What OpBuilder::push knows about an op (the single recording hook).
-struct PushedOp {
-  const char* name;
-  braid_kernel_op kop;
-  const braid_kernel_call* call;
-  std::span<Tensor* const> operands;  // in kernel input order
-  std::span<Tensor* const> outputs;   // in kernel output order
-  uint32_t overwritten;               // bit k: output k is an existing tensor (the result of a copy op)
-  bool inplace;                       // the op updates an operand in place: never recorded
-};
+using PushedOp = braid::PushedOp;
 
 // Records the op if the calling thread records and an operand requires a gradient.
 void record(Context& ctx, const PushedOp& op);
@@ -68,5 +60,8 @@ void record_reshape(Context& ctx, Tensor& x, Tensor& y);
 // Records a copy of x to another device (a byte copy, not a kernel): its gradient is dy copied back
 // to x's device, so a model split across devices back-propagates across them.
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y);
+// The three above, for the ops layer (ops/recorder.h): installed in the context by whatever turns
+// recording on or gives a tensor a gradient.
+void install_recorder(Context& ctx) noexcept;
 
 }  // namespace braid::autograd

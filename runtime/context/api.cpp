@@ -172,7 +172,7 @@ BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path) 
     if (!path || !*path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL or empty");
     (void)c.engine->wait_idle(c.device_list);  // recorded work must have its end times
     c.profiler.stop();
-    c.profiler.write(path, c.device_list);
+    c.profiler.write(path, c.profile_devices());
   });
 }
 

@@ -199,66 +199,25 @@ Device& braid_context_t::device(braid_device index, const char* what) {
   return *devices[static_cast<size_t>(index)];
 }
 
-TensorRef braid_context_t::new_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
-  const auto numel = static_cast<uint64_t>(shape.numel());
-  const uint64_t bytes = numel * dtype_size(dtype);
-  if (numel != 0 && bytes / numel != dtype_size(dtype))
-    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
-  // More than the device has can never succeed: refused before asking the backend, whose allocator
-  // might grant it lazily (overcommitted host memory) and fail only when the pages are touched.
-  if (dev.props.memory_bytes != 0 && bytes > dev.props.memory_bytes)
-    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " (", bytes, " bytes) is larger than ", dev.id,
-         "'s memory (", dev.props.memory_bytes, " bytes)");
-  Block block = dev.allocator->allocate(bytes);
-  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, block, bytes);
-  if (TraceHook* hook = t_trace_hook) hook->created(*storage);
-  return acquire_tensor(std::move(storage), dtype, shape);
+
+std::vector<Device*> braid_context_t::device_pointers() const {
+  std::vector<Device*> all;
+  for (const auto& d : devices) all.push_back(d.get());
+  return all;
 }
 
-TensorRef braid_context_t::new_output_tensor(Device& dev, braid_dtype dtype, const Shape& shape) {
-  const auto numel = static_cast<uint64_t>(shape.numel());
-  const uint64_t bytes = numel * dtype_size(dtype);
-  // Only where it pays (a block of a few cache lines is as hot fresh from the allocator, whose small
-  // blocks come back newest first) and where the op will run on the one compute queue.
-  if (bytes >= kRecycleMinBytes && bytes / dtype_size(dtype) == numel && dev.more_compute.empty()) {
-    std::shared_ptr<Storage> taken;
-    {
-      std::lock_guard lock(dev.recycled_mu);
-      for (auto& slot : dev.recycled) {
-        std::shared_ptr<Storage> s = slot.lock();
-        if (s && s->bytes == bytes) {
-          slot.reset();
-          taken = std::move(s);
-          break;
-        }
-      }
-    }
-    // Released handles are never reacquired, so no tensor views it; what may still use it are the
-    // ops in flight, and an op on the compute queue is ordered after them for free only if they run
-    // there too (a copy on another queue reading it would otherwise hold this op back).
-    if (taken && engine->pending_only_on(*taken, dev.compute)) {
-      if (TraceHook* hook = t_trace_hook) hook->created(*taken);  // a new value for a graph being traced
-      return acquire_tensor(std::move(taken), dtype, shape);
-    }
+// The trace's view of the devices: names and queue tracks, so the profiler (a layer below the
+// devices) needs nothing of Device.
+std::vector<braid::ProfileDevice> braid_context_t::profile_devices() const {
+  std::vector<braid::ProfileDevice> all;
+  for (const auto& d : devices) {
+    braid::ProfileDevice& p = all.emplace_back();
+    // props.name comes from the plugin: bounded, in case it is not NUL-terminated.
+    const std::string_view model(d->props.name, strnlen(d->props.name, sizeof d->props.name));
+    p.name = braid::cat(d->id, " (", model, ")");
+    for (const braid::Queue* q : d->queues()) p.queues.push_back({q, braid::Device::queue_name(q->track)});
   }
-  return new_tensor(dev, dtype, shape);
-}
-
-TensorRef braid_context_t::view_tensor(const Tensor& base, const Shape& shape) {
-  return acquire_tensor(base.storage, base.dtype, shape);
-}
-
-TensorRef braid_context_t::acquire_tensor(std::shared_ptr<Storage> storage, braid_dtype dtype, const Shape& shape) {
-  bool first = false;
-  Tensor* t = tensors.acquire(&first);
-  // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
-  if (first) refs.fetch_add(1);
-  t->ctx = this;
-  if (storage->bytes >= kRecycleMinBytes) storage->handles.fetch_add(1, std::memory_order_relaxed);
-  t->storage = std::move(storage);
-  t->dtype = dtype;
-  t->shape = shape;
-  return TensorRef(t);
+  return all;
 }
 
 std::string braid_context_t::write_profile() noexcept {
@@ -267,7 +226,7 @@ std::string braid_context_t::write_profile() noexcept {
   (void)engine->wait_idle(device_list);  // recorded work must have its end times
   if (profile_path.empty()) return {};
   try {
-    profiler.write(profile_path, device_list);
+    profiler.write(profile_path, profile_devices());
     return {};
   } catch (const std::exception& e) {
     try {

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,10 @@
 #include "engine/engine.h"
 #include "plugin/backend.h"
 #include "profiler/profiler.h"
-#include "tensor/tensor.h"
+
+namespace braid {
+class TensorPool;
+}
 
 struct braid_context_t {
   std::atomic<int32_t> refs{1};
@@ -21,12 +25,15 @@ struct braid_context_t {
 
   std::vector<std::unique_ptr<braid::Backend>> backends;
   std::vector<std::unique_ptr<braid::Device>> devices;
-  std::vector<braid::Device*> device_list;  // the same, as a span for engine/profiler calls
+  std::vector<braid::EngineDevice*> device_list;  // the same, as the engine sees them (its waits)
   braid::Profiler profiler;
   std::unique_ptr<braid::Engine> engine;
   braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
   int32_t compute_queues = 1;                 // per device (options.compute_queues)
-  braid::TensorPool tensors;
+  // The tensor handles (tensor/tensor.h), made by the tensor layer on first use: this layer, below
+  // it, only names the pool.
+  std::once_flag tensors_made;
+  std::shared_ptr<braid::TensorPool> tensors;
   std::string profile_path;  // written when the context is destroyed
   bool profile_written = false;  // write_profile ran (release_context calls it before the destructor)
   std::atomic<uint64_t> seed{0};
@@ -39,24 +46,16 @@ struct braid_context_t {
   braid_context_t& operator=(const braid_context_t&) = delete;
 
   braid::Device& device(braid_device index, const char* what);
-  // A new, uninitialised tensor on device (allocates; throws BRAID_ERR_OUT_OF_MEMORY).
-  braid::TensorRef new_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
-  // The same for an op's output that the op overwrites entirely and that is pushed to the device's
-  // compute queue (OpBuilder::output): it may take over a storage of the same size that the
-  // application released while ops on that queue still use it (docs/ENGINE.md, "Reusing a released
-  // storage"), ordered after them by the storage's engine variable.
-  braid::TensorRef new_output_tensor(braid::Device& device, braid_dtype dtype, const braid::Shape& shape);
-  // A new tensor handle over an existing storage (reshape).
-  braid::TensorRef view_tensor(const braid::Tensor& base, const braid::Shape& shape);
+  // The opened devices, in context order.
+  std::vector<braid::Device*> device_pointers() const;
   // Waits for all work, then writes the configured profile (once). Returns why it could not be
   // written, "" when it was or none is configured. The destructor cannot report, so the release that
   // destroys the context calls this first and returns the error to the application.
   std::string write_profile() noexcept;
+  // The devices and their queues as the profile names them (write_profile, braid_profiler_stop).
+  std::vector<braid::ProfileDevice> profile_devices() const;
 
  private:
-  // A handle from the pool, owned by this context (takes the live handles' context reference when it
-  // is the first: TensorPool).
-  braid::TensorRef acquire_tensor(std::shared_ptr<braid::Storage> storage, braid_dtype dtype, const braid::Shape& shape);
   void open_devices(braid::Backend& backend);
   void close_devices() noexcept;
 };

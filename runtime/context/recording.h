@@ -8,10 +8,19 @@
 #include <thread>
 #include <vector>
 
+namespace braid {
+struct OpRecorder;
+}
+
 namespace braid::autograd {
 
 class Recording {
  public:
+  // Autograd's entry points for the ops layer below it (ops/recorder.h), installed by autograd before
+  // anything can be recorded; null until then.
+  void install(const OpRecorder* r) noexcept { recorder_.store(r, std::memory_order_release); }
+  const OpRecorder* recorder() const noexcept { return recorder_.load(std::memory_order_acquire); }
+
   // Whether any thread records (a hint: the hot-path check before on()).
   bool any() const noexcept { return count_.load(std::memory_order_relaxed) != 0; }
   // Whether the calling thread records.
@@ -44,6 +53,7 @@ class Recording {
   }
 
  private:
+  std::atomic<const OpRecorder*> recorder_{nullptr};
   std::atomic<int> count_{0};
   mutable std::mutex mu_;
   std::vector<std::thread::id> threads_;  // threads recording now (a handful at most)

@@ -5,10 +5,10 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "device/device.h"
+#include "engine/engine_device.h"
 #include "plugin/backend.h"
+#include "engine/storage.h"
 #include "profiler/profiler.h"
-#include "tensor/storage.h"
 
 namespace braid {
 namespace {
@@ -33,7 +33,7 @@ uint64_t low_water(uint64_t bound) { return bound - bound / 4; }
 
 // Whether the device's work in flight, counted as pushed minus the given ended counts, reaches
 // max_ops ops or max_bytes bytes (an idle device never does).
-bool in_flight_reaches(const Device& device, uint64_t ended_ops, uint64_t ended_bytes, uint64_t max_ops,
+bool in_flight_reaches(const EngineDevice& device, uint64_t ended_ops, uint64_t ended_bytes, uint64_t max_ops,
                        uint64_t max_bytes) {
   const uint64_t ops = device.push_side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
   const uint64_t bytes = device.push_side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
@@ -70,7 +70,7 @@ const braid_host_api* Engine::host_api() noexcept {
   return &api;
 }
 
-std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) const {
+std::shared_ptr<OpNode> Engine::make_node(const char* name, EngineDevice& device) const {
   // Default-initialised, not zeroed: the kernel call alone is 1.5 KB and most of it is never read.
   auto node = std::allocate_shared_for_overwrite<OpNode>(PoolAllocator<OpNode>(&node_pool_));
   node->engine = const_cast<Engine*>(this);
@@ -99,8 +99,8 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, Device& device) cons
   return node;
 }
 
-void Engine::throttle(Device& device) {
-  Device::PushSide& side = device.push_side;
+void Engine::throttle(EngineDevice& device) {
+  EngineDevice::PushSide& side = device.push_side;
   // The common case reads only the pushers' own cache line.
   if (!in_flight_reaches(device, side.ended_seen.ops.load(std::memory_order_relaxed),
                          side.ended_seen.bytes.load(std::memory_order_relaxed), device.inflight_bound.ops,
@@ -130,7 +130,7 @@ void Engine::throttle(Device& device) {
 
 void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
                   std::span<Storage* const> writes, braid_queue_kind kind) {
-  Device& device = *node->device;
+  EngineDevice& device = *node->device;
   push(std::move(node), reads, writes, device.queue(kind));
 }
 
@@ -171,15 +171,55 @@ void Engine::push_partitioned(std::span<Storage* const> storages, std::vector<Pa
   if (waited) (void)wait(waited);
 }
 
+// push() under mu_, in its steps: choose the queue, order the op after the earlier users of its
+// storages, make it their latest user, fill in its submission, then submit it or queue it behind the
+// host-side dependencies that must signal first.
 Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
                                     std::span<Storage* const> writes, std::span<Storage* const> shared_writes,
                                     Queue& requested) {
   OpNode& n = *node;
-  Queue* chosen = &requested;
   if (profiler_.enabled()) {
     n.profiled = true;
     n.t_submit = profiler_.now();
   }
+  n.queue = &requested;
+  if (n.queue == &n.device->compute && !n.device->more_compute.empty()) n.queue = &pick_compute(*n.device, reads);
+  Pending pending;
+  Dependencies deps(n, pending.host_deps);
+  order_after_earlier(n, deps, reads, writes, shared_writes);
+  become_latest_user(node, reads, writes, shared_writes);
+  if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
+  n.seq = ++n.queue->next_seq;
+  n.device->push_side.pushed.ops.fetch_add(1, std::memory_order_relaxed);
+  n.device->push_side.pushed.bytes.fetch_add(n.out_bytes, std::memory_order_relaxed);
+  fill_work(n, deps);
+  submit_or_defer(std::move(node), pending);
+  return pending;
+}
+
+void Engine::Dependencies::add(const std::shared_ptr<OpNode>& d) {
+  // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
+  if (!d || d->queue == n_.queue || is_done(d)) return;
+  for (uint32_t i = 0; i < num_device; ++i)
+    if (device[i].queue == d->queue) {
+      device[i].value = std::max(device[i].value, d->seq);
+      return;
+    }
+  for (auto& h : host_)
+    if (h.first == d->queue) {
+      h.second = std::max(h.second, d->seq);
+      return;
+    }
+  if (d->device->backend == n_.device->backend && num_device < device.size())
+    device[num_device++] = {d->queue, d->seq};
+  else
+    host_.emplace_back(d->queue, d->seq);
+}
+
+// Reads wait for each storage's last writer; writes also for its readers since. The op keeps every
+// storage alive until it ends, and takes its producers' failure (poisoning).
+void Engine::order_after_earlier(OpNode& n, Dependencies& deps, std::span<Storage* const> reads,
+                                 std::span<Storage* const> writes, std::span<Storage* const> shared_writes) {
   auto keep = [&](Storage* s) {
     for (const auto& k : n.keep)
       if (k.get() == s) return;
@@ -191,45 +231,11 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
       if (k.get() == s) return;
     n.keep_more.push_back(s->shared_from_this());
   };
-  auto written = [&](Storage* s) { return std::find(writes.begin(), writes.end(), s) != writes.end(); };
-
-  // Dependencies as (queue, value): at most one per queue. Those on this backend that fit in the
-  // submission become device-side waits; the rest are notifications handled on the host.
-  // A trivial struct, not std::pair: pair's constructor would zero all 16 slots on every push.
-  struct Dep {
-    Queue* first;
-    uint64_t second;
-  };
-  std::array<Dep, BRAID_MAX_WAITS> device_deps;  // first num_device_deps used (left uninitialised)
-  uint32_t num_device_deps = 0;
-  Pending pending;
-  auto depend = [&](const std::shared_ptr<OpNode>& d) {
-    // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
-    if (!d || d->queue == chosen || is_done(d)) return;
-    for (uint32_t i = 0; i < num_device_deps; ++i)
-      if (device_deps[i].first == d->queue) {
-        device_deps[i].second = std::max(device_deps[i].second, d->seq);
-        return;
-      }
-    for (auto& h : pending.host_deps)
-      if (h.first == d->queue) {
-        h.second = std::max(h.second, d->seq);
-        return;
-      }
-    if (d->device->backend == n.device->backend && num_device_deps < device_deps.size())
-      device_deps[num_device_deps++] = {d->queue, d->seq};
-    else
-      pending.host_deps.emplace_back(d->queue, d->seq);
-  };
-
-  if (chosen == &n.device->compute && !n.device->more_compute.empty()) chosen = &pick_compute(*n.device, reads);
-  Queue& queue = *chosen;
-  n.queue = chosen;
   auto read_after_writer = [&](Storage* s) {
     keep(s);
     const auto& w = s->var.last_writer;
     if (!w) return;
-    depend(w);
+    deps.add(w);
     if (is_done(w)) {
       // An input already known to be poisoned: the op is skipped and inherits the error, but still
       // takes its place in queue order so later writers stay ordered after earlier readers.
@@ -240,23 +246,26 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
       n.joined.push_back(w);  // failure inherited the same way
     }
   };
-  auto write_after_all = [&](Storage* s) {
-    keep(s);
-    depend(s->var.last_writer);
-    const auto& readers = s->var.readers;
-    for (size_t i = s->var.done_readers; i < readers.size(); ++i) depend(readers[i]);
-  };
   for (Storage* s : reads) read_after_writer(s);
-  for (Storage* s : writes) write_after_all(s);
+  for (Storage* s : writes) {
+    keep(s);
+    deps.add(s->var.last_writer);
+    const auto& readers = s->var.readers;
+    for (size_t i = s->var.done_readers; i < readers.size(); ++i) deps.add(readers[i]);
+  }
   // A part of a partitioned write: ordered like a writer, poisoned like a reader; recorded as a reader
-  // below, so it does not order the other parts, and the join (a writer) waits for all of them.
+  // (become_latest_user), so it does not order the other parts, and the join (a writer) waits for all.
   for (Storage* s : shared_writes) {
     read_after_writer(s);
     const auto& readers = s->var.readers;
     for (size_t i = s->var.done_readers; i < readers.size(); ++i)
-      if (readers[i]->partition != n.partition) depend(readers[i]);  // not its sibling parts
+      if (readers[i]->partition != n.partition) deps.add(readers[i]);  // not its sibling parts
   }
-  // Program order per variable: this op is now the last writer or one more reader.
+}
+
+// Program order per variable: the op is now the last writer or one more reader of each storage.
+void Engine::become_latest_user(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+                                std::span<Storage* const> writes, std::span<Storage* const> shared_writes) {
   auto add_reader = [&](Storage* s) {
     auto& readers = s->var.readers;
     size_t& done = s->var.done_readers;
@@ -274,48 +283,49 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
     readers.push_back(node);
   };
   for (Storage* s : reads)
-    if (!written(s)) add_reader(s);
+    if (std::find(writes.begin(), writes.end(), s) == writes.end()) add_reader(s);
   for (Storage* s : shared_writes) add_reader(s);
   for (Storage* s : writes) {
     s->var.last_writer = node;
     s->var.readers.clear();
     s->var.done_readers = 0;
   }
+}
 
-  if (n.status != BRAID_OK) n.work.kind = BRAID_WORK_MARKER;
-  n.seq = ++queue.next_seq;
-  n.device->push_side.pushed.ops.fetch_add(1, std::memory_order_relaxed);
-  n.device->push_side.pushed.bytes.fetch_add(n.out_bytes, std::memory_order_relaxed);
-
+// The submission: the op's descriptors, its signal on the queue's timeline, and its device-side waits.
+void Engine::fill_work(OpNode& n, const Dependencies& deps) {
   braid_work& w = n.work;
   w.kernel = &n.call;
   w.copy = &n.copy;
   w.num_kernels = static_cast<uint32_t>(n.calls.size());
   w.kernels = n.calls.data();
-  w.signal = queue.timeline;
+  w.signal = n.queue->timeline;
   w.signal_value = n.seq;
   w.token = &n;
   w.flags = BRAID_WORK_PERSISTENT_DESCS;  // the node holds them until work_end
-  w.num_waits = num_device_deps;
-  for (uint32_t i = 0; i < num_device_deps; ++i) {
-    w.waits[i] = device_deps[i].first->timeline;
-    w.wait_values[i] = device_deps[i].second;
+  w.num_waits = deps.num_device;
+  for (uint32_t i = 0; i < deps.num_device; ++i) {
+    w.waits[i] = deps.device[i].queue->timeline;
+    w.wait_values[i] = deps.device[i].value;
   }
+}
 
+void Engine::submit_or_defer(std::shared_ptr<OpNode> node, Pending& pending) {
+  OpNode& n = *node;
+  Queue& queue = *n.queue;
   if (pending.host_deps.empty() && queue.deferred.empty()) {
     n.self = std::move(node);
     // From here the op may end and be freed on the backend's thread: n is not touched again.
     submit_locked(n);
-  } else {
-    n.self = node;
-    // Keep queue order: this op and every later one on this queue wait until the host-side
-    // dependencies of those before them have signalled.
-    n.foreign_pending = static_cast<uint32_t>(pending.host_deps.size());
-    queue.deferred.push_back(node);
-    submit_ready_deferred_locked(queue);
-    if (!pending.host_deps.empty()) pending.node = std::move(node);
+    return;
   }
-  return pending;
+  n.self = node;
+  // Keep queue order: this op and every later one on this queue wait until the host-side
+  // dependencies of those before them have signalled.
+  n.foreign_pending = static_cast<uint32_t>(pending.host_deps.size());
+  queue.deferred.push_back(node);
+  submit_ready_deferred_locked(queue);
+  if (!pending.host_deps.empty()) pending.node = std::move(node);
 }
 
 void Engine::register_host_deps(Pending& pending) {
@@ -406,7 +416,7 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   n.joined.clear();
   n.keep.clear();
   n.keep_more.clear();
-  Device& dev = *n.device;
+  EngineDevice& dev = *n.device;
   std::shared_ptr<OpNode> self = std::move(n.self);
   dev.ended.bytes.fetch_add(n.out_bytes);
   dev.ended.ops.fetch_add(1);
@@ -475,7 +485,7 @@ WaitResult Engine::wait_to_read(Storage& storage) {
   return wait(writer);
 }
 
-WaitResult Engine::wait_all(std::span<Device* const> devices) {
+WaitResult Engine::wait_all(std::span<EngineDevice* const> devices) {
   WaitResult idle = wait_idle(devices);
   if (idle.status != BRAID_OK) return idle;
   std::lock_guard lock(error_mu_);
@@ -494,12 +504,12 @@ WaitResult Engine::wait_queue(Queue& queue, uint64_t seq) {
   return {};
 }
 
-WaitResult Engine::wait_idle(std::span<Device* const> devices) {
+WaitResult Engine::wait_idle(std::span<EngineDevice* const> devices) {
   // Everything pushed so far has ended once each queue's timeline reaches its last sequence number.
   std::vector<std::pair<Queue*, uint64_t>> targets;
   {
     std::lock_guard lock(mu_);
-    for (Device* d : devices)
+    for (EngineDevice* d : devices)
       for (Queue* q : d->queues()) targets.emplace_back(q, q->next_seq);
   }
   for (auto& [q, seq] : targets) {
@@ -509,12 +519,12 @@ WaitResult Engine::wait_idle(std::span<Device* const> devices) {
   return {};
 }
 
-void Engine::drain(Device& device) {
-  Device* d = &device;
+void Engine::drain(EngineDevice& device) {
+  EngineDevice* d = &device;
   (void)wait_idle({&d, 1});
 }
 
-Queue& Engine::pick_compute(Device& device, std::span<Storage* const> reads) {
+Queue& Engine::pick_compute(EngineDevice& device, std::span<Storage* const> reads) {
   for (Storage* s : reads) {
     const auto& w = s->var.last_writer;
     if (!w || w->device != &device || is_done(w)) continue;

@@ -8,6 +8,7 @@
 // briefly). Backends call work_begin/work_end on their own threads; those never take mu_ unless an
 // op failed or cross-backend work was deferred.
 #pragma once
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -24,7 +25,7 @@
 
 namespace braid {
 
-struct Device;
+struct EngineDevice;
 struct Storage;
 class Profiler;
 
@@ -45,9 +46,9 @@ class Engine {
 
   static const braid_host_api* host_api() noexcept;
 
-  std::shared_ptr<OpNode> make_node(const char* name, Device& device) const;
+  std::shared_ptr<OpNode> make_node(const char* name, EngineDevice& device) const;
   // Blocks while the device has too much work in flight. Call before allocating an op's outputs.
-  void throttle(Device& device);
+  void throttle(EngineDevice& device);
   // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
   // overlap (an in-place op lists a storage in both). If the backend refuses the submission, the op
   // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.
@@ -92,11 +93,11 @@ class Engine {
   // Waits for the storage's last writer (as of now).
   WaitResult wait_to_read(Storage& storage);
   // Waits for everything pushed so far; returns the first failure since the previous wait_all.
-  WaitResult wait_all(std::span<Device* const> devices);
+  WaitResult wait_all(std::span<EngineDevice* const> devices);
   // Waits for everything pushed so far, leaving the recorded first failure for wait_all.
-  WaitResult wait_idle(std::span<Device* const> devices);
+  WaitResult wait_idle(std::span<EngineDevice* const> devices);
   // Waits for the device's queues to drain (allocator out-of-memory path).
-  void drain(Device& device);
+  void drain(EngineDevice& device);
 
  private:
   // What push_locked leaves for after the lock: notifications to register for dependencies on other
@@ -108,6 +109,32 @@ class Engine {
   // push() under mu_. shared_writes: storages the op writes a part of (push_partitioned).
   Pending push_locked(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
                       std::span<Storage* const> shared_writes, Queue& requested);
+  // What an op waits for before it runs, as (queue, value), at most one per queue. Those on the op's
+  // own backend that fit in the submission become device-side waits; the rest are notifications
+  // handled on the host (register_host_deps).
+  class Dependencies {
+   public:
+    Dependencies(const OpNode& n, std::vector<std::pair<Queue*, uint64_t>>& host) : n_(n), host_(host) {}
+    void add(const std::shared_ptr<OpNode>& producer);
+    // A trivial struct, not std::pair: pair's constructor would zero all the slots on every push.
+    struct Wait {
+      Queue* queue;
+      uint64_t value;
+    };
+    std::array<Wait, BRAID_MAX_WAITS> device;  // the first num_device are used (left uninitialised)
+    uint32_t num_device = 0;
+
+   private:
+    const OpNode& n_;  // its queue is chosen
+    std::vector<std::pair<Queue*, uint64_t>>& host_;
+  };
+  // The steps of push_locked, in order.
+  static void order_after_earlier(OpNode& n, Dependencies& deps, std::span<Storage* const> reads,
+                                  std::span<Storage* const> writes, std::span<Storage* const> shared_writes);
+  static void become_latest_user(const std::shared_ptr<OpNode>& node, std::span<Storage* const> reads,
+                                 std::span<Storage* const> writes, std::span<Storage* const> shared_writes);
+  static void fill_work(OpNode& n, const Dependencies& deps);
+  void submit_or_defer(std::shared_ptr<OpNode> node, Pending& pending);
   void register_host_deps(Pending& pending);
   WaitResult wait_queue(Queue& queue, uint64_t seq);
   static int32_t work_begin(void* token);
@@ -117,7 +144,7 @@ class Engine {
   void submit_locked(OpNode& node);
   // With several compute queues: the queue of the first input's unfinished producer on this device
   // (a chain stays on one in-order queue and needs no semaphore), else the next one in turn.
-  Queue& pick_compute(Device& device, std::span<Storage* const> reads);
+  Queue& pick_compute(EngineDevice& device, std::span<Storage* const> reads);
   void submit_ready_deferred_locked(Queue& queue);
   void finish(OpNode& node, braid_status status, const char* message);
   void record_error(const OpNode& node);

@@ -12,14 +12,14 @@
 
 namespace braid {
 
-struct Device;
+struct EngineDevice;
 struct Storage;
 struct OpNode;
 class Engine;
 
 // A backend queue with its own timeline semaphore: the n-th op submitted to the queue signals n.
 struct Queue {
-  Device* device = nullptr;
+  EngineDevice* device = nullptr;
   braid_queue_kind kind = BRAID_QUEUE_COMPUTE;
   int32_t track = 0;  // the profiler's track (Device::queue_name)
   braid_backend_queue handle = nullptr;
@@ -45,7 +45,7 @@ struct OpNode {
 
   Engine* engine = nullptr;
   const char* name = "";        // static string: the op's name
-  Device* device = nullptr;
+  EngineDevice* device = nullptr;
   Queue* queue = nullptr;
   uint64_t seq = 0;             // value of queue->timeline once this op has ended; 0 = never submitted
   uint64_t out_bytes = 0;       // bytes of outputs it allocated (backpressure)

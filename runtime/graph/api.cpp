@@ -220,8 +220,7 @@ BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out
       for (const Output& o : gr.outputs) is_output = is_output || &gr.values[static_cast<size_t>(o.value)] == &v;
       if (v.kind == ValueKind::internal && !is_output) info.intermediate_bytes += v.bytes;
     }
-    for (size_t d = 0; d < gr.ctx->device_list.size(); ++d)
-      if (gr.ctx->device_list[d] == gr.device) info.device = static_cast<braid_device>(d);
+    info.device = gr.device->index;
     info.pushes_per_run = pushes_per_run(gr);
     info.workspace_bytes = gr.plan.planned ? gr.plan.workspace_bytes : 0;
     info.passes = gr.passes_applied;

@@ -118,7 +118,7 @@ class Interpreter {
       const bool existed = val_[at(r.value)].get() != nullptr;
       if (!existed) {
         const Value& v = g_.values[at(r.value)];
-        val_[at(r.value)] = ctx_.new_tensor(dev, v.dtype, v.shape);
+        val_[at(r.value)] = new_tensor(ctx_, dev, v.dtype, v.shape);
         node->out_bytes += v.bytes;
       }
       if (n.reads_value(r.value)) inplace = true;
@@ -145,7 +145,7 @@ class Interpreter {
       fail(BRAID_ERR_INTERNAL, "graph: value ", r.value, reading ? " read" : " written", " before it has storage");
     if (r.tshape.ndim == 0 && base->shape.numel() != 1) return *base;
     if (base->shape == r.tshape || r.tshape.numel() != base->shape.numel()) return *base;
-    views_.push_back(ctx_.view_tensor(*base, r.tshape));
+    views_.push_back(view_tensor(*base, r.tshape));
     if (record_) autograd::record_reshape(ctx_, *base, *views_.back());
     return *views_.back();
   }
@@ -243,12 +243,12 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   outs.reserve(g.outputs.size());
   uint64_t bytes = 0;
   for (const Output& o : g.outputs) {
-    outs.push_back(ctx.new_output_tensor(dev, o.dtype, o.shape));
+    outs.push_back(new_output_tensor(ctx, dev, o.dtype, o.shape));
     bytes += outs.back()->storage->bytes;
   }
   for (uint64_t size : g.plan.slot_bytes) {
     const auto n = static_cast<int64_t>(std::max<uint64_t>(size, 1));
-    slots.push_back(ctx.new_output_tensor(dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1))));
+    slots.push_back(new_output_tensor(ctx, dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1))));
     bytes += size;
   }
   if (p.calls.empty()) return outs;

@@ -60,10 +60,10 @@ namespace {
 
 // A device whose buffers are host memory, to stage copies through: the CPU backend's first, else any.
 Device* staging_device(Context& ctx) {
-  for (Device* d : ctx.device_list)
-    if (d->props.host_visible && d->backend->name == "cpu") return d;
-  for (Device* d : ctx.device_list)
-    if (d->props.host_visible) return d;
+  for (const auto& d : ctx.devices)
+    if (d->props.host_visible && d->backend->name == "cpu") return d.get();
+  for (const auto& d : ctx.devices)
+    if (d->props.host_visible) return d.get();
   return nullptr;
 }
 
@@ -82,8 +82,8 @@ void push_staged_copy(const char* name, Tensor& src, int64_t src_offset, Tensor&
          ": neither side is host memory and no host-memory device (cpu) is loaded to stage the copy through");
   const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingChunkBytes / dtype_size(src.dtype)));
   const int64_t first = std::min(chunk, count);
-  TensorRef buffers[2] = {ctx.new_tensor(*via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1))), TensorRef()};
-  if (count > chunk) buffers[1] = ctx.new_tensor(*via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1)));
+  TensorRef buffers[2] = {new_tensor(ctx, *via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1))), TensorRef()};
+  if (count > chunk) buffers[1] = new_tensor(ctx, *via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1)));
   for (int64_t at = 0, i = 0; at < count; at += chunk, ++i) {
     const int64_t n = std::min(chunk, count - at);
     Tensor& b = *buffers[i % 2];

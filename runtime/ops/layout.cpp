@@ -3,10 +3,10 @@
 #include <cstring>
 #include <vector>
 
-#include "autograd/tape.h"
 #include "core/trace_hook.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
+#include "ops/recorder.h"
 #include "ops/shapes.h"
 
 using namespace braid;
@@ -44,8 +44,8 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
     if (!s.fits()) fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " into ", s.str(), ": too large");
     if (s.numel() != a.shape.numel())
       fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
-    TensorRef y = a.ctx->view_tensor(a, s);
-    autograd::record_reshape(*a.ctx, a, *y);
+    TensorRef y = view_tensor(a, s);
+    if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->reshape(*a.ctx, a, *y);
     if (TraceHook* hook = t_trace_hook) hook->reshaped(a, *y);
     *out = y.release();
   });
@@ -87,7 +87,7 @@ BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const i
       // never used and a huge step (INT64_MAX) must not overflow it.
       if (s[i] > 1) from.strides[i] *= st;
     }
-    TensorRef y = a.ctx->new_tensor(a.device(), a.dtype, s);
+    TensorRef y = new_tensor(*a.ctx, a.device(), a.dtype, s);
     push_copy_kernel("slice", a, from, *y, y->view());
     *out = y.release();
   });
@@ -112,7 +112,7 @@ BRAID_API braid_status braid_transpose(braid_tensor x, const int32_t* perm, brai
       from.shape[i] = src.shape[p];
       from.strides[i] = src.strides[p];
     }
-    TensorRef y = a.ctx->new_tensor(a.device(), a.dtype, s);
+    TensorRef y = new_tensor(*a.ctx, a.device(), a.dtype, s);
     push_copy_kernel("transpose", a, from, *y, y->view());
     *out = y.release();
   });
@@ -141,7 +141,7 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
         fail(BRAID_ERR_SHAPE, "concat: the result has more elements along axis ", ax, " than int64 can count");
     }
     if (!s.fits()) fail(BRAID_ERR_SHAPE, "concat: the result ", s.str(), " has more elements than int64 can count");
-    TensorRef y = first.ctx->new_tensor(first.device(), first.dtype, s);
+    TensorRef y = new_tensor(*first.ctx, first.device(), first.dtype, s);
     braid_buffer_view to = y->view();
     int64_t offset = 0;
     for (Tensor* p : parts) {
@@ -161,7 +161,7 @@ BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tenso
     *out = nullptr;
     Tensor& a = checked_tensor(x, "x");
     check_dtype(dtype, "dtype");
-    TensorRef y = a.ctx->new_tensor(a.device(), dtype, a.shape);
+    TensorRef y = new_tensor(*a.ctx, a.device(), dtype, a.shape);
     push_copy_kernel("cast", a, a.view(), *y, y->view());
     *out = y.release();
   });
@@ -173,13 +173,14 @@ BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_ten
     *out = nullptr;
     Tensor& a = checked_tensor(x, "x");
     Device& to = a.ctx->device(device, "device");
-    TensorRef y = a.ctx->new_tensor(to, a.dtype, a.shape);
+    TensorRef y = new_tensor(*a.ctx, to, a.dtype, a.shape);
     if (a.bytes() > 0) {
       if (&to == &a.device()) {
         push_copy_kernel("copy", a, a.view(), *y, y->view());
       } else {
         push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
-        autograd::record_device_copy(*a.ctx, a, *y);  // a byte copy: OpBuilder's hook does not see it
+        // A byte copy: OpBuilder's hook does not see it.
+        if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->device_copy(*a.ctx, a, *y);
       }
     }
     *out = y.release();

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/shape.h"
+#include "tensor/tensor.h"
 
 namespace braid {
 

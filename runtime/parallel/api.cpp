@@ -11,6 +11,7 @@
 #include "ops/params.h"
 #include "parallel/collectives.h"
 #include "parallel/split.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 using namespace braid::parallel;
@@ -24,7 +25,7 @@ braid_collective_options collective_options(const braid_collective_options* o) {
 // New tensors of `shape` on each input's device, handed out through outs only when all exist.
 std::vector<TensorRef> outputs_like(std::span<Tensor* const> ins, const Shape& shape) {
   std::vector<TensorRef> outs;
-  for (Tensor* t : ins) outs.push_back(t->ctx->new_tensor(t->device(), t->dtype, shape));
+  for (Tensor* t : ins) outs.push_back(new_tensor(*t->ctx, t->device(), t->dtype, shape));
   return outs;
 }
 
@@ -70,7 +71,7 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
       Device& d = a.ctx->device(devices[i], "devices[i]");
       Shape s = a.shape;
       s[0] = sizes[static_cast<size_t>(i)];
-      made.push_back(a.ctx->new_tensor(d, a.dtype, s));
+      made.push_back(new_tensor(*a.ctx, d, a.dtype, s));
       push_range_copy("split_and_load", a, first * row, *made.back(), 0, s.numel());
       first += s[0];
     }
@@ -86,7 +87,7 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
     if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "replicate: count must be positive, not ", count);
     std::vector<TensorRef> made;
     for (int32_t i = 0; i < count; ++i) {
-      made.push_back(a.ctx->new_tensor(a.ctx->device(devices[i], "devices[i]"), a.dtype, a.shape));
+      made.push_back(new_tensor(*a.ctx, a.ctx->device(devices[i], "devices[i]"), a.dtype, a.shape));
       push_range_copy("replicate", a, 0, *made.back(), 0, a.shape.numel());
     }
     hand_out(made, outs);

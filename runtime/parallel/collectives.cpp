@@ -12,6 +12,7 @@
 #include "ops/op_builder.h"
 #include "plugin/backend.h"
 #include "engine/engine.h"
+#include "tensor/tensor.h"
 
 namespace braid::parallel {
 namespace {
@@ -26,7 +27,7 @@ Part part(int64_t total, int64_t n, int64_t i) {
 }
 
 TensorRef temp(const Tensor& like, Device& on, int64_t count) {
-  return like.ctx->new_tensor(on, like.dtype, Shape::of(std::span<const int64_t>(&count, 1)));
+  return new_tensor(*like.ctx, on, like.dtype, Shape::of(std::span<const int64_t>(&count, 1)));
 }
 
 // Whether a kernel on `on` may read buffers of `peer` directly. The CPU backend's devices share the

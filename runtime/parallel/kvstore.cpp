@@ -12,6 +12,7 @@
 #include "parallel/collectives.h"
 #include "core/handle_pool.h"
 #include "parallel/optimizer.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 using namespace braid::parallel;
@@ -75,13 +76,13 @@ TensorRef merged(braid_kvstore_t& kv, Tensor& stored, const std::vector<Tensor*>
     // Summed where the values are (a tree onto the first value's device); only a copy of the first is
     // written.
     Tensor& first = *values[0];
-    own.push_back(ctx.new_tensor(first.device(), first.dtype, first.shape));
+    own.push_back(new_tensor(ctx, first.device(), first.dtype, first.shape));
     push_range_copy("kvstore_push", first, 0, *own.back(), 0, n);
     group.push_back(own.back().get());
     for (size_t i = 1; i < values.size(); ++i) group.push_back(values[i]);
   } else {
     for (Tensor* v : values) {
-      own.push_back(ctx.new_tensor(stored.device(), stored.dtype, stored.shape));
+      own.push_back(new_tensor(ctx, stored.device(), stored.dtype, stored.shape));
       push_range_copy("kvstore_push", *v, 0, *own.back(), 0, n);
       group.push_back(own.back().get());
     }
@@ -89,7 +90,7 @@ TensorRef merged(braid_kvstore_t& kv, Tensor& stored, const std::vector<Tensor*>
   reduce(group, 0, sum);
   TensorRef result = std::move(own[0]);
   if (&result->device() != &stored.device()) {
-    TensorRef moved = ctx.new_tensor(stored.device(), stored.dtype, stored.shape);
+    TensorRef moved = new_tensor(ctx, stored.device(), stored.dtype, stored.shape);
     push_range_copy("kvstore_push", *result, 0, *moved, 0, n);
     result = std::move(moved);
   }
@@ -159,7 +160,7 @@ BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_t
     std::lock_guard lock(k.mu);
     if (k.entries.count(key)) fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_init: key ", key, " is already initialised");
     braid_kvstore_t::Entry e;
-    e.value = k.ctx->new_tensor(v.device(), v.dtype, v.shape);
+    e.value = new_tensor(*k.ctx, v.device(), v.dtype, v.shape);
     push_range_copy("kvstore_init", v, 0, *e.value, 0, v.shape.numel());
     k.entries.emplace(key, std::move(e));
   });

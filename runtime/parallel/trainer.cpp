@@ -12,6 +12,7 @@
 #include "parallel/collectives.h"
 #include "core/handle_pool.h"
 #include "parallel/optimizer.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 using namespace braid::parallel;
@@ -87,7 +88,7 @@ void allreduce_grads(braid_trainer_t& tr) {
     std::vector<Tensor*> group;
     for (size_t r = 0; r < replicas; ++r) {
       Tensor& first = *grads[r][0];
-      flat.push_back(first.ctx->new_tensor(first.device(), first.dtype, Shape::of(std::span<const int64_t>(&total, 1))));
+      flat.push_back(new_tensor(*first.ctx, first.device(), first.dtype, Shape::of(std::span<const int64_t>(&total, 1))));
       int64_t at = 0;
       for (TensorRef& g : grads[r]) {
         push_range_copy("bucket_pack", *g, 0, *flat.back(), at, g->shape.numel(), &first.device().comm);

@@ -6,6 +6,7 @@
 #include "core/trace_hook.h"
 #include "core/error.h"
 #include "ops/op_builder.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 
@@ -77,7 +78,7 @@ BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     Device& d = c.device(device, "device");
-    *out = c.new_tensor(d, dtype, s).release();
+    *out = new_tensor(c, d, dtype, s).release();
   });
 }
 
@@ -95,7 +96,7 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
       fail(BRAID_ERR_INVALID_ARGUMENT, "data is ", bytes, " bytes but shape ", s.str(), " of ", dtype_name(dtype),
            " needs ", need);
     if (need > 0) require(data, "data");
-    TensorRef t = c.new_tensor(d, dtype, s);
+    TensorRef t = new_tensor(c, d, dtype, s);
     if (need > 0) {
       // A fresh storage has no readers or writers yet, so host memory can be filled directly.
       if (std::byte* dst = host_address(*t)) std::memcpy(dst, data, need);

@@ -5,8 +5,84 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/trace_hook.h"
+#include "device/device.h"
 
 namespace braid {
+
+namespace {
+
+// The context's pool of tensor handles, made on first use: the context layer below only names it.
+TensorPool& tensor_pool(Context& ctx) {
+  std::call_once(ctx.tensors_made, [&] { ctx.tensors = std::make_shared<TensorPool>(); });
+  return *ctx.tensors;
+}
+
+// A handle from the pool, owned by ctx (takes the live handles' context reference when it is the
+// first: TensorPool).
+TensorRef acquire_tensor(Context& ctx, std::shared_ptr<Storage> storage, braid_dtype dtype, const Shape& shape) {
+  bool first = false;
+  Tensor* t = tensor_pool(ctx).acquire(&first);
+  // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
+  if (first) ctx.refs.fetch_add(1);
+  t->ctx = &ctx;
+  if (storage->bytes >= kRecycleMinBytes) storage->handles.fetch_add(1, std::memory_order_relaxed);
+  t->storage = std::move(storage);
+  t->dtype = dtype;
+  t->shape = shape;
+  return TensorRef(t);
+}
+
+}  // namespace
+
+TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
+  const auto numel = static_cast<uint64_t>(shape.numel());
+  const uint64_t bytes = numel * dtype_size(dtype);
+  if (numel != 0 && bytes / numel != dtype_size(dtype))
+    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
+  // More than the device has can never succeed: refused before asking the backend, whose allocator
+  // might grant it lazily (overcommitted host memory) and fail only when the pages are touched.
+  if (dev.props.memory_bytes != 0 && bytes > dev.props.memory_bytes)
+    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " (", bytes, " bytes) is larger than ", dev.id,
+         "'s memory (", dev.props.memory_bytes, " bytes)");
+  Block block = dev.allocator->allocate(bytes);
+  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, dev.allocator.get(), block, bytes);
+  if (TraceHook* hook = t_trace_hook) hook->created(*storage);
+  return acquire_tensor(ctx, std::move(storage), dtype, shape);
+}
+
+TensorRef new_output_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
+  const auto numel = static_cast<uint64_t>(shape.numel());
+  const uint64_t bytes = numel * dtype_size(dtype);
+  // Only where it pays (a block of a few cache lines is as hot fresh from the allocator, whose small
+  // blocks come back newest first) and where the op will run on the one compute queue.
+  if (bytes >= kRecycleMinBytes && bytes / dtype_size(dtype) == numel && dev.more_compute.empty()) {
+    std::shared_ptr<Storage> taken;
+    {
+      std::lock_guard lock(dev.recycled_mu);
+      for (auto& slot : dev.recycled) {
+        std::shared_ptr<Storage> s = slot.lock();
+        if (s && s->bytes == bytes) {
+          slot.reset();
+          taken = std::move(s);
+          break;
+        }
+      }
+    }
+    // Released handles are never reacquired, so no tensor views it; what may still use it are the
+    // ops in flight, and an op on the compute queue is ordered after them for free only if they run
+    // there too (a copy on another queue reading it would otherwise hold this op back).
+    if (taken && ctx.engine->pending_only_on(*taken, dev.compute)) {
+      if (TraceHook* hook = t_trace_hook) hook->created(*taken);  // a new value for a graph being traced
+      return acquire_tensor(ctx, std::move(taken), dtype, shape);
+    }
+  }
+  return new_tensor(ctx, dev, dtype, shape);
+}
+
+TensorRef view_tensor(const Tensor& base, const Shape& shape) {
+  return acquire_tensor(*base.ctx, base.storage, base.dtype, shape);
+}
 
 Tensor* TensorPool::acquire(bool* first) {
   std::lock_guard lock(mu_);
@@ -60,7 +136,7 @@ std::string release_tensor(Tensor* t) noexcept {
   }
   t->ctx = nullptr;
   // The last live handle drops the pool's context reference, which may be the context's last.
-  return ctx->tensors.release(t) ? release_context(ctx) : std::string();
+  return ctx->tensors->release(t) ? release_context(ctx) : std::string();
 }
 
 Tensor& checked_tensor(braid_tensor t, const char* what) {

@@ -10,7 +10,8 @@
 
 #include "core/shape.h"
 #include "core/spin_lock.h"
-#include "tensor/storage.h"
+#include "device/device.h"
+#include "engine/storage.h"
 
 struct braid_context_t;
 namespace braid::autograd {
@@ -85,6 +86,18 @@ class TensorRef {
  private:
   Tensor* t_ = nullptr;
 };
+
+struct Device;
+
+// A new, uninitialised tensor on device (allocates; throws BRAID_ERR_OUT_OF_MEMORY).
+TensorRef new_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape);
+// The same for an op's output that the op overwrites entirely and that is pushed to the device's
+// compute queue (OpBuilder::output): it may take over a storage of the same size that the
+// application released while ops on that queue still use it (docs/ENGINE.md, "Reusing a released
+// storage"), ordered after them by the storage's engine variable.
+TensorRef new_output_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape);
+// A new tensor handle over an existing storage (reshape).
+TensorRef view_tensor(const Tensor& base, const Shape& shape);
 
 // Validates a handle from the application (NULL, released, stale after fork) and returns it.
 Tensor& checked_tensor(braid_tensor t, const char* what);

@@ -1,15 +1,17 @@
 // A storage is one allocation on one device, shared by the tensors that view it (reshape), with
-// the engine variable that orders the ops touching it.
+// the engine variable that orders the ops touching it. It lives in the engine's layer because the
+// engine orders storages; the device and tensor layers above only name it.
 #pragma once
 #include <atomic>
 #include <cstdint>
 #include <memory>
 
-#include "device/device.h"
 #include "engine/node.h"
 #include "memory/caching_allocator.h"
 
 namespace braid {
+
+struct Device;  // device/device.h, above: named here, never used
 
 // Storages at least this large that the application releases while ops still use them are offered
 // for reuse by the next op output of the same size (Context::new_output_tensor).
@@ -17,6 +19,7 @@ inline constexpr uint64_t kRecycleMinBytes = uint64_t{256} << 10;
 
 struct Storage : std::enable_shared_from_this<Storage> {
   Device* device;
+  CachingAllocator* allocator;  // the device's, which outlives its storages
   Block block;
   uint64_t bytes;  // requested size
   Var var;
@@ -25,11 +28,11 @@ struct Storage : std::enable_shared_from_this<Storage> {
   // no atomic operation for it.
   std::atomic<uint32_t> handles{0};
 
-  Storage(Device* d, Block b, uint64_t n) : device(d), block(b), bytes(n) {}
+  Storage(Device* d, CachingAllocator* a, Block b, uint64_t n) : device(d), allocator(a), block(b), bytes(n) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   // Runs when the last tensor and the last in-flight op using it let go: the deferred free.
-  ~Storage() { device->allocator->free(block); }
+  ~Storage() { allocator->free(block); }
 };
 
 }  // namespace braid
