@@ -1,9 +1,8 @@
 // A device as the runtime sees it: one opened backend device with its queues, allocator and
-// in-flight accounting.
+// in-flight accounting (the engine's part in engine/engine_device.h).
 #pragma once
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -12,49 +11,21 @@
 
 #include "braid_backend.h"
 #include "core/spin_lock.h"
-#include "engine/inflight_bound.h"
-#include "engine/node.h"
+#include "engine/engine_device.h"
+#include "engine/storage.h"
 #include "memory/caching_allocator.h"
 #include "memory/slot_pool.h"
 
 namespace braid {
 
-struct Backend;
-
-struct Device {
-  Backend* backend = nullptr;
-  const braid_backend_api* api = nullptr;
-  braid_backend_device handle = nullptr;
-  int32_t index = 0;            // in the context
-  int32_t backend_index = 0;    // in its backend
-  std::string id;               // "cpu:0"
+// A device is what the engine knows of it (engine/engine_device.h: backend, queues, in-flight
+// accounting) plus what the layers above the engine need: its allocator, storage reuse, properties
+// and capabilities.
+struct Device : EngineDevice {
+  int32_t backend_index = 0;      // in its backend
   braid_backend_device_props props{};
   std::string props_json = "{}";  // backend-specific properties (ABI 1.1 device_props_json)
-  InflightBound inflight_bound;   // backpressure; set at open, read-only after
 
-  Queue compute;
-  Queue transfer;
-  // A second compute queue for collectives (runtime/parallel): their reductions run beside the
-  // compute queue, so a gradient's allreduce starts as soon as backward has written it instead of
-  // after every backward op pushed before it (the role NCCL's own stream plays on CUDA).
-  Queue comm;
-  // Compute queues beyond the first (braid_context_options.compute_queues): the engine spreads
-  // independent ops over `compute` and these (Engine::push). Tracks 3, 4, ... in the profiler.
-  std::vector<std::unique_ptr<Queue>> more_compute;
-  uint32_t next_compute = 0;  // round-robin position (Engine::mu_)
-  // Every queue of the device: compute, transfer, comm, then more_compute.
-  std::vector<Queue*> queues() {
-    std::vector<Queue*> all{&compute, &transfer, &comm};
-    for (auto& q : more_compute) all.push_back(q.get());
-    return all;
-  }
-  // The profiler's name of a track (Queue::track).
-  static std::string queue_name(int32_t track) {
-    if (track == 0) return "compute";
-    if (track == 1) return "transfer";
-    if (track == 2) return "comm";
-    return "compute" + std::to_string(track - 2);
-  }
   SlotPool storage_pool;  // the host objects of this device's storages; outlives them (declared first)
   std::unique_ptr<CachingAllocator> allocator;
   // Storages the application released while ops still use them: the next op output of the same size
@@ -70,27 +41,6 @@ struct Device {
   std::mutex measured_mu;
   bool measured = false;
   std::array<double, 6> measured_perf{};
-
-  // Backpressure (docs/ENGINE.md): ops and output bytes in flight on this device, counted as what was
-  // pushed minus what has ended. The two sides are written by different threads (pushers, the
-  // backend's completion threads), so each gets its own cache line: one shared in-flight counter
-  // moved a line between the cores twice per op. `ended_seen` is the pushers' last reading of
-  // `ended`: since `ended` only grows, pushed - ended_seen is an upper bound of what is in flight,
-  // and `ended` needs reloading only when that bound reaches the limit.
-  struct Counts {
-    std::atomic<uint64_t> ops{0};
-    std::atomic<uint64_t> bytes{0};
-  };
-  struct alignas(64) PushSide {
-    Counts pushed;
-    Counts ended_seen;
-  } push_side;
-  alignas(64) Counts ended;
-  alignas(64) std::atomic<uint32_t> backpressure_waiters{0};
-  std::mutex backpressure_mu;
-  std::condition_variable backpressure_cv;
-
-  Queue& queue(braid_queue_kind kind) noexcept { return kind == BRAID_QUEUE_TRANSFER ? transfer : compute; }
 
   // api->supports(op, dtype), asked once per pair and remembered: every op checks it, and the call
   // into the plugin cost more than the rest of the check. The answer is a fact about the loaded

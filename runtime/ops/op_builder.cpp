@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "autograd/tape.h"
 #include "core/trace_hook.h"
+#include "ops/recorder.h"
 
 namespace braid {
 
@@ -92,7 +92,7 @@ Tensor& OpBuilder::output(braid_dtype dtype, const Shape& shape) {
   }
   auto& call = node_->call;
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
-  TensorRef ref = ctx_->new_output_tensor(*device_, dtype, shape);
+  TensorRef ref = new_output_tensor(*ctx_, *device_, dtype, shape);
   Tensor& t = *ref;
   node_->out_bytes += t.storage->block.size;
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
@@ -135,8 +135,9 @@ void OpBuilder::before_push() {
   // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
   // is not an in-place update of a differentiable value.
   if (ctx_->recording.any() || overwritten_)
-    autograd::record(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
-                             {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
+    if (const OpRecorder* recorder = ctx_->recording.recorder())
+      recorder->op(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
+                           {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
   // Graph mode's hook (docs/GRAPH.md): the traced kernel, with every storage it writes.
   if (TraceHook* hook = t_trace_hook)
     hook->kernel({name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
