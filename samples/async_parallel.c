@@ -3,14 +3,18 @@
  * end. Every call returns a status; braid_last_error() says what went wrong.
  *
  *   braid-sample-async-c [N]     (default 1000)
+ *
+ * Exit status: 0 on success, 1 on an error, 2 for a bad command line.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <braid.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
+
+#include "cli.h"
 
 /* Ends the program with the runtime's message when a call fails. */
 #define CHECK(call)                                                                              \
@@ -41,21 +45,21 @@ static double run_loop(braid_context ctx, braid_tensor x, int n, int wait_each) 
   return now_seconds() - start;
 }
 
+/* The command line: [N] and the standard --help and --version (tools/common/cli.h). Returns N. */
+static int parse(int argc, char** argv) {
+  static const struct option options[] = {CLI_STANDARD_OPTIONS, {0}};
+  cli_parser cli = cli_parser_init(
+      "braid-sample-async-c", "usage: braid-sample-async-c [N] [--help] [--version]\n",
+      "The chapter's y = x + 1 loop, N times (default 1000), synchronous then asynchronous.\n", options);
+  while (cli_next(&cli, argc, argv) != -1) {
+    /* --help and --version end the program inside cli_next: nothing else comes back */
+  }
+  if (argc - optind > 1) cli_fail(&cli, "unexpected argument '%s'", argv[optind + 1]);
+  return optind < argc ? (int)cli_parse_int(&cli, "N", argv[optind], 1, INT_MAX) : 1000;
+}
+
 int main(int argc, char** argv) {
-  if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-    printf("usage: braid-sample-async-c [N] [--version]\nThe chapter's y = x + 1 loop, N times (default 1000), "
-           "synchronous then asynchronous.\n");
-    return 0;
-  }
-  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-    printf("braid-sample-async-c %s\n", braid_version_string());
-    return 0;
-  }
-  const int n = argc > 1 ? atoi(argv[1]) : 1000;
-  if (n <= 0 || argc > 2) {
-    fprintf(stderr, "usage: braid-sample-async-c [N] [--version]\n");
-    return 2;
-  }
+  const int n = parse(argc, argv);
   braid_context ctx = NULL;
   braid_context_options options = BRAID_CONTEXT_OPTIONS_INIT; /* sets struct_size; NULL would do too */
   CHECK(braid_context_create(&options, &ctx));

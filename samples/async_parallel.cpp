@@ -14,7 +14,9 @@
 //
 //   braid-sample-async [--devices A,B] [TRACE_PATH]      (default: cpu:0,cpu:1; trace.json in the build folder)
 //
-// --devices runs experiments 2 and 3 on another pair, e.g. a heterogeneous one: cpu:0,vulkan:0.
+// --devices runs experiments 2 and 3 on another pair, e.g. a heterogeneous one: cpu:0,vulkan:0
+// (`--devices=cpu:0,vulkan:0` works too: tools/common/cli.h reads the command line). A bad command line
+// exits with status 2.
 #include <braid.hpp>
 
 #include <algorithm>
@@ -25,6 +27,8 @@
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include "cli.h"
 
 namespace {
 
@@ -159,45 +163,42 @@ std::string default_trace_path(const char* argv0) {
   return (exe.parent_path().parent_path() / "trace.json").string();
 }
 
+struct Options {
+  std::string first = "cpu:0", second = "cpu:1";  // --devices A,B
+  std::string trace;                              // TRACE_PATH; empty: default_trace_path
+};
+
+Options parse(int argc, char** argv) {
+  enum { kDevices = CLI_FIRST };
+  static const option options[] = {{"devices", required_argument, nullptr, kDevices}, CLI_STANDARD_OPTIONS, {}};
+  cli_parser cli = cli_parser_init("braid-sample-async",
+                                   "usage: braid-sample-async [--devices A,B] [TRACE_PATH] [--help] [--version]\n",
+                                   "Runs the chapter's asynchrony, automatic-parallelism and copy-overlap experiments\n"
+                                   "and writes their Chrome trace to TRACE_PATH (default: trace.json in the build folder).\n",
+                                   options);
+  Options o;
+  while (cli_next(&cli, argc, argv) != -1) {  // --devices, the only option of its own
+    const std::vector<std::string> pair = cli_list(cli, cli.value);
+    if (pair.size() != 2) cli_fail(&cli, "--devices takes two device ids, e.g. cpu:0,vulkan:0");
+    o.first = pair[0];
+    o.second = pair[1];
+  }
+  // One optional path; an option it does not know never gets here (cli_next refuses it).
+  if (argc - optind > 1) cli_fail(&cli, "unexpected argument '%s'", argv[optind + 1]);
+  if (optind < argc) o.trace = argv[optind];
+  return o;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Two CPU devices (each with half the cores) give the parallelism experiment two places to run.
   // setenv before the context is created; an explicit BRAID_CPU_DEVICES wins (overwrite = 0).
   setenv("BRAID_CPU_DEVICES", "2", 0);
-  std::string first = "cpu:0", second = "cpu:1";
-  const char* usage = "usage: braid-sample-async [--devices A,B] [TRACE_PATH] [--version]\n"
-                      "Runs the chapter's asynchrony, automatic-parallelism and copy-overlap experiments\n"
-                      "and writes their Chrome trace to TRACE_PATH (default: trace.json in the build folder).\n";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage, stdout);
-      return 0;
-    }
-    if (a == "--version") {
-      std::printf("braid-sample-async %s\n", braid_version_string());
-      return 0;
-    }
-  }
-  int arg = 1;
-  if (argc > 2 && std::string(argv[1]) == "--devices") {
-    const std::string pair = argv[2];
-    const size_t comma = pair.find(',');
-    if (comma == std::string::npos || comma == 0 || comma + 1 == pair.size()) {
-      std::fprintf(stderr, "braid-sample-async: --devices takes two device ids, e.g. cpu:0,vulkan:0\n");
-      return 2;
-    }
-    first = pair.substr(0, comma);
-    second = pair.substr(comma + 1);
-    arg = 3;
-  }
-  // One optional path is left; an option it does not know is not taken for a file name.
-  if (argc > arg + 1 || (argc > arg && argv[arg][0] == '-')) {
-    std::fprintf(stderr, "braid-sample-async: unexpected argument '%s'\n%s", argv[argc > arg + 1 ? arg + 1 : arg], usage);
-    return 2;
-  }
-  const std::string trace = argc > arg ? argv[arg] : default_trace_path(argv[0]);
+  const Options opt = parse(argc, argv);
+  const std::string& first = opt.first;
+  const std::string& second = opt.second;
+  const std::string trace = opt.trace.empty() ? default_trace_path(argv[0]) : opt.trace;
   try {
     const Context ctx;
     const Device d0 = ctx.find_device(first.c_str());

@@ -10,7 +10,8 @@
 //                          and latency, measured now (seconds per device)
 //
 // It honours the context's environment (BRAID_BACKENDS, BRAID_BACKEND_PATH, BRAID_CPU_DEVICES, ...),
-// so it also answers "what would my program see with these settings".
+// so it also answers "what would my program see with these settings". A bad command line prints the
+// usage on stderr and exits with status 2 (tools/common/cli.h reads it).
 #include <braid.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli.h"
 #include "json.h"
 
 namespace {
@@ -358,48 +360,49 @@ void print_topology(braid_context ctx, const Report& r, bool measure) {
     }
 }
 
-void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: braid-info [--json | --topology [--measure]] [--version]\n"
-               "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
-               "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
-               "and BRAID_CPU_DEVICES.\n"
-               "  --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA, pinned CPUs; and the\n"
-               "              path a copy takes between every pair of devices\n"
-               "  --measure   with --topology: also measure each device (matmul FLOP/s, copy and\n"
-               "              host<->device bandwidth: braid_device_measure) and each pair's copy bandwidth\n"
-               "              and latency (takes seconds per device)\n");
+constexpr const char* kUsage = "usage: braid-info [--json | --topology [--measure]] [--help] [--version]\n";
+constexpr const char* kHelp =
+    "Lists the backend plugins libbraid loads (ABI version, device count, reason for zero\n"
+    "devices) and every device with its properties. Honours BRAID_BACKENDS, BRAID_BACKEND_PATH\n"
+    "and BRAID_CPU_DEVICES.\n"
+    "  --json      one JSON object: {\"version\", \"backends\": [...], \"devices\": [...]}\n"
+    "  --topology  per device: cores, SMT, NUMA nodes, caches, vector ISA, pinned CPUs; and the\n"
+    "              path a copy takes between every pair of devices\n"
+    "  --measure   with --topology: also measure each device (matmul FLOP/s, copy and\n"
+    "              host<->device bandwidth: braid_device_measure) and each pair's copy bandwidth\n"
+    "              and latency (takes seconds per device)\n";
+
+struct Options {
+  bool json = false, topology = false, measure = false;
+};
+
+Options parse(int argc, char** argv) {
+  enum { kJson = CLI_FIRST, kTopology, kMeasure };
+  static const option options[] = {
+      {"json", no_argument, nullptr, kJson},
+      {"topology", no_argument, nullptr, kTopology},
+      {"measure", no_argument, nullptr, kMeasure},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  cli_parser cli = cli_parser_init("braid-info", kUsage, kHelp, options);
+  Options o;
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kJson: o.json = true; break;
+      case kTopology: o.topology = true; break;
+      case kMeasure: o.measure = true; break;
+    }
+  }
+  if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
+  if (o.measure && !o.topology) cli_fail(&cli, "--measure goes with --topology");
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool json = false, topology = false, measure = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--topology") {
-      topology = true;
-    } else if (arg == "--measure") {
-      measure = true;
-    } else if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      return 0;
-    } else if (arg == "--version") {
-      std::printf("braid-info %s\n", braid_version_string());
-      return 0;
-    } else {
-      std::fprintf(stderr, "braid-info: unknown argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (measure && !topology) {
-    std::fprintf(stderr, "braid-info: --measure goes with --topology\n");
-    usage(stderr);
-    return 2;
-  }
+  const auto [json, topology, measure] = parse(argc, argv);
   braid_context ctx = nullptr;
   if (braid_status s = braid_context_create(nullptr, &ctx); s != BRAID_OK) {
     fail("braid_context_create", s);

@@ -10,17 +10,21 @@
 //   --json           one JSON object on stdout
 //   --export PREFIX  also save the hybridized graph: PREFIX.json and PREFIX.safetensors
 //
+// An option's value may follow it (`--calls 100`) or be joined to it (`--calls=100`); tools/common/cli.h
+// reads the command line; a bad one exits with status 2.
+//
 // samples/hybrid/mlp_compare.py runs this and PyTorch eager and TorchScript in one run and prints the
 // chapter's table with the ratios.
 #include <braid.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
+
+#include "cli.h"
 
 namespace {
 
@@ -34,40 +38,32 @@ struct Options {
   std::string export_prefix;
 };
 
-[[noreturn]] void usage(FILE* to, int status) {
-  std::fprintf(to, "usage: braid-mlp-hybrid [--device NAME] [--calls N] [--repeat N] [--json] [--export PREFIX] [--version]\n");
-  std::exit(status);
-}
-
 Options parse(int argc, char** argv) {
+  enum { kDevice = CLI_FIRST, kCalls, kRepeat, kJson, kExport };
+  static const option options[] = {
+      {"device", required_argument, nullptr, kDevice},
+      {"calls", required_argument, nullptr, kCalls},
+      {"repeat", required_argument, nullptr, kRepeat},
+      {"json", no_argument, nullptr, kJson},
+      {"export", required_argument, nullptr, kExport},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  cli_parser cli = cli_parser_init(
+      "braid-mlp-hybrid",
+      "usage: braid-mlp-hybrid [--device NAME] [--calls N] [--repeat N] [--json] [--export PREFIX] [--help] [--version]\n",
+      "Times the chapter's MLP imperative and hybridized (docs/GRAPH.md).\n", options);
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(stderr, 2);
-      return argv[++i];
-    };
-    auto count = [&]() {
-      const std::string v = value();
-      char* end = nullptr;
-      const long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < 1 || n > 100000000) usage(stderr, 2);
-      return static_cast<int>(n);
-    };
-    if (a == "--device") o.device = value();
-    else if (a == "--calls") o.calls = count();
-    else if (a == "--repeat") o.repeat = count();
-    else if (a == "--json") o.json = true;
-    else if (a == "--export") o.export_prefix = value();
-    else if (a == "--help" || a == "-h") usage(stdout, 0);
-    else if (a == "--version") {
-      std::printf("braid-mlp-hybrid %s\n", braid::version_string().c_str());
-      std::exit(0);
-    } else {
-      std::fprintf(stderr, "braid-mlp-hybrid: unknown option '%s'\n", a.c_str());
-      usage(stderr, 2);
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kDevice: o.device = cli.value; break;
+      case kCalls: o.calls = static_cast<int>(cli_int(&cli, 1, 100000000)); break;
+      case kRepeat: o.repeat = static_cast<int>(cli_int(&cli, 1, 100000000)); break;
+      case kJson: o.json = true; break;
+      case kExport: o.export_prefix = cli.value; break;
     }
   }
+  if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
   return o;
 }
 

@@ -10,16 +10,16 @@
  *   --data-dir DIR  the dataset's folder (default: Debian's dataset-fashion-mnist)
  *   --json          one JSON object on stdout: {"device": ..., "images": N, "accuracy": A}
  *
+ * An option's value may follow it (--device vulkan:0) or be joined to it (--device=vulkan:0);
+ * tools/common/cli.h reads the command line.
+ *
  * Exit status: 0 on success, 1 on an error, 2 for a bad command line, 77 when the dataset is missing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "braid.h"
-
-static void usage(FILE* to) {
-  fprintf(to, "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json] [--version]\n");
-}
+#include "cli.h"
 
 /* Prints the failed call and the library's message, and exits. */
 static void check(braid_status s, const char* what) {
@@ -28,36 +28,41 @@ static void check(braid_status s, const char* what) {
   exit(s == BRAID_ERR_NOT_FOUND ? 77 : 1);
 }
 
+struct command_line {
+  const char* prefix;
+  const char* device_name;
+  const char* data_dir; /* NULL: the dataset's default folder */
+  int json;
+};
+
+/* Reads the command line (tools/common/cli.h): PREFIX and the options, in any order. */
+static struct command_line parse(int argc, char** argv) {
+  enum { OPT_DEVICE = CLI_FIRST, OPT_DATA_DIR, OPT_JSON };
+  static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
+                                          {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+                                          {"json", no_argument, NULL, OPT_JSON},
+                                          CLI_STANDARD_OPTIONS,
+                                          {0}};
+  cli_parser cli = cli_parser_init(
+      "braid-run-exported", "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json] [--help] [--version]\n",
+      "Measures the test-set accuracy of a model exported by braid-lenet --export PREFIX.\n", options);
+  struct command_line cl = {NULL, "cpu:0", NULL, 0};
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    if (opt == OPT_DEVICE) cl.device_name = cli.value;
+    else if (opt == OPT_DATA_DIR) cl.data_dir = cli.value;
+    else if (opt == OPT_JSON) cl.json = 1;
+  }
+  if (optind == argc) cli_fail(&cli, "PREFIX is missing");
+  if (argc - optind > 1) cli_fail(&cli, "unexpected argument '%s'", argv[optind + 1]);
+  cl.prefix = argv[optind];
+  if (strlen(cl.prefix) > 4000) cli_fail(&cli, "PREFIX is too long");
+  return cl;
+}
+
 int main(int argc, char** argv) {
-  const char* prefix = NULL;
-  const char* device_name = "cpu:0";
-  const char* data_dir = NULL;
-  int json = 0;
-  for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--version")) {
-      printf("braid-run-exported %s\n", braid_version_string());
-      return 0;
-    } else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
-      device_name = argv[++i];
-    } else if (!strcmp(argv[i], "--data-dir") && i + 1 < argc) {
-      data_dir = argv[++i];
-    } else if (!strcmp(argv[i], "--json")) {
-      json = 1;
-    } else if (argv[i][0] != '-' && !prefix) {
-      prefix = argv[i];
-    } else {
-      fprintf(stderr, "braid-run-exported: unexpected argument '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (!prefix || strlen(prefix) > 4000) {
-    usage(stderr);
-    return 2;
-  }
+  const struct command_line cl = parse(argc, argv);
+  const char* prefix = cl.prefix;
+  const char* device_name = cl.device_name;
   char json_path[4096 + 16], params_path[4096 + 16];
   snprintf(json_path, sizeof json_path, "%s.json", prefix);
   snprintf(params_path, sizeof params_path, "%s.safetensors", prefix);
@@ -87,7 +92,7 @@ int main(int argc, char** argv) {
 
   braid_dataset_options dopt = BRAID_DATASET_OPTIONS_INIT;
   dopt.split = BRAID_SPLIT_TEST;
-  dopt.dir = data_dir;
+  dopt.dir = cl.data_dir;
   braid_dataset test = NULL;
   check(braid_dataset_open(ctx, &dopt, &test), "opening the test set");
   braid_batch_iterator_options iopt = BRAID_BATCH_ITERATOR_OPTIONS_INIT;
@@ -129,7 +134,7 @@ int main(int argc, char** argv) {
   float correct = 0;
   if (hits) check(braid_tensor_to_host(hits, &correct, sizeof correct), "reading the result");
   const double accuracy = images ? correct / (double)images : 0.0;
-  if (json)
+  if (cl.json)
     printf("{\"device\": \"%s\", \"images\": %lld, \"accuracy\": %.4f}\n", device_name, (long long)images, accuracy);
   else
     printf("%s on %s: %lld test images, accuracy %.4f (%d kernels per batch, %d engine op)\n", prefix, device_name,

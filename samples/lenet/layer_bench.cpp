@@ -5,17 +5,26 @@
 // up the cores' time, spin-waits included).
 //
 //   braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING]
+//
+//   --device NAME      the device to time (default cpu:0)
+//   --runs N           timed runs per kernel (default 20)
+//   --only SUBSTRING   only the kernels whose name contains SUBSTRING ("conv", "backward")
+//
+// An option's value may follow it (`--runs 5`) or be joined to it (`--runs=5`); tools/common/cli.h reads
+// the command line; a bad one exits with status 2.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <braid.hpp>
 #include <chrono>
+#include <climits>
 #include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cli.h"
 
 namespace {
 
@@ -30,34 +39,39 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
-// status 0 for --help.
-[[noreturn]] void usage(const char* why, FILE* to = stderr, int status = 2) {
-  std::fprintf(to, "braid-lenet-layers: %s\nusage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING] [--version]\n",
-               why);
-  std::exit(status);
+struct Options {
+  std::string device = "cpu:0", only;
+  int runs = 20;
+};
+
+Options parse(int argc, char** argv) {
+  enum { kDevice = CLI_FIRST, kRuns, kOnly };
+  static const option options[] = {
+      {"device", required_argument, nullptr, kDevice},
+      {"runs", required_argument, nullptr, kRuns},
+      {"only", required_argument, nullptr, kOnly},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  cli_parser cli = cli_parser_init(
+      "braid-lenet-layers", "usage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING] [--help] [--version]\n",
+      "Times each kernel of one LeNet training step (samples/lenet/README.md).\n", options);
+  Options o;
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kDevice: o.device = cli.value; break;
+      case kRuns: o.runs = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+      case kOnly: o.only = cli.value; break;
+    }
+  }
+  if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
+  return o;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu:0", only;
-  int runs = 20;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") usage("times each kernel of one LeNet training step (samples/lenet/README.md)", stdout, 0);
-    if (a == "--version") {
-      std::printf("braid-lenet-layers %s\n", braid_version_string());
-      return 0;
-    }
-    if (i + 1 >= argc) usage(("unknown or incomplete argument '" + a + "'").c_str());
-    if (a == "--device") device = argv[++i];
-    else if (a == "--only") only = argv[++i];
-    else if (a == "--runs") {
-      runs = std::atoi(argv[++i]);
-      if (runs < 1) usage("--runs needs a positive number");
-    } else usage(("unknown argument '" + a + "'").c_str());
-  }
+  const auto [device, only, runs] = parse(argc, argv);
   try {
     using braid::Tensor;
     braid::Context ctx;

@@ -1,8 +1,12 @@
 // braid-lenet: trains the chapter's LeNet from scratch on Fashion-MNIST on one device and reports, per
 // epoch, the training time, the mean training loss and the test accuracy.
 //
-//   braid-lenet [--device NAME] [--epochs N] [--batches N] [--batch-size N] [--lr X] [--seed N]
-//               [--data-dir DIR] [--json] [--list-devices]
+//   braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]
+//               [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]
+//               [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--list-devices]
+//
+// An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
+// reads the command line.
 //
 //   --device NAME   a device id ("cpu:0", "vulkan:0"); default: the best device (best_device below)
 //   --devices LIST  data parallelism over several devices ("cpu:0,cpu:1", "cpu:0,vulkan:0"): each batch
@@ -11,6 +15,8 @@
 //   --weights LIST  the split's weights, one per device ("3,1"), or "auto": each device's samples/s on
 //                   LeNet, measured alone first (samples/common/calibrate.h); default: even
 //   --epochs N      default 4
+//   --batch-size N  default 256; --lr X: SGD's learning rate (default 0.2); --seed N: default 0
+//   --data-dir DIR  the dataset's folder (default: Debian's dataset-fashion-mnist)
 //   --batches N     at most N training batches per epoch (0 = all; CI uses a short run)
 //   --test-batches N  evaluate at most N test batches of 1000 images (0 = all 10 000, the default;
 //                   short CI runs on slow devices use a subset)
@@ -24,22 +30,29 @@
 //                   and run it as one graph per batch (docs/GRAPH.md); evaluation is hybridized too
 //   --export PREFIX  after training, save the forward pass as a graph: PREFIX.json, PREFIX.safetensors
 //                   (samples/hybrid/run_exported.c loads and evaluates it)
+//   --list-devices  print the devices (id and name) and exit
 //
-// Exit status: 0 on success, 1 on an error, 77 when the dataset is not installed (ctest: skipped).
-#include <unistd.h>
-
+// A progress bar runs on stderr during each epoch (plain lines at each quarter when stderr is not a
+// terminal).
+//
+// Exit status: 0 on success, 1 on an error, 2 for a bad command line, 77 when the dataset is not
+// installed (ctest: skipped).
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../common/calibrate.h"
+#include "../common/progress.h"
 #include "../common/replicas.h"
+#include "cli.h"
 #include "lenet.h"
 
 namespace {
@@ -65,82 +78,70 @@ struct Options {
   std::string export_prefix;
 };
 
-// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
-// status 0 for --help.
-[[noreturn]] void usage(const char* why, FILE* to = stderr, int status = 2) {
-  std::fprintf(to, "braid-lenet: %s\nusage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST] [--epochs N] "
-                   "[--batches N] [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR] [--json] "
-                   "[--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--list-devices] [--version]\n", why);
-  std::exit(status);
-}
+constexpr const char* kUsage =
+    "usage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]\n"
+    "                   [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]\n"
+    "                   [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX]\n"
+    "                   [--list-devices] [--help] [--version]\n";
 
 Options parse(int argc, char** argv) {
+  enum {
+    kDevice = CLI_FIRST, kDevices, kWeights, kEpochs, kBatches, kTestBatches, kBatchSize, kLr, kInitStd, kSeed,
+    kDataDir, kJson, kSaveInit, kStepLosses, kHybridize, kExport, kListDevices,
+  };
+  static const option options[] = {
+      {"device", required_argument, nullptr, kDevice},
+      {"devices", required_argument, nullptr, kDevices},
+      {"weights", required_argument, nullptr, kWeights},
+      {"epochs", required_argument, nullptr, kEpochs},
+      {"batches", required_argument, nullptr, kBatches},
+      {"test-batches", required_argument, nullptr, kTestBatches},
+      {"batch-size", required_argument, nullptr, kBatchSize},
+      {"lr", required_argument, nullptr, kLr},
+      {"init-std", required_argument, nullptr, kInitStd},
+      {"seed", required_argument, nullptr, kSeed},
+      {"data-dir", required_argument, nullptr, kDataDir},
+      {"json", no_argument, nullptr, kJson},
+      {"save-init", required_argument, nullptr, kSaveInit},
+      {"step-losses", required_argument, nullptr, kStepLosses},
+      {"hybridize", no_argument, nullptr, kHybridize},
+      {"export", required_argument, nullptr, kExport},
+      {"list-devices", no_argument, nullptr, kListDevices},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  cli_parser cli = cli_parser_init(
+      "braid-lenet", kUsage,
+      "Trains LeNet on Fashion-MNIST (samples/lenet/README.md; the options: samples/lenet/main.cpp).\n", options);
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage((a + " needs a value").c_str());
-      return argv[++i];
-    };
-    auto number = [&](long long lo) {
-      const std::string v = value();
-      char* end = nullptr;
-      const long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < lo) usage((a + ": bad value '" + v + "'").c_str());
-      return n;
-    };
-    auto list = [&]() {
-      std::vector<std::string> items;
-      const std::string v = value();
-      for (size_t at = 0; at <= v.size();) {
-        const size_t comma = std::min(v.find(',', at), v.size());
-        items.push_back(v.substr(at, comma - at));
-        if (items.back().empty()) usage((a + ": empty item in '" + v + "'").c_str());
-        at = comma + 1;
-      }
-      return items;
-    };
-    if (a == "--device") o.device = value();
-    else if (a == "--devices") o.devices = list();
-    else if (a == "--weights" && i + 1 < argc && std::string(argv[i + 1]) == "auto") {
-      o.auto_weights = true;
-      ++i;
-    } else if (a == "--weights") {
-      for (const std::string& w : list()) {
-        char* end = nullptr;
-        o.weights.push_back(std::strtod(w.c_str(), &end));
-        if (*end || !(o.weights.back() >= 0)) usage(("--weights: bad value '" + w + "'").c_str());
-      }
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kDevice: o.device = cli.value; break;
+      case kDevices: o.devices = cli_list(cli, cli.value); break;
+      case kWeights:
+        o.auto_weights = std::string_view(cli.value) == "auto";
+        o.weights.clear();
+        if (!o.auto_weights)
+          for (const std::string& w : cli_list(cli, cli.value))
+            o.weights.push_back(cli_parse_real(&cli, cli.name, w.c_str(), 1));  // >= 0: a device may get no rows
+        break;
+      case kEpochs: o.epochs = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+      case kBatches: o.batches = cli_int(&cli, 0, INT64_MAX); break;
+      case kTestBatches: o.test_batches = cli_int(&cli, 0, INT64_MAX); break;
+      case kBatchSize: o.batch_size = cli_int(&cli, 1, INT64_MAX); break;
+      case kLr: o.lr = cli_real(&cli, 0); break;
+      case kInitStd: o.init_std = cli_real(&cli, 0); break;
+      case kSeed: o.seed = static_cast<uint64_t>(cli_int(&cli, 0, INT64_MAX)); break;
+      case kDataDir: o.data_dir = cli.value; break;
+      case kJson: o.json = true; break;
+      case kSaveInit: o.save_init = cli.value; break;
+      case kStepLosses: o.step_losses = cli_int(&cli, 0, INT64_MAX); break;
+      case kHybridize: o.hybridize = true; break;
+      case kExport: o.export_prefix = cli.value; break;
+      case kListDevices: o.list = true; break;
     }
-    else if (a == "--epochs") o.epochs = static_cast<int>(number(1));
-    else if (a == "--batches") o.batches = number(0);
-    else if (a == "--test-batches") o.test_batches = number(0);
-    else if (a == "--batch-size") o.batch_size = number(1);
-    else if (a == "--seed") o.seed = static_cast<uint64_t>(number(0));
-    else if (a == "--lr") {
-      const std::string v = value();
-      char* end = nullptr;
-      o.lr = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(o.lr > 0)) usage(("--lr: bad value '" + v + "'").c_str());
-    } else if (a == "--init-std") {
-      const std::string v = value();
-      char* end = nullptr;
-      o.init_std = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(o.init_std > 0)) usage(("--init-std: bad value '" + v + "'").c_str());
-    } else if (a == "--data-dir") o.data_dir = value();
-    else if (a == "--json") o.json = true;
-    else if (a == "--save-init") o.save_init = value();
-    else if (a == "--step-losses") o.step_losses = number(0);
-    else if (a == "--hybridize") o.hybridize = true;
-    else if (a == "--export") o.export_prefix = value();
-    else if (a == "--list-devices") o.list = true;
-    else if (a == "-h" || a == "--help") usage("trains LeNet on Fashion-MNIST (samples/lenet/README.md)", stdout, 0);
-    else if (a == "--version") {
-      std::printf("braid-lenet %s\n", braid_version_string());
-      std::exit(0);
-    }
-    else usage(("unknown argument '" + a + "'").c_str());
   }
+  if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
   return o;
 }
 
@@ -165,14 +166,6 @@ braid::Device best_device(const braid::Context& ctx) {
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-void progress(int epoch, int64_t done, int64_t total) {
-  constexpr int kWidth = 30;
-  const int fill = total > 0 ? static_cast<int>(kWidth * done / total) : kWidth;
-  std::fprintf(stderr, "\repoch %d [%.*s%*s] %lld/%lld", epoch, fill, "##############################", kWidth - fill,
-               "", static_cast<long long>(done), static_cast<long long>(total));
-  std::fflush(stderr);
 }
 
 struct EpochResult {
@@ -306,7 +299,7 @@ int run(const Options& opt) {
   if (!opt.save_init.empty()) save_params(model, opt.save_init);
   std::vector<braid::Tensor> step_losses;  // the run's first opt.step_losses losses, read at the end
   braid::Batch first_batch;
-  const bool tty = isatty(STDERR_FILENO) != 0;
+  samples::Progress progress;
   std::vector<EpochResult> results;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     ctx.wait_all();
@@ -339,8 +332,7 @@ int run(const Options& opt) {
         rows_first = b.labels.numel();
       }
       rows += b.labels.numel();
-      // On a terminal every batch redraws the bar; in a log, every tenth of the epoch.
-      if (tty || n == per_epoch || (n * 10 / per_epoch) != ((n - 1) * 10 / per_epoch)) progress(epoch, n, per_epoch);
+      progress.update(epoch, n, per_epoch);
     }
     if (!epoch_ended)  // skip the rest of a short epoch and its end marker: the next call starts a new one
       while (train.next()) {
@@ -364,7 +356,8 @@ int run(const Options& opt) {
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
     results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady, peak});
-    std::fprintf(stderr, "\nepoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
+    progress.end_epoch();
+    std::fprintf(stderr, "epoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
   if (!opt.export_prefix.empty()) {
     // The forward pass for batches of the test iterator's 1000 images, traced and saved (docs/GRAPH.md).

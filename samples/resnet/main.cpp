@@ -6,6 +6,9 @@
 //   braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]
 //                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json]
 //
+// An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
+// reads the command line.
+//
 //   --devices LIST  comma-separated device ids (default cpu:0); e.g. cpu:0,cpu:1 with BRAID_CPU_DEVICES=2
 //   --weights LIST  the split's weights, one per device; "auto" measures each device's samples/s on
 //                   this model first (a short calibration) and splits by it; default: even
@@ -14,19 +17,23 @@
 //   --test-batches N  evaluate N test batches of 256 (0 = all; default 0)
 //   --json          one JSON object on stdout at the end
 //
+// Progress goes to stderr: a bar per epoch on a terminal, plain lines at each quarter otherwise.
+//
 // Exit status: 0 on success, 1 on an error, 2 on bad arguments, 77 when the dataset is missing.
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
+#include <climits>
+#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "../common/calibrate.h"
+#include "../common/progress.h"
 #include "../common/replicas.h"
+#include "cli.h"
 #include "resnet.h"
 
 namespace {
@@ -43,75 +50,52 @@ struct Options {
   bool json = false;
 };
 
-// The usage line: on stderr with the reason and exit status 2 for a bad command line, on stdout with
-// status 0 for --help.
-[[noreturn]] void usage(const std::string& why, FILE* to = stderr, int status = 2) {
-  std::fprintf(to,
-               "braid-resnet: %s\nusage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] "
-               "[--batches N] [--batch-size N] [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] "
-               "[--version]\n",
-               why.c_str());
-  std::exit(status);
-}
-
-std::vector<std::string> split_list(const std::string& v, const std::string& opt) {
-  std::vector<std::string> items;
-  for (size_t at = 0; at <= v.size();) {
-    const size_t comma = std::min(v.find(',', at), v.size());
-    items.push_back(v.substr(at, comma - at));
-    if (items.back().empty()) usage(opt + ": empty item in '" + v + "'");
-    at = comma + 1;
-  }
-  return items;
-}
+constexpr const char* kUsage =
+    "usage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]\n"
+    "                    [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--help] [--version]\n";
 
 Options parse(int argc, char** argv) {
+  enum { kDevices = CLI_FIRST, kWeights, kEpochs, kBatches, kBatchSize, kTestBatches, kSeed, kLr, kDataDir, kJson };
+  static const option options[] = {
+      {"devices", required_argument, nullptr, kDevices},
+      {"weights", required_argument, nullptr, kWeights},
+      {"epochs", required_argument, nullptr, kEpochs},
+      {"batches", required_argument, nullptr, kBatches},
+      {"batch-size", required_argument, nullptr, kBatchSize},
+      {"test-batches", required_argument, nullptr, kTestBatches},
+      {"seed", required_argument, nullptr, kSeed},
+      {"lr", required_argument, nullptr, kLr},
+      {"data-dir", required_argument, nullptr, kDataDir},
+      {"json", no_argument, nullptr, kJson},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  cli_parser cli = cli_parser_init(
+      "braid-resnet", kUsage, "Trains the chapter's ResNet-18 on Fashion-MNIST over a device list (docs/PARALLEL.md).\n",
+      options);
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](long long lo) {
-      const std::string v = value();
-      char* end = nullptr;
-      const long long n = std::strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < lo) usage(a + ": bad value '" + v + "'");
-      return n;
-    };
-    if (a == "--devices") o.devices = split_list(value(), a);
-    else if (a == "--weights") {
-      const std::string v = value();
-      if (v == "auto") {
-        o.auto_weights = true;
-        continue;
-      }
-      for (const std::string& w : split_list(v, a)) {
-        char* end = nullptr;
-        o.weights.push_back(std::strtod(w.c_str(), &end));
-        if (*end || !(o.weights.back() >= 0)) usage("--weights: bad value '" + w + "'");
-      }
-    } else if (a == "--epochs") o.epochs = static_cast<int>(number(1));
-    else if (a == "--batches") o.batches = number(0);
-    else if (a == "--batch-size") o.batch_size = number(1);
-    else if (a == "--test-batches") o.test_batches = number(0);
-    else if (a == "--seed") o.seed = static_cast<uint64_t>(number(0));
-    else if (a == "--lr") {
-      const std::string v = value();
-      char* end = nullptr;
-      o.lr = std::strtod(v.c_str(), &end);
-      if (v.empty() || *end || !(o.lr > 0)) usage("--lr: bad value '" + v + "'");
-    } else if (a == "--data-dir") o.data_dir = value();
-    else if (a == "--json") o.json = true;
-    else if (a == "-h" || a == "--help") {
-      usage("trains the chapter's ResNet-18 on Fashion-MNIST over a device list (docs/PARALLEL.md)", stdout, 0);
-    } else if (a == "--version") {
-      std::printf("braid-resnet %s\n", braid_version_string());
-      std::exit(0);
-    } else usage("unknown argument '" + a + "'");
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kDevices: o.devices = cli_list(cli, cli.value); break;
+      case kWeights:
+        o.auto_weights = std::string_view(cli.value) == "auto";
+        o.weights.clear();
+        if (!o.auto_weights)
+          for (const std::string& w : cli_list(cli, cli.value))
+            o.weights.push_back(cli_parse_real(&cli, cli.name, w.c_str(), 1));  // >= 0: a device may get no rows
+        break;
+      case kEpochs: o.epochs = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+      case kBatches: o.batches = cli_int(&cli, 0, INT64_MAX); break;
+      case kBatchSize: o.batch_size = cli_int(&cli, 1, INT64_MAX); break;
+      case kTestBatches: o.test_batches = cli_int(&cli, 0, INT64_MAX); break;
+      case kSeed: o.seed = static_cast<uint64_t>(cli_int(&cli, 0, INT64_MAX)); break;
+      case kLr: o.lr = cli_real(&cli, 0); break;
+      case kDataDir: o.data_dir = cli.value; break;
+      case kJson: o.json = true; break;
+    }
   }
-  if (!o.weights.empty() && o.weights.size() != o.devices.size()) usage("--weights needs one weight per device");
+  if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
+  if (!o.weights.empty() && o.weights.size() != o.devices.size()) cli_fail(&cli, "--weights needs one weight per device");
   return o;
 }
 
@@ -188,6 +172,7 @@ int run(const Options& opt) {
     double seconds, samples_per_s, loss, accuracy, steady_samples_per_s;  // steady: after the first batch
   };
   std::vector<EpochResult> results;
+  samples::Progress progress;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     braid::Tensor loss_sum = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
@@ -219,8 +204,7 @@ int run(const Options& opt) {
         t_first = std::chrono::steady_clock::now();
         rows_first = rows;
       }
-      std::fprintf(stderr, "epoch %d: batch %lld/%lld\n", epoch, static_cast<long long>(n),
-                   static_cast<long long>(per_epoch));
+      progress.update(epoch, n, per_epoch);
     }
     if (!ended)
       while (train.next()) {
@@ -243,6 +227,7 @@ int run(const Options& opt) {
     const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
     results.push_back({seconds, static_cast<double>(rows) / seconds, loss, acc, steady});
+    progress.end_epoch();
     std::fprintf(stderr, "epoch %d: %.2f s, %.1f samples/s, train loss %.4f, test accuracy %.4f\n", epoch, seconds,
                  results.back().samples_per_s, loss, acc);
   }

@@ -1,11 +1,16 @@
 // braid-bench: measures braid against what it must beat, in one run on one machine.
 //
-//   braid-bench SUITE... [--json] [--device cpu:1] [--repeat N]
+//   braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N]
 //   braid-bench --list
+//
+// Options and suite names may come in any order; an option's value may follow it (`--repeat 5`) or be
+// joined to it (`--repeat=5`): tools/common/cli.h reads the command line, and a bad one exits with
+// status 2.
 //
 // Every figure is the median of several timed runs after warm-ups. Comparisons (PyTorch through
 // /usr/bin/python3, a direct OpenBLAS call) are measured in the same run, never quoted from elsewhere.
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,6 +18,7 @@
 #include <vector>
 
 #include "bench.h"
+#include "cli.h"
 
 namespace {
 
@@ -45,20 +51,29 @@ constexpr Suite kSuites[] = {
      suite_hw},
 };
 
-void usage(FILE* f) {
-  std::fprintf(f,
-               "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N]\n"
-               "       braid-bench --list\n"
-               "  SUITE        one or more of the suites below, or 'all'\n"
-               "  --json       one JSON object per figure and line: {suite, name, value, unit[, baseline,\n"
-               "               baseline_value, ratio]} (ratio = value / baseline_value); notes go to stderr\n"
-               "  --device ID  device to measure (default cpu:0), as braid-info lists them\n"
-               "  --devices L  devices of the allreduce and scaling suites, comma-separated (default: every CPU\n"
-               "               device; scaling: cpu:0,cpu:1)\n"
-               "  --batches N  scaling: LeNet batches per run (ResNet-18: N/20, at least 2)\n"
-               "  --repeat N   timed runs per figure (default: per suite); the median is reported\n"
-               "Suites:\n");
-  for (const Suite& s : kSuites) std::fprintf(f, "  %-9s %s\n", s.name, s.description);
+constexpr const char* kUsage =
+    "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N]\n"
+    "       braid-bench --list | --help | --version\n";
+
+// --help's text after the usage: the options, then the suites from the table.
+std::string help_text() {
+  std::string text =
+      "  SUITE        one or more of the suites below, or 'all'\n"
+      "  --json       one JSON object per figure and line: {suite, name, value, unit[, baseline,\n"
+      "               baseline_value, ratio]} (ratio = value / baseline_value); notes go to stderr\n"
+      "  --device ID  device to measure (default cpu:0), as braid-info lists them\n"
+      "  --devices L  devices of the allreduce and scaling suites, comma-separated (default: every CPU\n"
+      "               device; scaling: cpu:0,cpu:1)\n"
+      "  --batches N  scaling: LeNet batches per run (ResNet-18: N/20, at least 2)\n"
+      "  --repeat N   timed runs per figure (default: per suite); the median is reported\n"
+      "  --list       the suites, one per line\n"
+      "Suites:\n";
+  for (const Suite& s : kSuites) {
+    std::string name = s.name;
+    name.resize(std::max<size_t>(name.size(), 9), ' ');
+    text += "  " + name + " " + s.description + "\n";
+  }
+  return text;
 }
 
 const Suite* find_suite(std::string_view name) {
@@ -67,61 +82,58 @@ const Suite* find_suite(std::string_view name) {
   return nullptr;
 }
 
+struct CommandLine {
+  Options options;
+  std::vector<const Suite*> suites;  // named by the positional arguments: at least one
+};
+
+CommandLine parse(int argc, char** argv) {
+  enum { kJson = CLI_FIRST, kList, kDevice, kDevices, kBatches, kRepeat };
+  static const option table[] = {
+      {"json", no_argument, nullptr, kJson},
+      {"list", no_argument, nullptr, kList},
+      {"device", required_argument, nullptr, kDevice},
+      {"devices", required_argument, nullptr, kDevices},
+      {"batches", required_argument, nullptr, kBatches},
+      {"repeat", required_argument, nullptr, kRepeat},
+      CLI_STANDARD_OPTIONS,
+      {},
+  };
+  static const std::string help = help_text();
+  cli_parser cli = cli_parser_init("braid-bench", kUsage, help.c_str(), table);
+  CommandLine line;
+  Options& options = line.options;
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case kJson: options.json = true; break;
+      case kList:
+        for (const Suite& s : kSuites) std::printf("%-8s %s\n", s.name, s.description);
+        std::exit(0);
+      case kDevice: options.device = cli.value; break;
+      case kDevices: options.devices = cli_list(cli, cli.value); break;
+      case kBatches: options.batches = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+      case kRepeat: options.repeat = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+    }
+  }
+  std::vector<const Suite*>& selected = line.suites;
+  for (int i = optind; i < argc; ++i) {
+    const std::string_view name = argv[i];
+    if (name == "all") {
+      for (const Suite& s : kSuites) selected.push_back(&s);
+    } else if (const Suite* s = find_suite(name)) {
+      selected.push_back(s);
+    } else {
+      cli_fail(&cli, "unknown suite '%s' (--list shows them)", argv[i]);
+    }
+  }
+  if (selected.empty()) cli_fail(&cli, "no suite named (--list shows them)");
+  return line;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options options;
-  std::vector<const Suite*> selected;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--json") {
-      options.json = true;
-    } else if (arg == "--list") {
-      for (const Suite& s : kSuites) std::printf("%-8s %s\n", s.name, s.description);
-      return 0;
-    } else if (arg == "-h" || arg == "--help") {
-      usage(stdout);
-      return 0;
-    } else if (arg == "--version") {
-      std::printf("braid-bench %s\n", braid_version_string());
-      return 0;
-    } else if (arg == "--devices" && i + 1 < argc) {
-      const std::string list = argv[++i];
-      for (size_t at = 0; at <= list.size();) {
-        const size_t comma = std::min(list.find(',', at), list.size());
-        options.devices.push_back(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-    } else if (arg == "--batches" && i + 1 < argc) {
-      options.batches = std::atoi(argv[++i]);
-      if (options.batches < 1) {
-        std::fprintf(stderr, "braid-bench: --batches needs a positive count\n");
-        return 2;
-      }
-    } else if ((arg == "--device" || arg == "--repeat") && i + 1 < argc) {
-      if (arg == "--device") {
-        options.device = argv[++i];
-      } else {
-        options.repeat = std::atoi(argv[++i]);
-        if (options.repeat < 1) {
-          std::fprintf(stderr, "braid-bench: --repeat needs a positive count\n");
-          return 2;
-        }
-      }
-    } else if (arg == "all") {
-      for (const Suite& s : kSuites) selected.push_back(&s);
-    } else if (const Suite* s = find_suite(arg)) {
-      selected.push_back(s);
-    } else {
-      std::fprintf(stderr, "braid-bench: unknown suite or option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
-  }
-  if (selected.empty()) {
-    usage(stderr);
-    return 2;
-  }
+  const auto [options, selected] = parse(argc, argv);
 
   Reporter reporter(options.json);
   Run run;
