@@ -24,9 +24,7 @@ LAYER = {
 }
 
 # (file, included folder): the upward includes that exist today (docs/ARCHITECTURE.md lists them).
-KNOWN = {
-    ("profiler/profiler.cpp", "device"),
-}
+KNOWN = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 

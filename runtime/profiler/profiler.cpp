@@ -1,39 +1,106 @@
 #include "profiler/profiler.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <functional>
-#include <sstream>
-#include <thread>
 #include <utility>
 
 #include "core/error.h"
-#include "device/device.h"
 #include "engine/node.h"
 
 namespace braid {
 
+namespace {
+
+// A number for the calling thread, unique for the process's lifetime: std::thread::id values are
+// reused once a thread has exited, and a new thread must not land on an old thread's track.
+std::atomic<uint64_t> g_next_thread_serial{1};
+thread_local const uint64_t t_thread_serial = g_next_thread_serial.fetch_add(1, std::memory_order_relaxed);
+
+// The calling thread's name if the application gave it one. A thread that was never named carries its
+// creator's name, usually the program's (as the main thread does): that is no name of its own.
+std::string own_thread_name() {
+  char name[16] = {};  // the kernel's limit: 15 bytes and the NUL
+  if (::pthread_getname_np(::pthread_self(), name, sizeof name) != 0 || name[0] == '\0') return {};
+  const std::string_view program(program_invocation_short_name);
+  if (std::string_view(name) == program.substr(0, sizeof name - 1)) return {};
+  return name;
+}
+
+}  // namespace
+
 void Profiler::start() {
   std::lock_guard lock(mu_);
   events_.clear();
+  host_threads_.clear();
   enabled_.store(true);
 }
 
 void Profiler::record_op(const OpNode& n) {
   std::lock_guard lock(mu_);
-  events_.push_back({n.name, n.device->index, n.queue->track, n.t_begin, n.t_end, n.status});
+  events_.push_back({n.name, n.queue, n.queue->track, n.t_begin, n.t_end, n.status});
 }
 
 void Profiler::record_wait(const char* what, int64_t begin_ns, int64_t end_ns) {
   if (!enabled()) return;
-  auto thread = static_cast<int32_t>(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 1000);
   std::lock_guard lock(mu_);
-  events_.push_back({what, -1, thread, begin_ns, end_ns, BRAID_OK});
+  auto [it, added] = host_threads_.try_emplace(t_thread_serial);
+  if (added) {
+    it->second.number = static_cast<int32_t>(host_threads_.size());
+    it->second.name = own_thread_name();
+    if (it->second.name.empty()) it->second.name = cat("host thread ", it->second.number);
+  }
+  events_.push_back({what, nullptr, it->second.number, begin_ns, end_ns, BRAID_OK});
+}
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  out += '"';
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = byte(i);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // A UTF-8 sequence is copied whole if it is well formed (no overlong form, no surrogate, at most
+      // U+10FFFF); anything else (a name cut inside a character, Latin-1) becomes U+FFFD.
+      const size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 0;
+      bool ok = len != 0 && c <= 0xf4 && c >= 0xc2 && i + len <= s.size();
+      uint32_t cp = ok ? c & (0x7fu >> len) : 0;
+      for (size_t k = 1; ok && k < len; ++k) {
+        ok = (byte(i + k) & 0xc0) == 0x80;
+        cp = (cp << 6) | (byte(i + k) & 0x3fu);
+      }
+      ok = ok && !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) &&
+           !(cp >= 0xd800 && cp <= 0xdfff);
+      if (ok) {
+        out.append(s.substr(i, len));
+        i += len;
+      } else {
+        out += "\\ufffd";
+        ++i;
+      }
+    }
+  }
+  out += '"';
+  return out;
 }
 
 namespace {
@@ -124,45 +191,60 @@ void write_replacing(const std::string& path, const std::string& data, const str
 
 }  // namespace
 
-std::string Profiler::json(std::span<Device* const> devices) const {
-  std::ostringstream out;
-  const int host_pid = static_cast<int>(devices.size());
-  out << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+std::string Profiler::json(std::span<const ProfileDevice> devices) const {
+  // One event per line, the fields of an "X" event in this order: tests/runtime/trace.h and
+  // tools/trace_summary.py read it line by line. Every string goes through json_string.
+  std::string out = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
   bool first = true;
   auto sep = [&] {
-    if (!first) out << ",\n";
+    if (!first) out += ",\n";
     first = false;
   };
-  for (const Device* d : devices) {
+  auto metadata = [&](const char* what, int pid, const int* tid, std::string_view name) {
     sep();
-    out << R"({"ph":"M","name":"process_name","pid":)" << d->index << R"(,"args":{"name":")" << d->id << " ("
-        << d->props.name << ")\"}}";
-    const int tracks = 3 + static_cast<int>(d->more_compute.size());
-    for (int q = 0; q < tracks; ++q) {
-      sep();
-      out << R"({"ph":"M","name":"thread_name","pid":)" << d->index << ",\"tid\":" << q << R"(,"args":{"name":")"
-          << Device::queue_name(q) << "\"}}";
+    out += cat(R"({"ph":"M","name":")", what, R"(","pid":)", pid);
+    if (tid) out += cat(",\"tid\":", *tid);
+    out += cat(R"(,"args":{"name":)", json_string(name), "}}");
+  };
+  // Where a device's op goes: its process (the device's position) and its queue's track.
+  std::unordered_map<const Queue*, int> pid_of;
+  for (size_t d = 0; d < devices.size(); ++d) {
+    const int pid = static_cast<int>(d);
+    metadata("process_name", pid, nullptr, devices[d].name);
+    for (const ProfileDevice::Track& t : devices[d].queues) {
+      pid_of[t.queue] = pid;
+      const int tid = t.queue->track;
+      metadata("thread_name", pid, &tid, t.name);
     }
   }
-  sep();
-  out << R"({"ph":"M","name":"process_name","pid":)" << host_pid << R"(,"args":{"name":"host"}})";
+  const int host_pid = static_cast<int>(devices.size());
+  metadata("process_name", host_pid, nullptr, "host");
   std::lock_guard lock(mu_);
-  char buf[64];
+  std::vector<const HostThread*> threads;
+  for (const auto& [serial, thread] : host_threads_) threads.push_back(&thread);
+  std::sort(threads.begin(), threads.end(), [](auto* a, auto* b) { return a->number < b->number; });
+  for (const HostThread* t : threads) metadata("thread_name", host_pid, &t->number, t->name);
+  char ts[32], dur[32];
   for (const Event& e : events_) {
-    sep();
-    int pid = e.device < 0 ? host_pid : e.device;
+    int pid = host_pid;
+    if (e.queue) {
+      auto it = pid_of.find(e.queue);
+      if (it == pid_of.end()) continue;  // a queue the caller did not describe has no track to go on
+      pid = it->second;
+    }
     // Microseconds with ns precision, as the format expects.
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.begin_ns) / 1000.0);
-    out << R"({"ph":"X","name":")" << e.name << R"(","cat":")" << (e.device < 0 ? "wait" : "op") << R"(","pid":)"
-        << pid << ",\"tid\":" << e.queue << ",\"ts\":" << buf;
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.end_ns - e.begin_ns) / 1000.0);
-    out << ",\"dur\":" << buf << R"(,"args":{"status":")" << braid_status_name(e.status) << "\"}}";
+    std::snprintf(ts, sizeof ts, "%.3f", static_cast<double>(e.begin_ns) / 1000.0);
+    std::snprintf(dur, sizeof dur, "%.3f", static_cast<double>(e.end_ns - e.begin_ns) / 1000.0);
+    sep();
+    out += cat(R"({"ph":"X","name":)", json_string(e.name), R"(,"cat":")", e.queue ? "op" : "wait", R"(","pid":)", pid,
+               ",\"tid\":", e.track, ",\"ts\":", ts, ",\"dur\":", dur, R"(,"args":{"status":)",
+               json_string(braid_status_name(e.status)), "}}");
   }
-  out << "\n]}\n";
-  return std::move(out).str();
+  out += "\n]}\n";
+  return out;
 }
 
-void Profiler::write(const std::string& path, std::span<Device* const> devices) const {
+void Profiler::write(const std::string& path, std::span<const ProfileDevice> devices) const {
   if (path.empty()) fail(BRAID_ERR_IO, "profile path is empty");
   const std::string data = json(devices);
   struct stat st {};

@@ -1,5 +1,6 @@
 // Records ops, copies and waits with their queue and timestamps, and writes Chrome-trace JSON with
-// one track per device queue (open it in chrome://tracing or ui.perfetto.dev). Thread-safe.
+// one track per device queue and one per host thread that waited (open it in chrome://tracing or
+// ui.perfetto.dev). Thread-safe.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -7,6 +8,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "braid.h"
@@ -14,7 +17,19 @@
 namespace braid {
 
 struct OpNode;
-struct Device;
+struct Queue;
+
+// One device as the trace shows it: a process named `name` with a track per queue. The caller (the
+// context) describes its devices this way, so the profiler, a layer below the devices, never needs
+// to know what a device is (docs/ARCHITECTURE.md, "Layers").
+struct ProfileDevice {
+  struct Track {
+    const Queue* queue;  // the queue whose ops go on this track (tid = Queue::track)
+    std::string name;    // "compute", "transfer", ...
+  };
+  std::string name;  // "cpu:0 (<the backend's device name>)"
+  std::vector<Track> queues;
+};
 
 class Profiler {
  public:
@@ -27,27 +42,39 @@ class Profiler {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - epoch_).count();
   }
   void record_op(const OpNode& node);
-  // A host-side wait (wait_to_read, to_host, wait_all) on the calling thread's track.
+  // A host-side wait (wait_to_read, to_host, wait_all) on the calling thread's track: one track per
+  // application thread, named after the thread (pthread_setname_np) or "host thread N".
   void record_wait(const char* what, int64_t begin_ns, int64_t end_ns);
-  // Writes the events recorded so far; throws braid::Error(BRAID_ERR_IO) if the file cannot be written
-  // (nothing is left behind then). A regular file or a new path is replaced atomically through a
-  // temporary; an existing symlink, FIFO or character device is written through, never replaced; a
-  // directory, socket or block device is refused.
-  void write(const std::string& path, std::span<Device* const> devices) const;
+  // Writes the events recorded so far, devices[i] being device i; throws braid::Error(BRAID_ERR_IO)
+  // if the file cannot be written (nothing is left behind then). A regular file or a new path is
+  // replaced atomically through a temporary; an existing symlink, FIFO or character device is written
+  // through, never replaced; a directory, socket or block device is refused.
+  void write(const std::string& path, std::span<const ProfileDevice> devices) const;
 
  private:
-  std::string json(std::span<Device* const> devices) const;
+  std::string json(std::span<const ProfileDevice> devices) const;
   struct Event {
     const char* name;
-    int32_t device;  // -1: host
-    int32_t queue;   // Queue::track (Device::queue_name); host: thread number
+    const Queue* queue;  // nullptr: a host event
+    int32_t track;       // Queue::track; host: the thread's number (host_threads_)
     int64_t begin_ns, end_ns;
     braid_status status;
+  };
+  struct HostThread {
+    int32_t number;  // 1, 2, ... in the order of their first event: the host track's tid
+    std::string name;
   };
   std::chrono::steady_clock::time_point epoch_;
   std::atomic<bool> enabled_{false};
   mutable std::mutex mu_;
   std::vector<Event> events_;
+  // The threads that recorded host events, by a per-thread serial number that, unlike a thread id,
+  // is never reused by a later thread.
+  std::unordered_map<uint64_t, HostThread> host_threads_;
 };
+
+// `s` as a JSON string literal (quotes included): quotes, backslashes and control characters escaped,
+// bytes that are not UTF-8 replaced by U+FFFD, so any name (a device's, a thread's) keeps the trace valid.
+std::string json_string(std::string_view s);
 
 }  // namespace braid
