@@ -47,12 +47,12 @@ typedef enum braid_status {
   BRAID_ERR_DTYPE = 3,            /* dtype not accepted by the op */
   BRAID_ERR_DEVICE = 4,           /* wrong or mixed devices, device failed */
   BRAID_ERR_OUT_OF_MEMORY = 5,
-  BRAID_ERR_UNSUPPORTED = 6,      /* the backend does not implement this op/dtype */
-  BRAID_ERR_NOT_FOUND = 7,        /* file, plugin, device or symbol not found */
-  BRAID_ERR_ABI_MISMATCH = 8,     /* a plugin of another major version */
-  BRAID_ERR_INVALID_STATE = 9,    /* e.g. wait from an engine thread, context used after fork */
-  BRAID_ERR_KERNEL = 10,          /* a kernel failed while running */
-  BRAID_ERR_IO = 11,              /* file read/write failed, corrupt file */
+  BRAID_ERR_UNSUPPORTED = 6,   /* the backend does not implement this op/dtype */
+  BRAID_ERR_NOT_FOUND = 7,     /* file, plugin, device or symbol not found */
+  BRAID_ERR_ABI_MISMATCH = 8,  /* a plugin of another major version */
+  BRAID_ERR_INVALID_STATE = 9, /* e.g. wait from an engine thread, context used after fork */
+  BRAID_ERR_KERNEL = 10,       /* a kernel failed while running */
+  BRAID_ERR_IO = 11,           /* file read/write failed, corrupt file */
   BRAID_ERR_TIMEOUT = 12,
   BRAID_ERR_INTERNAL = 13
 } braid_status;
@@ -92,7 +92,7 @@ BRAID_API size_t braid_dtype_size(braid_dtype dtype);
 typedef enum braid_engine_mode {
   BRAID_ENGINE_DEFAULT = 0, /* BRAID_ENGINE env var, else async */
   BRAID_ENGINE_ASYNC = 1,
-  BRAID_ENGINE_SYNC = 2     /* every op runs to completion at push time */
+  BRAID_ENGINE_SYNC = 2 /* every op runs to completion at push time */
 } braid_engine_mode;
 
 typedef struct braid_context_options {
@@ -122,7 +122,8 @@ typedef struct braid_context_options {
    * own besides these (docs/PARALLEL.md). */
   int32_t compute_queues;
 } braid_context_options;
-#define BRAID_CONTEXT_OPTIONS_INIT {sizeof(braid_context_options), NULL, NULL, BRAID_ENGINE_DEFAULT, 0, 0, NULL, 0, 0}
+#define BRAID_CONTEXT_OPTIONS_INIT \
+  { sizeof(braid_context_options), NULL, NULL, BRAID_ENGINE_DEFAULT, 0, 0, NULL, 0, 0 }
 
 /* Creates a context: discovers and loads backend plugins and opens their devices. options may be NULL.
  * A plugin that fails to load is reported by braid_context_backend_info, never fatal. */
@@ -136,13 +137,13 @@ BRAID_API braid_status braid_context_release(braid_context ctx);
 
 typedef struct braid_backend_info {
   uint32_t struct_size;
-  const char* name;       /* owned by the context */
-  const char* path;       /* file the plugin was loaded from; owned by the context */
-  uint32_t abi_major;     /* plugin ABI version the plugin reported (0 if it did not load) */
+  const char* name;   /* owned by the context */
+  const char* path;   /* file the plugin was loaded from; owned by the context */
+  uint32_t abi_major; /* plugin ABI version the plugin reported (0 if it did not load) */
   uint32_t abi_minor;
-  int32_t loaded;         /* 1 if the plugin is in use */
+  int32_t loaded; /* 1 if the plugin is in use */
   int32_t device_count;
-  const char* reason;     /* why it has zero devices or did not load; "" otherwise; owned by ctx */
+  const char* reason; /* why it has zero devices or did not load; "" otherwise; owned by ctx */
 } braid_backend_info;
 
 BRAID_API braid_status braid_context_backend_count(braid_context ctx, int32_t* out);
@@ -161,18 +162,18 @@ typedef enum braid_device_kind {
 
 typedef struct braid_device_info {
   uint32_t struct_size;
-  const char* id;           /* "cpu:0"; owned by the context */
-  const char* backend;      /* "cpu" */
-  const char* name;         /* model name */
+  const char* id;      /* "cpu:0"; owned by the context */
+  const char* backend; /* "cpu" */
+  const char* name;    /* model name */
   braid_device_kind kind;
-  int32_t backend_index;    /* index of the device within its backend */
-  uint8_t uuid[16];         /* all zero if unknown */
-  uint64_t memory_bytes;    /* memory the device can allocate */
-  int32_t compute_units;    /* cores / SMs / CUs */
+  int32_t backend_index; /* index of the device within its backend */
+  uint8_t uuid[16];      /* all zero if unknown */
+  uint64_t memory_bytes; /* memory the device can allocate */
+  int32_t compute_units; /* cores / SMs / CUs */
   int32_t compute_queues;
   int32_t transfer_queues;
   uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
-  uint32_t dtype_mask;      /* bit (1<<dtype) set for each dtype with compute kernels */
+  uint32_t dtype_mask;                                     /* bit (1<<dtype) set for each dtype with compute kernels */
   /* ABI 1.1: backend-specific properties as one JSON object text ("{}" when none); owned by the context */
   const char* properties_json;
 } braid_device_info;
@@ -189,12 +190,12 @@ BRAID_API braid_status braid_context_set_seed(braid_context ctx, uint64_t seed);
 /* ---- memory ----------------------------------------------------------------------------------- */
 typedef struct braid_memory_stats {
   uint32_t struct_size;
-  uint64_t allocated_bytes;      /* in live blocks handed to tensors */
-  uint64_t reserved_bytes;       /* obtained from the backend (allocated + cached) */
+  uint64_t allocated_bytes; /* in live blocks handed to tensors */
+  uint64_t reserved_bytes;  /* obtained from the backend (allocated + cached) */
   uint64_t peak_allocated_bytes;
   uint64_t peak_reserved_bytes;
-  uint64_t alloc_count;          /* allocations served */
-  uint64_t backend_alloc_count;  /* allocations that reached the backend (cache misses) */
+  uint64_t alloc_count;         /* allocations served */
+  uint64_t backend_alloc_count; /* allocations that reached the backend (cache misses) */
 } braid_memory_stats;
 
 BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device device, braid_memory_stats* out);
@@ -215,13 +216,12 @@ BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path);
 
 /* ---- tensors ---------------------------------------------------------------------------------- */
 /* An uninitialised tensor. */
-BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device, braid_dtype dtype,
-                                          int32_t ndim, const int64_t* shape, braid_tensor* out);
+BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                          const int64_t* shape, braid_tensor* out);
 /* A tensor holding a copy of host data (row-major, bytes must equal numel*dtype size). The data is
  * copied before the call returns; the caller may reuse it at once. */
-BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device device, braid_dtype dtype,
-                                              int32_t ndim, const int64_t* shape, const void* data,
-                                              size_t bytes, braid_tensor* out);
+BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                              const int64_t* shape, const void* data, size_t bytes, braid_tensor* out);
 BRAID_API braid_status braid_tensor_retain(braid_tensor t);
 /* Drops a reference; storage is freed once the ops that use it have finished. */
 BRAID_API braid_status braid_tensor_release(braid_tensor t);
@@ -254,25 +254,38 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
  * normal_, the parameters are checked at the call (BRAID_ERR_INVALID_ARGUMENT, naming the argument):
  * low, high, mean and stddev must be finite, low <= high (low == high gives a constant), high - low
  * must be finite, and stddev >= 0. */
-BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype,
-                                            int32_t ndim, const int64_t* shape, double low, double high,
-                                            braid_tensor* out);
-BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device device, braid_dtype dtype,
-                                           int32_t ndim, const int64_t* shape, double mean, double stddev,
-                                           braid_tensor* out);
+BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                            const int64_t* shape, double low, double high, braid_tensor* out);
+BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                           const int64_t* shape, double mean, double stddev, braid_tensor* out);
 
 /* ---- ops: elementwise ------------------------------------------------------------------------- */
 typedef enum braid_unary_op {
-  BRAID_UNARY_NEG = 0, BRAID_UNARY_ABS, BRAID_UNARY_EXP, BRAID_UNARY_LOG, BRAID_UNARY_SQRT,
-  BRAID_UNARY_RELU, BRAID_UNARY_SIGMOID, BRAID_UNARY_TANH, BRAID_UNARY_SQUARE, BRAID_UNARY_SIGN,
+  BRAID_UNARY_NEG = 0,
+  BRAID_UNARY_ABS,
+  BRAID_UNARY_EXP,
+  BRAID_UNARY_LOG,
+  BRAID_UNARY_SQRT,
+  BRAID_UNARY_RELU,
+  BRAID_UNARY_SIGMOID,
+  BRAID_UNARY_TANH,
+  BRAID_UNARY_SQUARE,
+  BRAID_UNARY_SIGN,
   BRAID_UNARY_COUNT
 } braid_unary_op;
 
 typedef enum braid_binary_op {
-  BRAID_BINARY_ADD = 0, BRAID_BINARY_SUB, BRAID_BINARY_MUL, BRAID_BINARY_DIV, BRAID_BINARY_POW,
-  BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
+  BRAID_BINARY_ADD = 0,
+  BRAID_BINARY_SUB,
+  BRAID_BINARY_MUL,
+  BRAID_BINARY_DIV,
+  BRAID_BINARY_POW,
+  BRAID_BINARY_MAXIMUM,
+  BRAID_BINARY_MINIMUM,
   /* comparisons produce 1 or 0 in the dtype they compare in (the promoted one, below) */
-  BRAID_BINARY_EQUAL, BRAID_BINARY_LESS, BRAID_BINARY_GREATER,
+  BRAID_BINARY_EQUAL,
+  BRAID_BINARY_LESS,
+  BRAID_BINARY_GREATER,
   BRAID_BINARY_COUNT
 } braid_binary_op;
 
@@ -295,7 +308,10 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, d
 
 /* ---- ops: reductions -------------------------------------------------------------------------- */
 typedef enum braid_reduce_op {
-  BRAID_REDUCE_SUM = 0, BRAID_REDUCE_MEAN, BRAID_REDUCE_MAX, BRAID_REDUCE_MIN,
+  BRAID_REDUCE_SUM = 0,
+  BRAID_REDUCE_MEAN,
+  BRAID_REDUCE_MAX,
+  BRAID_REDUCE_MIN,
   BRAID_REDUCE_NORM, /* L2 norm */
   BRAID_REDUCE_COUNT
 } braid_reduce_op;
@@ -335,10 +351,13 @@ BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst);
 /* ---- ops: neural network ---------------------------------------------------------------------- */
 typedef struct braid_conv2d_params {
   uint32_t struct_size;
-  int32_t stride[2];   /* h, w; 0 means 1 */
-  int32_t padding[2];  /* h, w */
+  int32_t stride[2];  /* h, w; 0 means 1 */
+  int32_t padding[2]; /* h, w */
 } braid_conv2d_params;
-#define BRAID_CONV2D_PARAMS_INIT {sizeof(braid_conv2d_params), {1, 1}, {0, 0}}
+#define BRAID_CONV2D_PARAMS_INIT                  \
+  {                                               \
+    sizeof(braid_conv2d_params), {1, 1}, { 0, 0 } \
+  }
 
 /* x: N,C,H,W; w: K,C,R,S; bias: K or NULL. Output N,K,P,Q. params may be NULL (stride 1, no padding). */
 BRAID_API braid_status braid_conv2d(braid_tensor x, braid_tensor w, braid_tensor bias,
@@ -349,21 +368,23 @@ typedef struct braid_pool2d_params {
   uint32_t struct_size;
   braid_pool_kind kind;
   int32_t kernel[2];
-  int32_t stride[2];   /* 0 means equal to kernel */
-  int32_t padding[2];  /* padded cells are ignored by max and excluded from the average */
-  int32_t global;      /* non-zero: pool the whole H,W (kernel/stride/padding ignored) */
+  int32_t stride[2];  /* 0 means equal to kernel */
+  int32_t padding[2]; /* padded cells are ignored by max and excluded from the average */
+  int32_t global;     /* non-zero: pool the whole H,W (kernel/stride/padding ignored) */
 } braid_pool2d_params;
-#define BRAID_POOL2D_PARAMS_INIT {sizeof(braid_pool2d_params), BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}, 0}
+#define BRAID_POOL2D_PARAMS_INIT \
+  { sizeof(braid_pool2d_params), BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}, 0 }
 
 BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* params, braid_tensor* out);
 
 typedef struct braid_batch_norm_params {
   uint32_t struct_size;
-  double eps;          /* 0 means 1e-5 */
-  double momentum;     /* running = (1-momentum)*running + momentum*batch; 0 means 0.1 */
-  int32_t training;    /* use batch statistics and update the running ones */
+  double eps;       /* 0 means 1e-5 */
+  double momentum;  /* running = (1-momentum)*running + momentum*batch; 0 means 0.1 */
+  int32_t training; /* use batch statistics and update the running ones */
 } braid_batch_norm_params;
-#define BRAID_BATCH_NORM_PARAMS_INIT {sizeof(braid_batch_norm_params), 1e-5, 0.1, 1}
+#define BRAID_BATCH_NORM_PARAMS_INIT \
+  { sizeof(braid_batch_norm_params), 1e-5, 0.1, 1 }
 
 /* Normalises over all axes but 1 (N,C or N,C,H,W). gamma, beta, running_mean, running_var: shape C.
  * In training, running_mean/var are updated in place (unbiased variance) and save_mean/save_invstd
@@ -393,9 +414,10 @@ BRAID_API braid_status braid_sgd_momentum_update(braid_tensor w, braid_tensor g,
 typedef struct braid_adam_params {
   uint32_t struct_size;
   double lr, beta1, beta2, epsilon, weight_decay;
-  int64_t step;        /* 1-based step for bias correction */
+  int64_t step; /* 1-based step for bias correction */
 } braid_adam_params;
-#define BRAID_ADAM_PARAMS_INIT {sizeof(braid_adam_params), 1e-3, 0.9, 0.999, 1e-8, 0.0, 1}
+#define BRAID_ADAM_PARAMS_INIT \
+  { sizeof(braid_adam_params), 1e-3, 0.9, 0.999, 1e-8, 0.0, 1 }
 /* g' = g + wd*w; m = b1*m + (1-b1)*g'; v = b2*v + (1-b2)*g'^2;
  * w -= lr * (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps) */
 BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_tensor m, braid_tensor v,
@@ -405,18 +427,19 @@ BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_t
 /* (ABI 1.1) Labelled image datasets read from IDX files (MNIST layout) into host memory, and a
  * shuffling mini-batch iterator whose background thread prepares the next batches while the caller
  * computes. See docs/DATA.md. */
-typedef struct braid_dataset_t* braid_dataset;                 /* ref-counted; thread-safe */
-typedef struct braid_batch_iterator_t* braid_batch_iterator;   /* ref-counted; not thread-safe */
+typedef struct braid_dataset_t* braid_dataset;               /* ref-counted; thread-safe */
+typedef struct braid_batch_iterator_t* braid_batch_iterator; /* ref-counted; not thread-safe */
 
 typedef enum braid_dataset_split { BRAID_SPLIT_TRAIN = 0, BRAID_SPLIT_TEST = 1 } braid_dataset_split;
 
 typedef struct braid_dataset_options {
   uint32_t struct_size;
-  const char* name;            /* "fashion-mnist" or "mnist" (IDX files, gzip or plain) */
-  const char* dir;             /* NULL: $BRAID_DATA_DIR, else /usr/share/datasets/fashion-mnist */
+  const char* name; /* "fashion-mnist" or "mnist" (IDX files, gzip or plain) */
+  const char* dir;  /* NULL: $BRAID_DATA_DIR, else /usr/share/datasets/fashion-mnist */
   braid_dataset_split split;
 } braid_dataset_options;
-#define BRAID_DATASET_OPTIONS_INIT {sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN}
+#define BRAID_DATASET_OPTIONS_INIT \
+  { sizeof(braid_dataset_options), "fashion-mnist", NULL, BRAID_SPLIT_TRAIN }
 
 /* Reads and validates the split's image and label files into host memory. A missing file fails with
  * BRAID_ERR_NOT_FOUND, a corrupt one (bad magic or dimensions, truncated, damaged gzip or bytes after
@@ -425,8 +448,7 @@ typedef struct braid_dataset_options {
  * Debian package (dataset-fashion-mnist); bad options give BRAID_ERR_INVALID_ARGUMENT. Files are
  * NAME.gz, else plain NAME (train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-...). options may
  * be NULL (defaults). The dataset keeps ctx alive. Thread-safe. See docs/DATA.md. */
-BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options,
-                                          braid_dataset* out);
+BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options, braid_dataset* out);
 BRAID_API braid_status braid_dataset_retain(braid_dataset ds);
 BRAID_API braid_status braid_dataset_release(braid_dataset ds);
 /* Number of examples, and the shape of one image (ndim 3: 1, 28, 28). Thread-safe (a dataset is
@@ -436,14 +458,15 @@ BRAID_API braid_status braid_dataset_image_shape(braid_dataset ds, int32_t* ndim
 
 typedef struct braid_batch_iterator_options {
   uint32_t struct_size;
-  int64_t batch_size;          /* > 0; >= the dataset's size (even INT64_MAX): one batch of all */
-  int32_t shuffle;             /* reshuffle every epoch (counter-based, from seed + epoch) */
+  int64_t batch_size; /* > 0; >= the dataset's size (even INT64_MAX): one batch of all */
+  int32_t shuffle;    /* reshuffle every epoch (counter-based, from seed + epoch) */
   uint64_t seed;
-  int32_t drop_last;           /* 0: the last batch may be smaller */
-  braid_device device;         /* where the batches are placed */
-  int32_t prefetch;            /* batches prepared ahead by the background thread; default 2 */
+  int32_t drop_last;   /* 0: the last batch may be smaller */
+  braid_device device; /* where the batches are placed */
+  int32_t prefetch;    /* batches prepared ahead by the background thread; default 2 */
 } braid_batch_iterator_options;
-#define BRAID_BATCH_ITERATOR_OPTIONS_INIT {sizeof(braid_batch_iterator_options), 256, 1, 0, 0, 0, 2}
+#define BRAID_BATCH_ITERATOR_OPTIONS_INIT \
+  { sizeof(braid_batch_iterator_options), 256, 1, 0, 0, 0, 2 }
 
 /* Creates an iterator over ds (which it retains) and starts its prefetch thread. options may be NULL
  * (defaults). Thread-safe. The iterator itself is NOT thread-safe: call _next and _batches on one
@@ -458,8 +481,7 @@ BRAID_API braid_status braid_batch_iterator_release(braid_batch_iterator it);
  * *images = *labels = NULL; the next call starts the next epoch (reshuffled). The order of epoch e is
  * a Fisher-Yates shuffle keyed by splitmix64 of (seed, e): the same for the same seed whatever the
  * prefetch depth, batch size or timing (docs/DATA.md gives the exact function). */
-BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_tensor* images,
-                                                 braid_tensor* labels);
+BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_tensor* images, braid_tensor* labels);
 /* Number of batches per epoch. */
 BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int64_t* count);
 /* ---- autograd --------------------------------------------------------------------------------- *
@@ -514,7 +536,6 @@ BRAID_API braid_status braid_batch_norm_backward(braid_tensor dy, braid_tensor x
 BRAID_API braid_status braid_softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels,
                                                             braid_tensor dloss, braid_tensor* dlogits);
 
-
 /* ---- parallel: several devices (ABI 1.2) -------------------------------------------------------- *
  * Data parallelism over a list of devices, any mix of backends (see docs/PARALLEL.md). Everything
  * here is asynchronous like any op: copies run on the devices' transfer queues and reductions on
@@ -540,7 +561,7 @@ typedef enum braid_collective_op {
   BRAID_COLLECTIVE_PROD = 1,
   BRAID_COLLECTIVE_MAX = 2,
   BRAID_COLLECTIVE_MIN = 3,
-  BRAID_COLLECTIVE_AVG = 4,   /* sum / count; float32/float64 only */
+  BRAID_COLLECTIVE_AVG = 4, /* sum / count; float32/float64 only */
   BRAID_COLLECTIVE_OP_COUNT
 } braid_collective_op;
 
@@ -561,7 +582,8 @@ typedef struct braid_collective_options {
   braid_collective_op op;
   braid_allreduce_algorithm algorithm; /* allreduce only */
 } braid_collective_options;
-#define BRAID_COLLECTIVE_OPTIONS_INIT {sizeof(braid_collective_options), BRAID_COLLECTIVE_SUM, BRAID_ALLREDUCE_AUTO}
+#define BRAID_COLLECTIVE_OPTIONS_INIT \
+  { sizeof(braid_collective_options), BRAID_COLLECTIVE_SUM, BRAID_ALLREDUCE_AUTO }
 
 /* Collectives over count tensors of one context, one dtype and one shape, on any devices (usually one
  * each), with distinct storages. options may be NULL (SUM, AUTO). Integer sums wrap like the
@@ -569,7 +591,8 @@ typedef struct braid_collective_options {
  * the rounding of a different summation order.
  * allreduce: in place, every tensor becomes the reduction of all of them (every algorithm gives
  * every device identical results). */
-BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors, const braid_collective_options* options);
+BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors,
+                                       const braid_collective_options* options);
 /* In place: tensors[root] becomes the reduction; the others are unchanged. */
 BRAID_API braid_status braid_reduce_to(int32_t count, const braid_tensor* tensors, int32_t root,
                                        const braid_collective_options* options);
@@ -593,12 +616,13 @@ typedef struct braid_optimizer_params {
   uint32_t struct_size;
   braid_optimizer_kind kind;
   double learning_rate;
-  double momentum;       /* SGD */
+  double momentum; /* SGD */
   double weight_decay;
   double beta1, beta2, epsilon; /* Adam */
-  double rescale_grad;   /* gradients are multiplied by this before the update (Gluon's rescale_grad) */
+  double rescale_grad;          /* gradients are multiplied by this before the update (Gluon's rescale_grad) */
 } braid_optimizer_params;
-#define BRAID_OPTIMIZER_PARAMS_INIT {sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0}
+#define BRAID_OPTIMIZER_PARAMS_INIT \
+  { sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0 }
 
 /* ---- KVStore (ABI 1.2): MXNet's key-value store for data parallelism ---------------------------- *
  * type "local": values are summed, and the updater runs, on the device of the value given to init
@@ -641,7 +665,8 @@ typedef struct braid_trainer_options {
   uint64_t bucket_bytes;               /* 0: 1 MiB */
   braid_allreduce_algorithm algorithm; /* for every bucket */
 } braid_trainer_options;
-#define BRAID_TRAINER_OPTIONS_INIT {sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO}
+#define BRAID_TRAINER_OPTIONS_INIT \
+  { sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO }
 
 BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_params, const braid_tensor* params,
                                             const braid_trainer_options* options, braid_trainer* out);
@@ -668,12 +693,12 @@ BRAID_API const char* braid_version_string(void);
  * know. 0 where the device has no kernel for the op. */
 typedef struct braid_device_perf {
   uint32_t struct_size;
-  double matmul_flops_f32;          /* FLOP/s (2n^3 / s) of the fastest square float32 matmul, n <= 2048 */
-  double matmul_flops_f64;          /* the same in float64 */
-  double copy_bytes_per_s;          /* bytes read + written per second by a copy within the device */
+  double matmul_flops_f32;           /* FLOP/s (2n^3 / s) of the fastest square float32 matmul, n <= 2048 */
+  double matmul_flops_f64;           /* the same in float64 */
+  double copy_bytes_per_s;           /* bytes read + written per second by a copy within the device */
   double host_to_device_bytes_per_s; /* braid_tensor_write_host of up to 64 MiB, pageable host memory */
   double device_to_host_bytes_per_s; /* braid_tensor_to_host of the same */
-  double seconds;                   /* how long the measurement took */
+  double seconds;                    /* how long the measurement took */
 } braid_device_perf;
 
 /* Measures the device the first time it is asked (a fraction of a second: matmuls from 256 to at most
@@ -702,16 +727,20 @@ BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, s
  * outs[i] is NULL. A missing name is BRAID_ERR_NOT_FOUND; a corrupt file BRAID_ERR_IO, naming what is
  * wrong; memory never grows with what a damaged header claims (a range must lie inside the file).
  * Since 1.4. */
-BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path,
-                                              int32_t count, const char* const* names, braid_tensor* outs);
-
+BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path, int32_t count,
+                                              const char* const* names, braid_tensor* outs);
 
 /* ---- log (ABI 1.5) ------------------------------------------------------------------------------ */
 /* What backends and the library report besides status codes (a device they skipped, a setting they
  * corrected, a queue's counts). Nothing is printed unless asked: BRAID_LOG=debug|info|warning|error
  * prints messages of that level and above on stderr ("off" or unset: nothing); a callback receives
  * them instead. */
-typedef enum braid_log_level { BRAID_LOG_DEBUG = 0, BRAID_LOG_INFO, BRAID_LOG_WARNING, BRAID_LOG_ERROR } braid_log_level;
+typedef enum braid_log_level {
+  BRAID_LOG_DEBUG = 0,
+  BRAID_LOG_INFO,
+  BRAID_LOG_WARNING,
+  BRAID_LOG_ERROR
+} braid_log_level;
 /* Called on whatever thread logs (an application thread, a backend's queue thread), possibly several
  * at once; message is valid during the call only. Must not call into braid. */
 typedef void (*braid_log_fn)(void* user, braid_log_level level, const char* message);
@@ -732,11 +761,11 @@ typedef struct braid_graph_t* braid_graph;
 
 /* Passes for braid_graph_optimize (a bit mask). Each keeps results equal to imperative execution. */
 typedef enum braid_graph_pass {
-  BRAID_GRAPH_PASS_DEAD_CODE = 1,              /* drop kernels whose results reach no output */
-  BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS = 2,  /* compute a repeated kernel once (never random ones) */
-  BRAID_GRAPH_PASS_FOLD_CONSTANTS = 4,         /* compute what depends on no input or parameter once, now */
-  BRAID_GRAPH_PASS_PLAN_MEMORY = 8,            /* intermediates share the workspace's slots, and in place */
-  BRAID_GRAPH_PASS_FUSE_ELEMENTWISE = 16,      /* a chain of elementwise kernels runs as one (where the backend can) */
+  BRAID_GRAPH_PASS_DEAD_CODE = 1,             /* drop kernels whose results reach no output */
+  BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS = 2, /* compute a repeated kernel once (never random ones) */
+  BRAID_GRAPH_PASS_FOLD_CONSTANTS = 4,        /* compute what depends on no input or parameter once, now */
+  BRAID_GRAPH_PASS_PLAN_MEMORY = 8,           /* intermediates share the workspace's slots, and in place */
+  BRAID_GRAPH_PASS_FUSE_ELEMENTWISE = 16,     /* a chain of elementwise kernels runs as one (where the backend can) */
   BRAID_GRAPH_PASS_ALL = 31
 } braid_graph_pass;
 
@@ -769,14 +798,14 @@ BRAID_API braid_status braid_graph_run(braid_graph g, int32_t num_inputs, const 
 typedef struct braid_graph_info {
   uint32_t struct_size;
   int32_t num_inputs, num_outputs;
-  int32_t num_nodes;        /* kernels */
-  int32_t num_params;       /* parameters and constants it reads */
+  int32_t num_nodes;  /* kernels */
+  int32_t num_params; /* parameters and constants it reads */
   braid_device device;
-  int32_t pushes_per_run;   /* engine ops per run: 1 where the device's backend runs segments */
-  uint64_t workspace_bytes; /* bytes of intermediates per run once planned (at the first run or PLAN_MEMORY) */
+  int32_t pushes_per_run;      /* engine ops per run: 1 where the device's backend runs segments */
+  uint64_t workspace_bytes;    /* bytes of intermediates per run once planned (at the first run or PLAN_MEMORY) */
   uint64_t intermediate_bytes; /* the sum of the intermediates' sizes: what runs without a plan would hold */
-  uint32_t passes;          /* braid_graph_pass bits applied */
-  int32_t kernels_per_run;  /* kernels a run submits (fused chains count once; known after the first run) */
+  uint32_t passes;             /* braid_graph_pass bits applied */
+  int32_t kernels_per_run;     /* kernels a run submits (fused chains count once; known after the first run) */
 } braid_graph_info;
 BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out);
 
@@ -784,8 +813,8 @@ BRAID_API braid_status braid_graph_get_info(braid_graph g, braid_graph_info* out
  * optimised or released. dtype, ndim and shape describe output 0 (ndim 0 when it has none). */
 typedef struct braid_graph_node_info {
   uint32_t struct_size;
-  const char* name;      /* the op that ran it ("matmul", "relu", ...) */
-  const char* kernel;    /* the kernel op ("MATMUL", "UNARY", ...); static */
+  const char* name;   /* the op that ran it ("matmul", "relu", ...) */
+  const char* kernel; /* the kernel op ("MATMUL", "UNARY", ...); static */
   int32_t num_inputs, num_outputs;
   braid_dtype dtype;
   int32_t ndim;
@@ -819,8 +848,8 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
  * braid_hybrid_call receives); returning non-zero aborts the call with that status. It must compute
  * only with braid ops (what it does on the host runs only when it is traced). Called inside another
  * trace, fn runs directly and its ops join that trace. Since 1.5. */
-typedef braid_status (*braid_hybrid_fn)(void* user, int32_t num_inputs, const braid_tensor* inputs,
-                                        int32_t num_outputs, braid_tensor* outputs);
+typedef braid_status (*braid_hybrid_fn)(void* user, int32_t num_inputs, const braid_tensor* inputs, int32_t num_outputs,
+                                        braid_tensor* outputs);
 typedef struct braid_hybrid_t* braid_hybrid;
 /* passes: applied to each new graph (BRAID_GRAPH_PASS_ALL is the usual choice). Since 1.5. */
 BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn, void* user, int32_t num_inputs,

@@ -12,8 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <initializer_list>
+#include <memory>
 #include <ranges>
 #include <span>
 #include <stdexcept>
@@ -628,8 +628,10 @@ inline void backward(List<Tensor> heads, List<Tensor> head_grads = {}, bool reta
   std::vector<braid_tensor> hs, gs;
   for (const Tensor& t : heads) hs.push_back(t.get());
   for (const Tensor& t : head_grads) gs.push_back(t.get());
-  if (!gs.empty() && gs.size() != hs.size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "backward: one head gradient per head");
-  check(braid_backward(static_cast<int32_t>(hs.size()), hs.data(), gs.empty() ? nullptr : gs.data(), retain_graph ? 1 : 0));
+  if (!gs.empty() && gs.size() != hs.size())
+    throw Error(BRAID_ERR_INVALID_ARGUMENT, "backward: one head gradient per head");
+  check(braid_backward(static_cast<int32_t>(hs.size()), hs.data(), gs.empty() ? nullptr : gs.data(),
+                       retain_graph ? 1 : 0));
 }
 
 // Records on the calling thread for its lifetime (restores the previous setting), or, with
@@ -721,7 +723,9 @@ inline std::vector<Tensor> reduce_scatter(std::span<const Tensor> ts, braid_coll
 // MXNet's KVStore ("local" or "device").
 class KVStore {
  public:
-  explicit KVStore(const Context& ctx, const char* type = "local") { check(braid_kvstore_create(ctx.get(), type, &h_)); }
+  explicit KVStore(const Context& ctx, const char* type = "local") {
+    check(braid_kvstore_create(ctx.get(), type, &h_));
+  }
   KVStore(const KVStore& o) : h_(o.h_) { check(braid_kvstore_retain(h_)); }
   KVStore& operator=(const KVStore&) = delete;
   ~KVStore() { braid_kvstore_release(h_); }
@@ -868,7 +872,8 @@ class Graph {
   std::vector<Tensor> operator()(List<Tensor> inputs) const {
     const auto in = detail::handles(inputs);
     std::vector<braid_tensor> out(static_cast<size_t>(num_outputs_), nullptr);
-    check(braid_graph_run(h_, static_cast<int32_t>(in.size()), in.data(), static_cast<int32_t>(out.size()), out.data()));
+    check(
+        braid_graph_run(h_, static_cast<int32_t>(in.size()), in.data(), static_cast<int32_t>(out.size()), out.data()));
     return detail::adopt_all(out);
   }
   braid_graph_info info() const {

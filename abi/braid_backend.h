@@ -225,13 +225,13 @@ typedef struct braid_work {
   uint32_t num_waits;              /* semaphores of this backend to wait for before starting */
   braid_backend_semaphore waits[BRAID_MAX_WAITS];
   uint64_t wait_values[BRAID_MAX_WAITS];
-  braid_backend_semaphore signal;  /* signalled to signal_value when the work ends; may be NULL */
+  braid_backend_semaphore signal; /* signalled to signal_value when the work ends; may be NULL */
   uint64_t signal_value;
-  void* token;                     /* passed to host->work_begin/work_end; NULL = no callbacks */
-  uint32_t flags;                  /* BRAID_WORK_* flags below */
+  void* token;    /* passed to host->work_begin/work_end; NULL = no callbacks */
+  uint32_t flags; /* BRAID_WORK_* flags below */
   /* ---- ABI 1.3 ---- */
-  uint32_t num_kernels;              /* KERNELS: the number of calls (at least 1) */
-  const braid_kernel_call* kernels;  /* KERNELS: the calls, in order (persistent like kernel) */
+  uint32_t num_kernels;             /* KERNELS: the number of calls (at least 1) */
+  const braid_kernel_call* kernels; /* KERNELS: the calls, in order (persistent like kernel) */
 } braid_work;
 
 /* The kernel call(s) and copy desc stay valid and unchanged until work_end returns (set by the host
@@ -349,8 +349,8 @@ typedef struct braid_backend_api {
   void* (*get_proc_address)(const char* name);
 } braid_backend_api;
 
-typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor,
-                                               const braid_host_api* host, const braid_backend_api** out);
+typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor, const braid_host_api* host,
+                                               const braid_backend_api** out);
 
 #ifdef __cplusplus
 } /* extern "C" */

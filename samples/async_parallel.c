@@ -17,13 +17,13 @@
 #include "cli.h"
 
 /* Ends the program with the runtime's message when a call fails. */
-#define CHECK(call)                                                                              \
-  do {                                                                                           \
-    braid_status status_ = (call);                                                               \
-    if (status_ != BRAID_OK) {                                                                   \
+#define CHECK(call)                                                                                  \
+  do {                                                                                               \
+    braid_status status_ = (call);                                                                   \
+    if (status_ != BRAID_OK) {                                                                       \
       fprintf(stderr, "%s failed: %s: %s\n", #call, braid_status_name(status_), braid_last_error()); \
-      exit(1);                                                                                   \
-    }                                                                                            \
+      exit(1);                                                                                       \
+    }                                                                                                \
   } while (0)
 
 static double now_seconds(void) {

@@ -51,7 +51,7 @@ double loop(const Context& ctx, const Tensor& x, int ops, bool wait_each) {
   ctx.wait_all();
   return timed([&] {
     for (int i = 0; i < ops; ++i) {
-      const Tensor y = x + 1.0;     // enqueues the kernel and returns
+      const Tensor y = x + 1.0;         // enqueues the kernel and returns
       if (wait_each) y.wait_to_read();  // the program stops here until the kernel has run
     }
     ctx.wait_all();
@@ -171,11 +171,11 @@ struct Options {
 Options parse(int argc, char** argv) {
   enum { kDevices = CLI_FIRST };
   static const option options[] = {{"devices", required_argument, nullptr, kDevices}, CLI_STANDARD_OPTIONS, {}};
-  cli_parser cli = cli_parser_init("braid-sample-async",
-                                   "usage: braid-sample-async [--devices A,B] [TRACE_PATH] [--help] [--version]\n",
-                                   "Runs the chapter's asynchrony, automatic-parallelism and copy-overlap experiments\n"
-                                   "and writes their Chrome trace to TRACE_PATH (default: trace.json in the build folder).\n",
-                                   options);
+  cli_parser cli = cli_parser_init(
+      "braid-sample-async", "usage: braid-sample-async [--devices A,B] [TRACE_PATH] [--help] [--version]\n",
+      "Runs the chapter's asynchrony, automatic-parallelism and copy-overlap experiments\n"
+      "and writes their Chrome trace to TRACE_PATH (default: trace.json in the build folder).\n",
+      options);
   Options o;
   while (cli_next(&cli, argc, argv) != -1) {  // --devices, the only option of its own
     const std::vector<std::string> pair = cli_list(cli, cli.value);

@@ -16,6 +16,7 @@ packages=(
   libdnnl-dev                                          # CPU backend: float32 convolutions (oneDNN)
   doctest-dev                                          # unit and conformance tests
   clang                                                # libFuzzer (tests/fuzz: the fuzzers CI runs)
+  clang-format                                         # the format check (tools/check_format.sh)
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   nlohmann-json3-dev                                   # braid-bench reads the samples' JSON results
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)

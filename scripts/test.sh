@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The full test job (what CI runs, through .ci/run):
 #
+#   0. the source checks: include directions in runtime/ (tools/check_layers.py) and formatting
+#      (tools/check_format.sh, .clang-format)
 #   1. build/ with warnings as errors; every ctest suite with BRAID_CPU_DEVICES=1 (one device with
 #      every core: the kernels' threaded paths), then again with BRAID_CPU_DEVICES=2 (multi-device
 #      paths) and with BRAID_ENGINE=sync (every op completes at push time). BRAID_CPU_DEVICES is always
@@ -97,6 +99,7 @@ vulkan_validation() {
 
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
 step "include directions in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
+step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
   step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2

@@ -3,16 +3,16 @@
 // after which the queue still runs good work. The cpu, vulkan and cuda plugin suites run it on one of
 // their queues; `take_log()` returns the lines the plugin logged since the previous call.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
-#include "braid_backend.h"
 #include <doctest/doctest.h>
+#include "braid_backend.h"
 
 namespace test {
 
@@ -74,28 +74,31 @@ inline void check_bad_work_is_refused(const braid_backend_api* api, braid_backen
       {"kernel: struct_size too small", [](Submission& s) { s.as_kernel(), s.call.struct_size = 8; }},
       {"kernel: unknown op", [&](Submission& s) { s.as_kernel(), set_int(s.call.op, 999); }},
       {"kernel: bad num_inputs", [](Submission& s) { s.as_kernel(), s.call.num_inputs = -1; }},
-      {"kernel: bad num_outputs", [](Submission& s) { s.as_kernel(), s.call.num_outputs = BRAID_KERNEL_MAX_OUTPUTS + 1; }},
+      {"kernel: bad num_outputs",
+       [](Submission& s) { s.as_kernel(), s.call.num_outputs = BRAID_KERNEL_MAX_OUTPUTS + 1; }},
       {"kernel: output without a buffer", [](Submission& s) { s.as_kernel(), s.call.outputs[0].buffer = nullptr; }},
-      {"kernel: an output has an unknown dtype", [&](Submission& s) { s.as_kernel(), set_int(s.call.outputs[0].dtype, 99); }},
+      {"kernel: an output has an unknown dtype",
+       [&](Submission& s) { s.as_kernel(), set_int(s.call.outputs[0].dtype, 99); }},
       {"kernel: an input has an unknown dtype",
        [&](Submission& s) {
          s.as_kernel(), s.call.op = BRAID_KOP_COPY, s.call.num_inputs = 1, s.call.inputs[0] = s.call.outputs[0];
          set_int(s.call.inputs[0].dtype, -1);
        }},
       // ABI 1.3: KERNELS needs the whole braid_work, at least one call, and every call sound.
-      {"work: struct_size too small", [](Submission& s) { s.work.struct_size = offsetof(braid_work, num_kernels) - 4; }},
+      {"work: struct_size too small",
+       [](Submission& s) { s.work.struct_size = offsetof(braid_work, num_kernels) - 4; }},
       {"kernels work: struct_size too small for ABI 1.3",
        [](Submission& s) { s.as_kernels(), s.work.struct_size = offsetof(braid_work, num_kernels); }},
       {"kernels work without kernel calls", [](Submission& s) { s.as_kernels(), s.work.kernels = nullptr; }},
       {"kernels work with num_kernels 0", [](Submission& s) { s.as_kernels(), s.work.num_kernels = 0; }},
-      {"kernels work: num_kernels exceeds 2^20", [](Submission& s) { s.as_kernels(), s.work.num_kernels = (1u << 20) + 1; }},
+      {"kernels work: num_kernels exceeds 2^20",
+       [](Submission& s) { s.as_kernels(), s.work.num_kernels = (1u << 20) + 1; }},
       {"kernels: a call's struct_size is too small", [](Submission& s) { s.as_kernels(), s.call.struct_size = 8; }},
       {"kernel: unknown op", [&](Submission& s) { s.as_kernels(), set_int(s.call.op, 999); }},
       {"kernel: output without a buffer", [](Submission& s) { s.as_kernels(), s.call.outputs[0].buffer = nullptr; }},
       {"copy work without a copy desc", [](Submission& s) { s.work.copy = nullptr; }},
       {"copy: struct_size too small", [](Submission& s) { s.copy.struct_size = 8; }},
-      {"copy: exactly one of src_buffer and src_host must be set",
-       [&](Submission& s) { s.copy.src_buffer = buffer; }},
+      {"copy: exactly one of src_buffer and src_host must be set", [&](Submission& s) { s.copy.src_buffer = buffer; }},
       {"copy: exactly one of dst_buffer and dst_host must be set", [](Submission& s) { s.copy.dst_buffer = nullptr; }},
       {"copy: destination range exceeds its buffer", [](Submission& s) { s.copy.dst_offset = 8; }},
       // An offset near 2^64 must not wrap around into range.

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "braid_backend.h"
 #include <doctest/doctest.h>
+#include "braid_backend.h"
 
 namespace test {
 
@@ -23,8 +23,8 @@ struct WorkEnd {
 };
 
 struct KernelsProbe {
-  std::function<void*()> token;              // a fresh token for the suite's work_end
-  std::function<WorkEnd(void*)> end_of;      // what work_end was told for it so far
+  std::function<void*()> token;          // a fresh token for the suite's work_end
+  std::function<WorkEnd(void*)> end_of;  // what work_end was told for it so far
 };
 
 namespace kernels_detail {
@@ -230,45 +230,46 @@ inline void check_kernels_failure(const braid_backend_api* api, braid_backend_de
   using namespace kernels_detail;
   constexpr int64_t kRows = 2, kClasses = 3, kN = 256;
   Rig r(api, dev, queue);
-  braid_backend_buffer logits = r.buffer(kRows * kClasses * 4), labels = r.buffer(kRows * 4), loss = r.buffer(kRows * 4);
+  braid_backend_buffer logits = r.buffer(kRows * kClasses * 4), labels = r.buffer(kRows * 4),
+                       loss = r.buffer(kRows * 4);
   braid_backend_buffer c = r.buffer(kN * 4), d = r.buffer(kN * 4);
   for (const bool persistent : {false, true})
-  for (const bool bad : {true, false}) {
-    CAPTURE(persistent);
-    CAPTURE(bad);
-    r.upload(labels, std::vector<int32_t>{1, bad ? 7 : 2});
-    r.upload(c, std::vector<float>(kN, 42.0f));
-    r.upload(d, std::vector<float>(kN, 42.0f));
-    std::vector<braid_kernel_call> calls = {fill(logits, kRows * kClasses, 0.0),
-                                            softmax_ce(logits, labels, loss, kRows, kClasses), fill(c, kN, 7.0),
-                                            negate(c, d, kN)};
-    braid_work w = r.work(BRAID_WORK_KERNELS);
-    w.num_kernels = static_cast<uint32_t>(calls.size());
-    w.kernels = calls.data();
-    w.token = probe.token();
-    w.flags = persistent ? BRAID_WORK_PERSISTENT_DESCS : 0u;
-    REQUIRE(api->queue_submit(queue, &w) == BRAID_OK);
-    if (!persistent) std::memset(static_cast<void*>(calls.data()), 0xff, calls.size() * sizeof(braid_kernel_call));
-    // With a token a failure is reported through work_end; the semaphore is still signalled.
-    REQUIRE(api->semaphore_wait(r.sem, w.signal_value, kMinute) == BRAID_OK);
-    const WorkEnd end = probe.end_of(w.token);
-    CHECK(end.count == 1);
-    if (bad) {
-      CHECK(end.status == BRAID_ERR_KERNEL);
-      CAPTURE(end.message);
-      CHECK(end.message.find("call 1 of 4") != std::string::npos);
-      CHECK(end.message.find("softmax_cross_entropy") != std::string::npos);
-      CHECK(all_equal(r.download<float>(c, kN), 42.0f));  // skipped
-      CHECK(all_equal(r.download<float>(d, kN), 42.0f));
-    } else {
-      CHECK(end.status == BRAID_OK);
-      CHECK(all_equal(r.download<float>(c, kN), 7.0f));
-      CHECK(all_equal(r.download<float>(d, kN), -7.0f));
-      const std::vector<float> l = r.download<float>(loss, kRows);
-      CHECK(l[0] == doctest::Approx(1.0986123).epsilon(1e-5));  // log 3: uniform logits
-      CHECK(l[1] == doctest::Approx(1.0986123).epsilon(1e-5));
+    for (const bool bad : {true, false}) {
+      CAPTURE(persistent);
+      CAPTURE(bad);
+      r.upload(labels, std::vector<int32_t>{1, bad ? 7 : 2});
+      r.upload(c, std::vector<float>(kN, 42.0f));
+      r.upload(d, std::vector<float>(kN, 42.0f));
+      std::vector<braid_kernel_call> calls = {fill(logits, kRows * kClasses, 0.0),
+                                              softmax_ce(logits, labels, loss, kRows, kClasses), fill(c, kN, 7.0),
+                                              negate(c, d, kN)};
+      braid_work w = r.work(BRAID_WORK_KERNELS);
+      w.num_kernels = static_cast<uint32_t>(calls.size());
+      w.kernels = calls.data();
+      w.token = probe.token();
+      w.flags = persistent ? BRAID_WORK_PERSISTENT_DESCS : 0u;
+      REQUIRE(api->queue_submit(queue, &w) == BRAID_OK);
+      if (!persistent) std::memset(static_cast<void*>(calls.data()), 0xff, calls.size() * sizeof(braid_kernel_call));
+      // With a token a failure is reported through work_end; the semaphore is still signalled.
+      REQUIRE(api->semaphore_wait(r.sem, w.signal_value, kMinute) == BRAID_OK);
+      const WorkEnd end = probe.end_of(w.token);
+      CHECK(end.count == 1);
+      if (bad) {
+        CHECK(end.status == BRAID_ERR_KERNEL);
+        CAPTURE(end.message);
+        CHECK(end.message.find("call 1 of 4") != std::string::npos);
+        CHECK(end.message.find("softmax_cross_entropy") != std::string::npos);
+        CHECK(all_equal(r.download<float>(c, kN), 42.0f));  // skipped
+        CHECK(all_equal(r.download<float>(d, kN), 42.0f));
+      } else {
+        CHECK(end.status == BRAID_OK);
+        CHECK(all_equal(r.download<float>(c, kN), 7.0f));
+        CHECK(all_equal(r.download<float>(d, kN), -7.0f));
+        const std::vector<float> l = r.download<float>(loss, kRows);
+        CHECK(l[0] == doctest::Approx(1.0986123).epsilon(1e-5));  // log 3: uniform logits
+        CHECK(l[1] == doctest::Approx(1.0986123).epsilon(1e-5));
+      }
     }
-  }
   // The queue goes on, also after a failed submission.
   const braid_kernel_call one = fill(c, kN, 5.0);
   braid_work w = r.work(BRAID_WORK_KERNEL);

@@ -108,11 +108,13 @@ bool fail(const char* what, braid_status s) {
 bool gather(braid_context ctx, Report& r) {
   r.version = braid_version();
   int32_t n = 0;
-  if (braid_status s = braid_context_backend_count(ctx, &n); s != BRAID_OK) return fail("braid_context_backend_count", s);
+  if (braid_status s = braid_context_backend_count(ctx, &n); s != BRAID_OK)
+    return fail("braid_context_backend_count", s);
   for (int32_t i = 0; i < n; ++i) {
     braid_backend_info bi{};
     bi.struct_size = sizeof bi;
-    if (braid_status s = braid_context_backend_info(ctx, i, &bi); s != BRAID_OK) return fail("braid_context_backend_info", s);
+    if (braid_status s = braid_context_backend_info(ctx, i, &bi); s != BRAID_OK)
+      return fail("braid_context_backend_info", s);
     r.backends.push_back({bi.name ? bi.name : "", bi.path ? bi.path : "", bi.reason ? bi.reason : "", bi.abi_major,
                           bi.abi_minor, bi.loaded != 0, bi.device_count});
   }
@@ -120,7 +122,8 @@ bool gather(braid_context ctx, Report& r) {
   for (braid_device d = 0; d < n; ++d) {
     Device dev;
     dev.info.struct_size = sizeof dev.info;
-    if (braid_status s = braid_context_device_info(ctx, d, &dev.info); s != BRAID_OK) return fail("braid_context_device_info", s);
+    if (braid_status s = braid_context_device_info(ctx, d, &dev.info); s != BRAID_OK)
+      return fail("braid_context_device_info", s);
     r.devices.push_back(dev);
   }
   return true;
@@ -174,8 +177,8 @@ void print_human(const Report& r) {
   if (r.backends.empty()) std::printf("  none found (searched next to libbraid and in BRAID_BACKEND_PATH)\n");
   for (const Backend& b : r.backends) {
     const std::string abi = plugin_abi_string(b);
-    std::printf("  %-8s ABI %-5s %2d device%s  %s%s\n", b.name.c_str(), abi.empty() ? "-" : abi.c_str(),
-                b.devices, b.devices == 1 ? " " : "s", b.loaded ? "" : "[not loaded] ", b.path.c_str());
+    std::printf("  %-8s ABI %-5s %2d device%s  %s%s\n", b.name.c_str(), abi.empty() ? "-" : abi.c_str(), b.devices,
+                b.devices == 1 ? " " : "s", b.loaded ? "" : "[not loaded] ", b.path.c_str());
     if (!b.reason.empty()) std::printf("           reason: %s\n", b.reason.c_str());
   }
   std::printf("\nDevices (%zu):\n", r.devices.size());
@@ -314,10 +317,11 @@ void print_measured(braid_context ctx, braid_device dev) {
     std::printf("    measured         failed: %s\n", braid_last_error());
     return;
   }
-  std::printf("    measured         matmul %.1f GFLOP/s float32, %.1f float64; copy within %.1f GB/s (read +\n"
-              "                     written); host->device %.1f GB/s, device->host %.1f GB/s (%.2f s)\n",
-              p.matmul_flops_f32 / 1e9, p.matmul_flops_f64 / 1e9, p.copy_bytes_per_s / 1e9,
-              p.host_to_device_bytes_per_s / 1e9, p.device_to_host_bytes_per_s / 1e9, p.seconds);
+  std::printf(
+      "    measured         matmul %.1f GFLOP/s float32, %.1f float64; copy within %.1f GB/s (read +\n"
+      "                     written); host->device %.1f GB/s, device->host %.1f GB/s (%.2f s)\n",
+      p.matmul_flops_f32 / 1e9, p.matmul_flops_f64 / 1e9, p.copy_bytes_per_s / 1e9, p.host_to_device_bytes_per_s / 1e9,
+      p.device_to_host_bytes_per_s / 1e9, p.seconds);
 }
 
 void print_topology(braid_context ctx, const Report& r, bool measure) {
@@ -329,10 +333,12 @@ void print_topology(braid_context ctx, const Report& r, bool measure) {
     std::printf("  %s  %s (%s backend, %s)\n", d.id, d.name, d.backend, kind_name(d.kind));
     const bool host = std::string_view(d.backend) == "cpu";
     std::printf("    cores            %d%s\n", d.compute_units,
-                host ? " (host cores this device runs on)" : d.compute_units > 0 ? " compute units" : " (not reported)");
+                host                  ? " (host cores this device runs on)"
+                : d.compute_units > 0 ? " compute units"
+                                      : " (not reported)");
     if (host) {
-      std::printf("    SMT              %s\n", smt > 0 ? (std::to_string(smt) + " thread(s) per core (sysfs)").c_str()
-                                                      : "unknown");
+      std::printf("    SMT              %s\n",
+                  smt > 0 ? (std::to_string(smt) + " thread(s) per core (sysfs)").c_str() : "unknown");
       std::printf("    NUMA nodes       %s\n", numa > 0 ? (std::to_string(numa) + " (sysfs)").c_str() : "unknown");
     }
     std::printf("    caches           L1 %s, L2 %s, L3 %s (as the backend reports them)\n",
@@ -348,15 +354,18 @@ void print_topology(braid_context ctx, const Report& r, bool measure) {
                 host ? "host memory" : "device memory (not host-visible)");
     if (measure) print_measured(ctx, static_cast<braid_device>(&dev - r.devices.data()));
   }
-  std::printf("\nCopy paths (braid_copy from -> to)%s:\n", measure ? ", measured: 64 MiB bandwidth, 4-byte latency" : "");
+  std::printf("\nCopy paths (braid_copy from -> to)%s:\n",
+              measure ? ", measured: 64 MiB bandwidth, 4-byte latency" : "");
   for (const Device& a : r.devices)
     for (const Device& b : r.devices) {
       std::printf("  %-10s -> %-10s %s\n", a.info.id, b.info.id, copy_path(a.info, b.info).c_str());
       if (!measure) continue;
       const PairFigures f = measure_pair(ctx, static_cast<braid_device>(&a - r.devices.data()),
                                          static_cast<braid_device>(&b - r.devices.data()));
-      if (f.ok) std::printf("  %-10s    %-10s %.2f GB/s, %.1f us\n", "", "", f.bytes_per_s / 1e9, f.latency_s * 1e6);
-      else std::printf("  %-10s    %-10s measurement failed: %s\n", "", "", braid_last_error());
+      if (f.ok)
+        std::printf("  %-10s    %-10s %.2f GB/s, %.1f us\n", "", "", f.bytes_per_s / 1e9, f.latency_s * 1e6);
+      else
+        std::printf("  %-10s    %-10s measurement failed: %s\n", "", "", braid_last_error());
     }
 }
 
@@ -411,9 +420,12 @@ int main(int argc, char** argv) {
   Report report;
   const bool ok = gather(ctx, report);
   if (ok) {
-    if (topology) print_topology(ctx, report, measure);
-    else if (json) print_json(report);
-    else print_human(report);
+    if (topology)
+      print_topology(ctx, report, measure);
+    else if (json)
+      print_json(report);
+    else
+      print_human(report);
   }
   braid_context_release(ctx);
   return ok ? 0 : 1;

@@ -95,7 +95,7 @@ braid_status answer_query(uint32_t host_major, const braid_host_api* host, const
   if (host_major != BRAID_BACKEND_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
   try {
     if (braid_status s = acquire(host); s != BRAID_OK) return s;  // a second, different host
-  } catch (...) {  // std::mutex::lock
+  } catch (...) {                                                 // std::mutex::lock
     return BRAID_ERR_INTERNAL;
   }
   g_name.store(api->name, std::memory_order_release);

@@ -54,10 +54,8 @@ void HostSemaphore::signal(uint64_t value) {
       ready.reserve(n);
     }
     // The bit may have been cleared since we looked, letting lock-free signals in: keep the maximum.
-    while ((w >> 1) < value &&
-           !word_.compare_exchange_weak(w, (value << 1) | (w & kWatched), std::memory_order_release,
-                                        std::memory_order_relaxed)) {
-    }
+    while ((w >> 1) < value && !word_.compare_exchange_weak(w, (value << 1) | (w & kWatched), std::memory_order_release,
+                                                            std::memory_order_relaxed)) {}
     // Under the lock: once we unlock, a concurrent destructor may free the condition variable. Only
     // when someone waits.
     if (waiters_ > 0) cv_.notify_all();

@@ -5,13 +5,33 @@
 namespace braid::plugin {
 
 const char* op_name(const braid_kernel_op& op) noexcept {
-  static constexpr const char* kNames[] = {
-      "fill",         "arange",          "random_uniform",    "random_normal", "copy",
-      "unary",        "binary",          "binary_scalar",     "reduce",        "argmax",
-      "matmul",       "conv2d",          "pool2d",            "batch_norm",    "softmax",
-      "softmax_cross_entropy",           "dropout",           "sgd_update",    "sgd_momentum",
-      "adam_update",  "conv2d_bwd_data", "conv2d_bwd_weight", "pool2d_bwd",    "batch_norm_bwd",
-      "softmax_cross_entropy_bwd",       "combine",           "fused_elementwise"};
+  static constexpr const char* kNames[] = {"fill",
+                                           "arange",
+                                           "random_uniform",
+                                           "random_normal",
+                                           "copy",
+                                           "unary",
+                                           "binary",
+                                           "binary_scalar",
+                                           "reduce",
+                                           "argmax",
+                                           "matmul",
+                                           "conv2d",
+                                           "pool2d",
+                                           "batch_norm",
+                                           "softmax",
+                                           "softmax_cross_entropy",
+                                           "dropout",
+                                           "sgd_update",
+                                           "sgd_momentum",
+                                           "adam_update",
+                                           "conv2d_bwd_data",
+                                           "conv2d_bwd_weight",
+                                           "pool2d_bwd",
+                                           "batch_norm_bwd",
+                                           "softmax_cross_entropy_bwd",
+                                           "combine",
+                                           "fused_elementwise"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_KOP_COUNT, "one name per kernel op");
   return valid_op(op) ? kNames[op] : "invalid";
 }
@@ -33,10 +53,8 @@ braid_dtype call_dtype(const braid_kernel_call& call) noexcept {
     case BRAID_KOP_FILL:
     case BRAID_KOP_ARANGE:
     case BRAID_KOP_RANDOM_UNIFORM:
-    case BRAID_KOP_RANDOM_NORMAL:
-      return call.num_outputs > 0 ? call.outputs[0].dtype : BRAID_DTYPE_COUNT;
-    default:
-      return call.num_inputs > 0 ? call.inputs[0].dtype : BRAID_DTYPE_COUNT;
+    case BRAID_KOP_RANDOM_NORMAL: return call.num_outputs > 0 ? call.outputs[0].dtype : BRAID_DTYPE_COUNT;
+    default: return call.num_inputs > 0 ? call.inputs[0].dtype : BRAID_DTYPE_COUNT;
   }
 }
 

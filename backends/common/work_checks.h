@@ -29,7 +29,8 @@ const char* check_copy(const braid_copy_desc& c) {
   if ((dst != nullptr) == (c.dst_host != nullptr) && !(c.bytes == 0 && dst == nullptr))
     return "copy: exactly one of dst_buffer and dst_host must be set";
   if (src != nullptr && !buffer_range_ok(src, c.src_offset, c.bytes)) return "copy: source range exceeds its buffer";
-  if (dst != nullptr && !buffer_range_ok(dst, c.dst_offset, c.bytes)) return "copy: destination range exceeds its buffer";
+  if (dst != nullptr && !buffer_range_ok(dst, c.dst_offset, c.bytes))
+    return "copy: destination range exceeds its buffer";
   return nullptr;
 }
 

@@ -49,8 +49,10 @@ BlasLibrary open_blas() {
     if (lib != nullptr) break;
     if (const char* e = dlerror(); e != nullptr && why.empty()) why = e;
   }
-  if (inherited == nullptr) unsetenv("OPENBLAS_CORETYPE");
-  else setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
+  if (inherited == nullptr)
+    unsetenv("OPENBLAS_CORETYPE");
+  else
+    setenv("OPENBLAS_CORETYPE", saved.c_str(), 1);
   if (lib == nullptr) {
     b.error = "cannot open OpenBLAS: " + why;
     return b;

@@ -26,7 +26,8 @@ braid_status allocate_buffer(uint64_t bytes, braid_backend_buffer* out) noexcept
   // aligned_alloc wants a multiple of the alignment; round up, keeping 0 bytes a real allocation.
   constexpr uint64_t kMax = std::numeric_limits<size_t>::max() - kBufferAlignment;
   if (bytes > kMax) return BRAID_ERR_OUT_OF_MEMORY;
-  uint64_t padded = bytes == 0 ? kBufferAlignment : (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  uint64_t padded =
+      bytes == 0 ? kBufferAlignment : (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   try {
     auto buffer = std::make_unique<OwnedBuffer>();
     buffer->storage.reset(static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, static_cast<size_t>(padded))));

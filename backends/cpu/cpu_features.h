@@ -11,7 +11,7 @@ struct CpuFeatures {
   // AVX-512 foundation and the subsets OpenBLAS's SkylakeX kernels use; usable only when the OS saves
   // the ZMM state (xgetbv), which probe() checks.
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512cd = false;
-  bool avx512_bf16 = false;            // Cooper Lake, Sapphire Rapids and later, Zen 4
+  bool avx512_bf16 = false;                 // Cooper Lake, Sapphire Rapids and later, Zen 4
   bool amx_tile = false, amx_bf16 = false;  // Sapphire Rapids and later (OS permission checked too)
 };
 

@@ -12,15 +12,15 @@
 
 #include "blas_library.h"
 #include "braid_backend.h"
-#include "cpu_features.h"
 #include "buffers.h"
+#include "cpu_features.h"
 #include "device.h"
 #include "entry_points.h"
 #include "enum_value.h"
+#include "guarded.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "queue.h"
-#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline_semaphore.h"
 #include "topology.h"
@@ -29,7 +29,6 @@ namespace braid::cpu {
 namespace {
 
 using braid::plugin::guarded;
-
 
 // ---- devices ----
 
@@ -143,9 +142,7 @@ const char* device_props_json(int32_t index) {
 
 // ---- lifetime ----
 
-void shutdown() {
-  host::release();
-}
+void shutdown() { host::release(); }
 
 // Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
 // optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
@@ -184,8 +181,7 @@ constexpr braid_backend_api kApi = {
 }  // namespace braid::cpu
 
 extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
-                                                      const braid_host_api* host,
-                                                      const braid_backend_api** out) {
+                                                      const braid_host_api* host, const braid_backend_api** out) {
   // The fork guard is installed when OpenBLAS is opened (blas_library.cpp), after OpenBLAS's own handlers.
   return braid::plugin::host::answer_query(host_major, host, &braid::cpu::kApi, out);
 }

@@ -98,8 +98,10 @@ bool braid_backend_queue_t::next(braid::cpu::WorkItem& item) noexcept {
 }
 
 void braid_backend_queue_t::loop() noexcept {
-  if (kind_ == BRAID_QUEUE_COMPUTE) device_.pin_this_thread();
-  else braid::cpu::CorePinner::exempt_this_thread();  // a copy engine: core_pinning.h
+  if (kind_ == BRAID_QUEUE_COMPUTE)
+    device_.pin_this_thread();
+  else
+    braid::cpu::CorePinner::exempt_this_thread();  // a copy engine: core_pinning.h
   braid::cpu::WorkItem item;
   while (next(item)) braid::cpu::run_work_item(item, device_);
 }

@@ -53,7 +53,7 @@ struct braid_backend_queue_t {
   // Set (under mu_) while the thread sleeps on cv_: submit only pays for a wake-up then.
   std::atomic<bool> parked_{false};
   braid::cpu::Fifo<braid::cpu::WorkItem> batch_;  // queue thread only: overflow taken, not yet run
-  std::thread thread_;  // last: started once everything it touches exists
+  std::thread thread_;                            // last: started once everything it touches exists
 };
 
 namespace braid::cpu {

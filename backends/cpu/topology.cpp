@@ -209,8 +209,8 @@ Split split_list(const std::string& text, int cores) {
     }
     int n = static_cast<int>(std::min<int64_t>(*c, cores));
     if (*c > cores)
-      s.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "': device ", i, " asks for ", entry, " cores; the process has ",
-                               cores, ", so it gets ", cores));
+      s.warnings.push_back(cat("BRAID_CPU_DEVICES='", text, "': device ", i, " asks for ", entry,
+                               " cores; the process has ", cores, ", so it gets ", cores));
     s.cores.push_back(n);
   }
   int64_t sum = 0;

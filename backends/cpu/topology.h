@@ -7,9 +7,9 @@
 namespace braid::cpu {
 
 struct Machine {
-  int cores = 1;              // CPUs this process may run on (affinity mask)
-  std::vector<int> cpus;      // their ids, ascending (empty if the mask could not be read)
-  uint64_t memory_bytes = 0;  // physical memory, capped by a cgroup limit
+  int cores = 1;                                       // CPUs this process may run on (affinity mask)
+  std::vector<int> cpus;                               // their ids, ascending (empty if the mask could not be read)
+  uint64_t memory_bytes = 0;                           // physical memory, capped by a cgroup limit
   uint64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;  // 0 = unknown
   std::string model_name;
 };

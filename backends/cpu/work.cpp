@@ -1,5 +1,5 @@
-#include "fork_guard.h"
 #include "work.h"
+#include "fork_guard.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,7 +23,8 @@ constexpr int64_t kCopyGrain = int64_t{1} << 20;
 
 void run_copy(const braid_copy_desc& c, braid_backend_device_t& device) {
   if (c.bytes == 0) return;
-  const std::byte* src = c.src_buffer != nullptr ? c.src_buffer->data + c.src_offset : static_cast<const std::byte*>(c.src_host);
+  const std::byte* src =
+      c.src_buffer != nullptr ? c.src_buffer->data + c.src_offset : static_cast<const std::byte*>(c.src_host);
   std::byte* dst = c.dst_buffer != nullptr ? c.dst_buffer->data + c.dst_offset : static_cast<std::byte*>(c.dst_host);
   const auto n = static_cast<size_t>(c.bytes);
   if (src == dst) return;
@@ -37,9 +38,8 @@ void run_copy(const braid_copy_desc& c, braid_backend_device_t& device) {
     std::memcpy(dst, src, n);
     return;
   }
-  device.exec().parallel_for(static_cast<int64_t>(n), kCopyGrain, [&](int64_t b, int64_t e) {
-    std::memcpy(dst + b, src + b, static_cast<size_t>(e - b));
-  });
+  device.exec().parallel_for(static_cast<int64_t>(n), kCopyGrain,
+                             [&](int64_t b, int64_t e) { std::memcpy(dst + b, src + b, static_cast<size_t>(e - b)); });
 }
 
 // Error paths must not allocate unguarded (they run in noexcept code, possibly out of memory): fixed
@@ -59,8 +59,7 @@ struct Outcome {
     try {
       composed = compose();
       fixed = nullptr;
-    } catch (...) {
-    }
+    } catch (...) {}
   }
   const char* message() const { return status == BRAID_OK ? nullptr : fixed != nullptr ? fixed : composed.c_str(); }
 };
@@ -85,7 +84,8 @@ Outcome run_payload(const WorkItem& item, braid_backend_device_t& device) noexce
           // Composing may fail for memory: then the call's own message (or a fixed one) stands.
           const char* fallback = "a call of a kernels submission failed";
           out.set(r.status, fallback, [&] {
-            return plugin::kernels_call_message(k, item.num_calls, call.op, r.message.empty() ? "kernel failed" : r.message);
+            return plugin::kernels_call_message(k, item.num_calls, call.op,
+                                                r.message.empty() ? "kernel failed" : r.message);
           });
           if (out.fixed == fallback && !r.message.empty()) {
             out.composed = std::move(r.message);
@@ -172,9 +172,7 @@ braid_status make_work_item(const braid_work& work, WorkItem& out, const char** 
       out.copy = *work.copy;
       break;
     }
-    case BRAID_WORK_MARKER:
-      out.kind = BRAID_WORK_MARKER;
-      break;
+    case BRAID_WORK_MARKER: out.kind = BRAID_WORK_MARKER; break;
   }
   out.num_waits = work.num_waits;
   for (uint32_t i = 0; i < work.num_waits; ++i) {
@@ -193,9 +191,8 @@ void run_work_item(const WorkItem& item, braid_backend_device_t& device) noexcep
   for (uint32_t i = 0; i < item.num_waits; ++i) {
     braid_status s = item.waits[i]->wait(item.wait_values[i], UINT64_MAX);
     if (s != BRAID_OK) {
-      outcome.set(s, "a semaphore this work waited on has failed", [s] {
-        return "a semaphore this work waited on has failed (status " + std::to_string(s) + ")";
-      });
+      outcome.set(s, "a semaphore this work waited on has failed",
+                  [s] { return "a semaphore this work waited on has failed (status " + std::to_string(s) + ")"; });
       break;
     }
   }

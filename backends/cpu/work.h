@@ -23,10 +23,10 @@ struct WorkItem {
   braid_backend_semaphore signal = nullptr;
   uint64_t signal_value = 0;
   void* token = nullptr;
-  uint32_t num_calls = 0;                           // KERNEL: 1; KERNELS: num_kernels
-  const braid_kernel_call* calls = nullptr;         // KERNEL(S): the host's calls or owned_calls
-  std::unique_ptr<braid_kernel_call[]> owned_calls; // without BRAID_WORK_PERSISTENT_DESCS
-  braid_copy_desc copy;                             // COPY
+  uint32_t num_calls = 0;                            // KERNEL: 1; KERNELS: num_kernels
+  const braid_kernel_call* calls = nullptr;          // KERNEL(S): the host's calls or owned_calls
+  std::unique_ptr<braid_kernel_call[]> owned_calls;  // without BRAID_WORK_PERSISTENT_DESCS
+  braid_copy_desc copy;                              // COPY
 
   WorkItem() = default;
   WorkItem(WorkItem&& o) noexcept { take(o); }

@@ -37,7 +37,8 @@ braid_status upload(Queue& q, char* dst, const char* src, size_t n, std::string&
     std::memcpy(buf[b], src + off, len);
     if (cudaError_t e = cudaMemcpyAsync(dst + off, buf[b], len, cudaMemcpyHostToDevice, q.stream()); e != cudaSuccess)
       return fail(e, "cudaMemcpyAsync", message);
-    if (cudaError_t e = cudaEventRecord(ev[b], q.stream()); e != cudaSuccess) return fail(e, "cudaEventRecord", message);
+    if (cudaError_t e = cudaEventRecord(ev[b], q.stream()); e != cudaSuccess)
+      return fail(e, "cudaEventRecord", message);
   }
   return BRAID_OK;
 }
@@ -104,7 +105,8 @@ braid_status run_copy(Queue& q, const braid_copy_desc& d, std::string& message) 
   const size_t n = static_cast<size_t>(d.bytes);
   if (n == 0) return BRAID_OK;
   const bool src_dev = d.src_buffer != nullptr, dst_dev = d.dst_buffer != nullptr;
-  const char* src = src_dev ? static_cast<const char*>(d.src_buffer->ptr) + d.src_offset : static_cast<const char*>(d.src_host);
+  const char* src =
+      src_dev ? static_cast<const char*>(d.src_buffer->ptr) + d.src_offset : static_cast<const char*>(d.src_host);
   char* dst = dst_dev ? static_cast<char*>(d.dst_buffer->ptr) + d.dst_offset : static_cast<char*>(d.dst_host);
   cudaError_t e = cudaSuccess;
   if (src_dev && dst_dev) {

@@ -84,7 +84,7 @@ braid_backend_device_t::~braid_backend_device_t() {
   // The allocation stream's pending frees reach the pool before the pool goes.
   if (alloc_stream_) cudaStreamSynchronize(alloc_stream_.get());
   alloc_stream_.reset();
-  pool_.reset();  // buffers still allocated are freed with it
+  pool_.reset();         // buffers still allocated are freed with it
   flag_chunks_.clear();  // no kernel is left to write a flag: the queues are gone
   cudaGetLastError();
 }
@@ -147,7 +147,8 @@ cudaError_t braid_backend_device_t::grow_flags() {
   flag_chunks_.reserve(flag_chunks_.size() + 1);
   void* p = nullptr;
   const braid::cuda::DeviceGuard guard(ordinal_);
-  if (cudaError_t e = cudaHostAlloc(&p, kFlagChunk * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable); e != cudaSuccess)
+  if (cudaError_t e = cudaHostAlloc(&p, kFlagChunk * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable);
+      e != cudaSuccess)
     return e;
   flag_chunks_.emplace_back(ordinal_, p);
   for (size_t i = first + kFlagChunk; i-- > first;) free_flags_.push_back(int(i));

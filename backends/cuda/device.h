@@ -39,8 +39,8 @@ struct braid_backend_device_t {
   // ---- error flags: device-visible host ints a kernel sets when its input is bad (a label out of
   // range, an integer division by zero); read by the completion thread after the work finished.
   // The pool grows by a chunk whenever all slots are in flight, so a kernel never runs unchecked ----
-  int acquire_flag();           // slot index, or -1 only when no pinned memory is left for a new chunk
-  int* flag_ptr(int slot);      // mapped host pointer (also the device pointer: unified addressing)
+  int acquire_flag();       // slot index, or -1 only when no pinned memory is left for a new chunk
+  int* flag_ptr(int slot);  // mapped host pointer (also the device pointer: unified addressing)
   void release_flag(int slot);
 
   // ---- sticky failure ----

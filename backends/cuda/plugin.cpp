@@ -15,11 +15,11 @@
 #include "device.h"
 #include "entry_points.h"
 #include "enum_value.h"
+#include "guarded.h"
 #include "host.h"
 #include "kernels/kernels.h"
 #include "probe.h"
 #include "queue.h"
-#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline_semaphore.h"
 
@@ -112,9 +112,7 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
 // (backends/common/entry_points.h and semaphore_api.h), instantiated in the function table below for
 // this plugin's types.
 
-void shutdown() {
-  host::release();
-}
+void shutdown() { host::release(); }
 
 const char* device_props_json(int32_t index) {
   try {

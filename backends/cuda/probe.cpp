@@ -32,8 +32,9 @@ Cache& cache() {
 // the cached count is the parent's).
 std::atomic<bool> g_forked_after_init{false};
 void on_fork_child() { g_forked_after_init.store(true); }
-constexpr Probe kForked{0, "CUDA was initialised before fork(): a forked child cannot use it (exec, or create the "
-                           "context before initialising CUDA in the parent)"};
+constexpr Probe kForked{0,
+                        "CUDA was initialised before fork(): a forked child cannot use it (exec, or create the "
+                        "context before initialising CUDA in the parent)"};
 
 void run_probe(Cache& c) {
   pthread_atfork(nullptr, nullptr, on_fork_child);
@@ -89,12 +90,12 @@ braid_status fill_props(int index, braid_backend_device_props* out) {
   r.compute_units = p.multiProcessorCount;
   r.compute_queues = 4;   // streams the host may create; CUDA has no hard limit
   r.transfer_queues = 2;  // two copy engines on every recent GPU
-  r.l1_cache_bytes = 0;  // unknown: CUDA reports shared memory, not the L1 it is carved from
+  r.l1_cache_bytes = 0;   // unknown: CUDA reports shared memory, not the L1 it is carved from
   r.l2_cache_bytes = static_cast<uint64_t>(p.l2CacheSize);
   r.l3_cache_bytes = 0;
   // Dtypes with compute kernels, as the CPU backend counts them (float16/bfloat16: copy/fill only).
-  r.dtype_mask = (1u << BRAID_FLOAT32) | (1u << BRAID_FLOAT64) | (1u << BRAID_INT32) | (1u << BRAID_INT64) |
-                 (1u << BRAID_UINT8);
+  r.dtype_mask =
+      (1u << BRAID_FLOAT32) | (1u << BRAID_FLOAT64) | (1u << BRAID_INT32) | (1u << BRAID_INT64) | (1u << BRAID_UINT8);
   r.host_visible = 0;
   const size_t n = std::min<size_t>(out->struct_size, sizeof(r));
   std::memcpy(out, &r, n);
@@ -121,8 +122,7 @@ const char* props_json(int index) {
   std::string peers;
   for (int o = 0; o < probe().count; ++o) {
     int can = 0;
-    if (o != index && cudaDeviceCanAccessPeer(&can, index, o) == cudaSuccess && can)
-    {
+    if (o != index && cudaDeviceCanAccessPeer(&can, index, o) == cudaSuccess && can) {
       if (!peers.empty()) peers.push_back(',');
       peers.append(std::to_string(o));
     }
@@ -134,8 +134,8 @@ const char* props_json(int index) {
                 "\"memory_bus_width\":%d,\"async_engines\":%d,\"memory_pools\":%s,\"driver_version\":%d,"
                 "\"runtime_version\":%d,\"peer_access\":[%s]}",
                 p.major, p.minor, p.pciDomainID, p.pciBusID, p.pciDeviceID, p.warpSize, p.maxThreadsPerBlock,
-                p.sharedMemPerBlock, p.l2CacheSize, p.memoryBusWidth, p.asyncEngineCount, pools ? "true" : "false",
-                drv, rt, peers.c_str());
+                p.sharedMemPerBlock, p.l2CacheSize, p.memoryBusWidth, p.asyncEngineCount, pools ? "true" : "false", drv,
+                rt, peers.c_str());
   j = buf;
   return j.c_str();
 }

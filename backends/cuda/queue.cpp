@@ -200,7 +200,8 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
       c.message = std::string("cudaEventRecord: ") + cudaGetErrorString(e);
     }
   }
-  if (c.event != nullptr && c.signal != nullptr) c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
+  if (c.event != nullptr && c.signal != nullptr)
+    c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
   if (c.event == nullptr) {
     // No event to mark the end (pool empty and creation failed, or the record failed): the completion
     // must not be announced before the work ends, or its buffers would be freed under it. Wait here.
@@ -315,9 +316,10 @@ void braid_backend_queue_t::complete_loop() {
       const int code = *device_.flag_ptr(c.flag);
       if (code != 0 && c.status == BRAID_OK) {
         c.status = BRAID_ERR_KERNEL;
-        c.message = c.num_calls != 0 ? braid::plugin::kernels_call_message(c.flag_call, c.num_calls, c.op,
-                                                                            braid::cuda::kernel_error_text(code))
-                                     : std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
+        c.message = c.num_calls != 0
+                        ? braid::plugin::kernels_call_message(c.flag_call, c.num_calls, c.op,
+                                                              braid::cuda::kernel_error_text(code))
+                        : std::string(braid::plugin::op_name(c.op)) + ": " + braid::cuda::kernel_error_text(code);
       }
       device_.release_flag(c.flag);
     }

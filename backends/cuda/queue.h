@@ -8,9 +8,9 @@
 // work_end may call back into the backend (submit, free), and CUDA forbids CUDA calls inside a host
 // function. work_begin is not called (see braid_backend.h): the host resolves failures in work_end.
 #pragma once
+#include <cuda_runtime.h>
 #include <array>
 #include <utility>
-#include <cuda_runtime.h>
 
 #include <atomic>
 #include <condition_variable>

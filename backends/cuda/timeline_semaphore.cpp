@@ -38,7 +38,8 @@ void braid_backend_semaphore_t::signal(uint64_t value) {
       done.push_back(std::move(events_.front()));
       events_.pop_front();
     }
-    auto split = std::partition(pending_.begin(), pending_.end(), [&](const Notification& n) { return n.value > value; });
+    auto split =
+        std::partition(pending_.begin(), pending_.end(), [&](const Notification& n) { return n.value > value; });
     ready.assign(split, pending_.end());
     pending_.erase(split, pending_.end());
     if (waiters_ > 0) cv_.notify_all();
@@ -91,7 +92,8 @@ void braid_backend_semaphore_t::fail(braid_status status) {
   for (const Notification& n : ready) n.fn(n.user, status);
 }
 
-bool braid_backend_semaphore_t::add_event(uint64_t value, cudaEvent_t event, std::shared_ptr<braid::cuda::EventPool> pool) {
+bool braid_backend_semaphore_t::add_event(uint64_t value, cudaEvent_t event,
+                                          std::shared_ptr<braid::cuda::EventPool> pool) {
   std::lock_guard lock(mu_);
   if (value <= value_) return false;  // already reached: nobody will wait on the event
   // Queues signal in ascending order as a rule; insert in place if not.
@@ -101,7 +103,8 @@ bool braid_backend_semaphore_t::add_event(uint64_t value, cudaEvent_t event, std
   return true;
 }
 
-braid_status braid_backend_semaphore_t::stream_wait(cudaStream_t stream, uint64_t value, const std::atomic<bool>& stop) {
+braid_status braid_backend_semaphore_t::stream_wait(cudaStream_t stream, uint64_t value,
+                                                    const std::atomic<bool>& stop) {
   std::unique_lock lock(mu_);
   ++waiters_;
   braid_status result = BRAID_OK;

@@ -18,7 +18,8 @@ void check(VkResult r, const char* what) {
 
 Device::Device(const PhysicalDevice& pd) : pd_(pd), vk_(instance().vk) {
   float priority = 1.0f;
-  VkDeviceQueueCreateInfo qi[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}, {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
+  VkDeviceQueueCreateInfo qi[2] = {{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO},
+                                   {VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO}};
   qi[0].queueFamilyIndex = pd.compute_family;
   qi[0].queueCount = 1;
   qi[0].pQueuePriorities = &priority;

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "instance.h"
-#include "vk_memory.h"
 #include "shaders.h"
 #include "vk.h"
+#include "vk_memory.h"
 
 namespace braid::vk {
 

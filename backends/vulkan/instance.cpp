@@ -26,8 +26,8 @@ std::atomic<uint64_t> g_validation_errors{0};
 // Validation messages become host log lines; errors are also counted and printed to stderr, because
 // BRAID_VULKAN_VALIDATION=1 asks for them and the test job fails on any (see scripts/test.sh).
 VKAPI_ATTR VkBool32 VKAPI_CALL on_validation(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
-                                             VkDebugUtilsMessageTypeFlagsEXT, const VkDebugUtilsMessengerCallbackDataEXT* data,
-                                             void*) {
+                                             VkDebugUtilsMessageTypeFlagsEXT,
+                                             const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
   const char* msg = data && data->pMessage ? data->pMessage : "(no message)";
   if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
     g_validation_errors.fetch_add(1);
@@ -62,13 +62,13 @@ std::string props_json(const PhysicalDevice& d, const std::vector<VkQueueFamilyP
   const auto& p = d.props;
   const auto& l = p.limits;
   o << "{\"api_version\":\"" << VK_API_VERSION_MAJOR(p.apiVersion) << '.' << VK_API_VERSION_MINOR(p.apiVersion) << '.'
-    << VK_API_VERSION_PATCH(p.apiVersion) << "\",\"driver_version\":" << p.driverVersion << ",\"vendor_id\":"
-    << p.vendorID << ",\"device_id\":" << p.deviceID << ",\"device_type\":\"" << device_type_name(p.deviceType)
-    << "\",\"uuid\":\"" << hex_uuid(d.braid_props.uuid) << "\",\"memory_heaps\":[";
+    << VK_API_VERSION_PATCH(p.apiVersion) << "\",\"driver_version\":" << p.driverVersion
+    << ",\"vendor_id\":" << p.vendorID << ",\"device_id\":" << p.deviceID << ",\"device_type\":\""
+    << device_type_name(p.deviceType) << "\",\"uuid\":\"" << hex_uuid(d.braid_props.uuid) << "\",\"memory_heaps\":[";
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; ++i) {
     const auto& h = d.memory.memoryHeaps[i];
-    o << (i ? "," : "") << "{\"size\":" << h.size << ",\"device_local\":"
-      << ((h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? "true" : "false") << '}';
+    o << (i ? "," : "") << "{\"size\":" << h.size
+      << ",\"device_local\":" << ((h.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) ? "true" : "false") << '}';
   }
   o << "],\"memory_types\":[";
   for (uint32_t i = 0; i < d.memory.memoryTypeCount; ++i) {
@@ -78,16 +78,17 @@ std::string props_json(const PhysicalDevice& d, const std::vector<VkQueueFamilyP
   o << "],\"queue_families\":[";
   for (size_t i = 0; i < families.size(); ++i) {
     const auto& f = families[i];
-    o << (i ? "," : "") << "{\"count\":" << f.queueCount << ",\"compute\":"
-      << ((f.queueFlags & VK_QUEUE_COMPUTE_BIT) ? "true" : "false") << ",\"transfer\":"
-      << ((f.queueFlags & VK_QUEUE_TRANSFER_BIT) ? "true" : "false") << ",\"graphics\":"
-      << ((f.queueFlags & VK_QUEUE_GRAPHICS_BIT) ? "true" : "false") << ",\"timestamp_valid_bits\":"
-      << f.timestampValidBits << '}';
+    o << (i ? "," : "") << "{\"count\":" << f.queueCount
+      << ",\"compute\":" << ((f.queueFlags & VK_QUEUE_COMPUTE_BIT) ? "true" : "false")
+      << ",\"transfer\":" << ((f.queueFlags & VK_QUEUE_TRANSFER_BIT) ? "true" : "false")
+      << ",\"graphics\":" << ((f.queueFlags & VK_QUEUE_GRAPHICS_BIT) ? "true" : "false")
+      << ",\"timestamp_valid_bits\":" << f.timestampValidBits << '}';
   }
   o << "],\"compute_family\":" << d.compute_family << ",\"transfer_family\":" << d.transfer_family
-    << ",\"subgroup_size\":" << sg.subgroupSize << ",\"subgroup_arithmetic\":"
-    << (d.subgroup_arithmetic ? "true" : "false") << ",\"float16\":" << (d.float16 ? "true" : "false")
-    << ",\"float64\":" << (d.float64 ? "true" : "false") << ",\"int64\":" << (d.int64 ? "true" : "false")
+    << ",\"subgroup_size\":" << sg.subgroupSize
+    << ",\"subgroup_arithmetic\":" << (d.subgroup_arithmetic ? "true" : "false")
+    << ",\"float16\":" << (d.float16 ? "true" : "false") << ",\"float64\":" << (d.float64 ? "true" : "false")
+    << ",\"int64\":" << (d.int64 ? "true" : "false")
     << ",\"limits\":{\"max_compute_shared_memory_size\":" << l.maxComputeSharedMemorySize
     << ",\"max_compute_work_group_invocations\":" << l.maxComputeWorkGroupInvocations
     << ",\"max_compute_work_group_count\":[" << l.maxComputeWorkGroupCount[0] << ',' << l.maxComputeWorkGroupCount[1]
@@ -138,7 +139,8 @@ std::string inspect(const Vk& vk, PhysicalDevice& d) {
       found = true;
     }
     const auto flags = families[i].queueFlags;
-    if (d.transfer_family < 0 && (flags & VK_QUEUE_TRANSFER_BIT) && !(flags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)))
+    if (d.transfer_family < 0 && (flags & VK_QUEUE_TRANSFER_BIT) &&
+        !(flags & (VK_QUEUE_COMPUTE_BIT | VK_QUEUE_GRAPHICS_BIT)))
       d.transfer_family = i;
   }
   if (!found) return "no compute queue family";
@@ -157,7 +159,8 @@ std::string inspect(const Vk& vk, PhysicalDevice& d) {
   }
   std::memcpy(bp.uuid, id.deviceUUID, 16);
   for (uint32_t i = 0; i < d.memory.memoryHeapCount; ++i)
-    if (d.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) bp.memory_bytes += d.memory.memoryHeaps[i].size;
+    if (d.memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      bp.memory_bytes += d.memory.memoryHeaps[i].size;
   bp.compute_units = 0;  // Vulkan does not say
   bp.compute_queues = 1;
   bp.transfer_queues = 1;  // a transfer-only family's queue, or a second submission stream
@@ -183,7 +186,8 @@ void load(Instance& in) {
     in.reason = "libvulkan.so.1 has no vkGetInstanceProcAddr";
     return;
   }
-#define BRAID_VK_LOAD_GLOBAL(name) vk.name = reinterpret_cast<PFN_##name>(vk.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));
+#define BRAID_VK_LOAD_GLOBAL(name) \
+  vk.name = reinterpret_cast<PFN_##name>(vk.vkGetInstanceProcAddr(VK_NULL_HANDLE, #name));
   BRAID_VK_GLOBAL_FUNCS(BRAID_VK_LOAD_GLOBAL)
 #undef BRAID_VK_LOAD_GLOBAL
   uint32_t version = VK_API_VERSION_1_0;
@@ -206,7 +210,9 @@ void load(Instance& in) {
     if (have) {
       layers.push_back("VK_LAYER_KHRONOS_validation");
     } else {
-      std::fprintf(stderr, "braid vulkan validation error: BRAID_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed\n");
+      std::fprintf(stderr,
+                   "braid vulkan validation error: BRAID_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is "
+                   "not installed\n");
       g_validation_errors.fetch_add(1);
     }
     extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
@@ -224,15 +230,18 @@ void load(Instance& in) {
   VkResult r = vk.vkCreateInstance(&ci, nullptr, &in.instance);
   if (r != VK_SUCCESS) {
     in.instance = VK_NULL_HANDLE;
-    in.reason = r == VK_ERROR_INCOMPATIBLE_DRIVER ? "no Vulkan driver (ICD) was found" : "vkCreateInstance failed: " + vk_result_name(r);
+    in.reason = r == VK_ERROR_INCOMPATIBLE_DRIVER ? "no Vulkan driver (ICD) was found"
+                                                  : "vkCreateInstance failed: " + vk_result_name(r);
     return;
   }
-#define BRAID_VK_LOAD_INSTANCE(name) vk.name = reinterpret_cast<PFN_##name>(vk.vkGetInstanceProcAddr(in.instance, #name));
+#define BRAID_VK_LOAD_INSTANCE(name) \
+  vk.name = reinterpret_cast<PFN_##name>(vk.vkGetInstanceProcAddr(in.instance, #name));
   BRAID_VK_INSTANCE_FUNCS(BRAID_VK_LOAD_INSTANCE)
 #undef BRAID_VK_LOAD_INSTANCE
   if (in.validation && vk.vkCreateDebugUtilsMessengerEXT) {
     VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-    mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+    mi.messageSeverity =
+        VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
     mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
     mi.pfnUserCallback = on_validation;
@@ -253,10 +262,11 @@ void load(Instance& in) {
       continue;
     }
     bool duplicate = false;
-    for (const auto& e : in.devices) duplicate = duplicate || std::memcmp(e.braid_props.uuid, d.braid_props.uuid, 16) == 0;
+    for (const auto& e : in.devices)
+      duplicate = duplicate || std::memcmp(e.braid_props.uuid, d.braid_props.uuid, 16) == 0;
     if (duplicate) {
       host::log(BRAID_LOG_INFO, std::string("skipping ") + d.props.deviceName + ": the same device (UUID " +
-                              hex_uuid(d.braid_props.uuid) + ") was already listed by another driver");
+                                    hex_uuid(d.braid_props.uuid) + ") was already listed by another driver");
       continue;
     }
     in.devices.push_back(std::move(d));
@@ -271,13 +281,20 @@ void load(Instance& in) {
 std::string vk_result_name(VkResult r) {
   switch (r) {
 #define BRAID_VK_CASE(x) \
-  case x: return #x;
-    BRAID_VK_CASE(VK_SUCCESS) BRAID_VK_CASE(VK_NOT_READY) BRAID_VK_CASE(VK_TIMEOUT)
-    BRAID_VK_CASE(VK_ERROR_OUT_OF_HOST_MEMORY) BRAID_VK_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY)
-    BRAID_VK_CASE(VK_ERROR_INITIALIZATION_FAILED) BRAID_VK_CASE(VK_ERROR_DEVICE_LOST)
-    BRAID_VK_CASE(VK_ERROR_MEMORY_MAP_FAILED) BRAID_VK_CASE(VK_ERROR_LAYER_NOT_PRESENT)
-    BRAID_VK_CASE(VK_ERROR_EXTENSION_NOT_PRESENT) BRAID_VK_CASE(VK_ERROR_FEATURE_NOT_PRESENT)
-    BRAID_VK_CASE(VK_ERROR_INCOMPATIBLE_DRIVER) BRAID_VK_CASE(VK_ERROR_TOO_MANY_OBJECTS)
+  case x: return #x
+    BRAID_VK_CASE(VK_SUCCESS);
+    BRAID_VK_CASE(VK_NOT_READY);
+    BRAID_VK_CASE(VK_TIMEOUT);
+    BRAID_VK_CASE(VK_ERROR_OUT_OF_HOST_MEMORY);
+    BRAID_VK_CASE(VK_ERROR_OUT_OF_DEVICE_MEMORY);
+    BRAID_VK_CASE(VK_ERROR_INITIALIZATION_FAILED);
+    BRAID_VK_CASE(VK_ERROR_DEVICE_LOST);
+    BRAID_VK_CASE(VK_ERROR_MEMORY_MAP_FAILED);
+    BRAID_VK_CASE(VK_ERROR_LAYER_NOT_PRESENT);
+    BRAID_VK_CASE(VK_ERROR_EXTENSION_NOT_PRESENT);
+    BRAID_VK_CASE(VK_ERROR_FEATURE_NOT_PRESENT);
+    BRAID_VK_CASE(VK_ERROR_INCOMPATIBLE_DRIVER);
+    BRAID_VK_CASE(VK_ERROR_TOO_MANY_OBJECTS);
 #undef BRAID_VK_CASE
     default: return "VkResult " + std::to_string(static_cast<int>(r));
   }

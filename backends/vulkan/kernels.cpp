@@ -152,43 +152,77 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r) {
   ShaderId id;
   auto is32 = [](braid_dtype t) { return t == BRAID_FLOAT32 || t == BRAID_INT32; };
   auto is64 = [](braid_dtype t) { return t == BRAID_FLOAT64 || t == BRAID_INT64; };
-  if (s == d && is32(s)) id = ShaderId::copy_u32;
-  else if (s == d && is64(s)) id = ShaderId::copy_u64;
-  else if (s == BRAID_FLOAT32 && d == BRAID_INT32) id = ShaderId::copy_f32_i32;
-  else if (s == BRAID_INT32 && d == BRAID_FLOAT32) id = ShaderId::copy_i32_f32;
-  else if (s == BRAID_INT32 && d == BRAID_INT64) id = ShaderId::copy_i32_i64;
-  else if (s == BRAID_INT64 && d == BRAID_INT32) id = ShaderId::copy_i64_i32;
-  else if (s == BRAID_FLOAT32 && d == BRAID_INT64) id = ShaderId::copy_f32_i64;
-  else if (s == BRAID_INT64 && d == BRAID_FLOAT32) id = ShaderId::copy_i64_f32;
-  else if (s == BRAID_FLOAT64 && d == BRAID_FLOAT32) id = ShaderId::copy_f64_f32;
-  else if (s == BRAID_FLOAT32 && d == BRAID_FLOAT64) id = ShaderId::copy_f32_f64;
-  else if (s == BRAID_FLOAT64 && d == BRAID_INT32) id = ShaderId::copy_f64_i32;
-  else if (s == BRAID_INT32 && d == BRAID_FLOAT64) id = ShaderId::copy_i32_f64;
-  else if (s == BRAID_FLOAT64 && d == BRAID_INT64) id = ShaderId::copy_f64_i64;
-  else if (s == BRAID_INT64 && d == BRAID_FLOAT64) id = ShaderId::copy_i64_f64;
-  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16) id = ShaderId::copy_f32_f16;
-  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_f16_f32;
-  else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16)) id = ShaderId::copy_u16;
-  else if (s == BRAID_UINT8 && d == BRAID_UINT8) id = ShaderId::copy_u8;  // uint8: words, shaders/copy_u8.comp
-  else if (s == BRAID_FLOAT32 && d == BRAID_UINT8) id = ShaderId::copy_f32_u8;
-  else if (s == BRAID_UINT8 && d == BRAID_FLOAT32) id = ShaderId::copy_u8_f32;
-  else if (s == BRAID_INT32 && d == BRAID_UINT8) id = ShaderId::copy_i32_u8;
-  else if (s == BRAID_UINT8 && d == BRAID_INT32) id = ShaderId::copy_u8_i32;
-  else if (s == BRAID_INT64 && d == BRAID_UINT8) id = ShaderId::copy_i64_u8;
-  else if (s == BRAID_UINT8 && d == BRAID_INT64) id = ShaderId::copy_u8_i64;
-  else if (s == BRAID_FLOAT64 && d == BRAID_UINT8) id = ShaderId::copy_f64_u8;
-  else if (s == BRAID_UINT8 && d == BRAID_FLOAT64) id = ShaderId::copy_u8_f64;
-  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_FLOAT16) id = ShaderId::copy_f64_f16;
-  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_f16_f64;
-  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_BFLOAT16) id = ShaderId::copy_f32_bf16;
-  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32) id = ShaderId::copy_bf16_f32;
-  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16) id = ShaderId::copy_f64_bf16;
-  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64) id = ShaderId::copy_bf16_f64;
-  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_BFLOAT16) id = ShaderId::copy_f16_bf16;
-  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT16) id = ShaderId::copy_bf16_f16;
+  if (s == d && is32(s))
+    id = ShaderId::copy_u32;
+  else if (s == d && is64(s))
+    id = ShaderId::copy_u64;
+  else if (s == BRAID_FLOAT32 && d == BRAID_INT32)
+    id = ShaderId::copy_f32_i32;
+  else if (s == BRAID_INT32 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_i32_f32;
+  else if (s == BRAID_INT32 && d == BRAID_INT64)
+    id = ShaderId::copy_i32_i64;
+  else if (s == BRAID_INT64 && d == BRAID_INT32)
+    id = ShaderId::copy_i64_i32;
+  else if (s == BRAID_FLOAT32 && d == BRAID_INT64)
+    id = ShaderId::copy_f32_i64;
+  else if (s == BRAID_INT64 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_i64_f32;
+  else if (s == BRAID_FLOAT64 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_f64_f32;
+  else if (s == BRAID_FLOAT32 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_f32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT32)
+    id = ShaderId::copy_f64_i32;
+  else if (s == BRAID_INT32 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_i32_f64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_INT64)
+    id = ShaderId::copy_f64_i64;
+  else if (s == BRAID_INT64 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_i64_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_FLOAT16)
+    id = ShaderId::copy_f32_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_f16_f32;
+  else if (r.physical().float16 && s == d && (s == BRAID_FLOAT16 || s == BRAID_BFLOAT16))
+    id = ShaderId::copy_u16;
+  else if (s == BRAID_UINT8 && d == BRAID_UINT8)
+    id = ShaderId::copy_u8;  // uint8: words, shaders/copy_u8.comp
+  else if (s == BRAID_FLOAT32 && d == BRAID_UINT8)
+    id = ShaderId::copy_f32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_u8_f32;
+  else if (s == BRAID_INT32 && d == BRAID_UINT8)
+    id = ShaderId::copy_i32_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT32)
+    id = ShaderId::copy_u8_i32;
+  else if (s == BRAID_INT64 && d == BRAID_UINT8)
+    id = ShaderId::copy_i64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_INT64)
+    id = ShaderId::copy_u8_i64;
+  else if (s == BRAID_FLOAT64 && d == BRAID_UINT8)
+    id = ShaderId::copy_f64_u8;
+  else if (s == BRAID_UINT8 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_u8_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_FLOAT16)
+    id = ShaderId::copy_f64_f16;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_f16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT32 && d == BRAID_BFLOAT16)
+    id = ShaderId::copy_f32_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT32)
+    id = ShaderId::copy_bf16_f32;
+  else if (r.physical().float16 && s == BRAID_FLOAT64 && d == BRAID_BFLOAT16)
+    id = ShaderId::copy_f64_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT64)
+    id = ShaderId::copy_bf16_f64;
+  else if (r.physical().float16 && s == BRAID_FLOAT16 && d == BRAID_BFLOAT16)
+    id = ShaderId::copy_f16_bf16;
+  else if (r.physical().float16 && s == BRAID_BFLOAT16 && d == BRAID_FLOAT16)
+    id = ShaderId::copy_bf16_f16;
   else
-    return fail(BRAID_ERR_UNSUPPORTED, std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " +
-                                           dtype_name(d));
+    return fail(BRAID_ERR_UNSUPPORTED,
+                std::string("vulkan: no copy kernel from ") + dtype_name(s) + " to " + dtype_name(d));
   if ((s == BRAID_FLOAT64 || d == BRAID_FLOAT64) && !r.physical().float64)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
   Enc e;
@@ -313,7 +347,8 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
                                            " elements per output (" + std::to_string(count) +
                                            ") is not supported on this backend yet; reduce in parts");
   for (uint32_t k = 0; k < rnd; ++k) {
-    if (stride[k] > INT32_MAX || stride[k] < INT32_MIN) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a stride exceeds 32 bits");
+    if (stride[k] > INT32_MAX || stride[k] < INT32_MIN)
+      return fail(BRAID_ERR_UNSUPPORTED, "vulkan: a stride exceeds 32 bits");
     e.p.extra[2 + k] = static_cast<uint32_t>(size[k]);
     e.p.extra[10 + k] = static_cast<uint32_t>(static_cast<int32_t>(stride[k]));
   }
@@ -358,7 +393,8 @@ constexpr int64_t kGemmCols = 256;
 KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N, int64_t batch, int64_t rows) {
   const int64_t gx = (N + kGemmCols - 1) / kGemmCols, gy = (M + rows - 1) / rows;
   if (gx > 65535 || gy > 65535 || batch > 65535) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm grid too large");
-  if (M > INT32_MAX || N > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm over more than 2^31 rows or columns");
+  if (M > INT32_MAX || N > INT32_MAX)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: gemm over more than 2^31 rows or columns");
   return e.dispatch(r, s, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy), static_cast<uint32_t>(batch));
 }
 
@@ -366,14 +402,15 @@ KernelResult dispatch_gemm(Enc& e, Recorder& r, ShaderId s, int64_t M, int64_t N
 void conv_sizes(Enc& e, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y,
                 const int64_t* i) {
   const int64_t v[] = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], y.shape[2], y.shape[3],
-                       w.shape[2], w.shape[3], i[0], i[1], i[2], i[3]};
+                       w.shape[2], w.shape[3], i[0],       i[1],       i[2],       i[3]};
   for (int k = 0; k < 13; ++k) e.p.extra[3 + k] = static_cast<uint32_t>(v[k]);
 }
 
 KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
   const bool ta = c.i[0] != 0, tb = c.i[1] != 0;
-  if (a.ndim < 2 || b.ndim < 2 || y.ndim < 2) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul needs 2-D or 3-D views");
+  if (a.ndim < 2 || b.ndim < 2 || y.ndim < 2)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: matmul needs 2-D or 3-D views");
   auto at = [](const braid_buffer_view& v, int from_end) { return v.strides[v.ndim - from_end]; };
   const int64_t M = y.shape[y.ndim - 2], N = y.shape[y.ndim - 1];
   const int64_t K = ta ? a.shape[a.ndim - 2] : a.shape[a.ndim - 1];
@@ -407,8 +444,8 @@ KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
     return z.dispatch_flat(r, pick(y.dtype, ShaderId::fill_f32, ShaderId::fill_f64));
   }
   // b read as vec4s: unit column stride, and every row start (and the view's start) on 4 elements.
-  const bool vec4 = N % 4 == 0 && e.p.strides[10] == 1 && e.p.strides[9] % 4 == 0 && e.p.strides[8] % 4 == 0 &&
-                    e.p.off[1] % 4 == 0;
+  const bool vec4 =
+      N % 4 == 0 && e.p.strides[10] == 1 && e.p.strides[9] % 4 == 0 && e.p.strides[8] % 4 == 0 && e.p.off[1] % 4 == 0;
   const ShaderId id = y.dtype == BRAID_FLOAT64 ? (vec4 ? ShaderId::matmul_f64_vec4 : ShaderId::matmul_f64)
                                                : (vec4 ? ShaderId::matmul_f32_vec4 : ShaderId::matmul_f32);
   return dispatch_gemm(e, r, id, M, N, B, 16);
@@ -526,7 +563,8 @@ KernelResult softmax_ce(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(x.strides[1]));
   e.p.extra[2] = wide ? 1 : 0;
   uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;
-  return e.dispatch(r, pick(x.dtype, ShaderId::softmax_ce_f32, ShaderId::softmax_ce_f64), gx, gy, 1, "a label is outside [0, K)");
+  return e.dispatch(r, pick(x.dtype, ShaderId::softmax_ce_f32, ShaderId::softmax_ce_f64), gx, gy, 1,
+                    "a label is outside [0, K)");
 }
 
 KernelResult batch_norm(const braid_kernel_call& c, Recorder& r) {
@@ -581,7 +619,8 @@ KernelResult pool2d_bwd(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &x = c.inputs[1], &dx = c.outputs[0];
   const int64_t kh = c.i[1], kw = c.i[2];
   // A stride of 0 means the kernel size, as in the CPU reference.
-  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh),
+                sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
   Enc e;
   e.shape(dx);
   e.operand(0, dy);
@@ -597,7 +636,8 @@ KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
   const auto &dy = c.inputs[0], &w = c.inputs[1], &dx = c.outputs[0];
   if (c.i[0] <= 0 || c.i[1] <= 0) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d backward needs positive strides");
   // Implicit gemm: M = C input channels, columns = N H W input pixels, summed over K R S.
-  const int64_t M = dx.shape[1], cols = dx.shape[0] * dx.shape[2] * dx.shape[3], sum = w.shape[0] * w.shape[2] * w.shape[3];
+  const int64_t M = dx.shape[1], cols = dx.shape[0] * dx.shape[2] * dx.shape[3],
+                sum = w.shape[0] * w.shape[2] * w.shape[3];
   if (M == 0 || cols == 0) return ok();
   Enc e;
   e.operand(0, dy);
@@ -607,7 +647,8 @@ KernelResult conv2d_bwd_data(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = static_cast<uint32_t>(cols);
   e.p.extra[2] = static_cast<uint32_t>(sum);
   conv_sizes(e, dx, w, dy, c.i);
-  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1, 32);
+  return dispatch_gemm(e, r, pick(dx.dtype, ShaderId::conv2d_bwd_data_f32, ShaderId::conv2d_bwd_data_f64), M, cols, 1,
+                       32);
 }
 
 KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
@@ -616,7 +657,8 @@ KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
   if (dy.shape[0] * dy.shape[2] * dy.shape[3] > INT32_MAX)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: conv2d weight gradient over more than 2^31 terms");
   // Implicit gemm: M = K output channels, columns = C R S taps, summed over N P Q.
-  const int64_t M = dw.shape[0], cols = dw.shape[1] * dw.shape[2] * dw.shape[3], sum = dy.shape[0] * dy.shape[2] * dy.shape[3];
+  const int64_t M = dw.shape[0], cols = dw.shape[1] * dw.shape[2] * dw.shape[3],
+                sum = dy.shape[0] * dy.shape[2] * dy.shape[3];
   if (M == 0 || cols == 0) return ok();
   Enc e;
   e.operand(0, dy);
@@ -628,13 +670,15 @@ KernelResult conv2d_bwd_weight(const braid_kernel_call& c, Recorder& r) {
     e.shape(dw);
     const int64_t v[] = {dy.shape[0], dy.shape[2], dy.shape[3], x.shape[2], x.shape[3], c.i[0], c.i[1], c.i[2], c.i[3]};
     for (int k = 0; k < 9; ++k) e.p.extra[k] = static_cast<uint32_t>(v[k]);
-    return dispatch_groups(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_taps_f32, ShaderId::conv2d_bwd_weight_taps_f64));
+    return dispatch_groups(e, r,
+                           pick(dw.dtype, ShaderId::conv2d_bwd_weight_taps_f32, ShaderId::conv2d_bwd_weight_taps_f64));
   }
   e.p.extra[0] = static_cast<uint32_t>(M);
   e.p.extra[1] = static_cast<uint32_t>(cols);
   e.p.extra[2] = static_cast<uint32_t>(sum);
   conv_sizes(e, x, dw, dy, c.i);
-  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols, 1, 32);
+  return dispatch_gemm(e, r, pick(dw.dtype, ShaderId::conv2d_bwd_weight_f32, ShaderId::conv2d_bwd_weight_f64), M, cols,
+                       1, 32);
 }
 
 KernelResult batch_norm_bwd(const braid_kernel_call& c, Recorder& r) {
@@ -687,7 +731,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
       // every device also has shaderInt64.
       if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
-        return all_devices_have(&PhysicalDevice::float64) && (dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64));
+        return all_devices_have(&PhysicalDevice::float64) &&
+               (dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64));
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_REDUCE:
     case BRAID_KOP_ARGMAX:
@@ -718,8 +763,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
 constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
                                plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
                                plugin::op_bit(BRAID_UNARY_SIGN);
-constexpr uint32_t kIntBinary = ((1u << BRAID_BINARY_COUNT) - 1) & ~plugin::op_bit(BRAID_BINARY_DIV) &
-                                ~plugin::op_bit(BRAID_BINARY_POW);
+constexpr uint32_t kIntBinary =
+    ((1u << BRAID_BINARY_COUNT) - 1) & ~plugin::op_bit(BRAID_BINARY_DIV) & ~plugin::op_bit(BRAID_BINARY_POW);
 
 bool call_supports(const braid_kernel_call& c) noexcept {
   return kernel_supports(c.op, plugin::call_dtype(c)) && plugin::elementwise_call_ok(c, kIntUnary, kIntBinary);

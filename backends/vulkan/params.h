@@ -8,11 +8,11 @@ namespace braid::vk {
 constexpr int kMaxOperands = 10;  // inputs 0..5, outputs 6..9
 
 struct Params {
-  uint32_t n = 0;      // elements (or work items) to produce
-  uint32_t ndim = 0;   // of `shape`
+  uint32_t n = 0;     // elements (or work items) to produce
+  uint32_t ndim = 0;  // of `shape`
   uint32_t shape[8] = {};
-  int32_t off[kMaxOperands] = {};            // element offset of each operand
-  int32_t strides[kMaxOperands * 8] = {};    // element strides of each operand over `shape`
+  int32_t off[kMaxOperands] = {};          // element offset of each operand
+  int32_t strides[kMaxOperands * 8] = {};  // element strides of each operand over `shape`
   int32_t i[8] = {};
   float f[8] = {};
   uint32_t extra[32] = {};

@@ -13,11 +13,11 @@
 #include "device.h"
 #include "entry_points.h"
 #include "enum_value.h"
+#include "guarded.h"
 #include "host.h"
 #include "instance.h"
 #include "kernels.h"
 #include "queue.h"
-#include "guarded.h"
 #include "semaphore_api.h"
 #include "timeline.h"
 
@@ -25,7 +25,6 @@ namespace braid::vk {
 namespace {
 
 using braid::plugin::guarded;
-
 
 braid_status device_count(int32_t* out, const char** reason) {
   return guarded([&] {

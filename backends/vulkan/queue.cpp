@@ -14,8 +14,8 @@ namespace {
 constexpr uint64_t kRingSize = uint64_t{16} << 20;  // staging + parameters, per queue
 constexpr uint64_t kChunk = kRingSize / 4;          // copies go through staging in chunks of this
 constexpr uint64_t kRingAlign = 256;
-constexpr uint32_t kMaxSets = 256;                  // dispatches per batch
-constexpr size_t kMaxItems = 512;                   // submissions per batch
+constexpr uint32_t kMaxSets = 256;  // dispatches per batch
+constexpr size_t kMaxItems = 512;   // submissions per batch
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -150,8 +150,8 @@ void Queue::submit_open(std::unique_lock<std::mutex>&) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vk.vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0,
-                          nullptr);
+  vk.vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr,
+                          0, nullptr);
   VkResult r = vk.vkEndCommandBuffer(b.cmd);
   b.ticket = ++next_ticket_;
   if (device_.failed()) {
@@ -262,8 +262,8 @@ std::string Recorder::dispatch(ShaderId shader, const Params& params, const Bind
   const uint64_t max_range = d.physical().props.limits.maxStorageBufferRange;
   for (uint32_t i = 1; i < kNumBindings; ++i)
     if (bindings[i].buffer && bindings[i].range > max_range)
-      return "a tensor of " + std::to_string(bindings[i].range) + " bytes exceeds the device's maxStorageBufferRange (" +
-             std::to_string(max_range) + ")";
+      return "a tensor of " + std::to_string(bindings[i].range) +
+             " bytes exceeds the device's maxStorageBufferRange (" + std::to_string(max_range) + ")";
   if (gx == 0 || gy == 0 || gz == 0) return "";
   if (q.open_batch().sets >= kMaxSets) q.submit_open(*q.lock_);
   // The parameters and the error word in one allocation, so both belong to the batch of the dispatch.
@@ -385,8 +385,8 @@ bool persistent_descs(const braid_work& work) {
 // batch has run, so when one is not the last call the submission is split after it: the batch goes to
 // the device at once and the rest waits, at the front of deferred_ (everything submitted later queues
 // behind it), until the completion thread has read the words and either records it or fails it.
-std::unique_ptr<Queue::Deferred> Queue::record_kernels(const braid_work& work, uint32_t first_call, uint32_t total_calls,
-                                                       Item& item) {
+std::unique_ptr<Queue::Deferred> Queue::record_kernels(const braid_work& work, uint32_t first_call,
+                                                       uint32_t total_calls, Item& item) {
   const uint32_t total = total_calls != 0 ? total_calls : work.num_kernels;
   Recorder r(*this);
   for (uint32_t k = 0; k < work.num_kernels; ++k) {
@@ -409,8 +409,10 @@ std::unique_ptr<Queue::Deferred> Queue::record_kernels(const braid_work& work, u
     rest->work = work;  // token, signal and flags; its waits are met (this part waited for them)
     rest->work.num_waits = 0;
     rest->work.num_kernels = work.num_kernels - k - 1;
-    if (persistent_descs(work)) rest->work.kernels = work.kernels + k + 1;
-    else rest->calls.assign(work.kernels + k + 1, work.kernels + work.num_kernels);  // kernels set when recorded
+    if (persistent_descs(work))
+      rest->work.kernels = work.kernels + k + 1;
+    else
+      rest->calls.assign(work.kernels + k + 1, work.kernels + work.num_kernels);  // kernels set when recorded
     rest->first_call = index + 1;
     rest->total_calls = total;
     rest->pending = 1;
@@ -428,7 +430,7 @@ void Queue::record(std::unique_lock<std::mutex>& lock, const braid_work& work, u
     // Nothing is recorded: the work reports the failure instead of running on a failed producer's data.
     item.status = st;
     item.message = st == BRAID_ERR_INTERNAL ? "a semaphore wait was neither reached nor signalled on the device"
-                                             : "a semaphore this work waited on has failed";
+                                            : "a semaphore this work waited on has failed";
     item.after.clear();
   } else if (!waits.empty()) {
     // The wait applies to the whole batch: start what is already recorded without it.
@@ -496,9 +498,15 @@ void Queue::drain_deferred(std::unique_lock<std::mutex>& lock) {
     deferred_.pop_front();
     if (d->status != BRAID_OK) {
       Batch& b = open_batch();
-      b.items.push_back({d->work.token, d->work.signal, d->work.signal_value, d->status,
+      b.items.push_back({d->work.token,
+                         d->work.signal,
+                         d->work.signal_value,
+                         d->status,
                          d->message.empty() ? "a semaphore this work waited on has failed" : std::move(d->message),
-                         {}, {}, {}, nullptr});
+                         {},
+                         {},
+                         {},
+                         nullptr});
       if (inflight_.empty()) submit_open(lock);
       continue;
     }
@@ -621,8 +629,10 @@ braid_status Queue::submit(const braid_work& work, const char** why) {
     note->deferred = raw;
     WaitNote* n = note.release();  // owned by its two callbacks from here (WaitNote::release)
     if (!sem->watch({value, device_.handle(), &Queue::on_promoted, &Queue::on_dropped, n})) {
-      if (sem->device_signal(value, device_.handle())) on_promoted(n);  // submitted meanwhile
-      else on_dropped(n);  // reached or failed: the notification below counts it
+      if (sem->device_signal(value, device_.handle()))
+        on_promoted(n);  // submitted meanwhile
+      else
+        on_dropped(n);  // reached or failed: the notification below counts it
     }
     sem->notify(value, &Queue::on_wait_reached, n);
   }
@@ -699,8 +709,10 @@ void Queue::complete_loop() {
       if (it.token) host::work_end(it.token, s, s == BRAID_OK ? nullptr : m.c_str());
       if (it.signal == nullptr) continue;
       // Without a token the semaphore is the only way to tell anyone of a failure.
-      if (s != BRAID_OK && it.token == nullptr) it.signal->fail(s);
-      else it.signal->signal(it.signal_value);
+      if (s != BRAID_OK && it.token == nullptr)
+        it.signal->fail(s);
+      else
+        it.signal->signal(it.signal_value);
     }
     lock.lock();
     for (braid_backend_buffer_t* extra : b->overflow) staging_.free(extra);

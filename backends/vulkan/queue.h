@@ -40,8 +40,8 @@ class Recorder {
   // bindings[kNumBindings]; unset ones (buffer NULL) get a dummy buffer. Returns "" or the error.
   // With error_message, binding 10 is a zeroed host-visible word the shader may set; if it is
   // non-zero when the batch ends, the submission fails with BRAID_ERR_KERNEL and that message.
-  std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy, uint32_t gz,
-                       const char* error_message = nullptr);
+  std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
+                       uint32_t gz, const char* error_message = nullptr);
   const PhysicalDevice& physical() const;
 
  private:
@@ -107,7 +107,7 @@ class Queue {
   struct DeviceWait {
     VkSemaphore timeline;  // another (or this) queue's timeline semaphore
     uint64_t ticket;
-    Awaited what;          // the braid semaphore value it stands for
+    Awaited what;  // the braid semaphore value it stands for
   };
   struct Batch {
     VkCommandBuffer cmd = VK_NULL_HANDLE;
@@ -122,7 +122,7 @@ class Queue {
     std::vector<Item> items;
     std::vector<Readback> readbacks;
     std::vector<braid_backend_buffer_t*> overflow;  // staging beyond the ring, freed with the batch
-    std::vector<DeviceWait> waits;                   // device-side waits of the whole batch
+    std::vector<DeviceWait> waits;                  // device-side waits of the whole batch
   };
   // A submission held back until each semaphore it waits on without a submitted device-side signal is
   // reached, or gets one (then it is recorded with a device-side wait): no batch ever waits on the
@@ -139,9 +139,9 @@ class Queue {
     std::string message;  // with status: why (else a failed wait is assumed)
   };
 
-  Batch& open_batch();                      // under mu_
-  void begin(Batch& b);                     // under mu_
-  void barrier(Batch& b);                   // under mu_
+  Batch& open_batch();                                   // under mu_
+  void begin(Batch& b);                                  // under mu_
+  void barrier(Batch& b);                                // under mu_
   void submit_open(std::unique_lock<std::mutex>& lock);  // under mu_
   // Host-visible staging space of `bytes` (<= ring size) for the open batch: from the ring, waiting
   // for batches to finish if it is full (or, on a completion thread, from overflow memory).
@@ -156,7 +156,8 @@ class Queue {
               uint32_t total_calls = 0);  // under mu_
   // Records a KERNELS submission's calls into `item`, up to the first failure or the first call with
   // error words that is not the last; in that case returns the rest, to run once those words are read.
-  std::unique_ptr<Deferred> record_kernels(const braid_work& work, uint32_t first_call, uint32_t total_calls, Item& item);
+  std::unique_ptr<Deferred> record_kernels(const braid_work& work, uint32_t first_call, uint32_t total_calls,
+                                           Item& item);
   // The waits of `work` as device-side waits (appended to `out`) and the awaited values (to `after`).
   // Returns BRAID_OK, or the failure of a semaphore waited on (then the work must not run).
   braid_status resolve_waits(const braid_work& work, std::vector<DeviceWait>& out, std::vector<Awaited>& after);
@@ -181,7 +182,7 @@ class Queue {
   SharedVkQueue& vkq_;
   VkCommandPool cmd_pool_ = VK_NULL_HANDLE;
   VkSemaphore timeline_ = VK_NULL_HANDLE;
-  braid_backend_buffer_t* ring_ = nullptr;  // host-visible staging + kernel parameters
+  braid_backend_buffer_t* ring_ = nullptr;                  // host-visible staging + kernel parameters
   uint64_t ring_size_ = 0, ring_head_ = 0, ring_tail_ = 0;  // monotonic byte counters
   uint64_t next_ticket_ = 0;
   Allocator staging_;
@@ -196,7 +197,7 @@ class Queue {
   // Set while one thread records: later submissions queue up behind it (in deferred_) so that a
   // recording that waits for staging space cannot be overtaken. lock_ is that thread's lock.
   bool busy_ = false;
-  int active_ = 0;  // wait callbacks still touching this queue (see count_wait)
+  int active_ = 0;                     // wait callbacks still touching this queue (see count_wait)
   std::vector<Check> pending_checks_;  // error words of the kernel being recorded
   std::unique_lock<std::mutex>* lock_ = nullptr;
   Stats stats_;

@@ -35,13 +35,13 @@ void braid_backend_semaphore_t::add_device_signal(uint64_t value, const DeviceSi
   }
   // Normally appended (one queue signals in order). A value below the last one (two queues signalling
   // one semaphore) goes in its place, so the list stays sorted and lookups take the earliest signal.
-  auto at_pos = std::upper_bound(signals_.begin(), signals_.end(), value,
-                                 [](uint64_t v, const Entry& e) { return v < e.value; });
+  auto at_pos =
+      std::upper_bound(signals_.begin(), signals_.end(), value, [](uint64_t v, const Entry& e) { return v < e.value; });
   signals_.insert(at_pos, Entry{value, at});
 }
 
 std::optional<braid_backend_semaphore_t::DeviceSignal> braid_backend_semaphore_t::device_signal(uint64_t value,
-                                                                                                 VkDevice device) {
+                                                                                                VkDevice device) {
   uint64_t host_value = 0;
   if (query(&host_value) != BRAID_OK || host_value >= value) return std::nullopt;
   std::lock_guard lock(device_mu_);

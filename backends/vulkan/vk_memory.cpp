@@ -43,7 +43,8 @@ std::unique_ptr<MemoryBlock> Allocator::create_block(uint64_t size) {
   ai.memoryTypeIndex = static_cast<uint32_t>(type);
   // Counted against the heap before the driver is asked: some drivers (lavapipe, whose heaps are host
   // memory) grant allocations far beyond the heap they report and fail only when the system runs out.
-  const bool counted = type >= 0 && device_.reserve_heap(device_.physical().memory.memoryTypes[type].heapIndex, req.size);
+  const bool counted =
+      type >= 0 && device_.reserve_heap(device_.physical().memory.memoryTypes[type].heapIndex, req.size);
   if (!counted || vk.vkAllocateMemory(device_.handle(), &ai, nullptr, &b->memory) != VK_SUCCESS) {
     if (counted) device_.release_heap(device_.physical().memory.memoryTypes[type].heapIndex, req.size);
     vk.vkDestroyBuffer(device_.handle(), b->buffer, nullptr);

@@ -20,10 +20,10 @@ struct MemoryBlock {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkBuffer buffer = VK_NULL_HANDLE;
   uint64_t size = 0;
-  void* mapped = nullptr;                 // host-visible blocks only
-  uint32_t heap = 0;                      // the memory heap it was allocated from
-  uint64_t heap_bytes = 0;                // what it counts against that heap (its allocation size)
-  std::map<uint64_t, uint64_t> free;      // offset -> size, coalesced
+  void* mapped = nullptr;             // host-visible blocks only
+  uint32_t heap = 0;                  // the memory heap it was allocated from
+  uint64_t heap_bytes = 0;            // what it counts against that heap (its allocation size)
+  std::map<uint64_t, uint64_t> free;  // offset -> size, coalesced
   uint64_t used = 0;
 };
 

@@ -3,10 +3,10 @@
 #include <unordered_map>
 
 #include "autograd/gradients.h"
-#include "ops/call.h"
 #include "autograd/tape.h"
 #include "context/context.h"
 #include "core/dtype.h"
+#include "ops/call.h"
 #include "ops/op_builder.h"
 #include "tensor/tensor.h"
 
@@ -226,17 +226,22 @@ BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, 
       if (y.ctx != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "heads belong to different contexts");
       if (!requires_grad(y))
         fail(BRAID_ERR_INVALID_STATE, "head ", i,
-             " does not require a gradient: it was not computed while recording from a tensor with an attached gradient");
+             " does not require a gradient: it was not computed while recording from a tensor with an attached "
+             "gradient");
       TensorRef g;
       if (head_grads && head_grads[i]) {
         Tensor& hg = checked_tensor(head_grads[i], "head_grads[i]");
-        if (!(hg.shape == y.shape)) fail(BRAID_ERR_SHAPE, "head_grads[", i, "] has shape ", hg.shape.str(), ", head ", y.shape.str());
-        if (hg.dtype != y.dtype) fail(BRAID_ERR_DTYPE, "head_grads[", i, "] has dtype ", dtype_name(hg.dtype), ", head ", dtype_name(y.dtype));
-        if (&hg.device() != &y.device()) fail(BRAID_ERR_DEVICE, "head_grads[", i, "] is on another device than its head");
+        if (!(hg.shape == y.shape))
+          fail(BRAID_ERR_SHAPE, "head_grads[", i, "] has shape ", hg.shape.str(), ", head ", y.shape.str());
+        if (hg.dtype != y.dtype)
+          fail(BRAID_ERR_DTYPE, "head_grads[", i, "] has dtype ", dtype_name(hg.dtype), ", head ", dtype_name(y.dtype));
+        if (&hg.device() != &y.device())
+          fail(BRAID_ERR_DEVICE, "head_grads[", i, "] is on another device than its head");
         g = op::retain(&hg);
       } else {
         if (y.shape.numel() != 1)
-          fail(BRAID_ERR_SHAPE, "head ", i, " has ", y.shape.numel(), " elements: pass a head gradient for a non-scalar head");
+          fail(BRAID_ERR_SHAPE, "head ", i, " has ", y.shape.numel(),
+               " elements: pass a head gradient for a non-scalar head");
         g = op::full_like(y, 1.0);
       }
       bw.add(y.ag, std::move(g));

@@ -5,9 +5,9 @@
 
 #include <cmath>
 
-#include "ops/call.h"
 #include "context/context.h"
 #include "core/dtype.h"
+#include "ops/call.h"
 #include "ops/op_builder.h"
 #include "tensor/tensor.h"
 
@@ -215,8 +215,10 @@ void matmul_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* b = h(n.inputs[1]);
   const bool ta = n.i[0] != 0, tb = n.i[1] != 0;
   auto fit = [](TensorRef g, const Shape& s) {
-    if (g->shape.ndim == 3 && s.ndim == 2) g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, false);
-    else if (g->shape.ndim == 3 && g->shape[0] != s[0]) g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, true);
+    if (g->shape.ndim == 3 && s.ndim == 2)
+      g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, false);
+    else if (g->shape.ndim == 3 && g->shape[0] != s[0])
+      g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, true);
     return g;
   };
   if (n.needs[0]) dx[0] = fit(ta ? op::matmul(b, dy, tb, true) : op::matmul(dy, b, false, !tb), a->shape);
@@ -225,7 +227,8 @@ void matmul_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 
 braid_conv2d_params conv_params(const Node& n) {
   braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
-  p.stride[0] = int32_t(n.i[0]), p.stride[1] = int32_t(n.i[1]), p.padding[0] = int32_t(n.i[2]), p.padding[1] = int32_t(n.i[3]);
+  p.stride[0] = int32_t(n.i[0]), p.stride[1] = int32_t(n.i[1]), p.padding[0] = int32_t(n.i[2]),
+  p.padding[1] = int32_t(n.i[3]);
   return p;
 }
 
@@ -242,7 +245,8 @@ void conv_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 void pool_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   braid_pool2d_params p = BRAID_POOL2D_PARAMS_INIT;
   p.kind = static_cast<braid_pool_kind>(n.i[0]);
-  p.kernel[0] = int32_t(n.i[1]), p.kernel[1] = int32_t(n.i[2]), p.stride[0] = int32_t(n.i[3]), p.stride[1] = int32_t(n.i[4]);
+  p.kernel[0] = int32_t(n.i[1]), p.kernel[1] = int32_t(n.i[2]), p.stride[0] = int32_t(n.i[3]),
+  p.stride[1] = int32_t(n.i[4]);
   p.padding[0] = int32_t(n.i[5]), p.padding[1] = int32_t(n.i[6]);
   const braid_pool2d_params* pp = &p;
   dx[0] = op::run(braid_pool2d_backward, dy, h(n.inputs[0]), pp);

@@ -21,7 +21,7 @@ namespace braid::autograd {
 struct Meta;
 
 struct Node {
-  const char* name = "";  // the op's name ("slice", "transpose"... share the COPY kernel)
+  const char* name = "";                  // the op's name ("slice", "transpose"... share the COPY kernel)
   braid_kernel_op kop = BRAID_KOP_COUNT;  // BRAID_KOP_COUNT: reshape (no kernel)
   int64_t i[8] = {};
   double f[8] = {};
@@ -31,7 +31,7 @@ struct Node {
   std::vector<std::weak_ptr<Meta>> out_meta;  // the outputs' Metas (weak: outputs own their node)
   std::vector<TensorRef> outputs;             // handles over the outputs' storages, without history
   std::vector<braid_buffer_view> out_views;
-  bool freed = false;                         // a backward without retain_graph released the above
+  bool freed = false;  // a backward without retain_graph released the above
 };
 
 // One producer of a tensor: node output `index`. Concat writes one tensor with several copies, so a
@@ -43,8 +43,8 @@ struct Producer {
 
 struct Meta {
   braid_grad_req req = BRAID_GRAD_NULL;
-  bool leaf = false;        // a gradient is attached (req != NULL)
-  TensorRef grad;           // the leaf's gradient buffer
+  bool leaf = false;  // a gradient is attached (req != NULL)
+  TensorRef grad;     // the leaf's gradient buffer
   std::vector<Producer> producers;
   bool requires_grad() const noexcept { return leaf || !producers.empty(); }
 };

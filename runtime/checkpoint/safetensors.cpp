@@ -15,7 +15,7 @@ namespace {
 constexpr struct {
   braid_dtype dtype;
   const char* tag;
-} kTags[] = {{BRAID_FLOAT32, "F32"}, {BRAID_FLOAT64, "F64"}, {BRAID_INT32, "I32"},  {BRAID_INT64, "I64"},
+} kTags[] = {{BRAID_FLOAT32, "F32"}, {BRAID_FLOAT64, "F64"}, {BRAID_INT32, "I32"},    {BRAID_INT64, "I64"},
              {BRAID_UINT8, "U8"},    {BRAID_FLOAT16, "F16"}, {BRAID_BFLOAT16, "BF16"}};
 
 [[noreturn]] void corrupt(const std::string& what) { fail(BRAID_ERR_IO, "not a valid safetensors file: ", what); }
@@ -72,12 +72,17 @@ Header parse_header(std::span<const char> json, uint64_t file_bytes) {
       const uint64_t n = whole(d, what + "'s dimension");
       if (n > uint64_t(INT64_MAX)) corrupt(what + " has a dimension past int64");
       e.shape.push_back(static_cast<int64_t>(n));
-      if (n == 0) empty = true;
-      else if (bytes > UINT64_MAX / n) overflow = true;
-      else bytes *= n;
+      if (n == 0)
+        empty = true;
+      else if (bytes > UINT64_MAX / n)
+        overflow = true;
+      else
+        bytes *= n;
     }
-    if (empty) bytes = 0;
-    else if (overflow) corrupt(what + "'s shape is larger than any file");
+    if (empty)
+      bytes = 0;
+    else if (overflow)
+      corrupt(what + "'s shape is larger than any file");
     const nlohmann::json& off = v["data_offsets"];
     if (!off.is_array() || off.size() != 2) corrupt(what + "'s data_offsets is not [begin, end]");
     e.begin = whole(off[0], what + "'s begin offset");
@@ -86,7 +91,8 @@ Header parse_header(std::span<const char> json, uint64_t file_bytes) {
       corrupt(what + "'s bytes [" + std::to_string(e.begin) + ", " + std::to_string(e.end) + ") are not inside the " +
               std::to_string(data_bytes) + " data bytes");
     if (e.end - e.begin != bytes)
-      corrupt(what + " holds " + std::to_string(e.end - e.begin) + " bytes, its dtype and shape need " + std::to_string(bytes));
+      corrupt(what + " holds " + std::to_string(e.end - e.begin) + " bytes, its dtype and shape need " +
+              std::to_string(bytes));
     h.entries.push_back(std::move(e));
   }
   // The format requires the ranges to tile the data exactly: no overlap (two tensors sharing bytes),

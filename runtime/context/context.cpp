@@ -85,10 +85,10 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   eo.sync = mode == BRAID_ENGINE_SYNC;
   // 0 here means each device's own default (default_inflight_bound), chosen as it opens.
   inflight_bound.ops = o.max_inflight_ops ? o.max_inflight_ops
-                                           : env_u64("BRAID_MAX_INFLIGHT_OPS", 0, "a number of ops (0: the default)");
-  inflight_bound.bytes =
-      o.max_inflight_bytes ? o.max_inflight_bytes
-                           : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0, "a number of bytes (0: the device's default)");
+                                          : env_u64("BRAID_MAX_INFLIGHT_OPS", 0, "a number of ops (0: the default)");
+  inflight_bound.bytes = o.max_inflight_bytes
+                             ? o.max_inflight_bytes
+                             : env_u64("BRAID_MAX_INFLIGHT_BYTES", 0, "a number of bytes (0: the device's default)");
   compute_queues = o.compute_queues;
   if (compute_queues == 0)
     compute_queues = static_cast<int32_t>(env_u64("BRAID_COMPUTE_QUEUES", 1, "a number of compute queues per device"));
@@ -97,14 +97,20 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
          " (options.compute_queues or BRAID_COMPUTE_QUEUES)");
   engine = std::make_unique<Engine>(eo, profiler);
   seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0, "a seed");
-  if (o.profile_path) profile_path = o.profile_path;
-  else if (const char* p = env("BRAID_PROFILE")) profile_path = p;
+  if (o.profile_path)
+    profile_path = o.profile_path;
+  else if (const char* p = env("BRAID_PROFILE"))
+    profile_path = p;
 
   PluginSearch search;
-  if (o.backends) search.only = split_list(o.backends);
-  else if (const char* b = env("BRAID_BACKENDS")) search.only = split_list(b);
-  if (o.backend_path) search.extra_path = o.backend_path;
-  else if (const char* p = env("BRAID_BACKEND_PATH")) search.extra_path = p;
+  if (o.backends)
+    search.only = split_list(o.backends);
+  else if (const char* b = env("BRAID_BACKENDS"))
+    search.only = split_list(b);
+  if (o.backend_path)
+    search.extra_path = o.backend_path;
+  else if (const char* p = env("BRAID_BACKEND_PATH"))
+    search.extra_path = p;
   backends = load_backends(search, Engine::host_api());
   try {
     for (auto& b : backends)
@@ -143,7 +149,7 @@ void braid_context_t::open_devices(Backend& b) {
     devices.push_back(std::move(d));
     device_list.push_back(dev);
     for (int32_t k = 1; k < compute_queues; ++k) dev->more_compute.push_back(std::make_unique<Queue>());
-    for (int32_t t = 0; Queue* q : dev->queues()) {
+    for (int32_t t = 0; Queue * q : dev->queues()) {
       q->device = dev;
       q->kind = q == &dev->transfer ? BRAID_QUEUE_TRANSFER : BRAID_QUEUE_COMPUTE;
       q->track = t++;
@@ -197,13 +203,6 @@ Device& braid_context_t::device(braid_device index, const char* what) {
   if (index < 0 || static_cast<size_t>(index) >= devices.size())
     fail(BRAID_ERR_INVALID_ARGUMENT, what, ": device index ", index, " out of range (", devices.size(), " devices)");
   return *devices[static_cast<size_t>(index)];
-}
-
-
-std::vector<Device*> braid_context_t::device_pointers() const {
-  std::vector<Device*> all;
-  for (const auto& d : devices) all.push_back(d.get());
-  return all;
 }
 
 // The trace's view of the devices: names and queue tracks, so the profiler (a layer below the

@@ -34,7 +34,7 @@ struct braid_context_t {
   // it, only names the pool.
   std::once_flag tensors_made;
   std::shared_ptr<braid::TensorPool> tensors;
-  std::string profile_path;  // written when the context is destroyed
+  std::string profile_path;      // written when the context is destroyed
   bool profile_written = false;  // write_profile ran (release_context calls it before the destructor)
   std::atomic<uint64_t> seed{0};
   std::atomic<uint64_t> rng_draw{0};
@@ -46,8 +46,6 @@ struct braid_context_t {
   braid_context_t& operator=(const braid_context_t&) = delete;
 
   braid::Device& device(braid_device index, const char* what);
-  // The opened devices, in context order.
-  std::vector<braid::Device*> device_pointers() const;
   // Waits for all work, then writes the configured profile (once). Returns why it could not be
   // written, "" when it was or none is configured. The destructor cannot report, so the release that
   // destroys the context calls this first and returns the error to the application.

@@ -1,7 +1,7 @@
 // Autograd's recording switch of one context: on or off per thread (off by default), so a no-grad
 // section on one thread never changes what another thread records. It lives with the context, which
-// owns it, below autograd/ (the layers point one way: docs/ARCHITECTURE.md). Checked on every op push, so the common case
-// (no thread records) is one relaxed atomic load.
+// owns it, below autograd/ (the layers point one way: docs/ARCHITECTURE.md). Checked on every op push, so the common
+// case (no thread records) is one relaxed atomic load.
 #pragma once
 #include <atomic>
 #include <mutex>

@@ -6,10 +6,13 @@ namespace braid {
 
 size_t dtype_size(braid_dtype dtype) noexcept {
   switch (dtype) {
-    case BRAID_FLOAT32: case BRAID_INT32: return 4;
-    case BRAID_FLOAT64: case BRAID_INT64: return 8;
+    case BRAID_FLOAT32:
+    case BRAID_INT32: return 4;
+    case BRAID_FLOAT64:
+    case BRAID_INT64: return 8;
     case BRAID_UINT8: return 1;
-    case BRAID_FLOAT16: case BRAID_BFLOAT16: return 2;
+    case BRAID_FLOAT16:
+    case BRAID_BFLOAT16: return 2;
     default: return 0;
   }
 }

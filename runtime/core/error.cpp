@@ -10,8 +10,7 @@ thread_local std::string t_last_error;
 void set_last_error(std::string message) noexcept {
   try {
     t_last_error = std::move(message);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 void clear_last_error() noexcept { t_last_error.clear(); }
 const char* last_error() noexcept { return t_last_error.c_str(); }
@@ -24,8 +23,8 @@ BRAID_API uint32_t braid_version(void) { return (uint32_t{BRAID_ABI_MAJOR} << 16
 #define BRAID_STR_(x) #x
 #define BRAID_STR(x) BRAID_STR_(x)
 BRAID_API const char* braid_version_string(void) {
-  return BRAID_STR(BRAID_VERSION_MAJOR) "." BRAID_STR(BRAID_VERSION_MINOR) "." BRAID_STR(BRAID_VERSION_PATCH) " (ABI " BRAID_STR(
-      BRAID_ABI_MAJOR) "." BRAID_STR(BRAID_ABI_MINOR) ")";
+  return BRAID_STR(BRAID_VERSION_MAJOR) "." BRAID_STR(BRAID_VERSION_MINOR) "." BRAID_STR(
+      BRAID_VERSION_PATCH) " (ABI " BRAID_STR(BRAID_ABI_MAJOR) "." BRAID_STR(BRAID_ABI_MINOR) ")";
 }
 #undef BRAID_STR
 #undef BRAID_STR_

@@ -77,7 +77,8 @@ class HandlePool {
   // the handle's `kind` ("context") when it is NULL or not live. Never dereferences a dead handle.
   T& checked(T* p, const char* what, const char* kind) const {
     if (p == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-    if (!is_live(p)) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live ", kind, " handle (released, or never one)");
+    if (!is_live(p))
+      fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live ", kind, " handle (released, or never one)");
     return *p;
   }
 

@@ -54,7 +54,8 @@ void log_message(braid_log_level level, const char* message) noexcept {
     }
   }
   const int threshold = env_threshold();
-  if (threshold >= 0 && int(level) >= threshold) std::fprintf(stderr, "braid %s: %s\n", braid_log_level_name(level), message);
+  if (threshold >= 0 && int(level) >= threshold)
+    std::fprintf(stderr, "braid %s: %s\n", braid_log_level_name(level), message);
 }
 
 std::string log_env_error() {

@@ -77,7 +77,8 @@ std::string Shape::str() const {
 
 int32_t normalize_axis(int64_t axis, int32_t ndim, const char* what) {
   int64_t a = axis < 0 ? axis + ndim : axis;
-  if (a < 0 || a >= ndim) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": axis ", axis, " out of range for ", ndim, "-d tensor");
+  if (a < 0 || a >= ndim)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": axis ", axis, " out of range for ", ndim, "-d tensor");
   return static_cast<int32_t>(a);
 }
 

@@ -24,7 +24,9 @@ class SpinLock {
       }
     }
   }
-  bool try_lock() noexcept { return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire); }
+  bool try_lock() noexcept {
+    return !flag_.load(std::memory_order_relaxed) && !flag_.exchange(true, std::memory_order_acquire);
+  }
   void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
  private:

@@ -34,8 +34,7 @@ T read_options(const T* in, const T& defaults) {
 
 extern "C" {
 
-BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options,
-                                          braid_dataset* out) {
+BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset_options* options, braid_dataset* out) {
   return guard("braid_dataset_open", [&] {
     require(out, "out");
     *out = nullptr;

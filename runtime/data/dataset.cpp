@@ -41,11 +41,14 @@ const Known* find_known(const std::string& name) {
 std::string hint_for(const Known& k, const std::string& dir) {
   if (*k.package)
     return cat("; the files come with the Debian package ", k.package, " (apt-get install ", k.package,
-               "), which installs them in ", k.default_dir, "; a different directory is set with "
-               "BRAID_DATA_DIR or braid_dataset_options.dir (now ", dir, ")");
-  return cat("; put the ", k.name, " IDX files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
-             "t10k-...) in ", k.default_dir, ", or point BRAID_DATA_DIR or braid_dataset_options.dir at them (now ",
-             dir, ")");
+               "), which installs them in ", k.default_dir,
+               "; a different directory is set with "
+               "BRAID_DATA_DIR or braid_dataset_options.dir (now ",
+               dir, ")");
+  return cat("; put the ", k.name,
+             " IDX files (train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz], "
+             "t10k-...) in ",
+             k.default_dir, ", or point BRAID_DATA_DIR or braid_dataset_options.dir at them (now ", dir, ")");
 }
 
 // dir/base.gz if it exists, else dir/base if it exists, else dir/base.gz (reported as not found).
@@ -68,7 +71,8 @@ const char* debian_package(const std::string& name) {
 DatasetPool::Owned open_dataset(Context& ctx, const braid_dataset_options& o) {
   if (!o.name) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name is NULL");
   const Known* known = find_known(o.name);
-  if (!known) fail(BRAID_ERR_INVALID_ARGUMENT, "options->name '", o.name, "' is not a known dataset (fashion-mnist, mnist)");
+  if (!known)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options->name '", o.name, "' is not a known dataset (fashion-mnist, mnist)");
   // Read as the int the caller stored: a value outside the enum must be reported, not loaded as one.
   int32_t split = 0;
   static_assert(sizeof split == sizeof o.split);
@@ -76,9 +80,12 @@ DatasetPool::Owned open_dataset(Context& ctx, const braid_dataset_options& o) {
   if (split != BRAID_SPLIT_TRAIN && split != BRAID_SPLIT_TEST)
     fail(BRAID_ERR_INVALID_ARGUMENT, "options->split ", split, " is not BRAID_SPLIT_TRAIN or BRAID_SPLIT_TEST");
   std::string dir;
-  if (o.dir) dir = o.dir;
-  else if (const char* env = std::getenv("BRAID_DATA_DIR"); env && *env) dir = env;
-  else dir = known->default_dir;
+  if (o.dir)
+    dir = o.dir;
+  else if (const char* env = std::getenv("BRAID_DATA_DIR"); env && *env)
+    dir = env;
+  else
+    dir = known->default_dir;
   if (dir.empty()) fail(BRAID_ERR_INVALID_ARGUMENT, "options->dir is empty");
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
 
@@ -101,8 +108,8 @@ DatasetPool::Owned open_dataset(Context& ctx, const braid_dataset_options& o) {
   data::IdxFile images{image_file.dims(), image_file.read_data()};
   for (size_t i = 0; i < labels.data.size(); ++i)
     if (labels.data[i] >= ds->classes)
-      fail(BRAID_ERR_IO, ds->label_path, ": corrupt IDX file: label ", i, " is ", int{labels.data[i]},
-           ", outside [0, ", ds->classes, ")", hint);
+      fail(BRAID_ERR_IO, ds->label_path, ": corrupt IDX file: label ", i, " is ", int{labels.data[i]}, ", outside [0, ",
+           ds->classes, ")", hint);
   ds->count = images.dims[0];
   ds->rows = static_cast<int32_t>(images.dims[1]);
   ds->cols = static_cast<int32_t>(images.dims[2]);

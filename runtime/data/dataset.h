@@ -16,8 +16,8 @@ struct braid_dataset_t {
   std::atomic<int32_t> refs{1};
   braid_context_t* ctx = nullptr;  // one reference, dropped with the dataset
 
-  std::string name;         // "fashion-mnist"
-  std::string image_path;   // the files it was read from (for messages)
+  std::string name;        // "fashion-mnist"
+  std::string image_path;  // the files it was read from (for messages)
   std::string label_path;
   int64_t count = 0;
   int32_t rows = 0, cols = 0;

@@ -4,14 +4,14 @@
 
 #include <zlib.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <optional>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "core/error.h"
 
@@ -40,7 +40,8 @@ class Reader {
     file_.reset(std::fopen(path.c_str(), "rb"));
     if (!file_) fail(BRAID_ERR_IO, path, ": cannot open: ", errno ? std::strerror(errno) : "out of memory", hint_);
     struct stat fst {};
-    if (::fstat(::fileno(file_.get()), &fst) != 0) fail(BRAID_ERR_IO, path, ": cannot read: ", std::strerror(errno), hint_);
+    if (::fstat(::fileno(file_.get()), &fst) != 0)
+      fail(BRAID_ERR_IO, path, ": cannot read: ", std::strerror(errno), hint_);
     size_ = static_cast<uint64_t>(fst.st_size);
     in_.resize(size_t{1} << 18);
     refill();
@@ -211,8 +212,7 @@ std::vector<uint8_t> IdxReader::read_data() {
     const size_t want = static_cast<size_t>(std::min<uint64_t>(total - at, kChunk));
     data.resize(at + want);
     const size_t n = in.read(data.data() + at, want);
-    if (n < want)
-      in.corrupt(cat("truncated: the header describes ", total, " data bytes but the file holds ", at + n));
+    if (n < want) in.corrupt(cat("truncated: the header describes ", total, " data bytes but the file holds ", at + n));
   }
   uint8_t extra = 0;
   if (in.read(&extra, 1) != 0) in.corrupt(cat("trailing data after the ", total, " bytes the header describes"));

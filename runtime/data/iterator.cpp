@@ -117,8 +117,8 @@ braid_tensor upload(braid_context ctx, braid_device device, braid_dtype dtype, s
                     const void* data, size_t bytes) {
   braid_tensor t = nullptr;
   const std::vector<int64_t> dims(shape);
-  if (braid_status s = braid_tensor_from_host(ctx, device, dtype, static_cast<int32_t>(dims.size()), dims.data(),
-                                              data, bytes, &t);
+  if (braid_status s =
+          braid_tensor_from_host(ctx, device, dtype, static_cast<int32_t>(dims.size()), dims.data(), data, bytes, &t);
       s != BRAID_OK)
     fail(s, braid_last_error());
   return t;

@@ -22,7 +22,7 @@ namespace braid {
 // accounting) plus what the layers above the engine need: its allocator, storage reuse, properties
 // and capabilities.
 struct Device : EngineDevice {
-  int32_t backend_index = 0;      // in its backend
+  int32_t backend_index = 0;  // in its backend
   braid_backend_device_props props{};
   std::string props_json = "{}";  // backend-specific properties (ABI 1.1 device_props_json)
 

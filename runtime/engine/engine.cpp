@@ -6,8 +6,8 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "engine/engine_device.h"
-#include "plugin/backend.h"
 #include "engine/storage.h"
+#include "plugin/backend.h"
 #include "profiler/profiler.h"
 
 namespace braid {
@@ -62,11 +62,10 @@ void inherit(OpNode& node, const OpNode& failed) {
 Engine::Engine(EngineOptions options, Profiler& profiler) : options_(options), profiler_(profiler) {}
 
 const braid_host_api* Engine::host_api() noexcept {
-  static const braid_host_api api = {
-      sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR,
-      // To the application's callback or, when BRAID_LOG asks, stderr (core/log.h).
-      [](braid_log_level level, const char* message) { log_message(level, message); },
-      &Engine::work_begin, &Engine::work_end};
+  static const braid_host_api api = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR,
+                                     // To the application's callback or, when BRAID_LOG asks, stderr (core/log.h).
+                                     [](braid_log_level level, const char* message) { log_message(level, message); },
+                                     &Engine::work_begin, &Engine::work_end};
   return &api;
 }
 
@@ -128,14 +127,14 @@ void Engine::throttle(EngineDevice& device) {
   device.backpressure_waiters.fetch_sub(1);
 }
 
-void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
-                  std::span<Storage* const> writes, braid_queue_kind kind) {
+void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
+                  braid_queue_kind kind) {
   EngineDevice& device = *node->device;
   push(std::move(node), reads, writes, device.queue(kind));
 }
 
-void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
-                  std::span<Storage* const> writes, Queue& requested) {
+void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
+                  Queue& requested) {
   // BRAID_ENGINE=sync waits for the op below; otherwise the caller's reference is handed on as is.
   std::shared_ptr<OpNode> waited = options_.sync ? node : nullptr;
   std::unique_lock lock(mu_);
@@ -401,8 +400,8 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
       inherit(n, *p);  // backends that cannot skip still report the inherited error
     } else if (status != BRAID_OK) {
       n.status = status;
-      n.message = cat("op '", n.name, "' on ", n.device->id, " failed: ",
-                      message && *message ? message : braid_status_name(status));
+      n.message = cat("op '", n.name, "' on ", n.device->id,
+                      " failed: ", message && *message ? message : braid_status_name(status));
     }
   }
   if (n.profiled) {

@@ -54,11 +54,11 @@ class Engine {
   // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.
   // Takes the caller's reference: it becomes the one the backend holds until work_end (OpNode::self),
   // so a push costs no reference count of its own; pass a copy to wait on the node afterwards.
-  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
-            std::span<Storage* const> writes, braid_queue_kind kind);
+  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
+            braid_queue_kind kind);
   // The same onto a given queue of the node's device (collectives use the device's comm queue).
-  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
-            std::span<Storage* const> writes, Queue& queue);
+  void push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads, std::span<Storage* const> writes,
+            Queue& queue);
 
   // One op of a partitioned write: its node (call filled in), what it reads, which of the partition's
   // storages it writes (a part), and its queue.

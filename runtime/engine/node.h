@@ -44,11 +44,11 @@ struct OpNode {
   static constexpr size_t kMaxKeep = BRAID_KERNEL_MAX_INPUTS + BRAID_KERNEL_MAX_OUTPUTS;
 
   Engine* engine = nullptr;
-  const char* name = "";        // static string: the op's name
+  const char* name = "";  // static string: the op's name
   EngineDevice* device = nullptr;
   Queue* queue = nullptr;
-  uint64_t seq = 0;             // value of queue->timeline once this op has ended; 0 = never submitted
-  uint64_t out_bytes = 0;       // bytes of outputs it allocated (backpressure)
+  uint64_t seq = 0;        // value of queue->timeline once this op has ended; 0 = never submitted
+  uint64_t out_bytes = 0;  // bytes of outputs it allocated (backpressure)
 
   // Final once done is set (release); read after done (acquire) or after the timeline reached seq.
   braid_status status = BRAID_OK;
@@ -74,8 +74,8 @@ struct OpNode {
   braid_kernel_call call;
   braid_copy_desc copy;
   std::vector<braid_kernel_call> calls;  // BRAID_WORK_KERNELS: a graph's segment, run in order
-  std::vector<std::byte> host_data;  // bytes an upload copies from (owned, so the caller may reuse theirs)
-  uint32_t foreign_pending = 0;      // waits on other backends not yet satisfied (Engine::mu_)
+  std::vector<std::byte> host_data;      // bytes an upload copies from (owned, so the caller may reuse theirs)
+  uint32_t foreign_pending = 0;          // waits on other backends not yet satisfied (Engine::mu_)
 
   bool profiled = false;
   int64_t t_submit = 0, t_begin = 0, t_end = 0;  // ns since the context's epoch

@@ -23,7 +23,9 @@ namespace braid::graph {
 
 using GraphPool = HandlePool<braid_graph_t>;
 
-braid_graph_t& checked_graph(braid_graph g, const char* what) { return GraphPool::instance().checked(g, what, "graph"); }
+braid_graph_t& checked_graph(braid_graph g, const char* what) {
+  return GraphPool::instance().checked(g, what, "graph");
+}
 
 // A new graph handle of ctx (which it retains).
 GraphPool::Owned new_graph(Context& ctx) {
@@ -42,7 +44,8 @@ std::vector<Tensor*> checked_tensors(int32_t count, const braid_tensor* ts, cons
 }
 
 void optimize(Graph& g, uint32_t passes) {
-  if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL)) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_optimize: unknown pass bits ", passes);
+  if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "graph_optimize: unknown pass bits ", passes);
   std::lock_guard lock(g.run_mu);
   if (passes & BRAID_GRAPH_PASS_DEAD_CODE) eliminate_dead_code(g);
   if (passes & BRAID_GRAPH_PASS_COMMON_SUBEXPRESSIONS) {
@@ -253,7 +256,8 @@ BRAID_API braid_status braid_graph_get_input(braid_graph g, int32_t index, braid
   return guard("braid_graph_get_input", [&] {
     require(out, "out");
     Graph& gr = checked_graph(g, "g").g;
-    const Value& v = gr.values[static_cast<size_t>(gr.inputs[checked_index(index, gr.inputs.size(), "graph_get_input")])];
+    const Value& v =
+        gr.values[static_cast<size_t>(gr.inputs[checked_index(index, gr.inputs.size(), "graph_get_input")])];
     copy_out(out, tensor_info(v.dtype, v.shape), "out");
   });
 }
@@ -279,7 +283,8 @@ BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, co
         names.push_back(v.name.c_str());
         tensors.push_back(v.tensor.get());
       }
-    if (braid_status s = braid_save_safetensors(params_path, static_cast<int32_t>(names.size()), names.data(), tensors.data());
+    if (braid_status s =
+            braid_save_safetensors(params_path, static_cast<int32_t>(names.size()), names.data(), tensors.data());
         s != BRAID_OK)
       fail(s, braid_last_error());
     const std::string text = to_json(gr);
@@ -311,8 +316,8 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
       const braid_dtype dt = !n.out.empty() ? n.out[0].dtype : n.in[0].dtype;
       const braid_dtype probe = n.kop == BRAID_KOP_ARGMAX || n.kop == BRAID_KOP_COPY ? n.in[0].dtype : dt;
       if (!dev.supports(n.kop, probe))
-        fail(BRAID_ERR_UNSUPPORTED, "graph_load: ", dev.id, " has no ", dtype_name(probe), " kernel for '", n.name, "' (",
-             kernel_op_name(n.kop), ")");
+        fail(BRAID_ERR_UNSUPPORTED, "graph_load: ", dev.id, " has no ", dtype_name(probe), " kernel for '", n.name,
+             "' (", kernel_op_name(n.kop), ")");
     }
     std::vector<const char*> names;
     std::vector<Value*> params;
@@ -322,16 +327,16 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
         params.push_back(&v);
       }
     std::vector<braid_tensor> loaded(names.size(), nullptr);
-    if (braid_status s = braid_load_safetensors(ctx, device, params_path, static_cast<int32_t>(names.size()), names.data(),
-                                                loaded.data());
+    if (braid_status s = braid_load_safetensors(ctx, device, params_path, static_cast<int32_t>(names.size()),
+                                                names.data(), loaded.data());
         s != BRAID_OK)
       fail(s, braid_last_error());
     for (size_t k = 0; k < params.size(); ++k) {
       TensorRef t(loaded[k]);
       Value& v = *params[k];
       if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
-        fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(), ", the graph needs ",
-             dtype_name(v.dtype), " ", v.shape.str());
+        fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(),
+             ", the graph needs ", dtype_name(v.dtype), " ", v.shape.str());
       v.tensor = std::move(t);
     }
     *out = GraphPool::instance().publish(std::move(h));
@@ -347,7 +352,8 @@ BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn
     if (!fn) fail(BRAID_ERR_INVALID_ARGUMENT, "fn is NULL");
     if (num_inputs < 0 || num_outputs < 1)
       fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: needs num_inputs >= 0 and num_outputs >= 1");
-    if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL)) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: unknown pass bits ", passes);
+    if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: unknown pass bits ", passes);
     HybridPool::Owned h = HybridPool::instance().make();
     if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
     h->ctx = ctx;

@@ -8,7 +8,6 @@
 namespace braid::graph {
 namespace {
 
-
 bool elementwise(const Node& n, const Graph& g) {
   if (n.kop != BRAID_KOP_UNARY && n.kop != BRAID_KOP_BINARY && n.kop != BRAID_KOP_BINARY_SCALAR) return false;
   if (n.out.size() != 1 || !n.also_writes.empty()) return false;
@@ -17,7 +16,8 @@ bool elementwise(const Node& n, const Graph& g) {
   if (!dtype_is_float(o.dtype) || v.kind != ValueKind::internal || !o.covers_whole(v.bytes)) return false;
   for (const ViewRef& r : n.in)
     if (r.dtype != o.dtype) return false;
-  return n.kop == BRAID_KOP_UNARY ? n.i[0] >= 0 && n.i[0] < BRAID_UNARY_COUNT : n.i[0] >= 0 && n.i[0] < BRAID_BINARY_COUNT;
+  return n.kop == BRAID_KOP_UNARY ? n.i[0] >= 0 && n.i[0] < BRAID_UNARY_COUNT
+                                  : n.i[0] >= 0 && n.i[0] < BRAID_BINARY_COUNT;
 }
 
 // The fused kernel of nodes [first, first + count), or false when it does not fit (inputs, scalars,
@@ -94,7 +94,9 @@ std::vector<FusedGroup> fusion_groups(const Graph& g) {
   for (const Node& n : g.nodes)
     for (const ViewRef& r : n.in) ++readers[at(r.value)];
   for (const Output& o : g.outputs) ++readers[at(o.value)];
-  auto fusable = [&](const Node& n) { return elementwise(n, g) && g.device->supports(BRAID_KOP_FUSED_ELEMENTWISE, n.out[0].dtype); };
+  auto fusable = [&](const Node& n) {
+    return elementwise(n, g) && g.device->supports(BRAID_KOP_FUSED_ELEMENTWISE, n.out[0].dtype);
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (!fusable(g.nodes[i])) continue;
     size_t j = i + 1;

@@ -12,7 +12,7 @@ namespace braid::graph {
 
 struct FusedGroup {
   size_t first = 0, count = 0;  // nodes [first, first + count)
-  Node node;                     // the FUSED_ELEMENTWISE kernel that replaces them
+  Node node;                    // the FUSED_ELEMENTWISE kernel that replaces them
 };
 
 // The groups of nodes that run as one fused kernel on the graph's device (in node order, disjoint,

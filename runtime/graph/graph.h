@@ -32,12 +32,12 @@ enum class ValueKind : uint8_t { input, param, internal };
 
 struct Value {
   ValueKind kind = ValueKind::internal;
-  uint64_t bytes = 0;              // the storage's size
+  uint64_t bytes = 0;                 // the storage's size
   braid_dtype dtype = BRAID_FLOAT32;  // of its first view (for inspection and export)
-  Shape shape;                     // of its first view
-  int32_t input = -1;              // input: its index among the graph's inputs
-  std::string name;                // param: its name in exported files ("param0", ...)
-  TensorRef tensor;                // param: a handle over it (whole storage, the root for autograd)
+  Shape shape;                        // of its first view
+  int32_t input = -1;                 // input: its index among the graph's inputs
+  std::string name;                   // param: its name in exported files ("param0", ...)
+  TensorRef tensor;                   // param: a handle over it (whole storage, the root for autograd)
 };
 
 // A kernel operand or result: a view into a value, the byte offset relative to the value's start.
@@ -105,7 +105,7 @@ struct Prepared {
   };
   std::vector<braid_kernel_call> calls;
   std::vector<Patch> patches;
-  std::vector<uint32_t> random_calls;  // draw anew each run
+  std::vector<uint32_t> random_calls;   // draw anew each run
   std::vector<Storage*> reads, writes;  // parameters (inputs, outputs and slots added per run)
   std::vector<int32_t> written_inputs;  // inputs an in-place kernel writes
   bool ready = false;

@@ -14,12 +14,33 @@ namespace {
 using nlohmann::json;
 using ordered = nlohmann::ordered_json;  // written with its keys in a reader's order
 
-constexpr const char* kKernelNames[] = {
-    "FILL",       "ARANGE",         "RANDOM_UNIFORM", "RANDOM_NORMAL", "COPY",       "UNARY",
-    "BINARY",     "BINARY_SCALAR",  "REDUCE",         "ARGMAX",        "MATMUL",     "CONV2D",
-    "POOL2D",     "BATCH_NORM",     "SOFTMAX",        "SOFTMAX_CE",    "DROPOUT",    "SGD_UPDATE",
-    "SGD_MOMENTUM", "ADAM_UPDATE",  "CONV2D_BWD_DATA", "CONV2D_BWD_WEIGHT", "POOL2D_BWD", "BATCH_NORM_BWD",
-    "SOFTMAX_CE_BWD", "COMBINE", "FUSED_ELEMENTWISE"};
+constexpr const char* kKernelNames[] = {"FILL",
+                                        "ARANGE",
+                                        "RANDOM_UNIFORM",
+                                        "RANDOM_NORMAL",
+                                        "COPY",
+                                        "UNARY",
+                                        "BINARY",
+                                        "BINARY_SCALAR",
+                                        "REDUCE",
+                                        "ARGMAX",
+                                        "MATMUL",
+                                        "CONV2D",
+                                        "POOL2D",
+                                        "BATCH_NORM",
+                                        "SOFTMAX",
+                                        "SOFTMAX_CE",
+                                        "DROPOUT",
+                                        "SGD_UPDATE",
+                                        "SGD_MOMENTUM",
+                                        "ADAM_UPDATE",
+                                        "CONV2D_BWD_DATA",
+                                        "CONV2D_BWD_WEIGHT",
+                                        "POOL2D_BWD",
+                                        "BATCH_NORM_BWD",
+                                        "SOFTMAX_CE_BWD",
+                                        "COMBINE",
+                                        "FUSED_ELEMENTWISE"};
 static_assert(std::size(kKernelNames) == BRAID_KOP_COUNT);
 
 constexpr const char* kKinds[] = {"input", "param", "internal"};
@@ -62,7 +83,8 @@ int64_t integer(const json& j, const std::string& where) {
 
 int64_t integer_in(const json& j, int64_t lo, int64_t hi, const std::string& where) {
   const int64_t v = integer(j, where);
-  if (v < lo || v > hi) bad(where + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  if (v < lo || v > hi)
+    bad(where + " = " + std::to_string(v) + " is outside [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   return v;
 }
 
@@ -116,7 +138,8 @@ uint64_t byte_size(const std::vector<int64_t>& shape, braid_dtype dtype, const s
 
 ViewRef view_from(const json& j, const Graph& g, const std::string& where) {
   ViewRef r;
-  r.value = static_cast<int32_t>(integer_in(field(j, "value", where), 0, static_cast<int64_t>(g.values.size()) - 1, where + ".value"));
+  r.value = static_cast<int32_t>(
+      integer_in(field(j, "value", where), 0, static_cast<int64_t>(g.values.size()) - 1, where + ".value"));
   r.offset = static_cast<uint64_t>(integer_in(field(j, "offset", where), 0, int64_t{1} << 62, where + ".offset"));
   r.dtype = dtype_of(field(j, "dtype", where), where + ".dtype");
   const std::vector<int64_t> shape = dims(field(j, "shape", where), where + ".shape");
@@ -126,7 +149,8 @@ ViewRef view_from(const json& j, const Graph& g, const std::string& where) {
   for (int d = 0; d < r.ndim; ++d) {
     r.shape[d] = shape[static_cast<size_t>(d)];
     r.strides[d] = strides[static_cast<size_t>(d)];
-    if (r.strides[d] < -(int64_t{1} << 40) || r.strides[d] > (int64_t{1} << 40)) bad(where + ": a stride is out of range");
+    if (r.strides[d] < -(int64_t{1} << 40) || r.strides[d] > (int64_t{1} << 40))
+      bad(where + ": a stride is out of range");
   }
   if (auto it = j.find("tensor_shape"); it != j.end()) r.tshape = Shape::of(dims(*it, where + ".tensor_shape"));
   // Every element the view names lies inside its value.
@@ -145,7 +169,8 @@ ViewRef view_from(const json& j, const Graph& g, const std::string& where) {
     const __int128 last = static_cast<__int128>(r.offset) + (hi + 1) * static_cast<__int128>(esize);
     if (first < 0 || last > static_cast<__int128>(bytes)) bad(where + ": the view reaches outside its value");
   }
-  if (!r.tshape.span().empty() && byte_size(std::vector<int64_t>(r.tshape.span().begin(), r.tshape.span().end()), r.dtype, where) != bytes)
+  if (!r.tshape.span().empty() &&
+      byte_size(std::vector<int64_t>(r.tshape.span().begin(), r.tshape.span().end()), r.dtype, where) != bytes)
     bad(where + ": tensor_shape does not cover the value");
   return r;
 }
@@ -179,7 +204,9 @@ struct Check {
     if (n.i[k] < lo || n.i[k] > hi) no("attribute i" + std::to_string(k) + " is out of range");
   }
   void dim(const ViewRef& v, int d, int64_t expect) const {
-    if (v.shape[d] != expect) no("axis " + std::to_string(d) + " has size " + std::to_string(v.shape[d]) + ", expected " + std::to_string(expect));
+    if (v.shape[d] != expect)
+      no("axis " + std::to_string(d) + " has size " + std::to_string(v.shape[d]) + ", expected " +
+         std::to_string(expect));
   }
   void float_dtype() const {
     if (!dtype_is_float(n.out[0].dtype)) no("must be float32 or float64");
@@ -216,10 +243,10 @@ void check_node(const Node& n, const std::string& where) {
   struct Arity {
     int min_in, max_in, out;
   };
-  static constexpr Arity kArity[] = {
-      {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1},
-      {1, 1, 1}, {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3}, {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1},
-      {3, 3, 2}, {4, 4, 3}, {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}};
+  static constexpr Arity kArity[] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1},
+                                     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3},
+                                     {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1}, {3, 3, 2}, {4, 4, 3}, {2, 2, 1},
+                                     {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}};
   static_assert(std::size(kArity) == BRAID_KOP_COUNT);
   const Check c{n, where};
   if (n.kop == BRAID_KOP_COMBINE) c.no("collective kernels cannot be loaded");
@@ -230,21 +257,12 @@ void check_node(const Node& n, const std::string& where) {
   switch (n.kop) {
     case BRAID_KOP_FILL:
     case BRAID_KOP_RANDOM_UNIFORM:
-    case BRAID_KOP_RANDOM_NORMAL:
-      break;
-    case BRAID_KOP_ARANGE:
-      c.ndim(c.out(0), 1);
-      break;
-    case BRAID_KOP_COPY:
-      c.all_same_shape();
-      break;
-    case BRAID_KOP_UNARY:
-      c.attr(0, 0, BRAID_UNARY_COUNT - 1), c.all_same_shape(), c.all_same_dtype();
-      break;
+    case BRAID_KOP_RANDOM_NORMAL: break;
+    case BRAID_KOP_ARANGE: c.ndim(c.out(0), 1); break;
+    case BRAID_KOP_COPY: c.all_same_shape(); break;
+    case BRAID_KOP_UNARY: c.attr(0, 0, BRAID_UNARY_COUNT - 1), c.all_same_shape(), c.all_same_dtype(); break;
     case BRAID_KOP_BINARY:
-    case BRAID_KOP_BINARY_SCALAR:
-      c.attr(0, 0, BRAID_BINARY_COUNT - 1), c.all_same_shape(), c.all_same_dtype();
-      break;
+    case BRAID_KOP_BINARY_SCALAR: c.attr(0, 0, BRAID_BINARY_COUNT - 1), c.all_same_shape(), c.all_same_dtype(); break;
     case BRAID_KOP_REDUCE: {
       c.attr(0, 0, BRAID_REDUCE_COUNT - 1), c.attr(1, 0, (1 << BRAID_MAX_DIMS) - 1);
       const ViewRef &x = c.in(0), &y = c.out(0);
@@ -312,15 +330,14 @@ void check_node(const Node& n, const std::string& where) {
     case BRAID_KOP_SOFTMAX:
       c.all_same_shape(), c.all_same_dtype(), c.float_dtype(), c.attr(0, 0, c.in(0).ndim - 1), c.attr(1, 0, 1);
       break;
-    case BRAID_KOP_DROPOUT:
-      c.all_same_shape(), c.all_same_dtype(), c.float_dtype();
-      break;
+    case BRAID_KOP_DROPOUT: c.all_same_shape(), c.all_same_dtype(), c.float_dtype(); break;
     case BRAID_KOP_SOFTMAX_CE:
     case BRAID_KOP_SOFTMAX_CE_BWD: {
       const ViewRef &logits = c.in(0), &labels = c.in(1);
       c.ndim(logits, 2), c.ndim(labels, 1), c.dim(labels, 0, logits.shape[0]);
       if (!dtype_is_int(labels.dtype)) c.no("labels must be int32 or int64");
-      if (!dtype_is_float(logits.dtype) || c.out(0).dtype != logits.dtype) c.no("logits and result must be one float dtype");
+      if (!dtype_is_float(logits.dtype) || c.out(0).dtype != logits.dtype)
+        c.no("logits and result must be one float dtype");
       if (n.kop == BRAID_KOP_SOFTMAX_CE) {
         c.ndim(c.out(0), 1), c.dim(c.out(0), 0, logits.shape[0]);
       } else {
@@ -332,11 +349,8 @@ void check_node(const Node& n, const std::string& where) {
     }
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:
-    case BRAID_KOP_ADAM_UPDATE:
-      c.all_same_shape(), c.all_same_dtype(), c.float_dtype();
-      break;
-    default:
-      c.no("unknown kernel");
+    case BRAID_KOP_ADAM_UPDATE: c.all_same_shape(), c.all_same_dtype(), c.float_dtype(); break;
+    default: c.no("unknown kernel");
   }
 }
 
@@ -380,7 +394,7 @@ std::string to_json(const Graph& g) {
     outputs.push_back(std::move(j));
   }
   ordered doc = {{"format", "braid.graph"}, {"version", {kFormatMajor, kFormatMinor}}, {"values", std::move(values)},
-              {"inputs", g.inputs}, {"outputs", std::move(outputs)}, {"nodes", std::move(nodes)}};
+                 {"inputs", g.inputs},      {"outputs", std::move(outputs)},           {"nodes", std::move(nodes)}};
   return doc.dump(1) + "\n";
 }
 
@@ -404,10 +418,14 @@ void from_json(std::string_view data, Graph& g) {
     const json& j = values[k];
     Value v;
     const std::string& kind = text(field(j, "kind", where), where + ".kind");
-    if (kind == "input") v.kind = ValueKind::input;
-    else if (kind == "param") v.kind = ValueKind::param;
-    else if (kind == "internal") v.kind = ValueKind::internal;
-    else bad(where + ".kind is not input, param or internal");
+    if (kind == "input")
+      v.kind = ValueKind::input;
+    else if (kind == "param")
+      v.kind = ValueKind::param;
+    else if (kind == "internal")
+      v.kind = ValueKind::internal;
+    else
+      bad(where + ".kind is not input, param or internal");
     v.dtype = dtype_of(field(j, "dtype", where), where + ".dtype");
     const std::vector<int64_t> shape = dims(field(j, "shape", where), where + ".shape");
     v.shape = Shape::of(shape);
@@ -429,7 +447,8 @@ void from_json(std::string_view data, Graph& g) {
     g.inputs.push_back(v);
   }
   for (size_t v = 0; v < g.values.size(); ++v)
-    if (g.values[v].kind == ValueKind::input && g.values[v].input < 0) bad("values[" + std::to_string(v) + "] is an input not in inputs");
+    if (g.values[v].kind == ValueKind::input && g.values[v].input < 0)
+      bad("values[" + std::to_string(v) + "] is an input not in inputs");
   const json& nodes = array(field(doc, "nodes", "the file"), kMaxItems, "nodes");
   for (size_t k = 0; k < nodes.size(); ++k) {
     const std::string where = "nodes[" + std::to_string(k) + "]";
@@ -446,13 +465,16 @@ void from_json(std::string_view data, Graph& g) {
     const json& reals = array(field(j, "f", where), 8, where + ".f");
     for (size_t a = 0; a < reals.size(); ++a) n.f[a] = real(reals[a], where + ".f");
     const json& in = array(field(j, "in", where), BRAID_KERNEL_MAX_INPUTS, where + ".in");
-    for (size_t a = 0; a < in.size(); ++a) n.in.push_back(view_from(in[a], g, where + ".in[" + std::to_string(a) + "]"));
+    for (size_t a = 0; a < in.size(); ++a)
+      n.in.push_back(view_from(in[a], g, where + ".in[" + std::to_string(a) + "]"));
     const json& out = array(field(j, "out", where), BRAID_KERNEL_MAX_OUTPUTS, where + ".out");
-    for (size_t a = 0; a < out.size(); ++a) n.out.push_back(view_from(out[a], g, where + ".out[" + std::to_string(a) + "]"));
+    for (size_t a = 0; a < out.size(); ++a)
+      n.out.push_back(view_from(out[a], g, where + ".out[" + std::to_string(a) + "]"));
     if (auto it = j.find("also_writes"); it != j.end()) {
       const json& aw = array(*it, BRAID_KERNEL_MAX_INPUTS, where + ".also_writes");
       for (const json& v : aw) {
-        const auto id = static_cast<int32_t>(integer_in(v, 0, static_cast<int64_t>(g.values.size()) - 1, where + ".also_writes"));
+        const auto id =
+            static_cast<int32_t>(integer_in(v, 0, static_cast<int64_t>(g.values.size()) - 1, where + ".also_writes"));
         if (!n.reads_value(id)) bad(where + ".also_writes names a value the kernel does not read");
         n.also_writes.push_back(id);
       }
@@ -465,7 +487,8 @@ void from_json(std::string_view data, Graph& g) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     const std::string where = "outputs[" + std::to_string(k) + "]";
     Output o;
-    o.value = static_cast<int32_t>(integer_in(field(outputs[k], "value", where), 0, static_cast<int64_t>(g.values.size()) - 1, where + ".value"));
+    o.value = static_cast<int32_t>(
+        integer_in(field(outputs[k], "value", where), 0, static_cast<int64_t>(g.values.size()) - 1, where + ".value"));
     o.dtype = dtype_of(field(outputs[k], "dtype", where), where + ".dtype");
     const std::vector<int64_t> shape = dims(field(outputs[k], "shape", where), where + ".shape");
     o.shape = Shape::of(shape);
@@ -480,7 +503,8 @@ void from_json(std::string_view data, Graph& g) {
   for (size_t v = 0; v < g.values.size(); ++v) written[v] = g.values[v].kind != ValueKind::internal;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     for (const ViewRef& r : g.nodes[k].in)
-      if (!written[static_cast<size_t>(r.value)]) bad("nodes[" + std::to_string(k) + "] reads a value before any node writes it");
+      if (!written[static_cast<size_t>(r.value)])
+        bad("nodes[" + std::to_string(k) + "] reads a value before any node writes it");
     for (const ViewRef& r : g.nodes[k].out) written[static_cast<size_t>(r.value)] = 1;
   }
   for (const Output& o : g.outputs)

@@ -12,7 +12,6 @@
 namespace braid::graph {
 namespace {
 
-
 std::vector<int> writer_counts(const Graph& g) {
   std::vector<int> w(g.values.size(), 0);
   for (const Node& n : g.nodes) {
@@ -51,10 +50,8 @@ bool has_side_effects(const Node& n) {
     case BRAID_KOP_SGD_UPDATE:
     case BRAID_KOP_SGD_MOMENTUM:
     case BRAID_KOP_ADAM_UPDATE:
-    case BRAID_KOP_COMBINE:
-      return true;
-    default:
-      return !n.also_writes.empty();
+    case BRAID_KOP_COMBINE: return true;
+    default: return !n.also_writes.empty();
   }
 }
 
@@ -148,7 +145,8 @@ int fold_constants(Graph& g) {
     bool all = true;
     for (const ViewRef& r : n.in) all = all && constant[at(r.value)];
     for (const ViewRef& r : n.out)
-      all = all && g.values[at(r.value)].kind == ValueKind::internal && !is_output(g, r.value) && !n.reads_value(r.value);
+      all =
+          all && g.values[at(r.value)].kind == ValueKind::internal && !is_output(g, r.value) && !n.reads_value(r.value);
     if (!all) continue;
     folds[i] = 1;
     for (const ViewRef& r : n.out) constant[at(r.value)] = 1;
@@ -217,7 +215,8 @@ void plan_memory(Graph& g, bool reuse) {
       if (!elementwise(n.kop) || n.out.size() != 1) continue;
       const ViewRef& o = n.out[0];
       const Value& ov = g.values[at(o.value)];
-      if (!in_workspace[at(o.value)] || first[at(o.value)] != static_cast<int>(i) || !o.covers_whole(ov.bytes)) continue;
+      if (!in_workspace[at(o.value)] || first[at(o.value)] != static_cast<int>(i) || !o.covers_whole(ov.bytes))
+        continue;
       for (const ViewRef& r : n.in) {
         const Value& iv = g.values[at(r.value)];
         if (!in_workspace[at(r.value)] || last[at(r.value)] != static_cast<int>(i) || iv.bytes != ov.bytes ||

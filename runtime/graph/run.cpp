@@ -17,7 +17,6 @@
 namespace braid::graph {
 namespace {
 
-
 // OpNode names must outlive the op (it may end after the graph is released): node names are few, so
 // they are kept for the process's lifetime.
 const char* interned(const std::string& name) {
@@ -78,10 +77,12 @@ void check_inputs(const Graph& g, std::span<Tensor* const> inputs) {
       fail(BRAID_ERR_DEVICE, "graph_run: inputs[", k, "] is on ", t.device().id, ", the graph runs on ", g.device->id,
            "; copy it with braid_copy");
     if (t.dtype != v.dtype || !(t.shape == v.shape))
-      fail(BRAID_ERR_SHAPE, "graph_run: inputs[", k, "] is ", dtype_name(t.dtype), " ", t.shape.str(), ", the graph was traced for ",
-           dtype_name(v.dtype), " ", v.shape.str(), " (braid_hybrid keeps a graph per input signature)");
+      fail(BRAID_ERR_SHAPE, "graph_run: inputs[", k, "] is ", dtype_name(t.dtype), " ", t.shape.str(),
+           ", the graph was traced for ", dtype_name(v.dtype), " ", v.shape.str(),
+           " (braid_hybrid keeps a graph per input signature)");
     for (size_t j = 0; j < k; ++j)
-      if (inputs[j]->storage == t.storage) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", j, "] and inputs[", k, "] share a storage");
+      if (inputs[j]->storage == t.storage)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", j, "] and inputs[", k, "] share a storage");
   }
 }
 
@@ -121,8 +122,10 @@ class Interpreter {
         val_[at(r.value)] = new_tensor(ctx_, dev, v.dtype, v.shape);
         node->out_bytes += v.bytes;
       }
-      if (n.reads_value(r.value)) inplace = true;
-      else if (existed) overwritten |= 1u << k;
+      if (n.reads_value(r.value))
+        inplace = true;
+      else if (existed)
+        overwritten |= 1u << k;
       Tensor& t = handle(r, false);
       outputs.push_back(&t);
       fill_view(c.outputs[k], r, *t.storage);
@@ -202,7 +205,9 @@ void prepare(Graph& g) {
     fill_shape(v, r);  // buffer and offset: the run's (patched)
     using S = Prepared::Source;
     const S source = val.kind == ValueKind::input ? S::input : output_of[at(r.value)] >= 0 ? S::output : S::slot;
-    const int32_t index = source == S::input ? val.input : source == S::output ? output_of[at(r.value)] : g.plan.slot[at(r.value)];
+    const int32_t index = source == S::input    ? val.input
+                          : source == S::output ? output_of[at(r.value)]
+                                                : g.plan.slot[at(r.value)];
     p.patches.push_back({call, output, static_cast<uint8_t>(operand), source, index, r.offset});
   };
   size_t next_group = 0;
@@ -223,7 +228,8 @@ void prepare(Graph& g) {
       if (g.values[at(v)].kind == ValueKind::param) add_unique(p.writes, g.values[at(v)].tensor->storage.get());
     if (n.is_random()) p.random_calls.push_back(call);
     for (const ViewRef& r : n.out)
-      if (const Value& val = g.values[at(r.value)]; val.kind == ValueKind::input &&
+      if (const Value& val = g.values[at(r.value)];
+          val.kind == ValueKind::input &&
           std::find(p.written_inputs.begin(), p.written_inputs.end(), val.input) == p.written_inputs.end())
         p.written_inputs.push_back(val.input);
   }

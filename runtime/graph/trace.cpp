@@ -79,9 +79,11 @@ class Tracer final : public TraceHook {
     if (any->ctx != &ctx_) return error(cat("op '", k.name, "' on another context"));
     if (!device_) device_ = &any->device();
     for (Tensor* t : k.operands)
-      if (&t->device() != device_) return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
+      if (&t->device() != device_)
+        return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
     for (Tensor* t : k.outputs)
-      if (&t->device() != device_) return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
+      if (&t->device() != device_)
+        return error(cat("op '", k.name, "' on ", t->device().id, " (a graph runs on one device, ", device_->id, ")"));
     Node n;
     n.name = k.name;
     n.kop = k.kop;
@@ -113,9 +115,11 @@ class Tracer final : public TraceHook {
     std::vector<Output> outs;
     for (size_t i = 0; i < outputs.size(); ++i) {
       Tensor& t = *outputs[i];
-      if (t.ctx != &ctx_) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: outputs[", i, "] belongs to another context");
+      if (t.ctx != &ctx_)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: outputs[", i, "] belongs to another context");
       if (&t.device() != device_)
-        fail(BRAID_ERR_DEVICE, "graph_trace_end: outputs[", i, "] is on ", t.device().id, ", the graph on ", device_->id);
+        fail(BRAID_ERR_DEVICE, "graph_trace_end: outputs[", i, "] is on ", t.device().id, ", the graph on ",
+             device_->id);
       auto it = value_.find(t.storage.get());
       int32_t v = it == value_.end() ? -1 : it->second;
       const bool computed = v >= 0 && graph_values_[static_cast<size_t>(v)].kind == ValueKind::internal;
@@ -244,7 +248,8 @@ void trace_begin(Context& ctx, std::span<Tensor* const> inputs) {
   if (t_tracer) fail(BRAID_ERR_INVALID_STATE, "graph_trace_begin: this thread already traces (traces do not nest)");
   auto tracer = std::make_unique<Tracer>(ctx);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i]->ctx != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: inputs[", i, "] belongs to another context");
+    if (inputs[i]->ctx != &ctx)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: inputs[", i, "] belongs to another context");
     tracer->add_input(*inputs[i]);
   }
   t_tracer = std::move(tracer);
@@ -252,8 +257,10 @@ void trace_begin(Context& ctx, std::span<Tensor* const> inputs) {
 }
 
 void trace_end(Context& ctx, std::span<Tensor* const> outputs, Graph& g) {
-  if (!t_tracer) fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: this thread does not trace (call braid_graph_trace_begin)");
-  if (&t_tracer->ctx() != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: the trace was begun on another context");
+  if (!t_tracer)
+    fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: this thread does not trace (call braid_graph_trace_begin)");
+  if (&t_tracer->ctx() != &ctx)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: the trace was begun on another context");
   std::unique_ptr<Tracer> tracer = std::move(t_tracer);
   t_trace_hook = nullptr;
   tracer->finish(outputs, g);

@@ -7,11 +7,11 @@
 
 namespace braid {
 namespace {
-constexpr uint64_t kAlignment = 512;                // every block starts 512-byte aligned
-constexpr uint64_t kSmallLimit = 1ull << 20;        // requests up to 1 MiB share 2 MiB segments
+constexpr uint64_t kAlignment = 512;          // every block starts 512-byte aligned
+constexpr uint64_t kSmallLimit = 1ull << 20;  // requests up to 1 MiB share 2 MiB segments
 constexpr uint64_t kSmallSegment = 2ull << 20;
-constexpr uint64_t kLargeRounding = 2ull << 20;     // large segments are whole 2 MiB units
-constexpr uint64_t kSplitRemainder = 512;           // smaller leftovers stay attached to the block
+constexpr uint64_t kLargeRounding = 2ull << 20;  // large segments are whole 2 MiB units
+constexpr uint64_t kSplitRemainder = 512;        // smaller leftovers stay attached to the block
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 }  // namespace
@@ -22,7 +22,7 @@ struct Segment {
   braid_backend_buffer buffer;
   uint64_t size;
   std::map<uint64_t, std::pair<uint64_t, bool>> ranges;  // offset -> (size, used)
-  std::map<uint64_t, uint64_t> free_serial;             // offset -> serial of its free_ key
+  std::map<uint64_t, uint64_t> free_serial;              // offset -> serial of its free_ key
   size_t used_count = 0;
   bool small = false;
 };
@@ -178,8 +178,7 @@ void CachingAllocator::free(const Block& block) noexcept {
     if (mem) {
       ReturnedBlock* r = std::construct_at(static_cast<ReturnedBlock*>(mem), ReturnedBlock{block, nullptr});
       r->next = returned_.load(std::memory_order_relaxed);
-      while (!returned_.compare_exchange_weak(r->next, r, std::memory_order_release, std::memory_order_relaxed)) {
-      }
+      while (!returned_.compare_exchange_weak(r->next, r, std::memory_order_release, std::memory_order_relaxed)) {}
       return;
     }
   }

@@ -8,8 +8,8 @@
 // the allocator's mutex or touches its maps: one cache line changes hands per free instead of the
 // mutex and the cache's buckets moving between the cores twice per op.
 #pragma once
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>

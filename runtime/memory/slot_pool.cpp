@@ -44,8 +44,7 @@ void SlotPool::deallocate(void* p, size_t bytes) noexcept {
   // The pool keeps every slot it was given: their number is bounded by the ops in flight at once.
   Slot* s = static_cast<Slot*>(p);
   s->next = returned_.load(std::memory_order_relaxed);
-  while (!returned_.compare_exchange_weak(s->next, s, std::memory_order_release, std::memory_order_relaxed)) {
-  }
+  while (!returned_.compare_exchange_weak(s->next, s, std::memory_order_release, std::memory_order_relaxed)) {}
 }
 
 }  // namespace braid

@@ -37,8 +37,8 @@ class SlotPool {
   // made every op move it between the cores twice more.
   std::atomic<size_t> slot_bytes_{0};
   alignas(64) std::atomic<Slot*> returned_{nullptr};  // freed by any thread
-  alignas(64) SpinLock mu_;                            // guards taken_ (several pushing threads)
-  Slot* taken_ = nullptr;                              // ready for allocation
+  alignas(64) SpinLock mu_;                           // guards taken_ (several pushing threads)
+  Slot* taken_ = nullptr;                             // ready for allocation
 };
 
 // The allocator std::allocate_shared uses to put a node and its control block in a pool slot.

@@ -25,12 +25,8 @@ inline TensorRef retain(Tensor* t) {
   return TensorRef(t);
 }
 
-inline TensorRef unary(braid_unary_op o, Tensor* x) {
-  return run(braid_unary, o, x);
-}
-inline TensorRef binary(braid_binary_op o, Tensor* a, Tensor* b) {
-  return run(braid_binary, o, a, b);
-}
+inline TensorRef unary(braid_unary_op o, Tensor* x) { return run(braid_unary, o, x); }
+inline TensorRef binary(braid_binary_op o, Tensor* a, Tensor* b) { return run(braid_binary, o, a, b); }
 inline TensorRef scalar(braid_binary_op o, Tensor* x, double s, bool reverse = false) {
   return run(braid_binary_scalar, o, x, s, reverse);
 }
@@ -41,18 +37,12 @@ inline TensorRef div(Tensor* a, Tensor* b) { return binary(BRAID_BINARY_DIV, a, 
 inline TensorRef reduce(braid_reduce_op o, Tensor* x, std::vector<int32_t> axes, bool keepdims) {
   return run(braid_reduce, o, x, int32_t(axes.size()), axes.data(), keepdims);
 }
-inline TensorRef reshape(Tensor* x, const Shape& s) {
-  return run(braid_reshape, x, s.ndim, s.dims.data());
-}
+inline TensorRef reshape(Tensor* x, const Shape& s) { return run(braid_reshape, x, s.ndim, s.dims.data()); }
 inline TensorRef full_like(const Tensor& x, double v) {
   return run(braid_full, x.ctx, x.storage->device->index, x.dtype, x.shape.ndim, x.shape.dims.data(), v);
 }
-inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) {
-  return run(braid_matmul, a, b, ta, tb);
-}
-inline TensorRef cast(Tensor* x, braid_dtype d) {
-  return run(braid_cast, x, d);
-}
+inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) { return run(braid_matmul, a, b, ta, tb); }
+inline TensorRef cast(Tensor* x, braid_dtype d) { return run(braid_cast, x, d); }
 inline void copy_into(Tensor* src, Tensor* dst) {
   if (braid_status st = braid_copy_into(src, dst); st != BRAID_OK) fail(st, braid_last_error());
 }

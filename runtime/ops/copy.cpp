@@ -43,8 +43,10 @@ void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& fr
   op.require_kernel(src.dtype);
   if (dst.dtype != src.dtype) require_cast(op, src.dtype, dst.dtype);
   op.add_overwritten_output(dst, to);
-  if (queue) op.push(*queue);
-  else op.push();
+  if (queue)
+    op.push(*queue);
+  else
+    op.push();
 }
 
 braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noexcept {
@@ -82,7 +84,8 @@ void push_staged_copy(const char* name, Tensor& src, int64_t src_offset, Tensor&
          ": neither side is host memory and no host-memory device (cpu) is loaded to stage the copy through");
   const int64_t chunk = std::max<int64_t>(1, static_cast<int64_t>(kStagingChunkBytes / dtype_size(src.dtype)));
   const int64_t first = std::min(chunk, count);
-  TensorRef buffers[2] = {new_tensor(ctx, *via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1))), TensorRef()};
+  TensorRef buffers[2] = {new_tensor(ctx, *via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1))),
+                          TensorRef()};
   if (count > chunk) buffers[1] = new_tensor(ctx, *via, src.dtype, Shape::of(std::span<const int64_t>(&first, 1)));
   for (int64_t at = 0, i = 0; at < count; at += chunk, ++i) {
     const int64_t n = std::min(chunk, count - at);
@@ -94,11 +97,11 @@ void push_staged_copy(const char* name, Tensor& src, int64_t src_offset, Tensor&
 
 }  // namespace
 
-// Between two backends one side must be host memory (else the copy is staged through host memory): a host-visible source is read directly by the
-// destination's queue; otherwise (a GPU source) the source's transfer queue writes straight into the
-// host-visible destination.
-void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
-                     int64_t count, Queue* queue) {
+// Between two backends one side must be host memory (else the copy is staged through host memory): a host-visible
+// source is read directly by the destination's queue; otherwise (a GPU source) the source's transfer queue writes
+// straight into the host-visible destination.
+void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count,
+                     Queue* queue) {
   if (count <= 0) return;
   Device &from = src.device(), &to = dst.device();
   if (&from == &to) {

@@ -25,7 +25,7 @@ braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noex
 // queue, ordered after src's writer wherever that runs; on one device a kernel on `queue` (NULL:
 // the compute queue). Between two backends without host-visible memory on either side it is staged
 // through a host-memory device in double-buffered chunks (BRAID_ERR_UNSUPPORTED if none is loaded).
-void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset,
-                     int64_t count, Queue* queue = nullptr);
+void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& dst, int64_t dst_offset, int64_t count,
+                     Queue* queue = nullptr);
 
 }  // namespace braid

@@ -8,7 +8,8 @@ using namespace braid;
 namespace {
 
 braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx, braid_device device,
-                       const braid_dtype& dtype, int32_t ndim, const int64_t* shape, double a, double b, braid_tensor* out) {
+                       const braid_dtype& dtype, int32_t ndim, const int64_t* shape, double a, double b,
+                       braid_tensor* out) {
   return guard(name, [&] {
     require(out, "out");
     *out = nullptr;

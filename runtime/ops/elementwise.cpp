@@ -19,9 +19,7 @@ bool unary_allows_int(braid_unary_op op) {
          op == BRAID_UNARY_SIGN;
 }
 
-bool binary_allows_int(braid_binary_op op) {
-  return op != BRAID_BINARY_DIV && op != BRAID_BINARY_POW;
-}
+bool binary_allows_int(braid_binary_op op) { return op != BRAID_BINARY_DIV && op != BRAID_BINARY_POW; }
 
 void check_op(const braid_binary_op& op, const char* name) {
   if (int32_t v = enum_int(op); v < 0 || v >= BRAID_BINARY_COUNT)
@@ -47,13 +45,15 @@ namespace {
 
 // Each op under its own name (the profiler's events, graph nodes, error messages): "relu", "add".
 const char* unary_name(const braid_unary_op& op) {  // by reference: a C caller may pass any int
-  static constexpr const char* kNames[] = {"neg", "abs", "exp", "log", "sqrt", "relu", "sigmoid", "tanh", "square", "sign"};
+  static constexpr const char* kNames[] = {"neg",  "abs",     "exp",  "log",    "sqrt",
+                                           "relu", "sigmoid", "tanh", "square", "sign"};
   static_assert(std::size(kNames) == BRAID_UNARY_COUNT);
   const int32_t v = enum_int(op);
   return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
 }
 const char* binary_name(const braid_binary_op& op) {
-  static constexpr const char* kNames[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "less", "greater"};
+  static constexpr const char* kNames[] = {"add",     "sub",     "mul",   "div",  "pow",
+                                           "maximum", "minimum", "equal", "less", "greater"};
   static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
   const int32_t v = enum_int(op);
   return v >= 0 && v < BRAID_BINARY_COUNT ? kNames[v] : "binary";

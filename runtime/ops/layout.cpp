@@ -33,7 +33,8 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
       } else {
         s[i] = shape[i];
         if (__builtin_mul_overflow(known, shape[i], &known))
-          fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), ": the new shape has more elements than int64 can count");
+          fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(),
+               ": the new shape has more elements than int64 can count");
       }
     }
     if (infer >= 0) {
@@ -196,8 +197,10 @@ BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst) {
     if (a.dtype != b.dtype) fail(BRAID_ERR_DTYPE, "src and dst dtypes differ; use braid_cast");
     if (a.storage == b.storage) return;
     if (a.bytes() == 0) return;
-    if (&a.device() == &b.device()) push_copy_kernel("copy_into", a, a.view(), b, b.view());
-    else push_range_copy("copy", a, 0, b, 0, a.shape.numel());
+    if (&a.device() == &b.device())
+      push_copy_kernel("copy_into", a, a.view(), b, b.view());
+    else
+      push_range_copy("copy", a, 0, b, 0, a.shape.numel());
   });
 }
 

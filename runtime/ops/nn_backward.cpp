@@ -16,7 +16,8 @@ Shape shape4(const int64_t* dims, const char* what) {
 }
 
 void require_shape(const Tensor& t, const Shape& want, const char* op, const char* what) {
-  if (!(t.shape == want)) fail(BRAID_ERR_SHAPE, op, ": ", what, " must have shape ", want.str(), ", got ", t.shape.str());
+  if (!(t.shape == want))
+    fail(BRAID_ERR_SHAPE, op, ": ", what, " must have shape ", want.str(), ", got ", t.shape.str());
 }
 }  // namespace
 

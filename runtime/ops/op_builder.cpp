@@ -136,12 +136,21 @@ void OpBuilder::before_push() {
   // is not an in-place update of a differentiable value.
   if (ctx_->recording.any() || overwritten_)
     if (const OpRecorder* recorder = ctx_->recording.recorder())
-      recorder->op(*ctx_, {name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
-                           {out_tensors_.data(), size_t(node_->call.num_outputs)}, overwritten_, inplace_});
+      recorder->op(*ctx_, {name_,
+                           kop_,
+                           &node_->call,
+                           {operands_.data(), size_t(num_operands_)},
+                           {out_tensors_.data(), size_t(node_->call.num_outputs)},
+                           overwritten_,
+                           inplace_});
   // Graph mode's hook (docs/GRAPH.md): the traced kernel, with every storage it writes.
   if (TraceHook* hook = t_trace_hook)
-    hook->kernel({name_, kop_, &node_->call, {operands_.data(), size_t(num_operands_)},
-                  {out_tensors_.data(), size_t(node_->call.num_outputs)}, {writes_.data(), num_writes_}});
+    hook->kernel({name_,
+                  kop_,
+                  &node_->call,
+                  {operands_.data(), size_t(num_operands_)},
+                  {out_tensors_.data(), size_t(node_->call.num_outputs)},
+                  {writes_.data(), num_writes_}});
 }
 
 void require_float(const Tensor& t, const char* op, const char* what) {

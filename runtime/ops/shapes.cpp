@@ -11,8 +11,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
     int ia = a.ndim - out.ndim + i, ib = b.ndim - out.ndim + i;
     int64_t da = ia >= 0 ? a[ia] : 1, db = ib >= 0 ? b[ib] : 1;
     if (da != db && da != 1 && db != 1)
-      fail(BRAID_ERR_SHAPE, op, ": shapes ", a.str(), " and ", b.str(), " do not broadcast (axis ", i, ": ", da,
-           " vs ", db, ")");
+      fail(BRAID_ERR_SHAPE, op, ": shapes ", a.str(), " and ", b.str(), " do not broadcast (axis ", i, ": ", da, " vs ",
+           db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -94,7 +94,8 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
   });
 }
 
-BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors, const braid_collective_options* options) {
+BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors,
+                                       const braid_collective_options* options) {
   return guard("braid_allreduce", [&] {
     const braid_collective_options o = collective_options(options);
     const std::vector<Tensor*> ts = checked_group(count, tensors, "allreduce");

@@ -8,10 +8,10 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "engine/engine.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "plugin/backend.h"
-#include "engine/engine.h"
 #include "tensor/tensor.h"
 
 namespace braid::parallel {
@@ -52,8 +52,10 @@ void combine(braid_binary_op op, Tensor& a, int64_t a_off, Tensor& b, int64_t b_
   k.add_input_view(b, flat_view(b, b_off, count));
   k.require_kernel(a.dtype);
   k.call().i[0] = op;
-  if (&out == &a) k.add_inplace_output(out, flat_view(out, out_off, count));
-  else k.add_overwritten_output(out, flat_view(out, out_off, count));
+  if (&out == &a)
+    k.add_inplace_output(out, flat_view(out, out_off, count));
+  else
+    k.add_overwritten_output(out, flat_view(out, out_off, count));
   k.push(out.device().comm);
 }
 
@@ -101,7 +103,7 @@ std::vector<TensorRef> ring_reduce_scatter(std::span<Tensor* const> ts, std::spa
   for (int step = 1; step < n; ++step) {
     std::vector<TensorRef> received(static_cast<size_t>(n));
     std::vector<bool> direct(static_cast<size_t>(n), false);  // reduced already, reading the peer
-    for (int c = 0; c < n; ++c) {  // every send of the step before its reductions
+    for (int c = 0; c < n; ++c) {                             // every send of the step before its reductions
       const Part p = part(len, n, c);
       if (p.count == 0) continue;
       Tensor& from = *ts[static_cast<size_t>(order[static_cast<size_t>((c + step) % n)])];
@@ -256,8 +258,8 @@ bool direct_possible(std::span<Tensor* const> ts) {
 
 // One COMBINE op on `on`'s comm queue over elements [off, off + count): ins[0] op ins[1] op ... written
 // to every one of outs, as a part of the partitioned write `parts`.
-void combine_part(Tensor& on, std::span<Tensor* const> ins, std::span<Tensor* const> outs, int64_t off,
-                  int64_t count, const Reduction& r, bool average, int n, std::vector<Engine::Part>& parts) {
+void combine_part(Tensor& on, std::span<Tensor* const> ins, std::span<Tensor* const> outs, int64_t off, int64_t count,
+                  const Reduction& r, bool average, int n, std::vector<Engine::Part>& parts) {
   OpBuilder k("allreduce_direct", BRAID_KOP_COMBINE);
   k.operand(&on, "out");  // the op's device; the others are peers it reads and writes in place
   for (Tensor* t : ins) k.add_input_view(*t, flat_view(*t, off, count));
@@ -294,8 +296,8 @@ void direct_allreduce(std::span<Tensor* const> ts, Reduction r) {
       combine_part(own, others, std::span(others).first(first_outs), p.offset, p.count, r, r.average, n, parts);
       for (size_t o = first_outs; o < others.size(); o += kOut) {
         Tensor* src = &own;
-        combine_part(own, {&src, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset,
-                     p.count, r, false, n, parts);
+        combine_part(own, {&src, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset, p.count,
+                     r, false, n, parts);
       }
       continue;
     }
@@ -311,8 +313,8 @@ void direct_allreduce(std::span<Tensor* const> ts, Reduction r) {
       combine_part(own, step, {&self, 1}, p.offset, p.count, r, r.average && next == others.size(), n, parts);
     }
     for (size_t o = 1; o < others.size(); o += kOut)
-      combine_part(own, {&self, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset,
-                   p.count, r, false, n, parts);
+      combine_part(own, {&self, 1}, std::span(others).subspan(o, std::min(kOut, others.size() - o)), p.offset, p.count,
+                   r, false, n, parts);
   }
   std::vector<Storage*> storages;
   for (Tensor* t : ts) storages.push_back(t->storage.get());
@@ -342,7 +344,8 @@ Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const
     case BRAID_COLLECTIVE_MAX: r.combine = BRAID_BINARY_MAXIMUM; break;
     case BRAID_COLLECTIVE_MIN: r.combine = BRAID_BINARY_MINIMUM; break;
     case BRAID_COLLECTIVE_AVG:
-      if (!dtype_is_float(dtype)) fail(BRAID_ERR_DTYPE, name, ": AVG needs float32 or float64, not ", dtype_name(dtype));
+      if (!dtype_is_float(dtype))
+        fail(BRAID_ERR_DTYPE, name, ": AVG needs float32 or float64, not ", dtype_name(dtype));
       r.combine = BRAID_BINARY_ADD;
       r.average = true;
       break;
@@ -364,7 +367,8 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
       const Tensor& first = *ts[0];
       if (t.ctx != first.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors[", i, "] belongs to another context");
       if (t.dtype != first.dtype)
-        fail(BRAID_ERR_DTYPE, name, ": tensors[", i, "] is ", dtype_name(t.dtype), ", tensors[0] ", dtype_name(first.dtype));
+        fail(BRAID_ERR_DTYPE, name, ": tensors[", i, "] is ", dtype_name(t.dtype), ", tensors[0] ",
+             dtype_name(first.dtype));
       if (!(t.shape == first.shape))
         fail(BRAID_ERR_SHAPE, name, ": tensors[", i, "] has shape ", t.shape.str(), ", tensors[0] ", first.shape.str());
       for (const Tensor* o : ts)
@@ -403,8 +407,10 @@ void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorit
     case BRAID_ALLREDUCE_NAIVE: naive_allreduce(ts, r); break;
     case BRAID_ALLREDUCE_DIRECT:
       if (!direct_possible(ts))
-        fail(BRAID_ERR_UNSUPPORTED, "allreduce: DIRECT needs devices that read each other's memory and have the "
-                                    "COMBINE kernel for ", dtype_name(ts[0]->dtype), " (the CPU backend's devices)");
+        fail(BRAID_ERR_UNSUPPORTED,
+             "allreduce: DIRECT needs devices that read each other's memory and have the "
+             "COMBINE kernel for ",
+             dtype_name(ts[0]->dtype), " (the CPU backend's devices)");
       direct_allreduce(ts, r);
       break;
     case BRAID_ALLREDUCE_TREE:

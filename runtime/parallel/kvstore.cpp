@@ -7,10 +7,10 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/handle_pool.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "parallel/collectives.h"
-#include "core/handle_pool.h"
 #include "parallel/optimizer.h"
 #include "tensor/tensor.h"
 
@@ -44,13 +44,14 @@ braid_kvstore_t& checked_store(braid_kvstore kv) { return KVStorePool::instance(
 
 braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name) {
   auto it = kv.entries.find(key);
-  if (it == kv.entries.end()) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": key ", key, " was not initialised (braid_kvstore_init)");
+  if (it == kv.entries.end())
+    fail(BRAID_ERR_INVALID_ARGUMENT, name, ": key ", key, " was not initialised (braid_kvstore_init)");
   return it->second;
 }
 
 // The values of one push or pull: live tensors of the store's context with the stored shape and dtype.
-std::vector<Tensor*> checked_values(braid_kvstore_t& kv, const Tensor& stored, int32_t count, const braid_tensor* values,
-                                    const char* name) {
+std::vector<Tensor*> checked_values(braid_kvstore_t& kv, const Tensor& stored, int32_t count,
+                                    const braid_tensor* values, const char* name) {
   if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": count must be positive, not ", count);
   require(values, "values");
   std::vector<Tensor*> ts;
@@ -103,8 +104,10 @@ void push(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* v
   Tensor& stored = *e.value;
   const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push");
   TensorRef sum = merged(kv, stored, vs);
-  if (kv.optimizer) apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
-  else push_range_copy("kvstore_push", *sum, 0, stored, 0, stored.shape.numel());
+  if (kv.optimizer)
+    apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
+  else
+    push_range_copy("kvstore_push", *sum, 0, stored, 0, stored.shape.numel());
 }
 
 void pull(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
@@ -126,7 +129,8 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
     checked_context(ctx, "ctx");
     const std::string_view t = type ? type : "local";
     if (t != "local" && t != "device")
-      fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t, "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
+      fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t,
+           "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
     KVStorePool::Owned kv = KVStorePool::instance().make();
     kv->device_mode = t == "device";
     if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());

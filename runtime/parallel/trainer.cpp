@@ -6,11 +6,11 @@
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/handle_pool.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/params.h"
 #include "parallel/collectives.h"
-#include "core/handle_pool.h"
 #include "parallel/optimizer.h"
 #include "tensor/tensor.h"
 
@@ -19,7 +19,7 @@ using namespace braid::parallel;
 
 struct braid_trainer_t {
   std::atomic<int32_t> refs{1};
-  int32_t replicas = 0, count = 0;     // params is replicas x count, replica-major
+  int32_t replicas = 0, count = 0;  // params is replicas x count, replica-major
   std::vector<TensorRef> params;
   std::vector<OptimizerState> states;  // one per entry of params
   braid_trainer_options options{};
@@ -53,8 +53,8 @@ std::vector<std::vector<int32_t>> make_buckets(braid_trainer_t& tr, uint64_t byt
   uint64_t filled = 0;
   for (int32_t p = tr.count - 1; p >= 0; --p) {
     const Tensor& t = tr.param(0, p);
-    const bool fits = !buckets.empty() && filled + t.bytes() <= bytes &&
-                      tr.param(0, buckets.back().front()).dtype == t.dtype;
+    const bool fits =
+        !buckets.empty() && filled + t.bytes() <= bytes && tr.param(0, buckets.back().front()).dtype == t.dtype;
     if (!fits) {
       buckets.emplace_back();
       filled = 0;
@@ -88,7 +88,8 @@ void allreduce_grads(braid_trainer_t& tr) {
     std::vector<Tensor*> group;
     for (size_t r = 0; r < replicas; ++r) {
       Tensor& first = *grads[r][0];
-      flat.push_back(new_tensor(*first.ctx, first.device(), first.dtype, Shape::of(std::span<const int64_t>(&total, 1))));
+      flat.push_back(
+          new_tensor(*first.ctx, first.device(), first.dtype, Shape::of(std::span<const int64_t>(&total, 1))));
       int64_t at = 0;
       for (TensorRef& g : grads[r]) {
         push_range_copy("bucket_pack", *g, 0, *flat.back(), at, g->shape.numel(), &first.device().comm);
@@ -146,7 +147,8 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       for (Tensor* t : group) {
         braid_tensor g = nullptr;
         if (braid_tensor_grad(t, &g) != BRAID_OK)
-          fail(BRAID_ERR_INVALID_STATE, "trainer_create: parameter ", p, " has no gradient attached (braid_tensor_attach_grad)");
+          fail(BRAID_ERR_INVALID_STATE, "trainer_create: parameter ", p,
+               " has no gradient attached (braid_tensor_attach_grad)");
         braid_tensor_release(g);
       }
     }

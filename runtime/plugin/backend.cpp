@@ -40,8 +40,8 @@ constexpr uint32_t kAbi10TableSize = offsetof(braid_backend_api, shutdown) + siz
 // why the others have no correct default). C linkage: they sit in a C table.
 extern "C" {
 static void* default_buffer_host_pointer(braid_backend_buffer) { return nullptr; }  // nothing host visible
-static braid_status default_queue_flush(braid_backend_queue) { return BRAID_OK; }    // nothing is held back
-static void default_shutdown(void) {}                                                // nothing to release
+static braid_status default_queue_flush(braid_backend_queue) { return BRAID_OK; }   // nothing is held back
+static void default_shutdown(void) {}                                               // nothing to release
 static const char* default_device_props_json(int32_t) { return nullptr; }           // reported as "{}"
 }
 
@@ -51,15 +51,29 @@ struct Entry {
   size_t offset;
   uint32_t optional_since;
 };
-#define BRAID_ENTRY(fn, since) Entry{#fn, offsetof(braid_backend_api, fn), since}
+#define BRAID_ENTRY(fn, since) \
+  Entry { #fn, offsetof(braid_backend_api, fn), since }
 constexpr Entry kAbi10Entries[] = {
-    BRAID_ENTRY(device_count, 0),      BRAID_ENTRY(device_props, 0),        BRAID_ENTRY(device_open, 0),
-    BRAID_ENTRY(device_close, 0),      BRAID_ENTRY(buffer_alloc, 0),        BRAID_ENTRY(buffer_free, 0),
-    BRAID_ENTRY(buffer_host_pointer, 4), BRAID_ENTRY(queue_create, 0),      BRAID_ENTRY(queue_destroy, 0),
-    BRAID_ENTRY(queue_submit, 0),      BRAID_ENTRY(queue_flush, 4),         BRAID_ENTRY(semaphore_create, 0),
-    BRAID_ENTRY(semaphore_destroy, 0), BRAID_ENTRY(semaphore_query, 0),     BRAID_ENTRY(semaphore_signal, 0),
-    BRAID_ENTRY(semaphore_wait, 0),    BRAID_ENTRY(semaphore_notify, 0),    BRAID_ENTRY(semaphore_fail, 0),
-    BRAID_ENTRY(supports, 0),          BRAID_ENTRY(shutdown, 4),
+    BRAID_ENTRY(device_count, 0),
+    BRAID_ENTRY(device_props, 0),
+    BRAID_ENTRY(device_open, 0),
+    BRAID_ENTRY(device_close, 0),
+    BRAID_ENTRY(buffer_alloc, 0),
+    BRAID_ENTRY(buffer_free, 0),
+    BRAID_ENTRY(buffer_host_pointer, 4),
+    BRAID_ENTRY(queue_create, 0),
+    BRAID_ENTRY(queue_destroy, 0),
+    BRAID_ENTRY(queue_submit, 0),
+    BRAID_ENTRY(queue_flush, 4),
+    BRAID_ENTRY(semaphore_create, 0),
+    BRAID_ENTRY(semaphore_destroy, 0),
+    BRAID_ENTRY(semaphore_query, 0),
+    BRAID_ENTRY(semaphore_signal, 0),
+    BRAID_ENTRY(semaphore_wait, 0),
+    BRAID_ENTRY(semaphore_notify, 0),
+    BRAID_ENTRY(semaphore_fail, 0),
+    BRAID_ENTRY(supports, 0),
+    BRAID_ENTRY(shutdown, 4),
 };
 #undef BRAID_ENTRY
 
@@ -152,8 +166,7 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   // entries may be NULL, not missing). Later fields are read only where struct_size covers them
   // (resolve_table).
   if (api->struct_size < kAbi10TableSize) {
-    b->reason = cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ",
-                    kAbi10TableSize);
+    b->reason = cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ", kAbi10TableSize);
     return b;
   }
   if (const char* fn = missing_function(api)) {

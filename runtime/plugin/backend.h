@@ -32,7 +32,7 @@ class SharedLibrary {
 struct Backend {
   std::string name;
   std::string path;
-  std::string reason;          // why it did not load or has zero devices
+  std::string reason;  // why it did not load or has zero devices
   uint32_t abi_major = 0, abi_minor = 0;
   bool loaded = false;
   int32_t device_count = 0;
@@ -45,7 +45,7 @@ struct Backend {
   const braid_backend_api* api = nullptr;
   const braid_backend_api* plugin_api = nullptr;  // the plugin's own table, valid up to its struct_size
   braid_backend_api table{};
-  SharedLibrary library;       // declared last: closed after shutdown below
+  SharedLibrary library;  // declared last: closed after shutdown below
 
   // The plugin's extension function `name` (plugin ABI 1.4 get_proc_address), or NULL when the plugin
   // has none of that name, offers no extensions, or did not load.

@@ -151,7 +151,9 @@ void write_in_place(const std::string& path, const std::string& data) {
   if (::fstat(f.fd, &st) != 0) fail(BRAID_ERR_IO, "cannot stat profile file '", path, "': ", errno_text(errno));
   if (S_ISBLK(st.st_mode) || S_ISDIR(st.st_mode) || S_ISSOCK(st.st_mode))
     fail(BRAID_ERR_IO, "profile path '", path, "' is a ",
-         S_ISBLK(st.st_mode) ? "block device" : S_ISDIR(st.st_mode) ? "directory" : "socket",
+         S_ISBLK(st.st_mode)   ? "block device"
+         : S_ISDIR(st.st_mode) ? "directory"
+                               : "socket",
          "; give the path of a file, a FIFO or a character device");
   // Blocking writes from here: a FIFO's reader may be slower than the trace is long.
   const int flags = ::fcntl(f.fd, F_GETFL);
@@ -249,8 +251,10 @@ void Profiler::write(const std::string& path, std::span<const ProfileDevice> dev
   const std::string data = json(devices);
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
-    if (S_ISREG(st.st_mode)) write_replacing(path, data, &st);
-    else write_in_place(path, data);
+    if (S_ISREG(st.st_mode))
+      write_replacing(path, data, &st);
+    else
+      write_in_place(path, data);
   } else if (errno == ENOENT) {
     write_replacing(path, data, nullptr);
   } else {

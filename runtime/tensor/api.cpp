@@ -3,8 +3,8 @@
 
 #include "context/context.h"
 #include "core/dtype.h"
-#include "core/trace_hook.h"
 #include "core/error.h"
+#include "core/trace_hook.h"
 #include "ops/op_builder.h"
 #include "tensor/tensor.h"
 
@@ -14,8 +14,8 @@ namespace {
 
 void check_bytes(const Tensor& t, size_t bytes, const char* what) {
   if (bytes != t.bytes())
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is ", bytes, " bytes but the tensor of shape ", t.shape.str(), " and dtype ",
-         dtype_name(t.dtype), " holds ", t.bytes());
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, " is ", bytes, " bytes but the tensor of shape ", t.shape.str(),
+         " and dtype ", dtype_name(t.dtype), " holds ", t.bytes());
 }
 
 // Host address of the tensor's data when its device's memory is plain host memory, else NULL.
@@ -38,8 +38,8 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   // --measure, 64 MiB to cpu:0 on an AMD EPYC: 2.2 GB/s queued, 20.9 GB/s this way). Small uploads
   // stay queued: their buffer is cheap, and they keep write_host's order with the device's queues.
   constexpr size_t kDirectMinBytes = size_t{64} << 10;
-  if (std::byte* dst = host_address(t); dst && bytes >= kDirectMinBytes && bytes == s->bytes &&
-                                        ctx.engine->claim_for_host_write(*s)) {
+  if (std::byte* dst = host_address(t);
+      dst && bytes >= kDirectMinBytes && bytes == s->bytes && ctx.engine->claim_for_host_write(*s)) {
     std::memcpy(dst, data, bytes);
     return;
   }
@@ -99,8 +99,10 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
     TensorRef t = new_tensor(c, d, dtype, s);
     if (need > 0) {
       // A fresh storage has no readers or writers yet, so host memory can be filled directly.
-      if (std::byte* dst = host_address(*t)) std::memcpy(dst, data, need);
-      else push_upload(*t, data, need);
+      if (std::byte* dst = host_address(*t))
+        std::memcpy(dst, data, need);
+      else
+        push_upload(*t, data, need);
     }
     *out = t.release();
   });

@@ -46,7 +46,8 @@ TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& 
     fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " (", bytes, " bytes) is larger than ", dev.id,
          "'s memory (", dev.props.memory_bytes, " bytes)");
   Block block = dev.allocator->allocate(bytes);
-  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, dev.allocator.get(), block, bytes);
+  auto storage =
+      std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, dev.allocator.get(), block, bytes);
   if (TraceHook* hook = t_trace_hook) hook->created(*storage);
   return acquire_tensor(ctx, std::move(storage), dtype, shape);
 }
@@ -125,7 +126,7 @@ TensorRef::~TensorRef() {
 std::string release_tensor(Tensor* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return {};
   Context* ctx = t->ctx;
-  t->ag.reset();       // may release the tape behind this tensor (other handles, recursively)
+  t->ag.reset();  // may release the tape behind this tensor (other handles, recursively)
   // The storage itself lives on while in-flight ops use it; a large one is offered to the next op
   // output of its size (docs/ENGINE.md, "Reusing a released storage").
   if (std::shared_ptr<Storage> s = std::move(t->storage);

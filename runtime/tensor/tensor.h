@@ -61,9 +61,9 @@ class TensorPool {
  private:
   static constexpr size_t kQuarantine = 4096;
   SpinLock mu_;
-  std::deque<Tensor> slots_;     // stable addresses
-  std::deque<Tensor*> free_;     // FIFO
-  size_t live_ = 0;              // handles acquired and not released
+  std::deque<Tensor> slots_;  // stable addresses
+  std::deque<Tensor*> free_;  // FIFO
+  size_t live_ = 0;           // handles acquired and not released
 };
 
 // Holds one reference to a tensor; releases it unless handed out with release().

@@ -55,15 +55,16 @@ inline std::vector<double> balanced_rows(const std::vector<StepModel>& m, double
 // step(r, x, y): forward and backward of replica r on x, y (already on its device). Times `timed`
 // steps after one warm-up on each device alone, at rows/8 and at all rows of images, and returns the
 // split weights (rows per device). The gradients it leaves are overwritten by the next real step.
-inline std::vector<double> calibrate(const braid::Context& ctx, const std::vector<braid::Device>& devices,
-                                     const braid::Tensor& images, const braid::Tensor& labels,
-                                     const std::function<void(size_t, const braid::Tensor&, const braid::Tensor&)>& step,
-                                     int timed = 3) {
+inline std::vector<double> calibrate(
+    const braid::Context& ctx, const std::vector<braid::Device>& devices, const braid::Tensor& images,
+    const braid::Tensor& labels, const std::function<void(size_t, const braid::Tensor&, const braid::Tensor&)>& step,
+    int timed = 3) {
   const int64_t rows = images.shape()[0];
   const int64_t small = std::max<int64_t>(1, rows / 8);
   // Seconds per step of device r on the first n rows, alone (one warm-up, then `timed` steps).
   auto time_step = [&](size_t r, int64_t n) {
-    const braid::Tensor x = braid::copy_to(head(images, n), devices[r]), y = braid::copy_to(head(labels, n), devices[r]);
+    const braid::Tensor x = braid::copy_to(head(images, n), devices[r]),
+                        y = braid::copy_to(head(labels, n), devices[r]);
     step(r, x, y);
     ctx.wait_all();
     const auto t0 = std::chrono::steady_clock::now();
@@ -101,8 +102,8 @@ inline std::vector<double> calibrate(const braid::Context& ctx, const std::vecto
   for (int i = 0; i < timed; ++i) together();
   const double parallel = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / timed;
   const size_t fastest = static_cast<size_t>(std::min_element(full.begin(), full.end()) - full.begin());
-  std::fprintf(stderr, "calibration: the split, all devices at once, %.2f ms per step; %s alone %.2f ms\n", parallel * 1e3,
-               ctx.device_info(devices[fastest]).id, full[fastest] * 1e3);
+  std::fprintf(stderr, "calibration: the split, all devices at once, %.2f ms per step; %s alone %.2f ms\n",
+               parallel * 1e3, ctx.device_info(devices[fastest]).id, full[fastest] * 1e3);
   if (parallel >= full[fastest]) {
     split.assign(split.size(), 0.0);
     split[fastest] = static_cast<double>(rows);

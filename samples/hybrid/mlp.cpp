@@ -49,10 +49,10 @@ Options parse(int argc, char** argv) {
       CLI_STANDARD_OPTIONS,
       {},
   };
-  cli_parser cli = cli_parser_init(
-      "braid-mlp-hybrid",
-      "usage: braid-mlp-hybrid [--device NAME] [--calls N] [--repeat N] [--json] [--export PREFIX] [--help] [--version]\n",
-      "Times the chapter's MLP imperative and hybridized (docs/GRAPH.md).\n", options);
+  cli_parser cli = cli_parser_init("braid-mlp-hybrid",
+                                   "usage: braid-mlp-hybrid [--device NAME] [--calls N] [--repeat N] [--json] "
+                                   "[--export PREFIX] [--help] [--version]\n",
+                                   "Times the chapter's MLP imperative and hybridized (docs/GRAPH.md).\n", options);
   Options o;
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
     const std::vector<float> first = hybrid(in)[0].to_vector<float>();
     const std::vector<float> again = hybrid(in)[0].to_vector<float>();
     double diff = 0;
-    for (size_t i = 0; i < want.size(); ++i) diff = std::max({diff, double(std::abs(first[i] - want[i])), double(std::abs(again[i] - want[i]))});
+    for (size_t i = 0; i < want.size(); ++i)
+      diff = std::max({diff, double(std::abs(first[i] - want[i])), double(std::abs(again[i] - want[i]))});
     if (diff > 1e-5) {
       std::fprintf(stderr, "braid-mlp-hybrid: hybridized and imperative results differ by %g\n", diff);
       return 1;
@@ -137,11 +138,13 @@ int main(int argc, char** argv) {
     if (!o.export_prefix.empty()) graph.save(o.export_prefix + ".json", o.export_prefix + ".safetensors");
     const std::string name = ctx.device_info(dev).name;
     if (o.json) {
-      std::printf("{\"device\": \"%s\", \"device_name\": \"%s\", \"calls\": %d, \"imperative_s\": %.6f, \"hybridized_s\": %.6f, "
-                  "\"imperative_issue_s\": %.6f, \"hybridized_issue_s\": %.6f, "
-                  "\"kernels\": %d, \"pushes_per_call\": %d, \"max_abs_diff\": %g}\n",
-                  o.device.c_str(), name.c_str(), o.calls, imperative.seconds, hybridized.seconds, imperative.issue_seconds,
-                  hybridized.issue_seconds, info.num_nodes, info.pushes_per_run, diff);
+      std::printf(
+          "{\"device\": \"%s\", \"device_name\": \"%s\", \"calls\": %d, \"imperative_s\": %.6f, \"hybridized_s\": "
+          "%.6f, "
+          "\"imperative_issue_s\": %.6f, \"hybridized_issue_s\": %.6f, "
+          "\"kernels\": %d, \"pushes_per_call\": %d, \"max_abs_diff\": %g}\n",
+          o.device.c_str(), name.c_str(), o.calls, imperative.seconds, hybridized.seconds, imperative.issue_seconds,
+          hybridized.issue_seconds, info.num_nodes, info.pushes_per_run, diff);
     } else {
       std::printf("device %s (%s), %d calls of the MLP on a 1x512 input, best of %d\n", o.device.c_str(), name.c_str(),
                   o.calls, o.repeat);

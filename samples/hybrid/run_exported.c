@@ -44,13 +44,17 @@ static struct command_line parse(int argc, char** argv) {
                                           CLI_STANDARD_OPTIONS,
                                           {0}};
   cli_parser cli = cli_parser_init(
-      "braid-run-exported", "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json] [--help] [--version]\n",
+      "braid-run-exported",
+      "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json] [--help] [--version]\n",
       "Measures the test-set accuracy of a model exported by braid-lenet --export PREFIX.\n", options);
   struct command_line cl = {NULL, "cpu:0", NULL, 0};
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
-    if (opt == OPT_DEVICE) cl.device_name = cli.value;
-    else if (opt == OPT_DATA_DIR) cl.data_dir = cli.value;
-    else if (opt == OPT_JSON) cl.json = 1;
+    if (opt == OPT_DEVICE)
+      cl.device_name = cli.value;
+    else if (opt == OPT_DATA_DIR)
+      cl.data_dir = cli.value;
+    else if (opt == OPT_JSON)
+      cl.json = 1;
   }
   if (optind == argc) cli_fail(&cli, "PREFIX is missing");
   if (argc - optind > 1) cli_fail(&cli, "unexpected argument '%s'", argv[optind + 1]);

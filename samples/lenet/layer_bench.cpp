@@ -53,9 +53,10 @@ Options parse(int argc, char** argv) {
       CLI_STANDARD_OPTIONS,
       {},
   };
-  cli_parser cli = cli_parser_init(
-      "braid-lenet-layers", "usage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING] [--help] [--version]\n",
-      "Times each kernel of one LeNet training step (samples/lenet/README.md).\n", options);
+  cli_parser cli =
+      cli_parser_init("braid-lenet-layers",
+                      "usage: braid-lenet-layers [--device NAME] [--runs N] [--only SUBSTRING] [--help] [--version]\n",
+                      "Times each kernel of one LeNet training step (samples/lenet/README.md).\n", options);
   Options o;
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
@@ -87,7 +88,8 @@ int main(int argc, char** argv) {
     const braid::Pool2dOptions avg2{.kind = BRAID_POOL_AVG, .kernel = {2, 2}};
     const Tensor c1 = braid::conv2d(x, w1, b1), r1 = braid::relu(c1), p1 = braid::pool2d(r1, avg2);
     const Tensor c2 = braid::conv2d(p1, w2, b2), r2 = braid::relu(c2);
-    const Tensor dc2 = normal({B, 50, 9, 9}, 0, 1), dp1 = normal({B, 20, 13, 13}, 0, 1), dc1 = normal({B, 20, 26, 26}, 0, 1);
+    const Tensor dc2 = normal({B, 50, 9, 9}, 0, 1), dp1 = normal({B, 20, 13, 13}, 0, 1),
+                 dc1 = normal({B, 20, 26, 26}, 0, 1);
     braid_conv2d_params cp = BRAID_CONV2D_PARAMS_INIT;
     braid_pool2d_params pp = BRAID_POOL2D_PARAMS_INIT;
     pp.kind = BRAID_POOL_AVG, pp.kernel[0] = pp.kernel[1] = 2, pp.stride[0] = pp.stride[1] = 2;
@@ -101,13 +103,22 @@ int main(int argc, char** argv) {
         {"conv2 forward", [&] { return braid::conv2d(p1, w2, b2); }},
         {"relu2 forward", [&] { return braid::relu(c2); }},
         {"pool2 forward", [&] { return braid::pool2d(r2, avg2); }},
-        {"conv2 backward data", [&] { return braid::detail::call(braid_conv2d_backward_data, dc2.get(), w2.get(), x1_shape, cpp); }},
-        {"conv2 backward weight", [&] { return braid::detail::call(braid_conv2d_backward_weight, dc2.get(), p1.get(), w2_shape, cpp); }},
-        {"conv2 bias gradient", [&] { return braid::sum(dc2, {0, 2, 3}); }},
+        {"conv2 backward data",
+         [&] { return braid::detail::call(braid_conv2d_backward_data, dc2.get(), w2.get(), x1_shape, cpp); }},
+        {"conv2 backward weight",
+         [&] { return braid::detail::call(braid_conv2d_backward_weight, dc2.get(), p1.get(), w2_shape, cpp); }},
+        {"conv2 bias gradient",
+         [&] {
+           return braid::sum(dc2, {0, 2, 3});
+         }},
         {"pool1 backward", [&] { return braid::detail::call(braid_pool2d_backward, dp1.get(), r1.get(), ppp); }},
         {"relu1 backward (2 ops)", [&] { return dc1 * braid::binary(BRAID_BINARY_GREATER, c1, 0.0); }},
-        {"conv1 backward weight", [&] { return braid::detail::call(braid_conv2d_backward_weight, dc1.get(), x.get(), w1_shape, cpp); }},
-        {"conv1 bias gradient", [&] { return braid::sum(dc1, {0, 2, 3}); }},
+        {"conv1 backward weight",
+         [&] { return braid::detail::call(braid_conv2d_backward_weight, dc1.get(), x.get(), w1_shape, cpp); }},
+        {"conv1 bias gradient",
+         [&] {
+           return braid::sum(dc1, {0, 2, 3});
+         }},
     };
     ctx.wait_all();
     std::printf("%-24s %12s %12s   (%s, %d runs)\n", "kernel", "wall ms", "cpu ms", device.c_str(), runs);

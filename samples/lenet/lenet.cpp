@@ -15,8 +15,8 @@ Model init(const braid::Context& ctx, braid::Device d, double std) {
     braid::attach_grad(t);
     return t;
   };
-  return {normal({20, 1, 3, 3}), zeros(20), normal({50, 20, 5, 5}), zeros(50),
-          normal({800, 128}),    zeros(128), normal({128, 10}),     zeros(10)};
+  return {normal({20, 1, 3, 3}), zeros(20),  normal({50, 20, 5, 5}), zeros(50),
+          normal({800, 128}),    zeros(128), normal({128, 10}),      zeros(10)};
 }
 
 Tensor forward(const Model& m, const Tensor& x) {

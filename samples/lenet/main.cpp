@@ -86,8 +86,23 @@ constexpr const char* kUsage =
 
 Options parse(int argc, char** argv) {
   enum {
-    kDevice = CLI_FIRST, kDevices, kWeights, kEpochs, kBatches, kTestBatches, kBatchSize, kLr, kInitStd, kSeed,
-    kDataDir, kJson, kSaveInit, kStepLosses, kHybridize, kExport, kListDevices,
+    kDevice = CLI_FIRST,
+    kDevices,
+    kWeights,
+    kEpochs,
+    kBatches,
+    kTestBatches,
+    kBatchSize,
+    kLr,
+    kInitStd,
+    kSeed,
+    kDataDir,
+    kJson,
+    kSaveInit,
+    kStepLosses,
+    kHybridize,
+    kExport,
+    kListDevices,
   };
   static const option options[] = {
       {"device", required_argument, nullptr, kDevice},
@@ -225,7 +240,8 @@ int run(const Options& opt) {
     std::fprintf(stderr, "braid-lenet: %s\n", e.what());
     return 77;
   }
-  braid::BatchIterator train(train_set, {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
+  braid::BatchIterator train(train_set,
+                             {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
   braid::BatchIterator test(test_set, {.batch_size = 1000, .shuffle = false, .device = dev});
   const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
 
@@ -238,9 +254,10 @@ int run(const Options& opt) {
   std::vector<double> weights = opt.weights;
   if (opt.auto_weights && devs.size() > 1) {
     braid::Batch b = train.next();
-    weights = samples::calibrate(ctx, devs, b.images, b.labels, [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
-      lenet::shard_backward(ctx, replicas[r], x, y);
-    });
+    weights = samples::calibrate(ctx, devs, b.images, b.labels,
+                                 [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
+                                   lenet::shard_backward(ctx, replicas[r], x, y);
+                                 });
     while (train.next()) {  // restart the epoch: the run sees the batches it would without calibration
     }
     std::fprintf(stderr, "split (rows of %lld):", static_cast<long long>(opt.batch_size));
@@ -335,9 +352,9 @@ int run(const Options& opt) {
       progress.update(epoch, n, per_epoch);
     }
     if (!epoch_ended)  // skip the rest of a short epoch and its end marker: the next call starts a new one
-      while (train.next()) {
-      }
-    const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));
+      while (train.next()) {}
+    const double loss =
+        static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));
     ctx.wait_all();
     const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
     const uint64_t peak = ctx.memory_stats(dev).peak_allocated_bytes;
@@ -353,7 +370,8 @@ int run(const Options& opt) {
         break;
       }
     }
-    const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
+    const double acc =
+        static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
     results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady, peak});
     progress.end_epoch();
@@ -362,8 +380,7 @@ int run(const Options& opt) {
   if (!opt.export_prefix.empty()) {
     // The forward pass for batches of the test iterator's 1000 images, traced and saved (docs/GRAPH.md).
     braid::Batch b = test.next();
-    while (test.next()) {
-    }
+    while (test.next()) {}
     const std::vector<braid::Tensor> in{b.images};
     braid::Graph g = braid::Graph::trace(ctx, in, [&](std::span<const braid::Tensor> x) {
       return std::vector<braid::Tensor>{lenet::forward(model, x[0])};
@@ -377,29 +394,32 @@ int run(const Options& opt) {
   braid_graph_info step_graph{};
   if (opt.hybridize && first_batch.images) {
     step_graph = hybrid_step.graph({first_batch.images, first_batch.labels}).info();
-    std::fprintf(stderr, "step graph (batch %lld): %d kernels, %d per run after fusion, %d parameters; workspace %.1f MB "
-                 "for %.1f MB of intermediates\n", static_cast<long long>(first_batch.labels.numel()), step_graph.num_nodes,
-                 step_graph.kernels_per_run, step_graph.num_params, double(step_graph.workspace_bytes) / 1e6,
+    std::fprintf(stderr,
+                 "step graph (batch %lld): %d kernels, %d per run after fusion, %d parameters; workspace %.1f MB "
+                 "for %.1f MB of intermediates\n",
+                 static_cast<long long>(first_batch.labels.numel()), step_graph.num_nodes, step_graph.kernels_per_run,
+                 step_graph.num_params, double(step_graph.workspace_bytes) / 1e6,
                  double(step_graph.intermediate_bytes) / 1e6);
   }
   if (opt.json) {
     std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, ", ids.c_str(),
                 static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false");
     if (opt.hybridize)
-      std::printf("\"step_graph\": {\"kernels\": %d, \"kernels_per_run\": %d, \"workspace_bytes\": %llu, "
-                  "\"intermediate_bytes\": %llu}, ", step_graph.num_nodes, step_graph.kernels_per_run,
-                  static_cast<unsigned long long>(step_graph.workspace_bytes),
-                  static_cast<unsigned long long>(step_graph.intermediate_bytes));
+      std::printf(
+          "\"step_graph\": {\"kernels\": %d, \"kernels_per_run\": %d, \"workspace_bytes\": %llu, "
+          "\"intermediate_bytes\": %llu}, ",
+          step_graph.num_nodes, step_graph.kernels_per_run, static_cast<unsigned long long>(step_graph.workspace_bytes),
+          static_cast<unsigned long long>(step_graph.intermediate_bytes));
     std::printf("\"epochs\": [");
     for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"samples_per_s\": %.3f, "
-                  "\"steady_samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
-                  "\"loss_first\": %.6f, \"loss_last\": %.6f, \"peak_bytes\": %llu}",
-                  i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
-                  static_cast<double>(results[i].batches * opt.batch_size) / results[i].seconds,
-                  results[i].steady_samples_per_s,
-                  results[i].train_loss, results[i].test_accuracy, results[i].loss_first, results[i].loss_last,
-                  static_cast<unsigned long long>(results[i].peak_bytes));
+      std::printf(
+          "%s{\"epoch\": %zu, \"batches\": %lld, \"seconds\": %.4f, \"samples_per_s\": %.3f, "
+          "\"steady_samples_per_s\": %.3f, \"train_loss\": %.6f, \"test_accuracy\": %.4f, "
+          "\"loss_first\": %.6f, \"loss_last\": %.6f, \"peak_bytes\": %llu}",
+          i ? ", " : "", i + 1, static_cast<long long>(results[i].batches), results[i].seconds,
+          static_cast<double>(results[i].batches * opt.batch_size) / results[i].seconds,
+          results[i].steady_samples_per_s, results[i].train_loss, results[i].test_accuracy, results[i].loss_first,
+          results[i].loss_last, static_cast<unsigned long long>(results[i].peak_bytes));
     std::printf("]");
     if (opt.step_losses > 0) {
       std::printf(", \"step_losses\": [");

@@ -71,8 +71,8 @@ Options parse(int argc, char** argv) {
       {},
   };
   cli_parser cli = cli_parser_init(
-      "braid-resnet", kUsage, "Trains the chapter's ResNet-18 on Fashion-MNIST over a device list (docs/PARALLEL.md).\n",
-      options);
+      "braid-resnet", kUsage,
+      "Trains the chapter's ResNet-18 on Fashion-MNIST over a device list (docs/PARALLEL.md).\n", options);
   Options o;
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
@@ -95,7 +95,8 @@ Options parse(int argc, char** argv) {
     }
   }
   if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
-  if (!o.weights.empty() && o.weights.size() != o.devices.size()) cli_fail(&cli, "--weights needs one weight per device");
+  if (!o.weights.empty() && o.weights.size() != o.devices.size())
+    cli_fail(&cli, "--weights needs one weight per device");
   return o;
 }
 
@@ -123,7 +124,8 @@ int run(const Options& opt) {
     return 77;
   }
   const braid::Device dev = devs[0];
-  braid::BatchIterator train(train_set, {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
+  braid::BatchIterator train(train_set,
+                             {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
   braid::BatchIterator test(test_set, {.batch_size = 256, .shuffle = false, .device = dev});
   const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
 
@@ -144,9 +146,9 @@ int run(const Options& opt) {
   std::vector<double> weights = opt.weights;
   if (opt.auto_weights && devs.size() > 1) {
     braid::Batch b = train.next();
-    weights = samples::calibrate(ctx, devs, b.images, b.labels,
-                                 [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) { shard_backward(r, xs, ys); },
-                                 1);
+    weights = samples::calibrate(
+        ctx, devs, b.images, b.labels,
+        [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) { shard_backward(r, xs, ys); }, 1);
     while (train.next()) {  // restart the epoch, so the run sees the same batches as without calibration
     }
     samples::drop_idle(devs, replicas, weights);
@@ -189,8 +191,10 @@ int run(const Options& opt) {
       const std::vector<braid::Tensor> ys = braid::split_and_load(b.labels, devs, weights);
       std::vector<braid::Tensor> losses(devs.size());
       samples::for_each_replica(devs.size(), [&](size_t r) {
-        if (xs[r].numel() > 0) losses[r] = braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
-        else samples::zero_grads(ctx, replicas[r].params());  // it still takes part in the allreduce
+        if (xs[r].numel() > 0)
+          losses[r] = braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
+        else
+          samples::zero_grads(ctx, replicas[r].params());  // it still takes part in the allreduce
       });
       for (const braid::Tensor& l : losses)
         if (l) loss_sum = loss_sum + l;
@@ -207,9 +211,9 @@ int run(const Options& opt) {
       progress.update(epoch, n, per_epoch);
     }
     if (!ended)
-      while (train.next()) {
-      }
-    const double loss = static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(rows, 1));
+      while (train.next()) {}
+    const double loss =
+        static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(rows, 1));
     ctx.wait_all();
     const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
     braid::Tensor hits = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {});
@@ -219,12 +223,12 @@ int run(const Options& opt) {
       hits = hits + braid::sum(braid::cast(braid::equal(pred, braid::cast(b.labels, BRAID_INT64)), BRAID_FLOAT32));
       seen += b.labels.numel();
       if (++tested == opt.test_batches) {
-        while (test.next()) {
-        }
+        while (test.next()) {}
         break;
       }
     }
-    const double acc = static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
+    const double acc =
+        static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
     results.push_back({seconds, static_cast<double>(rows) / seconds, loss, acc, steady});
     progress.end_epoch();
@@ -235,10 +239,11 @@ int run(const Options& opt) {
     std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, \"epochs\": [", ids.c_str(),
                 split.c_str(), static_cast<long long>(opt.batch_size));
     for (size_t i = 0; i < results.size(); ++i)
-      std::printf("%s{\"seconds\": %.4f, \"samples_per_s\": %.3f, \"steady_samples_per_s\": %.3f, "
-                  "\"train_loss\": %.6f, \"test_accuracy\": %.4f}",
-                  i ? ", " : "", results[i].seconds, results[i].samples_per_s, results[i].steady_samples_per_s,
-                  results[i].loss, results[i].accuracy);
+      std::printf(
+          "%s{\"seconds\": %.4f, \"samples_per_s\": %.3f, \"steady_samples_per_s\": %.3f, "
+          "\"train_loss\": %.6f, \"test_accuracy\": %.4f}",
+          i ? ", " : "", results[i].seconds, results[i].samples_per_s, results[i].steady_samples_per_s, results[i].loss,
+          results[i].accuracy);
     std::printf("]}\n");
   }
   return 0;

@@ -16,7 +16,8 @@ Tensor leaf(Tensor t) {
 // PyTorch's default scale for convolutions and dense layers (kaiming_uniform with a = sqrt(5): variance
 // 1 / (3 fan_in)), drawn from a normal: the logits start small and the loss near log(10).
 Tensor weight(const braid::Context& ctx, braid::Device d, braid::List<int64_t> shape, int64_t fan_in) {
-  return leaf(Tensor::random_normal(ctx, d, BRAID_FLOAT32, shape, 0.0, 1.0 / std::sqrt(3.0 * static_cast<double>(fan_in))));
+  return leaf(
+      Tensor::random_normal(ctx, d, BRAID_FLOAT32, shape, 0.0, 1.0 / std::sqrt(3.0 * static_cast<double>(fan_in))));
 }
 
 BatchNorm batch_norm_init(const braid::Context& ctx, braid::Device d, int64_t c) {
@@ -84,8 +85,8 @@ Model replicate_to(const Model& m, braid::Device d) {
   c.w0 = copied(m.w0, d, true);
   c.bn0 = copied(m.bn0, d);
   for (const Residual& r : m.blocks)
-    c.blocks.push_back({copied(r.w1, d, true), copied(r.w2, d, true), copied(r.w_shortcut, d, true),
-                        copied(r.bn1, d), copied(r.bn2, d), r.stride});
+    c.blocks.push_back({copied(r.w1, d, true), copied(r.w2, d, true), copied(r.w_shortcut, d, true), copied(r.bn1, d),
+                        copied(r.bn2, d), r.stride});
   c.dense_w = copied(m.dense_w, d, true);
   c.dense_b = copied(m.dense_b, d, true);
   return c;

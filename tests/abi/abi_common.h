@@ -39,28 +39,30 @@ constexpr bool kUnderTsan = true;
 constexpr bool kUnderTsan = false;
 #endif
 
-#define CHECK_OK(expr)                                                                         \
-  do {                                                                                         \
-    braid_status st_ = (expr);                                                                 \
+#define CHECK_OK(expr)                                                                                              \
+  do {                                                                                                              \
+    braid_status st_ = (expr);                                                                                      \
     CHECK_MESSAGE(st_ == BRAID_OK, #expr " -> " << str(braid_status_name(st_)) << ": " << str(braid_last_error())); \
   } while (0)
-#define REQUIRE_OK(expr)                                                                         \
-  do {                                                                                           \
-    braid_status st_ = (expr);                                                                   \
+#define REQUIRE_OK(expr)                                                                                              \
+  do {                                                                                                                \
+    braid_status st_ = (expr);                                                                                        \
     REQUIRE_MESSAGE(st_ == BRAID_OK, #expr " -> " << str(braid_status_name(st_)) << ": " << str(braid_last_error())); \
   } while (0)
 // expr must fail with `status`, and braid_last_error() must begin with "<function>: " and mention `needle`.
-#define CHECK_FAILS(expr, status, function, needle)                                                       \
-  do {                                                                                                    \
-    braid_status st_ = (expr);                                                                            \
-    std::string msg_ = braid_last_error();                                                                \
-    CHECK_MESSAGE(st_ == (status), #expr " -> " << str(braid_status_name(st_)) << " (want " << str(braid_status_name(status)) \
-                                                << "): " << msg_);                                        \
-    CHECK_MESSAGE(msg_.rfind(std::string(function) + ": ", 0) == 0, "'" << msg_ << "' should name " << std::string(function)); \
-    CHECK_MESSAGE(msg_.find(needle) != std::string::npos, "'" << msg_ << "' should mention '" << std::string(needle) << "'"); \
+#define CHECK_FAILS(expr, status, function, needle)                                                  \
+  do {                                                                                               \
+    braid_status st_ = (expr);                                                                       \
+    std::string msg_ = braid_last_error();                                                           \
+    CHECK_MESSAGE(st_ == (status), #expr " -> " << str(braid_status_name(st_)) << " (want "          \
+                                                << str(braid_status_name(status)) << "): " << msg_); \
+    CHECK_MESSAGE(msg_.rfind(std::string(function) + ": ", 0) == 0,                                  \
+                  "'" << msg_ << "' should name " << std::string(function));                         \
+    CHECK_MESSAGE(msg_.find(needle) != std::string::npos,                                            \
+                  "'" << msg_ << "' should mention '" << std::string(needle) << "'");                \
   } while (0)
-#define CHECK_CONTAINS(hay, needle)                                                              \
-  CHECK_MESSAGE(std::string(hay).find(needle) != std::string::npos,                              \
+#define CHECK_CONTAINS(hay, needle)                                 \
+  CHECK_MESSAGE(std::string(hay).find(needle) != std::string::npos, \
                 "'" << std::string(hay) << "' should contain '" << std::string(needle) << "'")
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {
@@ -77,12 +79,16 @@ class EnvVar {
       had_ = true;
       old_ = old;
     }
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~EnvVar() {
-    if (had_) setenv(name_.c_str(), old_.c_str(), 1);
-    else unsetenv(name_.c_str());
+    if (had_)
+      setenv(name_.c_str(), old_.c_str(), 1);
+    else
+      unsetenv(name_.c_str());
   }
   EnvVar(const EnvVar&) = delete;
   EnvVar& operator=(const EnvVar&) = delete;
@@ -129,7 +135,8 @@ struct Context {
   }
 };
 
-#define REQUIRE_CREATED(c) REQUIRE_MESSAGE((c).status == BRAID_OK, str(braid_status_name((c).status)) << ": " << (c).error)
+#define REQUIRE_CREATED(c) \
+  REQUIRE_MESSAGE((c).status == BRAID_OK, str(braid_status_name((c).status)) << ": " << (c).error)
 
 struct BackendInfo {
   std::string name, path, reason;

@@ -94,8 +94,7 @@ TEST_CASE("a released tensor handle is reported, not a crash") {
   CHECK_FAILS(braid_tensor_release(t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_release", "released");
   CHECK_FAILS(braid_tensor_retain(t), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_retain", "released");
   float buf[4];
-  CHECK_FAILS(braid_tensor_to_host(t, buf, sizeof buf), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_to_host",
-              "released");
+  CHECK_FAILS(braid_tensor_to_host(t, buf, sizeof buf), BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_to_host", "released");
   // A retained handle survives one release.
   REQUIRE_OK(braid_tensor_empty(c.ctx, 0, BRAID_FLOAT32, 2, shape, &t));
   REQUIRE_OK(braid_tensor_retain(t));
@@ -168,4 +167,4 @@ TEST_CASE("braid_last_error is per thread") {
   CHECK(std::string(braid_last_error()) == mine);
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("errors")

@@ -178,8 +178,8 @@ TEST_CASE("fork: cpu backend with TBB kernels in flight" * doctest::skip(!kHaveC
   std::vector<Tensor> steps(32);
   braid_tensor prev = a.t;
   for (size_t i = 0; i < steps.size(); ++i) {
-    REQUIRE_OK(braid_binary_scalar(i % 2 ? BRAID_BINARY_ADD : BRAID_BINARY_MUL, prev, i % 2 ? 0.0 : 1.0, 0,
-                                   steps[i].out()));
+    REQUIRE_OK(
+        braid_binary_scalar(i % 2 ? BRAID_BINARY_ADD : BRAID_BINARY_MUL, prev, i % 2 ? 0.0 : 1.0, 0, steps[i].out()));
     prev = steps[i].t;
   }
 
@@ -239,10 +239,11 @@ TEST_CASE("fork: cpu backend with an OpenBLAS GEMM in flight" * doctest::skip(!k
     return braid_context_release(ctx) == BRAID_OK ? int{kChildOk} : int{kDriverWaitFailed};
   });
   if (code == -SIGALRM) {
-    FAIL("the parent hung after fork() with an OpenBLAS GEMM in flight (OpenBLAS's atfork handler shut its "
-         "thread pool down under a running GEMM); see the KNOWN BUG note above this test");
+    FAIL(
+        "the parent hung after fork() with an OpenBLAS GEMM in flight (OpenBLAS's atfork handler shut its "
+        "thread pool down under a running GEMM); see the KNOWN BUG note above this test");
   }
   check_child_result(code, "the driver process");
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("fork")

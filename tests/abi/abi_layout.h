@@ -1,6 +1,6 @@
 /* abi_layout.h — the public ABI pinned: sizes, offsets and enumerator values of abi/braid.h and
  * abi/braid_backend.h as observed on x86-64 Linux (LP64, System V) for ABI 1.0. Included from C++
- * (abi_test.cpp) and from C11 (c_client.c), so both languages must agree with the pinned values.
+ * (abi_layout_test.cpp) and from C11 (c_client.c), so both languages must agree with the pinned values.
  *
  * A failing assertion here means an ABI change. Appending a field to an option struct or a function
  * to braid_backend_api (with a minor bump) is allowed: update the size pin. Changing an existing
@@ -22,7 +22,8 @@
 #endif
 
 #define BRAID_PIN_SIZE(type, size) BRAID_PIN_ASSERT(sizeof(type) == (size), "ABI change: sizeof(" #type ")")
-#define BRAID_PIN_ALIGN(type, align) BRAID_PIN_ASSERT(BRAID_PIN_ALIGNOF(type) == (align), "ABI change: alignment of " #type)
+#define BRAID_PIN_ALIGN(type, align) \
+  BRAID_PIN_ASSERT(BRAID_PIN_ALIGNOF(type) == (align), "ABI change: alignment of " #type)
 #define BRAID_PIN_OFFSET(type, field, off) \
   BRAID_PIN_ASSERT(offsetof(type, field) == (off), "ABI change: offsetof(" #type ", " #field ")")
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
@@ -396,7 +397,7 @@ BRAID_PIN_OFFSET(braid_backend_api, shutdown, 176);
 BRAID_PIN_OFFSET(braid_backend_api, device_props_json, 184); /* 1.1 */
 BRAID_PIN_OFFSET(braid_backend_api, supports_call, 192);     /* 1.4 */
 BRAID_PIN_OFFSET(braid_backend_api, get_proc_address, 200);  /* 1.4 */
-#endif /* x86-64 */
+#endif                                                       /* x86-64 */
 
 /* data section (ABI 1.1): datasets and mini-batch iterators. */
 BRAID_PIN_ASSERT(sizeof(braid_dataset_split) == 4, "ABI change: sizeof(braid_dataset_split)");

@@ -1,8 +1,8 @@
 // ABI tests: the pinned layout of the public structs (abi_layout.h, checked at compile time, spot-checked
 // at run time) and struct growth in both directions (older, shorter and newer, longer structs).
 
-#include "abi_common.h"
 #include "abi_layout.h"  // static_asserts pinning sizes, offsets and enumerator values
+#include "abi_common.h"
 
 using namespace abi_test;
 
@@ -79,7 +79,7 @@ TEST_CASE("the pinned layout matches this target") {
 #endif
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("layout")
 
 // ================================================================================================
 TEST_SUITE("growth") {
@@ -204,4 +204,4 @@ TEST_CASE("out-structs with a smaller struct_size only get that prefix written")
   }
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("growth")

@@ -274,4 +274,4 @@ TEST_CASE("cpu next to broken plugins: cpu,abi_major2,missing_vendor" * doctest:
   CHECK_OK(braid_wait_all(c.ctx));
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("plugins")

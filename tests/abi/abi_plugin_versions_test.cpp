@@ -164,4 +164,4 @@ TEST_CASE("newer_minor: a plugin of a newer minor with a larger table is accepte
   CHECK(after[FAKE_UNEXPECTED_CALLS] == before[FAKE_UNEXPECTED_CALLS]);  // no kernel, no 1.1 function
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("plugins")

@@ -70,8 +70,8 @@ TEST_CASE("braid_dtype_name and braid_dtype_size cover every dtype") {
     size_t size;
   };
   const Expect all[] = {
-      {BRAID_FLOAT32, "float32", 4}, {BRAID_FLOAT64, "float64", 8}, {BRAID_INT32, "int32", 4},
-      {BRAID_INT64, "int64", 8},     {BRAID_UINT8, "uint8", 1},     {BRAID_FLOAT16, "float16", 2},
+      {BRAID_FLOAT32, "float32", 4},   {BRAID_FLOAT64, "float64", 8}, {BRAID_INT32, "int32", 4},
+      {BRAID_INT64, "int64", 8},       {BRAID_UINT8, "uint8", 1},     {BRAID_FLOAT16, "float16", 2},
       {BRAID_BFLOAT16, "bfloat16", 2},
   };
   static_assert(std::size(all) == BRAID_DTYPE_COUNT, "a dtype was added: extend this test");
@@ -90,7 +90,7 @@ TEST_CASE("braid_dtype_name and braid_dtype_size cover every dtype") {
   }
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("version and names")
 
 // ================================================================================================
 TEST_SUITE("symbols") {
@@ -98,45 +98,141 @@ TEST_SUITE("symbols") {
 // Every function declared in braid.h (grep BRAID_API). The header is parsed below as well, so a
 // function added to braid.h but not to this list fails the test.
 const char* const kApiFunctions[] = {
-    "braid_version", "braid_last_error", "braid_status_name", "braid_dtype_name", "braid_dtype_size",
-    "braid_context_create", "braid_context_retain", "braid_context_release", "braid_context_backend_count",
-    "braid_context_backend_info", "braid_context_device_count", "braid_context_find_device",
-    "braid_context_device_info", "braid_wait_all", "braid_context_set_seed", "braid_memory_stats_get",
-    "braid_memory_empty_cache", "braid_memory_reset_peak", "braid_profiler_start", "braid_profiler_stop",
-    "braid_tensor_empty", "braid_tensor_from_host", "braid_tensor_retain", "braid_tensor_release",
-    "braid_tensor_ndim", "braid_tensor_shape", "braid_tensor_dtype", "braid_tensor_device", "braid_tensor_numel",
-    "braid_tensor_wait_to_read", "braid_tensor_to_host", "braid_tensor_write_host", "braid_full", "braid_arange",
-    "braid_random_uniform", "braid_random_normal", "braid_unary", "braid_binary", "braid_binary_scalar",
-    "braid_reduce", "braid_argmax", "braid_matmul", "braid_reshape", "braid_slice", "braid_transpose",
-    "braid_concat", "braid_copy", "braid_cast", "braid_copy_into", "braid_conv2d", "braid_pool2d",
-    "braid_batch_norm", "braid_softmax", "braid_softmax_cross_entropy", "braid_dropout", "braid_sgd_update",
-    "braid_sgd_momentum_update", "braid_adam_update",
+    "braid_version",
+    "braid_last_error",
+    "braid_status_name",
+    "braid_dtype_name",
+    "braid_dtype_size",
+    "braid_context_create",
+    "braid_context_retain",
+    "braid_context_release",
+    "braid_context_backend_count",
+    "braid_context_backend_info",
+    "braid_context_device_count",
+    "braid_context_find_device",
+    "braid_context_device_info",
+    "braid_wait_all",
+    "braid_context_set_seed",
+    "braid_memory_stats_get",
+    "braid_memory_empty_cache",
+    "braid_memory_reset_peak",
+    "braid_profiler_start",
+    "braid_profiler_stop",
+    "braid_tensor_empty",
+    "braid_tensor_from_host",
+    "braid_tensor_retain",
+    "braid_tensor_release",
+    "braid_tensor_ndim",
+    "braid_tensor_shape",
+    "braid_tensor_dtype",
+    "braid_tensor_device",
+    "braid_tensor_numel",
+    "braid_tensor_wait_to_read",
+    "braid_tensor_to_host",
+    "braid_tensor_write_host",
+    "braid_full",
+    "braid_arange",
+    "braid_random_uniform",
+    "braid_random_normal",
+    "braid_unary",
+    "braid_binary",
+    "braid_binary_scalar",
+    "braid_reduce",
+    "braid_argmax",
+    "braid_matmul",
+    "braid_reshape",
+    "braid_slice",
+    "braid_transpose",
+    "braid_concat",
+    "braid_copy",
+    "braid_cast",
+    "braid_copy_into",
+    "braid_conv2d",
+    "braid_pool2d",
+    "braid_batch_norm",
+    "braid_softmax",
+    "braid_softmax_cross_entropy",
+    "braid_dropout",
+    "braid_sgd_update",
+    "braid_sgd_momentum_update",
+    "braid_adam_update",
     // data (ABI 1.1)
-    "braid_dataset_open", "braid_dataset_retain", "braid_dataset_release", "braid_dataset_size",
-    "braid_dataset_image_shape", "braid_batch_iterator_create", "braid_batch_iterator_retain",
-    "braid_batch_iterator_release", "braid_batch_iterator_next", "braid_batch_iterator_batches",
+    "braid_dataset_open",
+    "braid_dataset_retain",
+    "braid_dataset_release",
+    "braid_dataset_size",
+    "braid_dataset_image_shape",
+    "braid_batch_iterator_create",
+    "braid_batch_iterator_retain",
+    "braid_batch_iterator_release",
+    "braid_batch_iterator_next",
+    "braid_batch_iterator_batches",
     // autograd
-    "braid_autograd_set_recording", "braid_autograd_is_recording", "braid_tensor_attach_grad", "braid_tensor_grad",
-    "braid_backward", "braid_conv2d_backward_data", "braid_conv2d_backward_weight", "braid_pool2d_backward",
-    "braid_batch_norm_backward", "braid_softmax_cross_entropy_backward",
+    "braid_autograd_set_recording",
+    "braid_autograd_is_recording",
+    "braid_tensor_attach_grad",
+    "braid_tensor_grad",
+    "braid_backward",
+    "braid_conv2d_backward_data",
+    "braid_conv2d_backward_weight",
+    "braid_pool2d_backward",
+    "braid_batch_norm_backward",
+    "braid_softmax_cross_entropy_backward",
     // parallel (ABI 1.2)
-    "braid_split_sizes", "braid_split_and_load", "braid_replicate", "braid_allreduce", "braid_reduce_to",
-    "braid_broadcast", "braid_all_gather", "braid_reduce_scatter", "braid_kvstore_create", "braid_kvstore_retain",
-    "braid_kvstore_release", "braid_kvstore_type", "braid_kvstore_init", "braid_kvstore_push", "braid_kvstore_pull",
-    "braid_kvstore_pushpull", "braid_kvstore_set_optimizer", "braid_trainer_create", "braid_trainer_retain",
-    "braid_trainer_release", "braid_trainer_step", "braid_trainer_allreduce_grads", "braid_trainer_update",
-    "braid_trainer_set_learning_rate", "braid_trainer_learning_rate",
+    "braid_split_sizes",
+    "braid_split_and_load",
+    "braid_replicate",
+    "braid_allreduce",
+    "braid_reduce_to",
+    "braid_broadcast",
+    "braid_all_gather",
+    "braid_reduce_scatter",
+    "braid_kvstore_create",
+    "braid_kvstore_retain",
+    "braid_kvstore_release",
+    "braid_kvstore_type",
+    "braid_kvstore_init",
+    "braid_kvstore_push",
+    "braid_kvstore_pull",
+    "braid_kvstore_pushpull",
+    "braid_kvstore_set_optimizer",
+    "braid_trainer_create",
+    "braid_trainer_retain",
+    "braid_trainer_release",
+    "braid_trainer_step",
+    "braid_trainer_allreduce_grads",
+    "braid_trainer_update",
+    "braid_trainer_set_learning_rate",
+    "braid_trainer_learning_rate",
     // library version (ABI 1.3)
     "braid_version_string",
     // what a device reaches, checkpoints (ABI 1.4)
-    "braid_device_measure", "braid_save_safetensors", "braid_safetensors_names", "braid_load_safetensors",
+    "braid_device_measure",
+    "braid_save_safetensors",
+    "braid_safetensors_names",
+    "braid_load_safetensors",
     // graph mode (ABI 1.5)
-    "braid_graph_trace_begin", "braid_graph_trace_end", "braid_graph_trace_abort", "braid_graph_retain",
-    "braid_graph_release", "braid_graph_optimize", "braid_graph_run", "braid_graph_get_info", "braid_graph_get_node",
-    "braid_graph_save", "braid_graph_load", "braid_hybrid_create", "braid_hybrid_retain", "braid_hybrid_release",
-    "braid_hybrid_call", "braid_hybrid_graph", "braid_graph_get_input", "braid_graph_get_output",
+    "braid_graph_trace_begin",
+    "braid_graph_trace_end",
+    "braid_graph_trace_abort",
+    "braid_graph_retain",
+    "braid_graph_release",
+    "braid_graph_optimize",
+    "braid_graph_run",
+    "braid_graph_get_info",
+    "braid_graph_get_node",
+    "braid_graph_save",
+    "braid_graph_load",
+    "braid_hybrid_create",
+    "braid_hybrid_retain",
+    "braid_hybrid_release",
+    "braid_hybrid_call",
+    "braid_hybrid_graph",
+    "braid_graph_get_input",
+    "braid_graph_get_output",
     // log (ABI 1.5)
-    "braid_set_log_callback", "braid_log_level_name",
+    "braid_set_log_callback",
+    "braid_log_level_name",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -163,7 +259,8 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25:
+                                                             // parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
@@ -181,4 +278,4 @@ TEST_CASE("libbraid.so exports every function of braid.h") {
   dlclose(lib);
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("symbols")

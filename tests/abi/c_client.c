@@ -10,13 +10,13 @@
 #include "abi_layout.h" /* includes braid_backend.h and braid.h */
 #include "braid.h"
 
-#define CHECK_OK(expr)                                                                             \
-  do {                                                                                             \
-    braid_status st_ = (expr);                                                                     \
-    if (st_ != BRAID_OK) {                                                                         \
+#define CHECK_OK(expr)                                                                                     \
+  do {                                                                                                     \
+    braid_status st_ = (expr);                                                                             \
+    if (st_ != BRAID_OK) {                                                                                 \
       fprintf(stderr, "c_client: %s failed: %s: %s\n", #expr, braid_status_name(st_), braid_last_error()); \
-      return 1;                                                                                    \
-    }                                                                                              \
+      return 1;                                                                                            \
+    }                                                                                                      \
   } while (0)
 
 static int run(void) {

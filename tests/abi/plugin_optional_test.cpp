@@ -15,8 +15,8 @@ namespace {
 // The host callbacks a direct load_backend passes; the plugins only need them present.
 int32_t begin_work(void*) { return 1; }
 void end_work(void*, braid_status, const char*) {}
-const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, nullptr,
-                              begin_work, end_work};
+const braid_host_api kHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, nullptr, begin_work, end_work};
 
 std::unique_ptr<braid::Backend> load(const std::string& name) {
   auto b = braid::load_backend(name, plugin_file(name), &kHost);
@@ -172,4 +172,4 @@ TEST_CASE("supports_call sees the whole call, and its refusal fails the op with 
   CHECK(load("required_hole")->proc(kLastCall) == nullptr);
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("plugin ABI 1.4")

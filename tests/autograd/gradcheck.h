@@ -12,8 +12,8 @@ using Fn = std::function<braid::Tensor(const std::vector<braid::Tensor>&)>;
 
 struct Input {
   ref::Array value;
-  bool grad = true;                      // check the gradient of this input
-  braid_dtype dtype = BRAID_FLOAT64;     // integer inputs (labels) are never differentiated
+  bool grad = true;                   // check the gradient of this input
+  braid_dtype dtype = BRAID_FLOAT64;  // integer inputs (labels) are never differentiated
 };
 
 // Checks d(sum(f(x) * r))/dx for a fixed random r (the head gradient) against central differences

@@ -56,13 +56,14 @@ TEST_CASE("gradients: binary ops with broadcasting") {
 }
 
 TEST_CASE("gradients: binary ops with a scalar, both orders") {
-  const braid_binary_op ops[] = {BRAID_BINARY_ADD, BRAID_BINARY_SUB, BRAID_BINARY_MUL, BRAID_BINARY_DIV,
+  const braid_binary_op ops[] = {BRAID_BINARY_ADD, BRAID_BINARY_SUB,     BRAID_BINARY_MUL,    BRAID_BINARY_DIV,
                                  BRAID_BINARY_POW, BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM};
   for (const auto& dev : harness::each_device())
     for (braid_binary_op op : ops)
       for (bool rev : {false, true}) {
         INFO("device ", dev.id, ", op ", int(op), rev ? " reversed" : "");
-        check(dev.index, {{spread({2, 5}, 0.5, 2.5, 4)}}, [&](const Xs& x) { return braid::binary(op, x[0], 1.3, rev); });
+        check(dev.index, {{spread({2, 5}, 0.5, 2.5, 4)}},
+              [&](const Xs& x) { return braid::binary(op, x[0], 1.3, rev); });
       }
 }
 
@@ -71,8 +72,9 @@ TEST_CASE("gradients: binary ops with a scalar, both orders") {
 TEST_CASE("gradients: binary ops between float64 and float32 operands (promoted)") {
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);
-    check(dev.index, {{rnd({3, 4}, -1, 1, 4)}, {rnd({4}, -1, 1, 5)}},
-          [](const Xs& x) { return braid::mul(x[0], braid::cast(x[1], BRAID_FLOAT32)); }, 1e-3, 1e-3);
+    check(
+        dev.index, {{rnd({3, 4}, -1, 1, 4)}, {rnd({4}, -1, 1, 5)}},
+        [](const Xs& x) { return braid::mul(x[0], braid::cast(x[1], BRAID_FLOAT32)); }, 1e-3, 1e-3);
   }
 }
 
@@ -85,7 +87,8 @@ TEST_CASE("gradients: reductions over some and all axes") {
       for (const auto& ax : axes)
         for (bool keep : {false, true}) {
           INFO("device ", dev.id, ", reduce ", int(op), ", ", ax.size(), " axes", keep ? ", keepdims" : "");
-          check(dev.index, {{spread({2, 3, 4}, -2, 2, 5)}}, [&](const Xs& x) { return braid::reduce(op, x[0], ax, keep); });
+          check(dev.index, {{spread({2, 3, 4}, -2, 2, 5)}},
+                [&](const Xs& x) { return braid::reduce(op, x[0], ax, keep); });
         }
 }
 
@@ -129,8 +132,9 @@ TEST_CASE("gradients: reshape, slice, transpose, concat, cast, copy") {
     check(dev.index, {{a}, {b}}, [](const Xs& x) { return braid::concat({x[0], x[1], x[0]}, 1); });
     check(dev.index, {{a}}, [&](const Xs& x) { return x[0].copy_to(dev.index); });
     // float64 -> float32 -> float64: the gradient passes through both casts (float32 rounding: looser)
-    check(dev.index, {{a}}, [](const Xs& x) { return braid::cast(braid::cast(x[0], BRAID_FLOAT32), BRAID_FLOAT64); },
-          1e-3, 1e-3);
+    check(
+        dev.index, {{a}}, [](const Xs& x) { return braid::cast(braid::cast(x[0], BRAID_FLOAT32), BRAID_FLOAT64); },
+        1e-3, 1e-3);
   }
 }
 
@@ -139,7 +143,8 @@ TEST_CASE("gradients: conv2d with stride, padding and bias") {
     int64_t n, c, h, w, k, r, s;
     std::array<int32_t, 2> stride, padding;
   };
-  const Case cases[] = {{2, 2, 5, 5, 3, 3, 3, {1, 1}, {0, 0}}, {1, 3, 6, 5, 2, 3, 2, {2, 1}, {1, 0}},
+  const Case cases[] = {{2, 2, 5, 5, 3, 3, 3, {1, 1}, {0, 0}},
+                        {1, 3, 6, 5, 2, 3, 2, {2, 1}, {1, 0}},
                         {2, 1, 4, 4, 2, 1, 1, {1, 1}, {0, 0}}};
   for (const auto& dev : harness::each_device())
     for (const Case& c : cases) {
@@ -155,8 +160,10 @@ TEST_CASE("gradients: max and average pooling") {
     braid_pool_kind kind;
     std::array<int32_t, 2> kernel, stride, padding;
   };
-  const Case cases[] = {{BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}}, {BRAID_POOL_AVG, {2, 2}, {0, 0}, {0, 0}},
-                        {BRAID_POOL_MAX, {3, 3}, {2, 2}, {1, 1}}, {BRAID_POOL_AVG, {3, 2}, {1, 2}, {1, 0}}};
+  const Case cases[] = {{BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}},
+                        {BRAID_POOL_AVG, {2, 2}, {0, 0}, {0, 0}},
+                        {BRAID_POOL_MAX, {3, 3}, {2, 2}, {1, 1}},
+                        {BRAID_POOL_AVG, {3, 2}, {1, 2}, {1, 0}}};
   for (const auto& dev : harness::each_device())
     for (const Case& c : cases) {
       INFO("device ", dev.id, ", kind ", int(c.kind), ", kernel ", c.kernel[0], "x", c.kernel[1]);

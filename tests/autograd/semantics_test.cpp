@@ -121,7 +121,7 @@ TEST_CASE("autograd: head gradients, several heads, non-scalar heads") {
     Tensor y1, y2;
     {
       braid::AutogradScope rec(ctx);
-      y1 = (x * 2.0);             // vector head
+      y1 = (x * 2.0);                     // vector head
       y2 = braid::sum(braid::square(x));  // scalar head
     }
     // A non-scalar head needs a head gradient.

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "braid_backend.h"
 #include <doctest/doctest.h>
+#include "braid_backend.h"
 
 #include "plugin_loader.h"
 
@@ -23,8 +23,8 @@ void host_log(braid_log_level level, const char* message) {
 }
 int32_t host_begin(void*) { return 1; }
 void host_end(void*, braid_status, const char*) {}
-const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
-                              host_begin, host_end};
+const braid_host_api kHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log, host_begin, host_end};
 
 // What the plugin makes of one value: the cores of each device and the log lines of the enumeration.
 struct Seen {
@@ -38,8 +38,10 @@ struct Seen {
 Seen enumerate(const char* value) {
   const char* old = std::getenv("BRAID_CPU_DEVICES");
   const std::string saved = old ? old : "";
-  if (value) setenv("BRAID_CPU_DEVICES", value, 1);
-  else unsetenv("BRAID_CPU_DEVICES");
+  if (value)
+    setenv("BRAID_CPU_DEVICES", value, 1);
+  else
+    unsetenv("BRAID_CPU_DEVICES");
   {
     std::lock_guard lock(g_log_mu);
     g_lines.clear();
@@ -66,8 +68,10 @@ Seen enumerate(const char* value) {
     REQUIRE(api->device_open(n - 1, &d) == BRAID_OK);
     api->device_close(d);
   }
-  if (old) setenv("BRAID_CPU_DEVICES", saved.c_str(), 1);
-  else unsetenv("BRAID_CPU_DEVICES");
+  if (old)
+    setenv("BRAID_CPU_DEVICES", saved.c_str(), 1);
+  else
+    unsetenv("BRAID_CPU_DEVICES");
   std::lock_guard lock(g_log_mu);
   seen.log = g_lines;
   return seen;

@@ -25,9 +25,9 @@ constexpr unsigned kAvx2 = 1u << 5;
 constexpr unsigned kAvx512 = (1u << 16) | (1u << 17) | (1u << 28) | (1u << 30) | (1u << 31);
 constexpr unsigned kAmx = (1u << 24) | (1u << 22);  // leaf 7 edx: AMX-TILE, AMX-BF16
 constexpr unsigned kAvx512Bf16 = 1u << 5;           // leaf 7.1 eax
-constexpr unsigned long long kXcrAvx = 0x7;          // x87, SSE, AVX state
-constexpr unsigned long long kXcrAvx512 = 0xe7;      // + opmask, ZMM_Hi256, Hi16_ZMM
-constexpr unsigned long long kXcrAmx = 0x600e7;      // + XTILECFG, XTILEDATA
+constexpr unsigned long long kXcrAvx = 0x7;         // x87, SSE, AVX state
+constexpr unsigned long long kXcrAvx512 = 0xe7;     // + opmask, ZMM_Hi256, Hi16_ZMM
+constexpr unsigned long long kXcrAmx = 0x600e7;     // + XTILECFG, XTILEDATA
 
 CpuidWords cpu(const unsigned (&vendor)[3], unsigned leaf1, unsigned l7b, unsigned l7d, unsigned l71a,
                unsigned long long xcr0) {

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "braid_backend.h"
 #include <doctest/doctest.h>
+#include "braid_backend.h"
 
 #include "bad_work.h"
 #include "kernels_work.h"
@@ -43,8 +43,8 @@ void host_end(void* token, braid_status status, const char* message) {
   e.status = status;
   e.message = message != nullptr ? message : "";
 }
-const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
-                              host_begin, host_end};
+const braid_host_api kHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log, host_begin, host_end};
 
 struct Plugin {
   test::PluginLib plugin{BRAID_CPU_PLUGIN, &kHost};

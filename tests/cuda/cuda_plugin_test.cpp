@@ -26,9 +26,9 @@
 #include <utility>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include "braid.h"
 #include "braid_backend.h"
-#include <doctest/doctest.h>
 
 #include "bad_work.h"
 #include "kernels_work.h"
@@ -45,8 +45,7 @@ void host_log(braid_log_level, const char* message) {
   try {
     std::lock_guard lock(g_log_mu);
     g_log.emplace_back(message);
-  } catch (...) {
-  }
+  } catch (...) {}
 }
 std::vector<std::string> take_log() {
   std::lock_guard lock(g_log_mu);
@@ -70,8 +69,8 @@ void host_end(void* token, braid_status status, const char* message) {
   e.message = message != nullptr ? message : "";
   ++e.count;
 }
-const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
-                              host_begin, host_end};
+const braid_host_api kHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log, host_begin, host_end};
 
 struct Plugin : test::PluginLib {
   Plugin() : PluginLib(BRAID_CUDA_PLUGIN, &kHost) {}
@@ -86,7 +85,8 @@ Devices probe_devices() {
   Plugin p;
   Devices d;
   const char* reason = nullptr;
-  if (p.api() != nullptr && p.api()->device_count(&d.count, &reason) == BRAID_OK && reason != nullptr) d.reason = reason;
+  if (p.api() != nullptr && p.api()->device_count(&d.count, &reason) == BRAID_OK && reason != nullptr)
+    d.reason = reason;
   return d;
 }
 
@@ -430,12 +430,12 @@ TEST_CASE("cuda: an overlapping copy inside one buffer moves the bytes as memmov
   };
   constexpr uint64_t kMiB = uint64_t(1) << 20;
   const Move moves[] = {
-      {0, 4, kBytes - 4},                          // up by one word: the destination runs ahead
-      {4096 + 4, 4, kBytes - 4096 - 4},            // down by a page
-      {3, 1, kBytes / 2},                          // down by two bytes, unaligned
-      {64 * 1024 + 1, 64 * 1024 + 1, 1000},        // onto itself
-      {100, 20 * kMiB + 100, 24 * kMiB},           // up by 20 MiB, more than one bounce piece
-      {30 * kMiB + 8, 2 * kMiB + 8, 16 * kMiB},    // down by 28 MiB, ranges touching
+      {0, 4, kBytes - 4},                        // up by one word: the destination runs ahead
+      {4096 + 4, 4, kBytes - 4096 - 4},          // down by a page
+      {3, 1, kBytes / 2},                        // down by two bytes, unaligned
+      {64 * 1024 + 1, 64 * 1024 + 1, 1000},      // onto itself
+      {100, 20 * kMiB + 100, 24 * kMiB},         // up by 20 MiB, more than one bounce piece
+      {30 * kMiB + 8, 2 * kMiB + 8, 16 * kMiB},  // down by 28 MiB, ranges touching
   };
   std::vector<uint64_t> moved;
   for (const Move& m : moves) {
@@ -669,8 +669,9 @@ TEST_CASE("cuda: more than 256 checked kernels in flight are all checked" * doct
   }
   uint64_t reached = 0;
   d.api->semaphore_query(d.sem, &reached);
-  WARN_MESSAGE(reached < convs.back(), "the convolutions ended before the divisions were all submitted: "
-                                       "fewer than 257 may have been in flight");
+  WARN_MESSAGE(reached < convs.back(),
+               "the convolutions ended before the divisions were all submitted: "
+               "fewer than 257 may have been in flight");
   d.wait(divisions.back());
   for (uint64_t v : convs) CHECK_MESSAGE(d.end(v).status == BRAID_OK, d.end(v).message);
   int failed = 0;

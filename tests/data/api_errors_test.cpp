@@ -12,13 +12,13 @@
 namespace {
 
 // The call fails with BRAID_ERR_INVALID_ARGUMENT and a message containing `mention`.
-#define CHECK_INVALID(expr, mention)                                                                  \
-  do {                                                                                               \
-    const braid_status st_ = (expr);                                                                 \
-    const std::string msg_ = braid_last_error();                                                     \
-    INFO(#expr << " -> " << braid_status_name(st_) << ": " << msg_);                                 \
-    CHECK(st_ == BRAID_ERR_INVALID_ARGUMENT);                                                        \
-    CHECK(msg_.find(mention) != std::string::npos);                                                  \
+#define CHECK_INVALID(expr, mention)                                 \
+  do {                                                               \
+    const braid_status st_ = (expr);                                 \
+    const std::string msg_ = braid_last_error();                     \
+    INFO(#expr << " -> " << braid_status_name(st_) << ": " << msg_); \
+    CHECK(st_ == BRAID_ERR_INVALID_ARGUMENT);                        \
+    CHECK(msg_.find(mention) != std::string::npos);                  \
   } while (0)
 
 struct Fixture {
@@ -265,4 +265,4 @@ TEST_CASE("released dataset and iterator handles are refused, and their addresse
   CHECK(b.labels.size() == 20);
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("api errors")

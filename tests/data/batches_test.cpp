@@ -90,11 +90,17 @@ TEST_CASE("batch count and the last batch, with and without drop_last") {
     std::vector<int64_t> sizes;
   };
   const Case cases[] = {
-      {256, false, {256, 256, 256, 232}}, {256, true, {256, 256, 256}}, {250, false, {250, 250, 250, 250}},
-      {250, true, {250, 250, 250, 250}},  {1000, true, {1000}},         {3000, false, {1000}},
+      {256, false, {256, 256, 256, 232}},
+      {256, true, {256, 256, 256}},
+      {250, false, {250, 250, 250, 250}},
+      {250, true, {250, 250, 250, 250}},
+      {1000, true, {1000}},
+      {3000, false, {1000}},
       {3000, true, {}},
       // The whole dataset in one batch, however large the batch size (INT64_MAX gave zero batches).
-      {INT64_MAX, false, {1000}}, {INT64_MAX, true, {}}, {INT64_MAX - 1, false, {1000}},
+      {INT64_MAX, false, {1000}},
+      {INT64_MAX, true, {}},
+      {INT64_MAX - 1, false, {1000}},
       {int64_t{1} << 62, false, {1000}},
   };
   for (const Case& c : cases) {
@@ -166,9 +172,9 @@ TEST_CASE("the order is a function of (seed, epoch) only") {
     return out;
   };
   const auto a = epochs_of(99, 2, 128, 3);
-  CHECK(epochs_of(99, 2, 128, 3) == a);  // the same seed again
-  CHECK(epochs_of(99, 0, 128, 3) == a);  // no prefetch thread
-  CHECK(epochs_of(99, 7, 128, 3) == a);  // a deeper prefetch
+  CHECK(epochs_of(99, 2, 128, 3) == a);   // the same seed again
+  CHECK(epochs_of(99, 0, 128, 3) == a);   // no prefetch thread
+  CHECK(epochs_of(99, 7, 128, 3) == a);   // a deeper prefetch
   CHECK(epochs_of(99, 1, 1000, 3) == a);  // another batch size cuts the same order differently
   const auto b = epochs_of(100, 2, 128, 3);
   CHECK(b[0] != a[0]);
@@ -228,4 +234,4 @@ TEST_CASE("batches feed ops like any tensor") {
   for (float v : l) CHECK(v > 0.0f);  // -log p of one of 10 classes: positive, finite
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("batches")

@@ -55,11 +55,11 @@ TEST_CASE("checkpoints: every dtype round-trips through a safetensors file, bit 
     std::vector<int64_t> shape;
     size_t elem;
   };
-  const std::vector<Case> cases = {{"w.f32", BRAID_FLOAT32, {2, 3}, 4},  {"w.f64", BRAID_FLOAT64, {3}, 8},
-                                   {"i32", BRAID_INT32, {1, 2, 2}, 4},    {"i64", BRAID_INT64, {2}, 8},
-                                   {"u8", BRAID_UINT8, {5}, 1},           {"h", BRAID_FLOAT16, {4}, 2},
-                                   {"bf", BRAID_BFLOAT16, {2, 2}, 2},     {"scalar", BRAID_FLOAT32, {}, 4},
-                                   {"empty", BRAID_FLOAT32, {0, 7}, 4},   {"ünïcode ✓", BRAID_UINT8, {1}, 1}};
+  const std::vector<Case> cases = {{"w.f32", BRAID_FLOAT32, {2, 3}, 4}, {"w.f64", BRAID_FLOAT64, {3}, 8},
+                                   {"i32", BRAID_INT32, {1, 2, 2}, 4},  {"i64", BRAID_INT64, {2}, 8},
+                                   {"u8", BRAID_UINT8, {5}, 1},         {"h", BRAID_FLOAT16, {4}, 2},
+                                   {"bf", BRAID_BFLOAT16, {2, 2}, 2},   {"scalar", BRAID_FLOAT32, {}, 4},
+                                   {"empty", BRAID_FLOAT32, {0, 7}, 4}, {"ünïcode ✓", BRAID_UINT8, {1}, 1}};
   std::vector<test::T> ts;
   std::vector<std::vector<uint8_t>> want;
   std::vector<const char*> names;
@@ -178,8 +178,9 @@ TEST_CASE("checkpoints: damaged files and bad arguments are refused with a reaso
   expect_io(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,8]}})", four, "not inside");
   expect_io(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,0]}})", four, "not inside");
   expect_io(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})", four, "belong to none");  // a hole at the end
-  expect_io(R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}})",
-            four, "without gaps or overlap");
+  expect_io(
+      R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}})",
+      four, "without gaps or overlap");
   expect_io(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,4]}})", four,
             "larger than any file");
   expect_io(R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", four, "__metadata__");
@@ -229,7 +230,7 @@ TEST_CASE("checkpoints: damaged files and bad arguments are refused with a reaso
   CHECK(braid_save_safetensors(link.c_str(), 1, dup, xs) == BRAID_ERR_INVALID_ARGUMENT);
   struct stat st {};
   CHECK(lstat(link.c_str(), &st) == 0);
-  CHECK(S_ISLNK(st.st_mode));  // left as it was
+  CHECK(S_ISLNK(st.st_mode));                              // left as it was
   CHECK(names_of(path) == std::vector<std::string>{"a"});  // the earlier file is untouched
 }
 

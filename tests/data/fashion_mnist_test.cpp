@@ -51,7 +51,8 @@ TEST_SUITE("fashion-mnist") {
 TEST_CASE("both splits read, with the sizes, labels and bytes of the installed files") {
   require_installed();
   test::Ctx ctx;
-  for (const SplitCase& sc : {SplitCase{BRAID_SPLIT_TRAIN, "train", 60000}, SplitCase{BRAID_SPLIT_TEST, "t10k", 10000}}) {
+  for (const SplitCase& sc :
+       {SplitCase{BRAID_SPLIT_TRAIN, "train", 60000}, SplitCase{BRAID_SPLIT_TEST, "t10k", 10000}}) {
     CAPTURE(sc.prefix);
     dtest::Dataset ds;
     braid_dataset_options o = BRAID_DATASET_OPTIONS_INIT;  // dir NULL: the package's directory
@@ -141,4 +142,4 @@ TEST_CASE("batches of the real training set: 60000 examples per epoch, a smaller
   for (int64_t c : per_class) CHECK(c == 6000);  // a permutation keeps the class counts
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("fashion-mnist")

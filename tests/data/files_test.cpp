@@ -36,8 +36,10 @@ struct Env {
     setenv(n, value.c_str(), 1);
   }
   ~Env() {
-    if (had) setenv(name.c_str(), old.c_str(), 1);
-    else unsetenv(name.c_str());
+    if (had)
+      setenv(name.c_str(), old.c_str(), 1);
+    else
+      unsetenv(name.c_str());
   }
 };
 
@@ -159,9 +161,11 @@ TEST_CASE("directory precedence: options->dir, then BRAID_DATA_DIR, then the pac
     dtest::Dataset ds;
     braid_dataset_options o = BRAID_DATASET_OPTIONS_INIT;
     const braid_status st = braid_dataset_open(ctx.ctx, &o, ds.out());
-    if (st == BRAID_OK) CHECK(size_of(ds) == 60000);
-    else CHECK(dtest::last_error().find("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") !=
-               std::string::npos);
+    if (st == BRAID_OK)
+      CHECK(size_of(ds) == 60000);
+    else
+      CHECK(dtest::last_error().find("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz") !=
+            std::string::npos);
   }
 }
 
@@ -253,9 +257,9 @@ TEST_CASE("corrupt files: each names the file and gives BRAID_ERR_IO") {
   SUBCASE("image and label counts differ") {
     TempDir dir;
     dtest::write_split(dir, dtest::synth(10, 28, 28, 9));
-    expect_failure(ctx.ctx, dir, BRAID_ERR_IO,
-                   {dir.file("train-images-idx3-ubyte.gz"), dir.file("train-labels-idx1-ubyte.gz"), "10 images",
-                    "9 labels"});
+    expect_failure(
+        ctx.ctx, dir, BRAID_ERR_IO,
+        {dir.file("train-images-idx3-ubyte.gz"), dir.file("train-labels-idx1-ubyte.gz"), "10 images", "9 labels"});
   }
   SUBCASE("a label outside the 10 classes") {
     TempDir dir;
@@ -321,4 +325,4 @@ TEST_CASE("corrupt files: each names the file and gives BRAID_ERR_IO") {
   }
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("files")

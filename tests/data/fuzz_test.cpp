@@ -112,8 +112,8 @@ void fuzz(bool gz, uint64_t seed, int rounds) {
     dtest::TempDir dir;
     dtest::write_split(dir, good, gz);
     const bool images = rng.below(2) == 0;
-    const std::string name = std::string(images ? "train-images-idx3-ubyte" : "train-labels-idx1-ubyte") +
-                             (gz ? ".gz" : "");
+    const std::string name =
+        std::string(images ? "train-images-idx3-ubyte" : "train-labels-idx1-ubyte") + (gz ? ".gz" : "");
     const std::vector<uint8_t> mutated = mutate(dtest::read_file(dir.file(name)), rng);
     dtest::write_plain(dir.file(name), mutated);
 
@@ -160,8 +160,8 @@ void fuzz(bool gz, uint64_t seed, int rounds) {
     for (size_t i = 0; i < lb.size(); ++i) same = same && b.labels[i] == lb[i];
     CHECK(same);
   }
-  MESSAGE(std::string(gz ? "gzip" : "plain") << ": " << opened << " mutants opened consistently, " << failed
-                                  << " refused cleanly");
+  MESSAGE(std::string(gz ? "gzip" : "plain")
+          << ": " << opened << " mutants opened consistently, " << failed << " refused cleanly");
   CHECK(failed > 0);
 }
 
@@ -172,4 +172,4 @@ TEST_SUITE("fuzz") {
 TEST_CASE("mutated plain IDX files") { fuzz(false, 0x5eed0001, 600); }
 TEST_CASE("mutated gzip IDX files") { fuzz(true, 0x5eed0002, 600); }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("fuzz")

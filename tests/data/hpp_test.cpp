@@ -41,4 +41,4 @@ TEST_CASE("Dataset and BatchIterator") {
   CHECK_THROWS_AS(braid::BatchIterator(ds, {.batch_size = 0}), braid::Error);
 }
 
-}  // TEST_SUITE
+}  // TEST_SUITE("braid.hpp")

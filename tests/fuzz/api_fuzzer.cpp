@@ -27,7 +27,9 @@ class Input {
   Input(const uint8_t* data, size_t size) : p_(data), end_(data + size) {}
   bool empty() const { return p_ >= end_; }
   uint8_t byte() { return p_ < end_ ? *p_++ : 0; }
-  int32_t small(int32_t lo, int32_t hi) { return lo + static_cast<int32_t>(byte() % static_cast<uint8_t>(hi - lo + 1)); }
+  int32_t small(int32_t lo, int32_t hi) {
+    return lo + static_cast<int32_t>(byte() % static_cast<uint8_t>(hi - lo + 1));
+  }
   // Mostly small sizes, sometimes the edges: 0, -1, a huge one.
   int64_t extent() {
     const uint8_t b = byte();
@@ -102,18 +104,29 @@ void run_one(Input& in, Pool& pool) {
   std::array<int64_t, kMaxDims> dims{}, begin{}, end{}, step{};
   std::array<int32_t, kMaxDims> axes{};
   switch (in.byte() % 22) {
-    case 0: shape(in, ndim, dims); braid_full(g_ctx, dev, dtype, ndim, dims.data(), in.scalar(), &out); break;
-    case 1: shape(in, ndim, dims); braid_tensor_empty(g_ctx, dev, dtype, ndim, dims.data(), &out); break;
+    case 0:
+      shape(in, ndim, dims);
+      braid_full(g_ctx, dev, dtype, ndim, dims.data(), in.scalar(), &out);
+      break;
+    case 1:
+      shape(in, ndim, dims);
+      braid_tensor_empty(g_ctx, dev, dtype, ndim, dims.data(), &out);
+      break;
     case 2: {
       shape(in, ndim, dims);
       std::vector<uint8_t> host(static_cast<size_t>(in.small(0, 64)), in.byte());
       braid_tensor_from_host(g_ctx, dev, dtype, ndim, dims.data(), host.data(), host.size(), &out);
       break;
     }
-    case 3: shape(in, ndim, dims); braid_random_uniform(g_ctx, dev, dtype, ndim, dims.data(), in.scalar(), in.scalar(), &out); break;
+    case 3:
+      shape(in, ndim, dims);
+      braid_random_uniform(g_ctx, dev, dtype, ndim, dims.data(), in.scalar(), in.scalar(), &out);
+      break;
     case 4: braid_unary(static_cast<braid_unary_op>(in.small(-1, 20)), a, &out); break;
     case 5: braid_binary(static_cast<braid_binary_op>(in.small(-1, 12)), a, b, &out); break;
-    case 6: braid_binary_scalar(static_cast<braid_binary_op>(in.small(-1, 12)), a, in.scalar(), in.small(0, 1), &out); break;
+    case 6:
+      braid_binary_scalar(static_cast<braid_binary_op>(in.small(-1, 12)), a, in.scalar(), in.small(0, 1), &out);
+      break;
     case 7: {
       const int32_t naxes = in.small(-1, kMaxDims);
       for (int32_t& x : axes) x = in.small(-5, 5);
@@ -122,7 +135,10 @@ void run_one(Input& in, Pool& pool) {
       break;
     }
     case 8: braid_matmul(a, b, in.small(0, 1), in.small(0, 1), &out); break;
-    case 9: shape(in, ndim, dims); braid_reshape(a, ndim, dims.data(), &out); break;
+    case 9:
+      shape(in, ndim, dims);
+      braid_reshape(a, ndim, dims.data(), &out);
+      break;
     case 10:
       for (int i = 0; i < kMaxDims; ++i) {
         begin[size_t(i)] = in.extent() - 3;
@@ -147,8 +163,10 @@ void run_one(Input& in, Pool& pool) {
     case 17: braid_argmax(a, in.small(-3, 3), in.small(0, 1), &out); break;
     case 18: {
       std::vector<uint8_t> host(static_cast<size_t>(in.small(0, 256)));
-      if (in.byte() % 2) braid_tensor_to_host(a, host.data(), host.size());
-      else braid_tensor_write_host(a, host.data(), host.size());
+      if (in.byte() % 2)
+        braid_tensor_to_host(a, host.data(), host.size());
+      else
+        braid_tensor_write_host(a, host.data(), host.size());
       break;
     }
     case 19: {

@@ -28,7 +28,8 @@ void ok(braid_status s) {
 
 braid_tensor tensor(std::vector<int64_t> shape, double scale) {
   braid_tensor t = nullptr;
-  ok(braid_random_uniform(g_ctx, 0, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), -scale, scale, &t));
+  ok(braid_random_uniform(g_ctx, 0, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), -scale, scale,
+                          &t));
   return t;
 }
 
@@ -46,7 +47,8 @@ void make_seed(const std::string& json, const std::string& params) {
   ok(braid_autograd_set_recording(g_ctx, 1, nullptr));
   braid_conv2d_params cp = BRAID_CONV2D_PARAMS_INIT;
   braid_pool2d_params pp = BRAID_POOL2D_PARAMS_INIT;
-  braid_tensor c = nullptr, r = nullptr, p = nullptr, f = nullptr, m = nullptr, z = nullptr, l = nullptr, loss = nullptr;
+  braid_tensor c = nullptr, r = nullptr, p = nullptr, f = nullptr, m = nullptr, z = nullptr, l = nullptr,
+               loss = nullptr;
   ok(braid_conv2d(x, w1, b1, &cp, &c));
   ok(braid_unary(BRAID_UNARY_RELU, c, &r));
   ok(braid_pool2d(r, &pp, &p));
@@ -133,7 +135,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.struct_size = sizeof o;
     if (braid_graph_get_output(g, i, &o) != BRAID_OK) std::abort();
     uint64_t n = 8;
-    for (int32_t d = 0; d < o.ndim; ++d) n = o.shape[d] > 0 && n > (uint64_t{1} << 40) / uint64_t(o.shape[d]) ? uint64_t{1} << 40 : n * uint64_t(o.shape[d]);
+    for (int32_t d = 0; d < o.ndim; ++d)
+      n = o.shape[d] > 0 && n > (uint64_t{1} << 40) / uint64_t(o.shape[d]) ? uint64_t{1} << 40
+                                                                           : n * uint64_t(o.shape[d]);
     out_bytes += n;
   }
   std::vector<braid_tensor> ins;

@@ -30,9 +30,11 @@ struct Graph {
 };
 
 // Uniform in [-scale, scale], from the context's generator.
-inline test::T random(braid_context ctx, braid_device dev, braid_dtype dtype, std::vector<int64_t> shape, double scale) {
+inline test::T random(braid_context ctx, braid_device dev, braid_dtype dtype, std::vector<int64_t> shape,
+                      double scale) {
   test::T t;
-  BRAID_CHECK_OK(braid_random_uniform(ctx, dev, dtype, static_cast<int32_t>(shape.size()), shape.data(), -scale, scale, t.out()));
+  BRAID_CHECK_OK(
+      braid_random_uniform(ctx, dev, dtype, static_cast<int32_t>(shape.size()), shape.data(), -scale, scale, t.out()));
   return t;
 }
 

@@ -12,15 +12,16 @@
 
 #include "graph/graph_support.h"
 
-using test::T;
 using gtest::Graph;
+using test::T;
 
 namespace {
 
 // The chapter's MLP, imperative: relu(x W1 + b1) -> relu(. W2 + b2) -> . W3 + b3.
 struct Mlp {
   std::vector<T> params;  // W1, b1, W2, b2, W3, b3
-  Mlp(braid_context ctx, braid_device dev, int64_t in, int64_t h1, int64_t h2, int64_t out, braid_dtype dtype = BRAID_FLOAT32) {
+  Mlp(braid_context ctx, braid_device dev, int64_t in, int64_t h1, int64_t h2, int64_t out,
+      braid_dtype dtype = BRAID_FLOAT32) {
     const int64_t dims[] = {in, h1, h2, out};
     for (int l = 0; l < 3; ++l) {
       params.push_back(gtest::random(ctx, dev, dtype, {dims[l], dims[l + 1]}, 0.5));
@@ -78,7 +79,7 @@ TEST_CASE("graph: a traced MLP gives the imperative results under every pass, on
       Graph g = trace_mlp(c.ctx, m, x0.t, &y0);
       BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
       braid_graph_info info{};
-  info.struct_size = sizeof info;
+      info.struct_size = sizeof info;
       BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
       CHECK(info.num_nodes == 8);  // 3 matmuls, 3 adds, 2 relus
       CHECK(info.num_inputs == 1);
@@ -240,17 +241,17 @@ TEST_CASE("graph: elementwise chains fuse into one kernel with the imperative re
     CAPTURE(dtype);
     test::Ctx c;
     T x = gtest::random(c.ctx, 0, dtype, {33, 70}, 2.0);
-    T row = gtest::random(c.ctx, 0, dtype, {70}, 1.0);      // broadcast along axis 0
-    T col = gtest::random(c.ctx, 0, dtype, {33, 1}, 1.0);   // broadcast along axis 1
+    T row = gtest::random(c.ctx, 0, dtype, {70}, 1.0);     // broadcast along axis 0
+    T col = gtest::random(c.ctx, 0, dtype, {33, 1}, 1.0);  // broadcast along axis 1
     BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
     T m, a, b, d, e, f, h, y;
     BRAID_CHECK_OK(braid_matmul(x.t, x.t, 0, 1, m.out()));  // not elementwise: ends no chain, starts none
     BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, x.t, row.t, a.out()));
     BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, a.t, b.out()));
     BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, b.t, col.t, d.out()));
-    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, d.t, 0.25, 1, e.out()));   // 0.25 - d
+    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, d.t, 0.25, 1, e.out()));  // 0.25 - d
     BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MAXIMUM, e.t, -0.5, 0, f.out()));
-    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_DIV, f.t, x.t, h.out()));              // x again: one input
+    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_DIV, f.t, x.t, h.out()));  // x again: one input
     BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, h.t, y.out()));
     Graph g;
     T outs[] = {std::move(y), std::move(m)};
@@ -290,13 +291,16 @@ TEST_CASE("graph: backward through a graph run equals backward through the imper
       auto grads = [&](bool hybrid) {
         BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
         T y, loss;
-        if (hybrid) BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
-        else y = m.forward(x.t);
+        if (hybrid)
+          BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+        else
+          y = m.forward(x.t);
         BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
         BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
         BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
         std::vector<std::vector<float>> out;
-        for (braid_tensor p : {m.params[0].t, m.params[1].t, m.params[2].t, m.params[3].t, m.params[4].t, m.params[5].t, x.t}) {
+        for (braid_tensor p :
+             {m.params[0].t, m.params[1].t, m.params[2].t, m.params[3].t, m.params[4].t, m.params[5].t, x.t}) {
           T gr;
           BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
           out.push_back(gtest::host_f32(gr));
@@ -361,9 +365,7 @@ TEST_CASE("graph: bad use is refused with a clear error") {
   test::Ctx c(2);
   T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {2, 3}, 1.0);
   Graph g;
-  SUBCASE("end without begin") {
-    CHECK(braid_graph_trace_end(c.ctx, 1, &x.t, &g.g) == BRAID_ERR_INVALID_STATE);
-  }
+  SUBCASE("end without begin") { CHECK(braid_graph_trace_end(c.ctx, 1, &x.t, &g.g) == BRAID_ERR_INVALID_STATE); }
   SUBCASE("traces do not nest") {
     BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
     CHECK(braid_graph_trace_begin(c.ctx, 1, &x.t) == BRAID_ERR_INVALID_STATE);
@@ -400,7 +402,7 @@ TEST_CASE("graph: bad use is refused with a clear error") {
     CHECK(braid_graph_run(g.g, 1, &x.t, 2, out.out()) == BRAID_ERR_INVALID_ARGUMENT);
     CHECK(braid_graph_optimize(g.g, 1u << 20) == BRAID_ERR_INVALID_ARGUMENT);
     braid_graph_node_info ni{};
-  ni.struct_size = sizeof ni;
+    ni.struct_size = sizeof ni;
     CHECK(braid_graph_get_node(g.g, 5, &ni) == BRAID_ERR_INVALID_ARGUMENT);
   }
   SUBCASE("released handles") {

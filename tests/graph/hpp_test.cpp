@@ -29,9 +29,8 @@ TEST_CASE("braid.hpp: Graph and Hybrid") {
   CHECK(g.output(0).shape[1] == 3);
   CHECK_THROWS_AS(h.graph({braid::Tensor::zeros(ctx, d, BRAID_FLOAT32, {5, 4})}), braid::Error);
 
-  braid::Graph t = braid::Graph::trace(ctx, {x}, [&](std::span<const braid::Tensor> in) {
-    return std::vector<braid::Tensor>{net(in[0])};
-  });
+  braid::Graph t = braid::Graph::trace(
+      ctx, {x}, [&](std::span<const braid::Tensor> in) { return std::vector<braid::Tensor>{net(in[0])}; });
   t.optimize();
   CHECK(t({x})[0].to_vector<float>() == want);
   gtest::TempDir dir;
@@ -45,11 +44,13 @@ TEST_CASE("braid.hpp: Graph and Hybrid") {
     CHECK(e.status() == BRAID_ERR_SHAPE);
   }
   // A function that throws while traced ends the trace; the thread can trace again.
-  CHECK_THROWS_AS(braid::Graph::trace(ctx, {x}, [&](std::span<const braid::Tensor>) -> std::vector<braid::Tensor> {
-                    throw braid::Error(BRAID_ERR_INVALID_ARGUMENT, "no");
-                  }),
+  CHECK_THROWS_AS(braid::Graph::trace(ctx, {x},
+                                      [&](std::span<const braid::Tensor>) -> std::vector<braid::Tensor> {
+                                        throw braid::Error(BRAID_ERR_INVALID_ARGUMENT, "no");
+                                      }),
                   braid::Error);
-  CHECK(braid::Graph::trace(ctx, {x}, [&](std::span<const braid::Tensor> in) {
-          return std::vector<braid::Tensor>{net(in[0])};
-        }).info().num_nodes == 3);
+  CHECK(braid::Graph::trace(ctx, {x},
+                            [&](std::span<const braid::Tensor> in) { return std::vector<braid::Tensor>{net(in[0])}; })
+            .info()
+            .num_nodes == 3);
 }

@@ -44,20 +44,26 @@ TEST_CASE("backward: conv2d data and weight gradients") {
     int64_t n, c, h, w, k, r, s;
     std::array<int, 2> stride, padding;
   };
-  const Case cases[] = {{2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}}, {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}},
-                        {3, 1, 5, 5, 2, 1, 1, {1, 1}, {0, 0}}, {2, 4, 9, 9, 5, 5, 5, {2, 2}, {2, 2}},
+  const Case cases[] = {{2, 3, 7, 6, 4, 3, 3, {1, 1}, {1, 1}},
+                        {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}},
+                        {3, 1, 5, 5, 2, 1, 1, {1, 1}, {0, 0}},
+                        {2, 4, 9, 9, 5, 5, 5, {2, 2}, {2, 2}},
                         {4, 1, 10, 10, 20, 3, 3, {1, 1}, {0, 0}},
                         // CPU direct weight-gradient path (stride 1, <= 32 taps): rows that are not whole
                         // vectors, blocks of taps (9, 18 = 12 + 6, 30 = 12 + 12 + 6), padding, rows > 32
-                        {2, 1, 12, 21, 6, 3, 3, {1, 1}, {0, 0}}, {1, 2, 9, 10, 3, 3, 3, {1, 1}, {1, 1}},
-                        {2, 3, 6, 7, 2, 2, 5, {1, 1}, {1, 2}},   {1, 1, 5, 40, 2, 1, 3, {1, 1}, {0, 1}},
+                        {2, 1, 12, 21, 6, 3, 3, {1, 1}, {0, 0}},
+                        {1, 2, 9, 10, 3, 3, 3, {1, 1}, {1, 1}},
+                        {2, 3, 6, 7, 2, 2, 5, {1, 1}, {1, 2}},
+                        {1, 1, 5, 40, 2, 1, 3, {1, 1}, {0, 1}},
                         // CPU col2im: LeNet's second layer in small (vector path), rows too wide for it
-                        {2, 3, 13, 13, 4, 5, 5, {1, 1}, {0, 0}}, {1, 1, 3, 70, 2, 2, 3, {1, 1}, {0, 0}}};
+                        {2, 3, 13, 13, 4, 5, 5, {1, 1}, {0, 0}},
+                        {1, 1, 3, 70, 2, 2, 3, {1, 1}, {0, 0}}};
   for (const auto& dev : harness::each_device())
     for (braid_dtype dt : harness::kFloatTypes)
       for (const Case& c : cases) {
         INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k,
-             "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",", c.padding[1]);
+             "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",",
+             c.padding[1]);
         const ref::Array x = harness::random_array({c.n, c.c, c.h, c.w}, -1, 1, dt, 211);
         const ref::Array w = harness::random_array({c.k, c.c, c.r, c.s}, -1, 1, dt, 212);
         const ref::Array y = ref::conv2d(x, w, nullptr, c.stride, c.padding);
@@ -70,12 +76,14 @@ TEST_CASE("backward: conv2d data and weight gradients") {
         REQUIRE(braid_conv2d_backward_data(tdy.get(), tw.get(), x.shape.data(), &p, &dx) == BRAID_OK);
         REQUIRE(braid_conv2d_backward_weight(tdy.get(), tx.get(), w.shape.data(), &p, &dw) == BRAID_OK);
         const auto gx = braid::Tensor::adopt(dx), gw = braid::Tensor::adopt(dw);
-        CHECK_CLOSE(harness::download(gx),
-                    vjp([&](const ref::Array& v) { return ref::conv2d(v, w, nullptr, c.stride, c.padding); }, x, dy, 1.0),
-                    tol::of(Kind::gemm, dt));
-        CHECK_CLOSE(harness::download(gw),
-                    vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
-                    tol::of(Kind::gemm, dt));
+        CHECK_CLOSE(
+            harness::download(gx),
+            vjp([&](const ref::Array& v) { return ref::conv2d(v, w, nullptr, c.stride, c.padding); }, x, dy, 1.0),
+            tol::of(Kind::gemm, dt));
+        CHECK_CLOSE(
+            harness::download(gw),
+            vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
+            tol::of(Kind::gemm, dt));
       }
 }
 
@@ -101,10 +109,12 @@ TEST_CASE("backward: conv2d weight gradient with few taps and a long sum") {
         p.stride[0] = c.stride[0], p.stride[1] = c.stride[1], p.padding[0] = c.padding[0], p.padding[1] = c.padding[1];
         braid_tensor dw = nullptr;
         REQUIRE(braid_conv2d_backward_weight(harness::upload(dev.index, dt, dy).get(),
-                                             harness::upload(dev.index, dt, x).get(), w.shape.data(), &p, &dw) == BRAID_OK);
-        CHECK_CLOSE(harness::download(braid::Tensor::adopt(dw)),
-                    vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
-                    tol::of(Kind::gemm, dt));
+                                             harness::upload(dev.index, dt, x).get(), w.shape.data(), &p,
+                                             &dw) == BRAID_OK);
+        CHECK_CLOSE(
+            harness::download(braid::Tensor::adopt(dw)),
+            vjp([&](const ref::Array& v) { return ref::conv2d(x, v, nullptr, c.stride, c.padding); }, w, dy, 1.0),
+            tol::of(Kind::gemm, dt));
       }
 }
 
@@ -116,7 +126,7 @@ TEST_CASE("backward: conv2d weight gradient with an inf in the image") {
     for (braid_dtype dt : harness::kFloatTypes) {
       INFO("device ", dev.id, ", ", harness::dtype_name(dt));
       ref::Array x = harness::random_array({N, C, H, W}, -1, 1, dt, 221);
-      x.data[2 * W + 6] = std::numeric_limits<double>::infinity();  // image 0, row 2, last column
+      x.data[2 * W + 6] = std::numeric_limits<double>::infinity();                  // image 0, row 2, last column
       const ref::Array dy = harness::random_array({N, K, P, Q}, 0.25, 1, dt, 222);  // positive: +inf, no NaN
       ref::Array want({K, C, R, S});
       for (int64_t k = 0; k < K; ++k)
@@ -125,13 +135,14 @@ TEST_CASE("backward: conv2d weight gradient with an inf in the image") {
             double sum = 0;
             for (int64_t n = 0; n < N; ++n)
               for (int64_t p = 0; p < P; ++p)
-                for (int64_t q = 0; q < Q; ++q) sum += dy.data[((n * K + k) * P + p) * Q + q] * x.data[(n * H + p + r) * W + q + s];
+                for (int64_t q = 0; q < Q; ++q)
+                  sum += dy.data[((n * K + k) * P + p) * Q + q] * x.data[(n * H + p + r) * W + q + s];
             want.data[(k * R + r) * S + s] = sum;
           }
       braid_tensor dw = nullptr;
       const int64_t ws[4] = {K, C, R, S};
-      REQUIRE(braid_conv2d_backward_weight(harness::upload(dev.index, dt, dy).get(), harness::upload(dev.index, dt, x).get(),
-                                           ws, nullptr, &dw) == BRAID_OK);
+      REQUIRE(braid_conv2d_backward_weight(harness::upload(dev.index, dt, dy).get(),
+                                           harness::upload(dev.index, dt, x).get(), ws, nullptr, &dw) == BRAID_OK);
       CHECK_CLOSE(harness::download(braid::Tensor::adopt(dw)), want, tol::of(Kind::gemm, dt));
     }
 }
@@ -188,10 +199,9 @@ TEST_CASE("backward: batch norm, training and inference") {
           const ref::Array want_db = vjp([&](const ref::Array& v) { return y_of(x, gamma, v); }, beta, dy, 1e-5);
           const auto up = [&](const ref::Array& a) { return harness::upload(dev.index, dt, a); };
           braid_tensor dx = nullptr, dg = nullptr, db = nullptr;
-          REQUIRE(braid_batch_norm_backward(up(dy).get(), up(x).get(), up(gamma).get(),
-                                            up(ref::round_to(dt, stats.save_mean)).get(),
-                                            up(ref::round_to(dt, stats.save_invstd)).get(), training, &dx, &dg,
-                                            &db) == BRAID_OK);
+          REQUIRE(braid_batch_norm_backward(
+                      up(dy).get(), up(x).get(), up(gamma).get(), up(ref::round_to(dt, stats.save_mean)).get(),
+                      up(ref::round_to(dt, stats.save_invstd)).get(), training, &dx, &dg, &db) == BRAID_OK);
           const double t = dt == BRAID_FLOAT32 ? 2e-5 : 1e-8;  // references by central differences
           CHECK_CLOSE(harness::download(braid::Tensor::adopt(dx)), want_dx, t);
           CHECK_CLOSE(harness::download(braid::Tensor::adopt(dg)), want_dg, t);
@@ -223,7 +233,8 @@ TEST_CASE("backward: softmax cross-entropy") {
 TEST_CASE("backward: a bad label fails the op; bad shapes fail the call") {
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);
-    const auto logits = harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({2, 3}, -1, 1, BRAID_FLOAT32, 1));
+    const auto logits =
+        harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({2, 3}, -1, 1, BRAID_FLOAT32, 1));
     const auto bad = harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {0, 3}));
     const auto dloss = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({2}, {1, 1}));
     braid_tensor d = nullptr;
@@ -235,9 +246,12 @@ TEST_CASE("backward: a bad label fails the op; bad shapes fail the call") {
     const auto short_dloss = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({1}, {1}));
     CHECK(braid_softmax_cross_entropy_backward(logits.get(), bad.get(), short_dloss.get(), &d) == BRAID_ERR_SHAPE);
     CHECK(d == nullptr);
-    const auto x = harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({1, 1, 4, 4}, -1, 1, BRAID_FLOAT32, 2));
-    const auto w = harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({2, 1, 3, 3}, -1, 1, BRAID_FLOAT32, 3));
-    const auto dy_bad = harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({1, 2, 3, 3}, -1, 1, BRAID_FLOAT32, 4));
+    const auto x =
+        harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({1, 1, 4, 4}, -1, 1, BRAID_FLOAT32, 2));
+    const auto w =
+        harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({2, 1, 3, 3}, -1, 1, BRAID_FLOAT32, 3));
+    const auto dy_bad =
+        harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({1, 2, 3, 3}, -1, 1, BRAID_FLOAT32, 4));
     const int64_t xs[4] = {1, 1, 4, 4}, ws[4] = {2, 1, 3, 3};
     CHECK(braid_conv2d_backward_data(dy_bad.get(), w.get(), xs, nullptr, &d) == BRAID_ERR_SHAPE);
     CHECK(braid_conv2d_backward_weight(dy_bad.get(), x.get(), ws, nullptr, &d) == BRAID_ERR_SHAPE);

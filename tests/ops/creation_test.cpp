@@ -16,8 +16,10 @@ TEST_CASE("creation: full, zeros and ones in every computable dtype") {
         INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt));
         for (const ref::Shape& shape : {ref::Shape{1}, ref::Shape{3, 7}, ref::Shape{2, 3, 33}}) {
           INFO("shape ", ref::to_string(shape));
-          CHECK_CLOSE(harness::download(braid::Tensor::zeros(context(), dev.index, dt, shape)), ref::full(shape, 0), 0.0);
-          CHECK_CLOSE(harness::download(braid::Tensor::ones(context(), dev.index, dt, shape)), ref::full(shape, 1), 0.0);
+          CHECK_CLOSE(harness::download(braid::Tensor::zeros(context(), dev.index, dt, shape)), ref::full(shape, 0),
+                      0.0);
+          CHECK_CLOSE(harness::download(braid::Tensor::ones(context(), dev.index, dt, shape)), ref::full(shape, 1),
+                      0.0);
           CHECK_CLOSE(harness::download(braid::Tensor::full(context(), dev.index, dt, shape, 42)), ref::full(shape, 42),
                       0.0);
           // A value off the dtype's grid is rounded like a conversion (truncation for integers).

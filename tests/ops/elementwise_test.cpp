@@ -21,25 +21,19 @@ Kind unary_kind(braid_unary_op op) {
     case BRAID_UNARY_NEG:
     case BRAID_UNARY_ABS:
     case BRAID_UNARY_RELU:
-    case BRAID_UNARY_SIGN:
-      return Kind::exact;
-    case BRAID_UNARY_SQUARE:
-      return Kind::rounded;
-    default:
-      return Kind::transcend;
+    case BRAID_UNARY_SIGN: return Kind::exact;
+    case BRAID_UNARY_SQUARE: return Kind::rounded;
+    default: return Kind::transcend;
   }
 }
 Kind binary_kind(braid_binary_op op) {
   switch (op) {
-    case BRAID_BINARY_POW:
-      return Kind::transcend;
+    case BRAID_BINARY_POW: return Kind::transcend;
     case BRAID_BINARY_ADD:
     case BRAID_BINARY_SUB:
     case BRAID_BINARY_MUL:
-    case BRAID_BINARY_DIV:
-      return Kind::rounded;
-    default:
-      return Kind::exact;
+    case BRAID_BINARY_DIV: return Kind::rounded;
+    default: return Kind::exact;
   }
 }
 
@@ -47,12 +41,9 @@ Kind binary_kind(braid_binary_op op) {
 ref::Array unary_input(braid_unary_op op, const ref::Shape& s, braid_dtype dt) {
   switch (op) {
     case BRAID_UNARY_LOG:
-    case BRAID_UNARY_SQRT:
-      return harness::random_array(s, 0.01, 10.0, dt, 11);
-    case BRAID_UNARY_EXP:
-      return harness::random_array(s, -10.0, 10.0, dt, 12);
-    default:
-      return harness::random_array(s, -4.0, 4.0, dt, 13);
+    case BRAID_UNARY_SQRT: return harness::random_array(s, 0.01, 10.0, dt, 11);
+    case BRAID_UNARY_EXP: return harness::random_array(s, -10.0, 10.0, dt, 12);
+    default: return harness::random_array(s, -4.0, 4.0, dt, 13);
   }
 }
 
@@ -71,10 +62,8 @@ std::pair<ref::Array, ref::Array> binary_inputs(braid_binary_op op, const ref::S
     case BRAID_BINARY_MINIMUM:
     case BRAID_BINARY_EQUAL:
     case BRAID_BINARY_LESS:
-    case BRAID_BINARY_GREATER:
-      return {harness::random_ints(sa, -3, 4, 25), harness::random_ints(sb, -3, 4, 26)};
-    default:
-      return {harness::random_array(sa, -3.0, 3.0, dt, 27), harness::random_array(sb, -3.0, 3.0, dt, 28)};
+    case BRAID_BINARY_GREATER: return {harness::random_ints(sa, -3, 4, 25), harness::random_ints(sb, -3, 4, 26)};
+    default: return {harness::random_array(sa, -3.0, 3.0, dt, 27), harness::random_array(sb, -3.0, 3.0, dt, 28)};
   }
 }
 
@@ -124,7 +113,8 @@ TEST_CASE("elementwise: every binary op on equal shapes") {
         for (int o = 0; o < BRAID_BINARY_COUNT; ++o) {
           const auto op = static_cast<braid_binary_op>(o);
           for (const ref::Shape& s : kShapes) {
-            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", shape ", ref::to_string(s));
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op), ", shape ",
+                 ref::to_string(s));
             const auto [a, b] = binary_inputs(op, s, s, dt);
             const auto y = braid::binary(op, harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b));
             CHECK(y.dtype() == dt);  // comparisons give 1 or 0 in the input dtype
@@ -227,12 +217,12 @@ TEST_CASE("elementwise: braid.hpp operators compose like the reference") {
                          b = harness::random_array({5}, 0.5, 2.0, dt, 62);
         const braid::Tensor ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
         const braid::Tensor y = (ta + tb) * 2.0 - 1.0 / ta + (-tb) / 4.0;
-        const ref::Array want =
-            ref::binary(BRAID_BINARY_ADD,
-                        ref::binary(BRAID_BINARY_SUB,
-                                    ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
-                                    ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
-                        ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
+        const ref::Array want = ref::binary(
+            BRAID_BINARY_ADD,
+            ref::binary(BRAID_BINARY_SUB,
+                        ref::binary_scalar(BRAID_BINARY_MUL, ref::binary(BRAID_BINARY_ADD, a, b), 2.0, false),
+                        ref::binary_scalar(BRAID_BINARY_DIV, a, 1.0, true)),
+            ref::binary_scalar(BRAID_BINARY_DIV, ref::unary(BRAID_UNARY_NEG, b), 4.0, false));
         CHECK_CLOSE(harness::download(y), want, 4 * tol::of(Kind::rounded, dt));  // four dependent roundings
       }
     });
@@ -257,11 +247,10 @@ TEST_CASE("elementwise: an integer tensor with a non-integral scalar, or divided
           double s;
           bool reverse;
         };
-        const Case cases[] = {{BRAID_BINARY_ADD, 2.5, false},     {BRAID_BINARY_MUL, 2.5, false},
-                              {BRAID_BINARY_MAXIMUM, 2.5, false}, {BRAID_BINARY_SUB, 0.5, true},
-                              {BRAID_BINARY_LESS, 2.5, false},    {BRAID_BINARY_EQUAL, 2.5, false},
-                              {BRAID_BINARY_GREATER, 2.5, false}, {BRAID_BINARY_DIV, 2.0, false},
-                              {BRAID_BINARY_DIV, 1.0, true}};
+        const Case cases[] = {
+            {BRAID_BINARY_ADD, 2.5, false},     {BRAID_BINARY_MUL, 2.5, false},  {BRAID_BINARY_MAXIMUM, 2.5, false},
+            {BRAID_BINARY_SUB, 0.5, true},      {BRAID_BINARY_LESS, 2.5, false}, {BRAID_BINARY_EQUAL, 2.5, false},
+            {BRAID_BINARY_GREATER, 2.5, false}, {BRAID_BINARY_DIV, 2.0, false},  {BRAID_BINARY_DIV, 1.0, true}};
         for (const Case& c : cases) {
           INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(c.op), " ", c.s,
                c.reverse ? " (reverse)" : "");
@@ -288,12 +277,12 @@ TEST_CASE("elementwise: tensors of different dtypes promote as in PyTorch, in ei
   struct Case {
     braid_dtype a, b, want;
   };
-  const Case cases[] = {{BRAID_INT32, BRAID_FLOAT32, BRAID_FLOAT32}, {BRAID_INT64, BRAID_FLOAT32, BRAID_FLOAT32},
+  const Case cases[] = {{BRAID_INT32, BRAID_FLOAT32, BRAID_FLOAT32},   {BRAID_INT64, BRAID_FLOAT32, BRAID_FLOAT32},
                         {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT64}, {BRAID_INT32, BRAID_FLOAT64, BRAID_FLOAT64},
                         {BRAID_UINT8, BRAID_INT32, BRAID_INT32},       {BRAID_INT32, BRAID_INT64, BRAID_INT64}};
-  const braid_binary_op ops[] = {BRAID_BINARY_ADD,     BRAID_BINARY_SUB,     BRAID_BINARY_MUL,
-                                 BRAID_BINARY_DIV,     BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
-                                 BRAID_BINARY_EQUAL,   BRAID_BINARY_LESS,    BRAID_BINARY_GREATER};
+  const braid_binary_op ops[] = {BRAID_BINARY_ADD,   BRAID_BINARY_SUB,     BRAID_BINARY_MUL,
+                                 BRAID_BINARY_DIV,   BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
+                                 BRAID_BINARY_EQUAL, BRAID_BINARY_LESS,    BRAID_BINARY_GREATER};
   const auto is_float = [](braid_dtype d) { return d == BRAID_FLOAT32 || d == BRAID_FLOAT64; };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {

@@ -45,9 +45,9 @@ TEST_CASE("errors: binary and binary_scalar") {
   // Mixed dtypes promote (elementwise_test.cpp); a promoted dtype the op has no version of is refused.
   const auto u8 = tensor(0, BRAID_UINT8, {3, 4});
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, u8.get(), u8.get(), o.p()), BRAID_ERR_DTYPE, "braid_binary");
-  CHECK_FAILS(braid_binary(BRAID_BINARY_POW, tensor(0, BRAID_INT32, {3, 4}).get(), tensor(0, BRAID_INT64, {4}).get(),
-                           o.p()),
-              BRAID_ERR_DTYPE, "braid_binary");
+  CHECK_FAILS(
+      braid_binary(BRAID_BINARY_POW, tensor(0, BRAID_INT32, {3, 4}).get(), tensor(0, BRAID_INT64, {4}).get(), o.p()),
+      BRAID_ERR_DTYPE, "braid_binary");
   CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), tensor(0, BRAID_FLOAT64, {5}).get(), o.p()), BRAID_ERR_SHAPE,
               "braid_binary");
   const auto h = half_tensor({3, 4});
@@ -142,7 +142,7 @@ TEST_CASE("errors: reshape, slice and transpose") {
   CHECK_FAILS(braid_slice(x.get(), nullptr, e_ok, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, nullptr, nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
   CHECK_FAILS(braid_slice(x.get(), b0, e_ok, nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT, "braid_slice");
-  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "step[1]");  // step 0
+  CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "step[1]");     // step 0
   CHECK_FAILS(braid_slice(x.get(), b0, e_ok, st_neg, o.p()), BRAID_ERR_INVALID_ARGUMENT, "step[0]");  // negative
   // Bounds past the axis clamp and begin > end is empty (Python/NumPy), so neither is an error.
   const int64_t e_far[] = {3, 5}, b_late[] = {2, 0}, e_early[] = {1, 4};

@@ -45,13 +45,10 @@ ref::Array random_ints(const ref::Shape& shape, int lo, int hi, uint32_t seed) {
 
 ref::Array sample(const ref::Shape& shape, braid_dtype dtype, uint32_t seed) {
   switch (dtype) {
-    case BRAID_UINT8:
-      return random_ints(shape, 0, 255, seed);
+    case BRAID_UINT8: return random_ints(shape, 0, 255, seed);
     case BRAID_INT32:
-    case BRAID_INT64:
-      return random_ints(shape, -100, 100, seed);
-    default:
-      return random_array(shape, -100, 100, dtype, seed);
+    case BRAID_INT64: return random_ints(shape, -100, 100, seed);
+    default: return random_array(shape, -100, 100, dtype, seed);
   }
 }
 
@@ -108,22 +105,14 @@ braid::Tensor upload(braid::Device d, braid_dtype dtype, const ref::Array& a) {
     return braid::Tensor::from_host(ctx, d, dtype, a.shape, std::as_bytes(std::span(v)));
   };
   switch (dtype) {
-    case BRAID_FLOAT32:
-      return put(convert<float>(a, [](double v) { return static_cast<float>(v); }));
-    case BRAID_FLOAT64:
-      return put(a.data);
-    case BRAID_INT32:
-      return put(convert<int32_t>(a, [](double v) { return static_cast<int32_t>(v); }));
-    case BRAID_INT64:
-      return put(convert<int64_t>(a, [](double v) { return static_cast<int64_t>(v); }));
-    case BRAID_UINT8:
-      return put(convert<uint8_t>(a, [](double v) { return static_cast<uint8_t>(v); }));
-    case BRAID_FLOAT16:
-      return put(convert<uint16_t>(a, encode_half));
-    case BRAID_BFLOAT16:
-      return put(convert<uint16_t>(a, encode_bf16));
-    default:
-      throw std::invalid_argument("upload: bad dtype");
+    case BRAID_FLOAT32: return put(convert<float>(a, [](double v) { return static_cast<float>(v); }));
+    case BRAID_FLOAT64: return put(a.data);
+    case BRAID_INT32: return put(convert<int32_t>(a, [](double v) { return static_cast<int32_t>(v); }));
+    case BRAID_INT64: return put(convert<int64_t>(a, [](double v) { return static_cast<int64_t>(v); }));
+    case BRAID_UINT8: return put(convert<uint8_t>(a, [](double v) { return static_cast<uint8_t>(v); }));
+    case BRAID_FLOAT16: return put(convert<uint16_t>(a, encode_half));
+    case BRAID_BFLOAT16: return put(convert<uint16_t>(a, encode_bf16));
+    default: throw std::invalid_argument("upload: bad dtype");
   }
 }
 
@@ -139,22 +128,14 @@ static ref::Array fetch(const braid::Tensor& t, F f) {
 ref::Array download(const braid::Tensor& t) {
   const auto same = [](auto v) { return static_cast<double>(v); };
   switch (t.dtype()) {
-    case BRAID_FLOAT32:
-      return fetch<float>(t, same);
-    case BRAID_FLOAT64:
-      return fetch<double>(t, same);
-    case BRAID_INT32:
-      return fetch<int32_t>(t, same);
-    case BRAID_INT64:
-      return fetch<int64_t>(t, same);
-    case BRAID_UINT8:
-      return fetch<uint8_t>(t, same);
-    case BRAID_FLOAT16:
-      return fetch<uint16_t>(t, decode_half);
-    case BRAID_BFLOAT16:
-      return fetch<uint16_t>(t, decode_bf16);
-    default:
-      throw std::invalid_argument("download: bad dtype");
+    case BRAID_FLOAT32: return fetch<float>(t, same);
+    case BRAID_FLOAT64: return fetch<double>(t, same);
+    case BRAID_INT32: return fetch<int32_t>(t, same);
+    case BRAID_INT64: return fetch<int64_t>(t, same);
+    case BRAID_UINT8: return fetch<uint8_t>(t, same);
+    case BRAID_FLOAT16: return fetch<uint16_t>(t, decode_half);
+    case BRAID_BFLOAT16: return fetch<uint16_t>(t, decode_bf16);
+    default: throw std::invalid_argument("download: bad dtype");
   }
 }
 

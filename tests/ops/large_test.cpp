@@ -67,7 +67,8 @@ TEST_CASE("large: argmax, softmax along inner and outer axes, transpose") {
         CHECK_CLOSE(harness::download(braid::argmax(t, 0)), ref::argmax(x, 0, false), 0.0);
         CHECK_CLOSE(harness::download(braid::argmax(t, 1)), ref::argmax(x, 1, false), 0.0);
         CHECK_CLOSE(harness::download(braid::softmax(t, 1)), ref::softmax(x, 1, false), tol::of(Kind::reduction, dt));
-        CHECK_CLOSE(harness::download(braid::log_softmax(t, 0)), ref::softmax(x, 0, true), tol::of(Kind::reduction, dt));
+        CHECK_CLOSE(harness::download(braid::log_softmax(t, 0)), ref::softmax(x, 0, true),
+                    tol::of(Kind::reduction, dt));
         const std::vector<int32_t> perm{1, 0};
         CHECK_CLOSE(harness::download(braid::transpose(t, perm)), ref::transpose(x, perm), 0.0);
         const ref::Array x3 = harness::random_array({40, 50, 60}, -1.0, 1.0, dt, 206);
@@ -109,8 +110,8 @@ TEST_CASE("large: matmul, conv2d, pooling and batch norm on network-sized inputs
         INFO("device ", dev.id, ", ", harness::dtype_name(dt));
         const ref::Array a = harness::random_array({256, 300}, -1, 1, dt, 208),
                          b = harness::random_array({200, 300}, -1, 1, dt, 209);
-        CHECK_CLOSE(harness::download(
-                        braid::matmul(harness::upload(dev.index, dt, a), harness::upload(dev.index, dt, b), false, true)),
+        CHECK_CLOSE(harness::download(braid::matmul(harness::upload(dev.index, dt, a),
+                                                    harness::upload(dev.index, dt, b), false, true)),
                     ref::matmul(a, b, false, true), tol::of(Kind::gemm, dt));
         const ref::Array ba = harness::random_array({8, 64, 128}, -1, 1, dt, 210),
                          bb = harness::random_array({128, 96}, -1, 1, dt, 211);

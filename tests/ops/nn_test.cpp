@@ -13,20 +13,25 @@ TEST_CASE("nn: conv2d with stride, padding, with and without bias") {
     bool bias;
   };
   const Case cases[] = {
-      {1, 1, 5, 5, 1, 3, 3, {1, 1}, {0, 0}, false}, {2, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, true},
-      {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}, true},  {3, 1, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, true},
-      {1, 4, 6, 6, 2, 5, 5, {2, 2}, {2, 2}, false}, {2, 3, 11, 13, 5, 1, 1, {3, 3}, {0, 0}, true},
-      {1, 3, 9, 9, 8, 3, 3, {2, 2}, {1, 1}, false}, {2, 16, 12, 10, 7, 3, 3, {1, 1}, {1, 1}, true},
+      {1, 1, 5, 5, 1, 3, 3, {1, 1}, {0, 0}, false},
+      {2, 3, 7, 9, 4, 3, 3, {1, 1}, {1, 1}, true},
+      {1, 2, 8, 7, 3, 3, 2, {2, 1}, {1, 0}, true},
+      {3, 1, 1, 1, 2, 1, 1, {1, 1}, {0, 0}, true},
+      {1, 4, 6, 6, 2, 5, 5, {2, 2}, {2, 2}, false},
+      {2, 3, 11, 13, 5, 1, 1, {3, 3}, {0, 0}, true},
+      {1, 3, 9, 9, 8, 3, 3, {2, 2}, {1, 1}, false},
+      {2, 16, 12, 10, 7, 3, 3, {1, 1}, {1, 1}, true},
       // CPU direct path (stride 1, few taps): rows wider than one register block, and tiny rows
-      {2, 1, 9, 41, 5, 3, 3, {1, 1}, {1, 1}, true}, {1, 2, 4, 5, 3, 2, 2, {1, 1}, {0, 0}, false},
+      {2, 1, 9, 41, 5, 3, 3, {1, 1}, {1, 1}, true},
+      {1, 2, 4, 5, 3, 2, 2, {1, 1}, {0, 0}, false},
   };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       for (braid_dtype dt : harness::kFloatTypes)
         for (const Case& c : cases) {
           INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", x ", c.n, "x", c.c, "x", c.h, "x", c.w, ", w ", c.k,
-               "x", c.c, "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0], ",",
-               c.padding[1], c.bias ? ", bias" : ", no bias");
+               "x", c.c, "x", c.r, "x", c.s, ", stride ", c.stride[0], ",", c.stride[1], ", padding ", c.padding[0],
+               ",", c.padding[1], c.bias ? ", bias" : ", no bias");
           const ref::Array x = harness::random_array({c.n, c.c, c.h, c.w}, -1, 1, dt, 111);
           const ref::Array w = harness::random_array({c.k, c.c, c.r, c.s}, -1, 1, dt, 112);
           const ref::Array b = harness::random_array({c.k}, -1, 1, dt, 113);

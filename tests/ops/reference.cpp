@@ -75,20 +75,14 @@ static double round_binary(double x, int p, int emin, double max_finite) {
 
 double round_to(braid_dtype dtype, double x) {
   switch (dtype) {
-    case BRAID_FLOAT64:
-      return x;
-    case BRAID_FLOAT32:
-      return round_binary(x, 24, -126, std::ldexp(2.0 - std::ldexp(1.0, -23), 127));
-    case BRAID_FLOAT16:
-      return round_binary(x, 11, -14, 65504.0);
-    case BRAID_BFLOAT16:
-      return round_binary(x, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
+    case BRAID_FLOAT64: return x;
+    case BRAID_FLOAT32: return round_binary(x, 24, -126, std::ldexp(2.0 - std::ldexp(1.0, -23), 127));
+    case BRAID_FLOAT16: return round_binary(x, 11, -14, 65504.0);
+    case BRAID_BFLOAT16: return round_binary(x, 8, -126, std::ldexp(2.0 - std::ldexp(1.0, -7), 127));
     case BRAID_INT32:
     case BRAID_INT64:
-    case BRAID_UINT8:
-      return std::trunc(x);
-    default:
-      throw std::invalid_argument("ref::round_to: bad dtype");
+    case BRAID_UINT8: return std::trunc(x);
+    default: throw std::invalid_argument("ref::round_to: bad dtype");
   }
 }
 
@@ -112,55 +106,33 @@ Array arange(double start, double stop, double step) {
 
 double unary(braid_unary_op op, double x) {
   switch (op) {
-    case BRAID_UNARY_NEG:
-      return -x;
-    case BRAID_UNARY_ABS:
-      return std::fabs(x);
-    case BRAID_UNARY_EXP:
-      return std::exp(x);
-    case BRAID_UNARY_LOG:
-      return std::log(x);
-    case BRAID_UNARY_SQRT:
-      return std::sqrt(x);
-    case BRAID_UNARY_RELU:
-      return x > 0 ? x : 0.0;
-    case BRAID_UNARY_SIGMOID:
-      return 1.0 / (1.0 + std::exp(-x));
-    case BRAID_UNARY_TANH:
-      return std::tanh(x);
-    case BRAID_UNARY_SQUARE:
-      return x * x;
-    case BRAID_UNARY_SIGN:
-      return static_cast<double>((x > 0) - (x < 0));
-    default:
-      throw std::invalid_argument("ref::unary: bad op");
+    case BRAID_UNARY_NEG: return -x;
+    case BRAID_UNARY_ABS: return std::fabs(x);
+    case BRAID_UNARY_EXP: return std::exp(x);
+    case BRAID_UNARY_LOG: return std::log(x);
+    case BRAID_UNARY_SQRT: return std::sqrt(x);
+    case BRAID_UNARY_RELU: return x > 0 ? x : 0.0;
+    case BRAID_UNARY_SIGMOID: return 1.0 / (1.0 + std::exp(-x));
+    case BRAID_UNARY_TANH: return std::tanh(x);
+    case BRAID_UNARY_SQUARE: return x * x;
+    case BRAID_UNARY_SIGN: return static_cast<double>((x > 0) - (x < 0));
+    default: throw std::invalid_argument("ref::unary: bad op");
   }
 }
 
 double binary(braid_binary_op op, double a, double b) {
   switch (op) {
-    case BRAID_BINARY_ADD:
-      return a + b;
-    case BRAID_BINARY_SUB:
-      return a - b;
-    case BRAID_BINARY_MUL:
-      return a * b;
-    case BRAID_BINARY_DIV:
-      return a / b;
-    case BRAID_BINARY_POW:
-      return std::pow(a, b);
-    case BRAID_BINARY_MAXIMUM:
-      return std::max(a, b);
-    case BRAID_BINARY_MINIMUM:
-      return std::min(a, b);
-    case BRAID_BINARY_EQUAL:
-      return a == b ? 1.0 : 0.0;
-    case BRAID_BINARY_LESS:
-      return a < b ? 1.0 : 0.0;
-    case BRAID_BINARY_GREATER:
-      return a > b ? 1.0 : 0.0;
-    default:
-      throw std::invalid_argument("ref::binary: bad op");
+    case BRAID_BINARY_ADD: return a + b;
+    case BRAID_BINARY_SUB: return a - b;
+    case BRAID_BINARY_MUL: return a * b;
+    case BRAID_BINARY_DIV: return a / b;
+    case BRAID_BINARY_POW: return std::pow(a, b);
+    case BRAID_BINARY_MAXIMUM: return std::max(a, b);
+    case BRAID_BINARY_MINIMUM: return std::min(a, b);
+    case BRAID_BINARY_EQUAL: return a == b ? 1.0 : 0.0;
+    case BRAID_BINARY_LESS: return a < b ? 1.0 : 0.0;
+    case BRAID_BINARY_GREATER: return a > b ? 1.0 : 0.0;
+    default: throw std::invalid_argument("ref::binary: bad op");
   }
 }
 
@@ -235,20 +207,11 @@ Array reduce(braid_reduce_op op, const Array& x, std::vector<int32_t> axes, bool
     const double v = x.at(idx);
     switch (op) {
       case BRAID_REDUCE_SUM:
-      case BRAID_REDUCE_MEAN:
-        a += v;
-        break;
-      case BRAID_REDUCE_MAX:
-        a = std::max(a, v);
-        break;
-      case BRAID_REDUCE_MIN:
-        a = std::min(a, v);
-        break;
-      case BRAID_REDUCE_NORM:
-        a += v * v;
-        break;
-      default:
-        throw std::invalid_argument("ref::reduce: bad op");
+      case BRAID_REDUCE_MEAN: a += v; break;
+      case BRAID_REDUCE_MAX: a = std::max(a, v); break;
+      case BRAID_REDUCE_MIN: a = std::min(a, v); break;
+      case BRAID_REDUCE_NORM: a += v * v; break;
+      default: throw std::invalid_argument("ref::reduce: bad op");
     }
   });
   for (double& a : acc.data) {
@@ -337,7 +300,9 @@ Array slice(const Array& x, std::span<const int64_t> begin, std::span<const int6
   std::vector<int64_t> b(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     const int64_t dim = x.shape[i], st = step.empty() ? 1 : step[i];
-    const auto clamp = [dim](int64_t v) { return std::clamp<int64_t>(v < 0 ? std::max<int64_t>(v, -dim) + dim : v, 0, dim); };
+    const auto clamp = [dim](int64_t v) {
+      return std::clamp<int64_t>(v < 0 ? std::max<int64_t>(v, -dim) + dim : v, 0, dim);
+    };
     b[i] = clamp(begin[i]);
     const int64_t e = clamp(end[i]);
     s[i] = e > b[i] ? (e - b[i] - 1) / st + 1 : 0;

@@ -17,7 +17,14 @@ struct ConvShape {
 
 ConvShape conv_shape(const Shape& x, const Shape& w, std::array<int, 2> stride, std::array<int, 2> padding) {
   if (w[1] != x[1]) throw std::invalid_argument("ref::conv2d: channel mismatch");
-  return {x[0], x[1], x[2], x[3], w[0], w[2], w[3], (x[2] + 2 * padding[0] - w[2]) / stride[0] + 1,
+  return {x[0],
+          x[1],
+          x[2],
+          x[3],
+          w[0],
+          w[2],
+          w[3],
+          (x[2] + 2 * padding[0] - w[2]) / stride[0] + 1,
           (x[3] + 2 * padding[1] - w[3]) / stride[1] + 1};
 }
 

@@ -63,11 +63,11 @@ TEST_CASE("special values: int64 -> float32 rounds once, negative values include
                                   -672,
                                   -1031,
                                   1,
-                                  16777217,            // 2^24 + 1: a tie, to even (2^24)
-                                  -16777219,           // -(2^24 + 3): a tie, to even (-(2^24 + 4))
+                                  16777217,   // 2^24 + 1: a tie, to even (2^24)
+                                  -16777219,  // -(2^24 + 3): a tie, to even (-(2^24 + 4))
                                   (int64_t{1} << 40) + 1,
                                   -((int64_t{1} << 40) + 0x10001),
-                                  4294967295,          // 2^32 - 1
+                                  4294967295,  // 2^32 - 1
                                   -4294967295,
                                   (int64_t{1} << 53) + 1,
                                   std::numeric_limits<int64_t>::max(),
@@ -100,10 +100,30 @@ I saturate(F x) {
 template <class F>
 std::vector<F> float_to_int_inputs() {
   const F inf = std::numeric_limits<F>::infinity(), nan = std::numeric_limits<F>::quiet_NaN();
-  return {F(3e9),  F(-3e9), F(1e15),         F(-1e15),       F(1e19),         F(-1e19),   nan,
-          -nan,    inf,     -inf,            F(2147483647.0), F(2147483648.0), F(-2147483648.0),
-          F(-2147483904.0), F(4294967296.0), F(-4294967297.0), F(9.2233720368547758e18), F(-9.2233720368547758e18),
-          F(-0.0), F(-2.75), F(2.75),        F(1e-30),       F(-123456789.5), F(1099511627776.75)};
+  return {F(3e9),
+          F(-3e9),
+          F(1e15),
+          F(-1e15),
+          F(1e19),
+          F(-1e19),
+          nan,
+          -nan,
+          inf,
+          -inf,
+          F(2147483647.0),
+          F(2147483648.0),
+          F(-2147483648.0),
+          F(-2147483904.0),
+          F(4294967296.0),
+          F(-4294967297.0),
+          F(9.2233720368547758e18),
+          F(-9.2233720368547758e18),
+          F(-0.0),
+          F(-2.75),
+          F(2.75),
+          F(1e-30),
+          F(-123456789.5),
+          F(1099511627776.75)};
 }
 
 template <class F, class I>
@@ -162,12 +182,12 @@ struct PowCase {
 template <class T>
 std::vector<PowCase<T>> pow_cases() {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
-  return {{-2, 3},   {-2, 2},    {-2, -1},   {-2, -2},  {-0.5, -3}, {-1.5, 3},  {-3, 0.5},  {-8, T(1) / 3},
-          {0, 0},    {-0.0, 0},  {nan, 0},   {inf, 0},  {-inf, -0.0}, {0, -2},  {-0.0, -1}, {-0.0, -2},
-          {0, -1},   {-0.0, 3},  {0, 3},     {-0.0, 0.5}, {0, -inf}, {1, nan},  {1, inf},   {nan, 1},
-          {2, nan},  {-1, inf},  {-1, -inf}, {0.5, inf}, {0.5, -inf}, {2, inf}, {2, -inf},  {inf, -1},
-          {inf, 2},  {-inf, 3},  {-inf, 2},  {-inf, -3}, {-inf, -2}, {-inf, 0.5}, {1.5, 2}, {2, -1},
-          {4, 0.5},  {3, -2},    {0.25, -0.5}, {-1, 1e10}};
+  return {{-2, 3},  {-2, 2},   {-2, -1},     {-2, -2},    {-0.5, -3},   {-1.5, 3},   {-3, 0.5},  {-8, T(1) / 3},
+          {0, 0},   {-0.0, 0}, {nan, 0},     {inf, 0},    {-inf, -0.0}, {0, -2},     {-0.0, -1}, {-0.0, -2},
+          {0, -1},  {-0.0, 3}, {0, 3},       {-0.0, 0.5}, {0, -inf},    {1, nan},    {1, inf},   {nan, 1},
+          {2, nan}, {-1, inf}, {-1, -inf},   {0.5, inf},  {0.5, -inf},  {2, inf},    {2, -inf},  {inf, -1},
+          {inf, 2}, {-inf, 3}, {-inf, 2},    {-inf, -3},  {-inf, -2},   {-inf, 0.5}, {1.5, 2},   {2, -1},
+          {4, 0.5}, {3, -2},   {0.25, -0.5}, {-1, 1e10}};
 }
 
 template <class T>
@@ -188,13 +208,14 @@ void check_pow(const harness::DeviceRef& dev) {
   // With a scalar on either side: x ** s and s ** x (the reverse form), every scalar of the cases.
   for (const auto& c : cases) {
     const T w = std::pow(c.a, c.b);
-    const auto fwd = braid::binary(BRAID_BINARY_POW, put(dev, std::vector<T>{c.a}), double(c.b)).template to_vector<T>();
-    CHECK_MESSAGE(close(fwd[0], w, rel), "tensor ", show(c.a), " ** scalar ", show(c.b), ": expected ", show(w), ", got ",
-                  show(fwd[0]));
+    const auto fwd =
+        braid::binary(BRAID_BINARY_POW, put(dev, std::vector<T>{c.a}), double(c.b)).template to_vector<T>();
+    CHECK_MESSAGE(close(fwd[0], w, rel), "tensor ", show(c.a), " ** scalar ", show(c.b), ": expected ", show(w),
+                  ", got ", show(fwd[0]));
     const auto rev =
         braid::binary(BRAID_BINARY_POW, put(dev, std::vector<T>{c.b}), double(c.a), true).template to_vector<T>();
-    CHECK_MESSAGE(close(rev[0], w, rel), "scalar ", show(c.a), " ** tensor ", show(c.b), ": expected ", show(w), ", got ",
-                  show(rev[0]));
+    CHECK_MESSAGE(close(rev[0], w, rel), "scalar ", show(c.a), " ** tensor ", show(c.b), ": expected ", show(w),
+                  ", got ", show(rev[0]));
   }
 }
 
@@ -244,12 +265,14 @@ TEST_CASE("special values: tanh is accurate relative to its value near 0 and kee
     harness::on_device(dev, [&] {
       INFO("device ", dev.id, ", float32");
       // A few ulp of the value itself, not of max(1, |value|): tanh(1e-6) must not be 1.013e-6.
-      check_unary<float>(dev, BRAID_UNARY_TANH, tanh_inputs<float>(), [](float v) { return std::tanh(v); }, 4 * 0x1p-24);
+      check_unary<float>(
+          dev, BRAID_UNARY_TANH, tanh_inputs<float>(), [](float v) { return std::tanh(v); }, 4 * 0x1p-24);
     });
     harness::on_device(dev, [&] {
       INFO("device ", dev.id, ", float64");
-      check_unary<double>(dev, BRAID_UNARY_TANH, tanh_inputs<double>(), [](double v) { return std::tanh(v); },
-                          tol::of(tol::Kind::transcend, BRAID_FLOAT64));
+      check_unary<double>(
+          dev, BRAID_UNARY_TANH, tanh_inputs<double>(), [](double v) { return std::tanh(v); },
+          tol::of(tol::Kind::transcend, BRAID_FLOAT64));
     });
   }
 }
@@ -281,23 +304,39 @@ TEST_CASE("special values: exp gives and log takes subnormals") {
       using L = std::numeric_limits<float>;
       const double rel = tol::of(tol::Kind::transcend, BRAID_FLOAT32);
       // exp(-87.34) is 2^-126, the smallest normal; exp(-103.98) is below half the smallest subnormal.
-      const std::vector<float> e = {1, -1, -80, -87, -87.3f, -87.4f, -88, -90, -100, -103, -103.9f, -103.98f, -104,
-                                    -200, -L::infinity(), 88.7f, 89, L::quiet_NaN()};
-      check_subnormal<float>(dev, BRAID_UNARY_EXP, e, [](float v) { return std::exp(v); }, rel);
-      const std::vector<float> l = {1e-40f, L::denorm_min(), 1.1e-38f, std::nextafter(L::min(), 0.0f), L::min(), 1e-30f,
-                                    1, 0, -0.0f, -1, -L::denorm_min(), L::infinity(), L::quiet_NaN()};
-      check_subnormal<float>(dev, BRAID_UNARY_LOG, l, [](float v) { return std::log(v); }, rel);
+      const std::vector<float> e = {1,    -1,      -80,      -87,  -87.3f, -87.4f,         -88,   -90, -100,
+                                    -103, -103.9f, -103.98f, -104, -200,   -L::infinity(), 88.7f, 89,  L::quiet_NaN()};
+      check_subnormal<float>(
+          dev, BRAID_UNARY_EXP, e, [](float v) { return std::exp(v); }, rel);
+      const std::vector<float> l = {1e-40f,
+                                    L::denorm_min(),
+                                    1.1e-38f,
+                                    std::nextafter(L::min(), 0.0f),
+                                    L::min(),
+                                    1e-30f,
+                                    1,
+                                    0,
+                                    -0.0f,
+                                    -1,
+                                    -L::denorm_min(),
+                                    L::infinity(),
+                                    L::quiet_NaN()};
+      check_subnormal<float>(
+          dev, BRAID_UNARY_LOG, l, [](float v) { return std::log(v); }, rel);
     });
     harness::on_device(dev, [&] {
       INFO("device ", dev.id, ", float64");
       using L = std::numeric_limits<double>;
       const double rel = tol::of(tol::Kind::transcend, BRAID_FLOAT64);
-      const std::vector<double> e = {1, -700, -708, -708.5, -709, -720, -740, -745, -745.1, -745.2, -746, -L::infinity(),
-                                     L::quiet_NaN()};
-      check_subnormal<double>(dev, BRAID_UNARY_EXP, e, [](double v) { return std::exp(v); }, rel);
-      const std::vector<double> l = {1e-310, L::denorm_min(), 2.2e-308, std::nextafter(L::min(), 0.0), L::min(), 1,
-                                     0, -0.0, -1, -L::denorm_min(), L::infinity(), L::quiet_NaN()};
-      check_subnormal<double>(dev, BRAID_UNARY_LOG, l, [](double v) { return std::log(v); }, rel);
+      const std::vector<double> e = {1,    -700,   -708,   -708.5, -709,           -720,          -740,
+                                     -745, -745.1, -745.2, -746,   -L::infinity(), L::quiet_NaN()};
+      check_subnormal<double>(
+          dev, BRAID_UNARY_EXP, e, [](double v) { return std::exp(v); }, rel);
+      const std::vector<double> l = {
+          1e-310,           L::denorm_min(), 2.2e-308,      std::nextafter(L::min(), 0.0), L::min(), 1, 0, -0.0, -1,
+          -L::denorm_min(), L::infinity(),   L::quiet_NaN()};
+      check_subnormal<double>(
+          dev, BRAID_UNARY_LOG, l, [](double v) { return std::log(v); }, rel);
     });
   }
 }
@@ -306,10 +345,21 @@ TEST_CASE("special values: exp gives and log takes subnormals") {
 // runs: an error first seen at the read is a cast the runtime accepted and the backend then failed.
 // Not in harness::on_device, which would take that late UNSUPPORTED for a skip.
 TEST_CASE("special values: float16 <-> bfloat16 casts run, or are refused at the call") {
-  const double edges[] = {0.0, -0.0, 1.0, -2.5, 65504.0, 1e-5, 3.0e-8, 0.1, 1.0 + 0x1p-8, 1.0 + 0x1p-7 + 0x1p-8,
-                          std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()};
+  const double edges[] = {0.0,
+                          -0.0,
+                          1.0,
+                          -2.5,
+                          65504.0,
+                          1e-5,
+                          3.0e-8,
+                          0.1,
+                          1.0 + 0x1p-8,
+                          1.0 + 0x1p-7 + 0x1p-8,
+                          std::numeric_limits<double>::infinity(),
+                          std::numeric_limits<double>::quiet_NaN()};
   for (const auto& dev : harness::each_device()) {
-    for (const auto& [from, to] : {std::pair{BRAID_FLOAT16, BRAID_BFLOAT16}, std::pair{BRAID_BFLOAT16, BRAID_FLOAT16}}) {
+    for (const auto& [from, to] :
+         {std::pair{BRAID_FLOAT16, BRAID_BFLOAT16}, std::pair{BRAID_BFLOAT16, BRAID_FLOAT16}}) {
       INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
       ref::Array x({static_cast<int64_t>(std::size(edges))});
       for (size_t i = 0; i < std::size(edges); ++i) x.data[i] = ref::round_to(from, edges[i]);
@@ -318,7 +368,8 @@ TEST_CASE("special values: float16 <-> bfloat16 casts run, or are refused at the
         y = braid::cast(harness::upload(dev.index, from, x), to);
       } catch (const braid::Error& e) {
         CHECK_MESSAGE(e.status() == BRAID_ERR_UNSUPPORTED, std::string(e.what()));
-        CHECK_MESSAGE(dev.id.rfind("cpu:", 0) != 0, "the CPU backend casts between every pair: ", std::string(e.what()));
+        CHECK_MESSAGE(dev.id.rfind("cpu:", 0) != 0,
+                      "the CPU backend casts between every pair: ", std::string(e.what()));
         MESSAGE("skipped on ", dev.id, ": ", std::string(e.what()));
         continue;
       }
@@ -357,7 +408,8 @@ TEST_CASE("special values: a cast between any two dtypes runs, or is refused at 
           y = braid::cast(src, to);
         } catch (const braid::Error& e) {
           CHECK_MESSAGE(e.status() == BRAID_ERR_UNSUPPORTED, std::string(e.what()));
-          CHECK_MESSAGE(dev.id.rfind("cpu:", 0) != 0, "the CPU backend casts between every pair: ", std::string(e.what()));
+          CHECK_MESSAGE(dev.id.rfind("cpu:", 0) != 0,
+                        "the CPU backend casts between every pair: ", std::string(e.what()));
           continue;
         }
         try {

@@ -36,22 +36,14 @@ constexpr double of(Kind kind, braid_dtype dtype) {
   const bool f32 = dtype == BRAID_FLOAT32;
   if (dtype != BRAID_FLOAT32 && dtype != BRAID_FLOAT64) return 0.0;
   switch (kind) {
-    case Kind::exact:
-      return 0.0;
-    case Kind::rounded:
-      return f32 ? 1.2e-7 : 2.3e-16;
-    case Kind::transcend:
-      return f32 ? 1e-6 : 1e-12;
-    case Kind::reduction:
-      return f32 ? 1e-5 : 1e-12;
-    case Kind::gemm:
-      return f32 ? 1e-4 : 1e-12;
-    case Kind::rng_uniform:
-      return f32 ? 0.0 : 2.3e-16;
-    case Kind::rng_normal:
-      return f32 ? 1.2e-7 : 1e-13;
-    case Kind::compound:
-      return f32 ? 1e-6 : 1e-13;
+    case Kind::exact: return 0.0;
+    case Kind::rounded: return f32 ? 1.2e-7 : 2.3e-16;
+    case Kind::transcend: return f32 ? 1e-6 : 1e-12;
+    case Kind::reduction: return f32 ? 1e-5 : 1e-12;
+    case Kind::gemm: return f32 ? 1e-4 : 1e-12;
+    case Kind::rng_uniform: return f32 ? 0.0 : 2.3e-16;
+    case Kind::rng_normal: return f32 ? 1.2e-7 : 1e-13;
+    case Kind::compound: return f32 ? 1e-6 : 1e-13;
   }
   return 0.0;
 }

@@ -1,6 +1,7 @@
 // Every collective against its definition, computed here on the host: 1 to 8 CPU devices (they share
 // the cores: BRAID_CPU_DEVICES=8 on 2 cores is still 8 devices with their own queues), every
 // algorithm, odd sizes, integer (exact) and float dtypes, and the error paths.
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,7 +9,6 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "runtime/support.h"
@@ -117,8 +117,10 @@ TEST_CASE("allreduce equals its definition: 1-8 devices, every algorithm, op and
               CHECK(got == first);  // every device holds the same bits
               for (int64_t k = 0; k < size; ++k) {
                 const double want = reduce_def(op, n, k);
-                if (is_float) REQUIRE(got[static_cast<size_t>(k)] == doctest::Approx(want).epsilon(1e-6));
-                else REQUIRE(got[static_cast<size_t>(k)] == want);
+                if (is_float)
+                  REQUIRE(got[static_cast<size_t>(k)] == doctest::Approx(want).epsilon(1e-6));
+                else
+                  REQUIRE(got[static_cast<size_t>(k)] == want);
               }
             }
           }

@@ -1,10 +1,10 @@
 // Splits, KVStore semantics, the Trainer (k devices with batch b/k each against one device with
 // batch b from the same start), gradients through cross-device copies, mixed cpu+vulkan device
 // lists, and the overlap of bucketed allreduce with backward (from the profiler's timestamps).
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 #include "runtime/support.h"
@@ -26,8 +26,8 @@ std::vector<float> floats(const T& t) {
 T tensor(braid_context ctx, braid_device d, std::vector<float> v, std::vector<int64_t> shape = {}) {
   if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
   T t;
-  BRAID_CHECK_OK(braid_tensor_from_host(ctx, d, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), v.data(),
-                                        v.size() * sizeof(float), t.out()));
+  BRAID_CHECK_OK(braid_tensor_from_host(ctx, d, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(),
+                                        v.data(), v.size() * sizeof(float), t.out()));
   return t;
 }
 

@@ -1,8 +1,8 @@
 // Several compute queues per device (braid_context_options.compute_queues): independent chains of ops
 // spread over the queues and overlap in time on one device (profiler timestamps), dependent ops stay
 // ordered, results equal the one-queue run, and bad counts are refused.
-#include <cstdio>
 #include <unistd.h>
+#include <cstdio>
 
 #include "support.h"
 #include "trace.h"

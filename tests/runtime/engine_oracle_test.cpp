@@ -74,9 +74,7 @@ void run_step(std::vector<test::T>& x, const Program::Step& s) {
       BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MAXIMUM, k, a.t, t1.out()));
       BRAID_CHECK_OK(braid_copy_into(t1.t, k));
       break;
-    case 2:
-      BRAID_CHECK_OK(braid_sgd_update(k, a.t, 0.25, 0.0));
-      break;
+    case 2: BRAID_CHECK_OK(braid_sgd_update(k, a.t, 0.25, 0.0)); break;
     case 3:
       BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, a.t, t1.out()));
       BRAID_CHECK_OK(braid_copy_into(t1.t, k));

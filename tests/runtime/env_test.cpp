@@ -14,12 +14,16 @@ class EnvVar {
  public:
   EnvVar(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
   }
   ~EnvVar() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
+    if (old_)
+      setenv(name_, old_->c_str(), 1);
+    else
+      unsetenv(name_);
   }
   EnvVar(const EnvVar&) = delete;
   EnvVar& operator=(const EnvVar&) = delete;
@@ -47,8 +51,8 @@ braid_status create(braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT) {
 
 TEST_CASE("env: BRAID_MAX_INFLIGHT_OPS / _BYTES and BRAID_SEED refuse what is not a number in range") {
   for (const char* name : {"BRAID_MAX_INFLIGHT_OPS", "BRAID_MAX_INFLIGHT_BYTES", "BRAID_SEED"}) {
-    for (const char* bad : {"-1", "18446744073709551616", "99999999999999999999999", "128M", "abc", " 12", "12 ",
-                            "+5", "0x10", "1e6"}) {
+    for (const char* bad :
+         {"-1", "18446744073709551616", "99999999999999999999999", "128M", "abc", " 12", "12 ", "+5", "0x10", "1e6"}) {
       INFO(name, "=", bad);
       EnvVar v(name, bad);
       CHECK(create() == BRAID_ERR_INVALID_ARGUMENT);

@@ -2,11 +2,11 @@
 // crosses the devices both ways, independent work on both overlapping in the profiler's trace, and
 // an error on one device leaving the other's unrelated work alone. Skipped (visibly) without a
 // Vulkan device.
+#include <unistd.h>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unistd.h>
 
 #include "support.h"
 #include "trace.h"
@@ -68,14 +68,14 @@ TEST_CASE("mixed devices: one dependency chain across cpu and vulkan, copies bot
   if (!m.ready()) return;
   constexpr int64_t n = 100000;  // several staging chunks' worth of copies would be larger; this is 400 KB
   test::T x, xv, yv, y, z, zv, wv, w;
-  BRAID_CHECK_OK(braid_arange(m.ctx, m.cpu, BRAID_FLOAT32, 0, n, 1, x.out()));                 // cpu
-  BRAID_CHECK_OK(braid_copy(x.t, m.vk, xv.out()));                                           // cpu -> vulkan
-  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, xv.t, 2.0, 0, yv.out()));             // vulkan
-  BRAID_CHECK_OK(braid_copy(yv.t, m.cpu, y.out()));                                          // vulkan -> cpu
-  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, y.t, 1.0, 0, z.out()));               // cpu
-  BRAID_CHECK_OK(braid_copy(z.t, m.vk, zv.out()));                                           // cpu -> vulkan
-  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, zv.t, xv.t, wv.out()));                      // vulkan: x + 1
-  BRAID_CHECK_OK(braid_copy(wv.t, m.cpu, w.out()));                                          // vulkan -> cpu
+  BRAID_CHECK_OK(braid_arange(m.ctx, m.cpu, BRAID_FLOAT32, 0, n, 1, x.out()));    // cpu
+  BRAID_CHECK_OK(braid_copy(x.t, m.vk, xv.out()));                                // cpu -> vulkan
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, xv.t, 2.0, 0, yv.out()));  // vulkan
+  BRAID_CHECK_OK(braid_copy(yv.t, m.cpu, y.out()));                               // vulkan -> cpu
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, y.t, 1.0, 0, z.out()));    // cpu
+  BRAID_CHECK_OK(braid_copy(z.t, m.vk, zv.out()));                                // cpu -> vulkan
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, zv.t, xv.t, wv.out()));           // vulkan: x + 1
+  BRAID_CHECK_OK(braid_copy(wv.t, m.cpu, w.out()));                               // vulkan -> cpu
   const auto got = to_vector(w.t, n);
   int bad = 0;
   for (int64_t i = 0; i < n; ++i) bad += got[static_cast<size_t>(i)] != static_cast<float>(i + 1);
@@ -119,7 +119,8 @@ TEST_CASE("mixed devices: an error on the cpu does not poison the vulkan device'
   std::vector<int32_t> labels = {0, 7, 1};
   const int64_t ls[] = {3, 4}, lb[] = {3};
   test::T tl, tb, loss, dep, v, vout;
-  BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.cpu, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
+  BRAID_CHECK_OK(
+      braid_tensor_from_host(m.ctx, m.cpu, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
   BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.cpu, BRAID_INT32, 1, lb, labels.data(), labels.size() * 4, tb.out()));
   BRAID_CHECK_OK(braid_softmax_cross_entropy(tl.t, tb.t, loss.out()));
   BRAID_CHECK_OK(braid_copy(loss.t, m.vk, dep.out()));  // depends on the failure: inherits it on vulkan
@@ -203,7 +204,8 @@ TEST_CASE("mixed devices: a kernel error on vulkan's compute queue fails the cop
   for (int round = 0; round < 20; ++round) {
     std::vector<int32_t> labels = {0, 1, round % 2 == 0 ? 9 : 2};  // even rounds: 9 >= K = 4 fails
     test::T tl, tb, loss, out;
-    BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
+    BRAID_CHECK_OK(
+        braid_tensor_from_host(m.ctx, m.vk, BRAID_FLOAT32, 2, ls, logits.data(), logits.size() * 4, tl.out()));
     BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.vk, BRAID_INT32, 1, lb, labels.data(), labels.size() * 4, tb.out()));
     BRAID_CHECK_OK(braid_softmax_cross_entropy(tl.t, tb.t, loss.out()));
     BRAID_CHECK_OK(braid_copy(loss.t, m.cpu, out.out()));

@@ -32,7 +32,8 @@ std::set<int> parse_list(const std::string& list) {
   std::istringstream in(list);
   for (std::string part; std::getline(in, part, ',');) {
     const size_t dash = part.find('-');
-    const int lo = std::stoi(part.substr(0, dash)), hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+    const int lo = std::stoi(part.substr(0, dash)),
+              hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
     for (int c = lo; c <= hi; ++c) cpus.insert(c);
   }
   return cpus;

@@ -168,8 +168,10 @@ class JsonReader {
       if (i_ == from) error("expected a digit");
     };
     if (s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0') ++i_;
-    else digits();
+    if (i_ < s_.size() && s_[i_] == '0')
+      ++i_;
+    else
+      digits();
     if (i_ < s_.size() && s_[i_] == '.') ++i_, digits();
     if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
       ++i_;
@@ -184,10 +186,14 @@ class JsonReader {
     for (int k = 0; k < 4; ++k) {
       const char h = s_[i_++];
       v <<= 4;
-      if (h >= '0' && h <= '9') v |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f') v |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F') v |= static_cast<unsigned>(h - 'A' + 10);
-      else error("bad hex digit");
+      if (h >= '0' && h <= '9')
+        v |= static_cast<unsigned>(h - '0');
+      else if (h >= 'a' && h <= 'f')
+        v |= static_cast<unsigned>(h - 'a' + 10);
+      else if (h >= 'A' && h <= 'F')
+        v |= static_cast<unsigned>(h - 'A' + 10);
+      else
+        error("bad hex digit");
     }
     return v;
   }
@@ -250,7 +256,11 @@ class JsonReader {
         continue;
       }
       // Raw bytes: well-formed UTF-8 only.
-      size_t len = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+      size_t len = c < 0x80                 ? 1
+                   : c >= 0xc2 && c <= 0xdf ? 2
+                   : c >= 0xe0 && c <= 0xef ? 3
+                   : c >= 0xf0 && c <= 0xf4 ? 4
+                                            : 0;
       if (len == 0 || i_ + len > s_.size()) error("bad UTF-8");
       unsigned cp = len == 1 ? c : c & (0x7fu >> len);
       for (size_t k = 1; k < len; ++k) {

@@ -8,11 +8,11 @@
 
 #include "braid.h"
 
-#define BRAID_CHECK_OK(expr)                                                           \
-  do {                                                                                 \
-    braid_status st_ = (expr);                                                         \
-    INFO(#expr << " -> " << braid_status_name(st_) << ": " << braid_last_error());     \
-    REQUIRE(st_ == BRAID_OK);                                                          \
+#define BRAID_CHECK_OK(expr)                                                       \
+  do {                                                                             \
+    braid_status st_ = (expr);                                                     \
+    INFO(#expr << " -> " << braid_status_name(st_) << ": " << braid_last_error()); \
+    REQUIRE(st_ == BRAID_OK);                                                      \
   } while (0)
 
 namespace test {
@@ -25,8 +25,10 @@ struct Ctx {
     setenv("BRAID_CPU_DEVICES", std::to_string(cpu_devices).c_str(), 1);
     if (!opts.backends) opts.backends = "cpu";
     braid_status st = braid_context_create(&opts, &ctx);
-    if (old.empty()) unsetenv("BRAID_CPU_DEVICES");
-    else setenv("BRAID_CPU_DEVICES", old.c_str(), 1);
+    if (old.empty())
+      unsetenv("BRAID_CPU_DEVICES");
+    else
+      setenv("BRAID_CPU_DEVICES", old.c_str(), 1);
     INFO(braid_last_error());
     REQUIRE(st == BRAID_OK);
   }

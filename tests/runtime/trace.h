@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "braid.h"
 #include <doctest/doctest.h>
+#include "braid.h"
 
 namespace test {
 
@@ -56,8 +56,10 @@ inline std::vector<TraceEvent> stop_profiler_and_read(braid_context ctx) {
   close(fd);
   REQUIRE(braid_profiler_stop(ctx, path) == BRAID_OK);
   std::vector<TraceEvent> events = read_trace(path);
-  if (std::getenv("KEEP_TRACE") == nullptr) std::remove(path);
-  else MESSAGE(path);
+  if (std::getenv("KEEP_TRACE") == nullptr)
+    std::remove(path);
+  else
+    MESSAGE(path);
   return events;
 }
 

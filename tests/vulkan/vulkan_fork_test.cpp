@@ -13,8 +13,8 @@
 #include <cstring>
 #include <string>
 
-#include "braid.h"
 #include <doctest/doctest.h>
+#include "braid.h"
 
 namespace {
 
@@ -57,9 +57,12 @@ int child_checks() {
     braid_backend_info info{};
     info.struct_size = sizeof info;
     if (braid_context_backend_info(ctx, i, &info) != BRAID_OK || std::strcmp(info.name, "vulkan") != 0) continue;
-    if (info.device_count != 0) result = kVulkanDevicesSeen;
-    else if (!std::strstr(info.reason, "fork")) result = kNoReason;
-    else result = kChildOk;
+    if (info.device_count != 0)
+      result = kVulkanDevicesSeen;
+    else if (!std::strstr(info.reason, "fork"))
+      result = kNoReason;
+    else
+      result = kChildOk;
   }
   braid_device dev = 0;
   if (result == kChildOk && braid_context_find_device(ctx, "vulkan:0", &dev) != BRAID_ERR_NOT_FOUND)

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "braid.h"
 #include <doctest/doctest.h>
+#include "braid.h"
 
 namespace {
 

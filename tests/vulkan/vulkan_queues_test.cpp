@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include "braid.h"
 #include "braid_backend.h"
-#include <doctest/doctest.h>
 
 #include "bad_work.h"
 #include "kernels_work.h"
@@ -65,8 +65,8 @@ void host_end(void* token, braid_status status, const char* message) {
   t->ended = true;
   t->cv.wait(lock, [&] { return t->open; });
 }
-const braid_host_api kHost = {sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log,
-                              host_begin, host_end};
+const braid_host_api kHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log, host_begin, host_end};
 
 struct Plugin : test::PluginLib {
   Plugin() : PluginLib(BRAID_VULKAN_PLUGIN, &kHost) {}
@@ -367,7 +367,8 @@ TEST_CASE("vulkan queues: a KERNELS submission runs its calls in order with barr
 
 // The label is checked on the device, so the submission is split after the checked call: the rest runs
 // only once its error word has been read (and here, with a bad label, never).
-TEST_CASE("vulkan queues: a call failing on the device ends a KERNELS submission, naming the call, and skips the rest") {
+TEST_CASE(
+    "vulkan queues: a call failing on the device ends a KERNELS submission, naming the call, and skips the rest") {
   Rig r;
   if (!r.open()) return;
   std::deque<Token> tokens;

@@ -50,8 +50,9 @@ void suite_allreduce(Run& run) {
   const std::vector<braid_device> devs = devices_of(run);
   const int n = static_cast<int>(devs.size());
   if (n < 2) {
-    run.out->note("allreduce", "needs two or more devices: BRAID_CPU_DEVICES=2 braid-bench allreduce, or --devices "
-                               "cpu:0,vulkan:0");
+    run.out->note("allreduce",
+                  "needs two or more devices: BRAID_CPU_DEVICES=2 braid-bench allreduce, or --devices "
+                  "cpu:0,vulkan:0");
     return;
   }
   std::string names;
@@ -62,8 +63,9 @@ void suite_allreduce(Run& run) {
     if (!names.empty()) names += ',';
     names += info.id;
   }
-  run.out->note("allreduce", "devices " + names + "; busbw = algbw * 2(n-1)/n; baseline: memcpy of the same bytes, "
-                             "one thread");
+  run.out->note("allreduce", "devices " + names +
+                                 "; busbw = algbw * 2(n-1)/n; baseline: memcpy of the same bytes, "
+                                 "one thread");
   const char* algorithms[] = {"auto", "naive", "tree", "ring", "biring", "direct"};
   static_assert(sizeof algorithms / sizeof algorithms[0] == BRAID_ALLREDUCE_ALGORITHM_COUNT);
   for (uint64_t bytes = 4u << 10; bytes <= (256u << 20); bytes *= 4) {

@@ -16,8 +16,8 @@ namespace {
 constexpr int64_t kSize = 2000;
 constexpr int kOps = 1000;
 // Warm-up of each mode. The asynchronous loop keeps up to BRAID_MAX_INFLIGHT_BYTES of outputs in flight
-// (by default 8 of these 16 MB tensors on a CPU, 64 on a discrete GPU); the caching allocator obtains those blocks, and the OS faults
-// their pages in, on the first such loop, which is not what a steady-state loop costs.
+// (by default 8 of these 16 MB tensors on a CPU, 64 on a discrete GPU); the caching allocator obtains those blocks, and
+// the OS faults their pages in, on the first such loop, which is not what a steady-state loop costs.
 constexpr int kWarmupOps = 200;
 constexpr int kDefaultRepeat = 3;
 

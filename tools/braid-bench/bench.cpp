@@ -18,8 +18,8 @@ void Reporter::figure(const Figure& f) {
     std::printf("%s\n", o.str().c_str());
   } else {
     if (!header_printed_) {
-      std::printf("%-7s %-24s %11s %-8s  %-30s %11s %7s\n", "suite", "figure", "value", "unit", "baseline",
-                  "baseline", "ratio");
+      std::printf("%-7s %-24s %11s %-8s  %-30s %11s %7s\n", "suite", "figure", "value", "unit", "baseline", "baseline",
+                  "ratio");
       header_printed_ = true;
     }
     std::printf("%-7s %-24s %11.4g ", f.suite.c_str(), f.name.c_str(), f.value);
@@ -58,8 +58,10 @@ std::filesystem::path beside_bench(std::string_view name) {
 std::string shell_quote(std::string_view s) {
   std::string out = "'";
   for (const char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   out += '\'';
   return out;

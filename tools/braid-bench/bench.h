@@ -42,8 +42,8 @@ struct Options {
   bool json = false;
   std::string device = "cpu:0";
   std::vector<std::string> devices;  // --devices (allreduce, scaling): default every CPU device / cpu:0,cpu:1
-  int batches = 0;                    // --batches (scaling): LeNet batches per run; 0: the suite's default
-  int repeat = 0;  // 0: each suite's own default
+  int batches = 0;                   // --batches (scaling): LeNet batches per run; 0: the suite's default
+  int repeat = 0;                    // 0: each suite's own default
 };
 
 // What a suite runs against. The context lives for the whole run so suites share its warm pools.

@@ -83,8 +83,8 @@ void suite_engine(Run& run) {
   // PyTorch from Python, same loop, alternating with braid's runs: the anchor of the 0.5 us target.
   TorchAnchor torch("tiny_op --threads " + std::to_string(run.host_cores) + " --ops 100000", "us_per_op");
   const auto [t1, t2, tt] = tools::measure_interleaved<3>(
-      repeat, {[&] { return run_threads(run, one); }, [&] { return run_threads(run, two); },
-               [&] { return torch.sample(); }});
+      repeat,
+      {[&] { return run_threads(run, one); }, [&] { return run_threads(run, two); }, [&] { return torch.sample(); }});
 
   Figure f{"engine", "tiny_op_1thread", t1.median, "us/op", std::nullopt, 0};
   if (!torch.failed()) {

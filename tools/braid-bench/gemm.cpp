@@ -42,7 +42,8 @@ DirectBlas open_direct_blas() {
   b.sgemm = reinterpret_cast<decltype(b.sgemm)>(dlsym(lib, "cblas_sgemm"));
   b.get_num_threads = reinterpret_cast<decltype(b.get_num_threads)>(dlsym(lib, "openblas_get_num_threads"));
   b.set_num_threads = reinterpret_cast<decltype(b.set_num_threads)>(dlsym(lib, "openblas_set_num_threads"));
-  if (!b.sgemm || !b.get_num_threads || !b.set_num_threads) throw Error("OpenBLAS lacks cblas_sgemm or its thread calls");
+  if (!b.sgemm || !b.get_num_threads || !b.set_num_threads)
+    throw Error("OpenBLAS lacks cblas_sgemm or its thread calls");
   if (auto corename = reinterpret_cast<char* (*)()>(dlsym(lib, "openblas_get_corename"))) b.core = corename();
   return b;
 }
@@ -57,7 +58,10 @@ void report_against_peak(const Run& run, const Figure& gemm, int threads) {
     run.out->note("gemm", "no FMA peak: the CPU has neither AVX-512 nor AVX2+FMA");
     return;
   }
-  Figure f{"gemm", "sgemm_2000_vs_fma_peak", gemm.value, "GFLOP/s",
+  Figure f{"gemm",
+           "sgemm_2000_vs_fma_peak",
+           gemm.value,
+           "GFLOP/s",
            "measured " + peak.isa + " FMA peak, " + std::to_string(threads) + " thread" + (threads == 1 ? "" : "s"),
            peak.gflops};
   run.out->figure(f);
@@ -122,8 +126,8 @@ void suite_gemm(Run& run) {
     return;
   }
 
-  const int threads = run.info.kind == BRAID_DEVICE_CPU && run.info.compute_units > 0 ? run.info.compute_units
-                                                                                     : run.host_cores;
+  const int threads =
+      run.info.kind == BRAID_DEVICE_CPU && run.info.compute_units > 0 ? run.info.compute_units : run.host_cores;
 #if BRAID_BENCH_HAVE_OPENBLAS
   // The baseline gets the cores the CPU backend gives the device (all cores of the affinity mask for a
   // single device) as OpenBLAS threads. The setting is process-wide and the backend shares this
@@ -132,14 +136,15 @@ void suite_gemm(Run& run) {
   const std::vector<float> ha = to_host(a.get()), hb = to_host(b.get());
   std::vector<float> hc(ha.size());
   const DirectBlas direct = open_direct_blas();
-  run.out->note("gemm", "OpenBLAS kernels: " + direct.core + " (braid_device_info's properties_json says what the "
-                        "CPU backend chose)");
+  run.out->note("gemm", "OpenBLAS kernels: " + direct.core +
+                            " (braid_device_info's properties_json says what the "
+                            "CPU backend chose)");
   auto blas_run = [&] {
     const int previous_threads = direct.get_num_threads();
     if (previous_threads != threads) direct.set_num_threads(threads);
     tools::Stopwatch sw;
     direct.sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kN, kN, kN, 1.0f, ha.data(), kN, hb.data(), kN, 0.0f,
-                hc.data(), kN);
+                 hc.data(), kN);
     const double seconds = sw.seconds();
     if (previous_threads != threads) direct.set_num_threads(previous_threads);
     return kFlop / seconds * 1e-9;

@@ -30,7 +30,9 @@ void cuda_check(cudaError_t e, const char* what) {
 // Device buffers freed on every path.
 struct DeviceBuffer {
   float* p = nullptr;
-  explicit DeviceBuffer(size_t n) { cuda_check(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)), "cudaMalloc"); }
+  explicit DeviceBuffer(size_t n) {
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)), "cudaMalloc");
+  }
   ~DeviceBuffer() { cudaFree(p); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -38,8 +40,9 @@ struct DeviceBuffer {
 
 }  // namespace
 
-std::optional<CudaGemm> cuda_gemm_anchor(int ordinal, int64_t n, const std::vector<float>& a, const std::vector<float>& b,
-                                         const std::function<double()>& braid_run, int warmup, int repeat) {
+std::optional<CudaGemm> cuda_gemm_anchor(int ordinal, int64_t n, const std::vector<float>& a,
+                                         const std::vector<float>& b, const std::function<double()>& braid_run,
+                                         int warmup, int repeat) {
   void* lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
   if (lib == nullptr) return std::nullopt;
   Blas blas;

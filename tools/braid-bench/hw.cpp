@@ -20,10 +20,10 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <string_view>
-#include <initializer_list>
 #include <thread>
 #include <vector>
 
@@ -232,10 +232,11 @@ void strides(const Run& run, int repeat) {
     int stride;
     uint32_t (*fn)(const uint32_t*, size_t);
   };
-  const Case cases[] = {{1, sum_strided<1>},   {2, sum_strided<2>},   {4, sum_strided<4>},
-                        {8, sum_strided<8>},   {16, sum_strided<16>}, {64, sum_strided<64>}};
-  run.out->note(kSuite, "strides: uint32 sums over a 256 MiB array; GB/s of the elements read (4 bytes each), "
-                        "one cache line = 16 elements");
+  const Case cases[] = {{1, sum_strided<1>}, {2, sum_strided<2>},   {4, sum_strided<4>},
+                        {8, sum_strided<8>}, {16, sum_strided<16>}, {64, sum_strided<64>}};
+  run.out->note(kSuite,
+                "strides: uint32 sums over a 256 MiB array; GB/s of the elements read (4 bytes each), "
+                "one cache line = 16 elements");
   std::vector<std::vector<double>> samples(std::size(cases) + 1);
   auto one = [&](size_t k) {
     tools::Stopwatch sw;
@@ -255,8 +256,8 @@ void strides(const Run& run, int repeat) {
   const double seq = tools::summarize(samples[0]).median;
   report(run, "stride_1", seq, "GB/s");
   for (size_t k = 1; k < std::size(cases); ++k)
-    report(run, cat({"stride_", std::to_string(cases[k].stride)}), tools::summarize(samples[k]).median, "GB/s", "stride 1",
-           seq);
+    report(run, cat({"stride_", std::to_string(cases[k].stride)}), tools::summarize(samples[k]).median, "GB/s",
+           "stride 1", seq);
   report(run, "backward_seq", tools::summarize(samples.back()).median, "GB/s", "forward (stride 1)", seq);
 }
 
@@ -290,8 +291,8 @@ void traversal(const Run& run, int repeat) {
   };
   time_ms(true);
   time_ms(false);
-  const auto [r, c] = tools::measure_interleaved<2>(
-      std::max(3, repeat / 2 + 1), {[&] { return time_ms(true); }, [&] { return time_ms(false); }});
+  const auto [r, c] = tools::measure_interleaved<2>(std::max(3, repeat / 2 + 1),
+                                                    {[&] { return time_ms(true); }, [&] { return time_ms(false); }});
   report(run, "row_major_4096sq", r.median, "ms");
   report(run, "col_major_4096sq", c.median, "ms", "row-major traversal", r.median);
 }
@@ -325,9 +326,12 @@ uint64_t read_sysfs_size(const std::string& path) {
   if (!(f >> s) || s.empty()) return 0;
   uint64_t v = std::strtoull(s.c_str(), nullptr, 10);
   const char unit = s.back();
-  if (unit == 'K') v <<= 10;
-  else if (unit == 'M') v <<= 20;
-  else if (unit == 'G') v <<= 30;
+  if (unit == 'K')
+    v <<= 10;
+  else if (unit == 'M')
+    v <<= 20;
+  else if (unit == 'G')
+    v <<= 30;
   return v;
 }
 
@@ -392,8 +396,10 @@ void latency(const Run& run, int repeat) {
     const size_t k = static_cast<size_t>(level - 1);
     const double found = k < detected.size() ? static_cast<double>(detected[k]) / 1024 : 0;
     const double reported = static_cast<double>(os[static_cast<size_t>(level)]) / 1024;
-    if (reported > 0) report(run, name, found, "KiB", "OS (sysfs cpu0)", reported);
-    else report(run, name, found, "KiB");
+    if (reported > 0)
+      report(run, name, found, "KiB", "OS (sysfs cpu0)", reported);
+    else
+      report(run, name, found, "KiB");
     std::string verdict = "L";
     verdict += std::to_string(level);
     verdict += ": the curve says ";
@@ -471,10 +477,11 @@ void bandwidth(const Run& run, int repeat) {
   all_name += "threads";
   report(run, all_name, all.median, "GB/s", "triad 1 thread", one.median);
   report(run, "memcpy_1thread", copy.median, "GB/s");
-  run.out->note(kSuite, "bandwidth: triad a = b + s*c over 3 x 128 MiB float64 arrays; bytes counted as STREAM "
-                        "does (24 per element; the write-allocate read of a is not counted). No theoretical "
-                        "figure: a VM does not expose its memory's channels and speed reliably (dmidecode shows "
-                        "the hypervisor's inventions), so memcpy of the same arrays is the reference");
+  run.out->note(kSuite,
+                "bandwidth: triad a = b + s*c over 3 x 128 MiB float64 arrays; bytes counted as STREAM "
+                "does (24 per element; the write-allocate read of a is not counted). No theoretical "
+                "figure: a VM does not expose its memory's channels and speed reliably (dmidecode shows "
+                "the hypervisor's inventions), so memcpy of the same arrays is the reference");
 }
 
 // ---- braid's devices: host<->device copies and float32 vs float64 matmul --------------------------------
@@ -523,15 +530,17 @@ void device_copies(const Run& run, int repeat) {
     d2h();
     memcpy_gbps();
     const auto [up, down, copy] = tools::measure_interleaved<3>(repeat, {h2d, d2h, memcpy_gbps});
-    if (std::memcmp(back.data(), host.data(), kBytes) != 0) throw Error(cat({"hw: ", id, ": the round trip changed data"}));
+    if (std::memcmp(back.data(), host.data(), kBytes) != 0)
+      throw Error(cat({"hw: ", id, ": the round trip changed data"}));
     report(run, cat({"h2d_64MiB_", id}), up.median, "GB/s", "memcpy 1 thread", copy.median);
     report(run, cat({"d2h_64MiB_", id}), down.median, "GB/s", "memcpy 1 thread", copy.median);
     if (id.rfind("cuda", 0) == 0)
       run.out->note(kSuite, id + ": pageable host memory, staged by the CUDA backend through its pinned buffers");
   }
-  run.out->note(kSuite, "copies: braid_tensor_from_host (+ wait) and braid_tensor_to_host of 64 MiB from/to "
-                        "pageable std::vector memory; a CUDA device's pinned staging is not measurable without a "
-                        "GPU (this machine has none unless a cuda device is listed above)");
+  run.out->note(kSuite,
+                "copies: braid_tensor_from_host (+ wait) and braid_tensor_to_host of 64 MiB from/to "
+                "pageable std::vector memory; a CUDA device's pinned staging is not measurable without a "
+                "GPU (this machine has none unless a cuda device is listed above)");
 }
 
 void matmul_dtypes(const Run& run, int repeat) {
@@ -567,8 +576,10 @@ void matmul_dtypes(const Run& run, int repeat) {
     }
     if (gflops[0] > 0) report(run, cat({"matmul1024_f32_", id}), gflops[0], "GFLOP/s");
     if (gflops[1] > 0) {
-      if (gflops[0] > 0) report(run, cat({"matmul1024_f64_", id}), gflops[1], "GFLOP/s", "float32", gflops[0]);
-      else report(run, cat({"matmul1024_f64_", id}), gflops[1], "GFLOP/s");
+      if (gflops[0] > 0)
+        report(run, cat({"matmul1024_f64_", id}), gflops[1], "GFLOP/s", "float32", gflops[0]);
+      else
+        report(run, cat({"matmul1024_f64_", id}), gflops[1], "GFLOP/s");
     } else {
       run.out->note(kSuite, id + ": no float64 kernels (dtype_mask), so no float64 matmul");
     }
@@ -583,8 +594,9 @@ void matmul_dtypes(const Run& run, int repeat) {
     }
     run.out->note(kSuite, how);
   }
-  run.out->note(kSuite, "float16 and bfloat16 are storage types in braid (copy/cast only, no compute kernels on "
-                        "any backend) and braid has no int8 dtype, so only float32 vs float64 is measured");
+  run.out->note(kSuite,
+                "float16 and bfloat16 are storage types in braid (copy/cast only, no compute kernels on "
+                "any backend) and braid has no int8 dtype, so only float32 vs float64 is measured");
 }
 
 }  // namespace

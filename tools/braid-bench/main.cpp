@@ -33,21 +33,24 @@ struct Suite {
 constexpr Suite kSuites[] = {
     {"engine", "cost per tiny op (1x2 tensor, x + 1) pushed from C, from one and two threads; vs PyTorch from Python",
      suite_engine},
-    {"async", "the chapter's loop y = x + 1 (2000x2000, 1000 times): wait per op vs one wait; vs PyTorch",
-     suite_async},
+    {"async", "the chapter's loop y = x + 1 (2000x2000, 1000 times): wait per op vs one wait; vs PyTorch", suite_async},
     {"gemm", "2000x2000 float32 matmul through braid vs a direct OpenBLAS cblas_sgemm, GFLOP/s", suite_gemm},
-    {"memory", "chapter's asynchrony and memory: MLP steps on Fashion-MNIST batches pushed without waits, peak memory "
-               "with the default backpressure bound vs none",
+    {"memory",
+     "chapter's asynchrony and memory: MLP steps on Fashion-MNIST batches pushed without waits, peak memory "
+     "with the default backpressure bound vs none",
      suite_memory},
-    {"allreduce", "braid_allreduce over the CPU devices (or --devices), 4 KiB-256 MiB, every algorithm: busbw vs "
-                  "one thread's memcpy",
+    {"allreduce",
+     "braid_allreduce over the CPU devices (or --devices), 4 KiB-256 MiB, every algorithm: busbw vs "
+     "one thread's memcpy",
      suite_allreduce},
-    {"scaling", "samples/s of braid-lenet and braid-resnet on each device alone and on all of them (--devices, default "
-                "cpu:0,cpu:1; even and weighted split) vs their sum and vs one CPU device with every core",
+    {"scaling",
+     "samples/s of braid-lenet and braid-resnet on each device alone and on all of them (--devices, default "
+     "cpu:0,cpu:1; even and weighted split) vs their sum and vs one CPU device with every core",
      suite_scaling},
-    {"hw", "the hardware chapter on the host CPU: aligned vs unaligned loads, strides, row vs column order, "
-           "a pointer-chasing latency curve and the cache sizes it shows vs sysfs, triad bandwidth on 1 and all "
-           "cores; per braid device: 64 MiB host<->device copies, float32 vs float64 matmul",
+    {"hw",
+     "the hardware chapter on the host CPU: aligned vs unaligned loads, strides, row vs column order, "
+     "a pointer-chasing latency curve and the cache sizes it shows vs sysfs, triad bandwidth on 1 and all "
+     "cores; per braid device: 64 MiB host<->device copies, float32 vs float64 matmul",
      suite_hw},
 };
 
@@ -154,8 +157,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!options.json)
-    std::printf("device %s (%s, %d compute units); %d host cores\n", run.info.id, run.info.name,
-                run.info.compute_units, run.host_cores);
+    std::printf("device %s (%s, %d compute units); %d host cores\n", run.info.id, run.info.name, run.info.compute_units,
+                run.host_cores);
   for (const Suite* s : selected) {
     try {
       s->run(run);

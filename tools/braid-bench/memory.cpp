@@ -38,7 +38,8 @@ uint64_t proc_status_bytes(const char* field) {
   std::string line;
   const size_t n = std::strlen(field);
   while (std::getline(in, line))
-    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':') return std::stoull(line.substr(n + 1)) * 1024;
+    if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+      return std::stoull(line.substr(n + 1)) * 1024;
   return 0;
 }
 
@@ -104,8 +105,8 @@ class Model {
 
  private:
   void normal(Owned& t, std::vector<int64_t> shape, double stddev) {
-    check(braid_random_normal(ctx_, dev_, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), 0.0,
-                              stddev, t.out()),
+    check(braid_random_normal(ctx_, dev_, BRAID_FLOAT32, static_cast<int32_t>(shape.size()), shape.data(), 0.0, stddev,
+                              t.out()),
           "braid_random_normal");
   }
   braid_context ctx_;
@@ -197,15 +198,15 @@ void suite_memory(Run& run) {
   const Result no_prefetch = run_mode(run, 0, 0);
   const std::string base = "default bound (same run)";
   run.out->figure({"memory", "peak_alloc_bounded", bounded.peak_allocated / kMiB, "MiB", std::nullopt, 0});
-  run.out->figure({"memory", "peak_alloc_unbounded", unbounded.peak_allocated / kMiB, "MiB", base,
-                   bounded.peak_allocated / kMiB});
+  run.out->figure(
+      {"memory", "peak_alloc_unbounded", unbounded.peak_allocated / kMiB, "MiB", base, bounded.peak_allocated / kMiB});
   run.out->figure({"memory", "peak_rss_growth_bounded", bounded.peak_rss_growth / kMiB, "MiB", std::nullopt, 0});
   run.out->figure({"memory", "peak_rss_growth_unbounded", unbounded.peak_rss_growth / kMiB, "MiB", base,
                    bounded.peak_rss_growth / kMiB});
   run.out->figure({"memory", "step_ms_bounded", bounded.ms_per_step, "ms", std::nullopt, 0});
   run.out->figure({"memory", "step_ms_unbounded", unbounded.ms_per_step, "ms", base, bounded.ms_per_step});
-  run.out->figure({"memory", "step_ms_no_prefetch", no_prefetch.ms_per_step, "ms", "prefetch 2 (same run)",
-                   bounded.ms_per_step});
+  run.out->figure(
+      {"memory", "step_ms_no_prefetch", no_prefetch.ms_per_step, "ms", "prefetch 2 (same run)", bounded.ms_per_step});
   if (!bounded.rss_reset || !unbounded.rss_reset || !no_prefetch.rss_reset)
     run.out->note("memory", "could not reset VmHWM (/proc/self/clear_refs): RSS growth includes earlier peaks");
   run.out->note("memory", std::to_string(kSteps) + " steps of batch " + std::to_string(kBatch) +

@@ -45,8 +45,10 @@ double samples_per_s(const Model& m, int batches, const std::string& args, int c
   std::string result, tail;
   std::array<char, 4096> line{};
   while (std::fgets(line.data(), static_cast<int>(line.size()), pipe)) {
-    if (line[0] == '{') result = line.data();  // the JSON object is the sample's last stdout line
-    else tail = line.data();
+    if (line[0] == '{')
+      result = line.data();  // the JSON object is the sample's last stdout line
+    else
+      tail = line.data();
   }
   if (::pclose(pipe) != 0 || result.empty())
     throw Error("scaling: " + command + " failed" + (tail.empty() ? std::string() : ": " + tail));

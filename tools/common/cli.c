@@ -114,4 +114,6 @@ long long cli_int(const cli_parser* cli, long long lo, long long hi) {
   return cli_parse_int(cli, cli->name, cli->value, lo, hi);
 }
 
-double cli_real(const cli_parser* cli, int allow_zero) { return cli_parse_real(cli, cli->name, cli->value, allow_zero); }
+double cli_real(const cli_parser* cli, int allow_zero) {
+  return cli_parse_real(cli, cli->name, cli->value, allow_zero);
+}

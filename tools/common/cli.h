@@ -35,15 +35,16 @@ extern "C" {
 /* --help and --version, answered by cli_next itself; a program's own option values start at CLI_FIRST
  * (above every character, so none of them is also a short option). */
 enum { CLI_HELP = 'h', CLI_VERSION = 256, CLI_FIRST = 257 };
-#define CLI_STANDARD_OPTIONS {"help", no_argument, NULL, CLI_HELP}, {"version", no_argument, NULL, CLI_VERSION}
+#define CLI_STANDARD_OPTIONS \
+  {"help", no_argument, NULL, CLI_HELP}, { "version", no_argument, NULL, CLI_VERSION }
 
 typedef struct cli_parser {
-  const char* tool;              /* "braid-lenet": starts every message and the --version line */
-  const char* usage;             /* "usage: ...\n": after every error (stderr) and first in --help */
-  const char* help;              /* printed after the usage by --help (may be NULL) */
-  const struct option* options;  /* ends with CLI_STANDARD_OPTIONS and {0} */
-  const char* name;              /* set by cli_next: the option just read, "--epochs" */
-  const char* value;             /* set by cli_next: its value, NULL for an option without one */
+  const char* tool;             /* "braid-lenet": starts every message and the --version line */
+  const char* usage;            /* "usage: ...\n": after every error (stderr) and first in --help */
+  const char* help;             /* printed after the usage by --help (may be NULL) */
+  const struct option* options; /* ends with CLI_STANDARD_OPTIONS and {0} */
+  const char* name;             /* set by cli_next: the option just read, "--epochs" */
+  const char* value;            /* set by cli_next: its value, NULL for an option without one */
   char name_buffer[64];
 } cli_parser;
 

@@ -74,10 +74,13 @@ class JsonObject {
   JsonObject& add(std::string_view key, const std::string& value) { return add(key, std::string_view(value)); }
   JsonObject& add(std::string_view key, bool value) { return add_raw(key, value ? "true" : "false"); }
   template <std::floating_point T>
-  JsonObject& add(std::string_view key, T value) { return add_raw(key, json_number(static_cast<double>(value))); }
+  JsonObject& add(std::string_view key, T value) {
+    return add_raw(key, json_number(static_cast<double>(value)));
+  }
   template <std::integral T>
-    requires(!std::same_as<T, bool>)
-  JsonObject& add(std::string_view key, T value) { return add_raw(key, std::to_string(value)); }
+  requires(!std::same_as<T, bool>) JsonObject& add(std::string_view key, T value) {
+    return add_raw(key, std::to_string(value));
+  }
   // value must already be valid JSON (an array or a nested object).
   JsonObject& add_raw(std::string_view key, std::string_view value) {
     body_ += body_.empty() ? "" : ", ";

@@ -18,11 +18,25 @@
 namespace braid::cpu::kern {
 namespace {
 
-template <class T> inline T& at(const braid_buffer_view& v, int64_t i) { return data_of<T>(v)[i * v.strides[0]]; }
+template <class T>
+inline T& at(const braid_buffer_view& v, int64_t i) {
+  return data_of<T>(v)[i * v.strides[0]];
+}
 
 ConvGeom conv_geom(const Call& c, const braid_buffer_view& x, const braid_buffer_view& w, const braid_buffer_view& y) {
-  return ConvGeom{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[2], w.shape[3], y.shape[2],
-                  y.shape[3], std::max<int64_t>(1, c.i[0]), std::max<int64_t>(1, c.i[1]), c.i[2], c.i[3]};
+  return ConvGeom{x.shape[0],
+                  x.shape[1],
+                  x.shape[2],
+                  x.shape[3],
+                  w.shape[0],
+                  w.shape[2],
+                  w.shape[3],
+                  y.shape[2],
+                  y.shape[3],
+                  std::max<int64_t>(1, c.i[0]),
+                  std::max<int64_t>(1, c.i[1]),
+                  c.i[2],
+                  c.i[3]};
 }
 
 // dyg [K, g*PQ] = dy of images n0 .. n0+g-1 ([g, K, PQ]) with the image axis moved inside.
@@ -184,7 +198,8 @@ using TapBlockFn = void (*)(const T*, const T*, const int64_t*, int64_t, const P
 template <class T>
 constexpr auto kTapBlocks = []<size_t... I>(std::index_sequence<I...>) {
   return std::array<TapBlockFn<T>, sizeof...(I)>{&tap_block_grad<int(I) + 1, T>...};
-}(std::make_index_sequence<kTapBlock>{});
+}
+(std::make_index_sequence<kTapBlock>{});
 
 // Adds image n's contribution to acc [K, C, R, S]; false (nothing added) when the image holds an inf
 // or NaN: the padded columns multiply image values by zero, which must stay zero.
@@ -305,7 +320,8 @@ void pool_bwd_typed(Exec& ex, const Call& c) {
   const auto& vx = c.inputs[1];
   const bool is_max = c.i[0] == BRAID_POOL_MAX;
   const int64_t kh = c.i[1], kw = c.i[2];
-  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh),
+                sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
   const int64_t ph = c.i[5], pw = c.i[6];
   const int64_t H = vx.shape[2], W = vx.shape[3], P = vdy.shape[2], Q = vdy.shape[3];
   const int64_t planes = vx.shape[0] * vx.shape[1];

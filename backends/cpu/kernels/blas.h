@@ -7,20 +7,20 @@
 
 namespace braid::cpu::kern {
 
-inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const float* a, blasint lda,
-                      const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const float* a,
+                      blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
   blas().sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
-inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const double* a, blasint lda,
-                      const double* b, blasint ldb, double beta, double* c, blasint ldc) {
+inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const double* a,
+                      blasint lda, const double* b, blasint ldb, double beta, double* c, blasint ldc) {
   blas().dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
-inline void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const float* a, blasint lda, const float* x, blasint incx,
-                      float beta, float* y, blasint incy) {
+inline void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const float* a, blasint lda, const float* x,
+                      blasint incx, float beta, float* y, blasint incy) {
   blas().sgemv(CblasRowMajor, t, m, n, 1.0f, a, lda, x, incx, beta, y, incy);
 }
-inline void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const double* a, blasint lda, const double* x, blasint incx,
-                      double beta, double* y, blasint incy) {
+inline void blas_gemv(CBLAS_TRANSPOSE t, blasint m, blasint n, const double* a, blasint lda, const double* x,
+                      blasint incx, double beta, double* y, blasint incy) {
   blas().dgemv(CblasRowMajor, t, m, n, 1.0, a, lda, x, incx, beta, y, incy);
 }
 
@@ -34,14 +34,18 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
           T* c, int64_t ldc) {
   if (m == 1 && n > 1) {  // c[1,n] = op(a)[1,k] op(b)[k,n], i.e. c = op(b)^T a
     const blasint inca = blasint(ta ? lda : 1);
-    if (tb) blas_gemv(CblasNoTrans, blasint(n), blasint(k), b, blasint(ldb), a, inca, beta, c, 1);  // b is [n,k]
-    else blas_gemv(CblasTrans, blasint(k), blasint(n), b, blasint(ldb), a, inca, beta, c, 1);       // b is [k,n]
+    if (tb)
+      blas_gemv(CblasNoTrans, blasint(n), blasint(k), b, blasint(ldb), a, inca, beta, c, 1);  // b is [n,k]
+    else
+      blas_gemv(CblasTrans, blasint(k), blasint(n), b, blasint(ldb), a, inca, beta, c, 1);  // b is [k,n]
     return;
   }
   if (n == 1 && m > 1) {  // c[m,1] = op(a)[m,k] op(b)[k,1]
     const blasint incb = blasint(tb ? 1 : ldb);
-    if (ta) blas_gemv(CblasTrans, blasint(k), blasint(m), a, blasint(lda), b, incb, beta, c, blasint(ldc));  // a is [k,m]
-    else blas_gemv(CblasNoTrans, blasint(m), blasint(k), a, blasint(lda), b, incb, beta, c, blasint(ldc));   // a is [m,k]
+    if (ta)
+      blas_gemv(CblasTrans, blasint(k), blasint(m), a, blasint(lda), b, incb, beta, c, blasint(ldc));  // a is [k,m]
+    else
+      blas_gemv(CblasNoTrans, blasint(m), blasint(k), a, blasint(lda), b, incb, beta, c, blasint(ldc));  // a is [m,k]
     return;
   }
   blas_gemm(ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blasint(m), blasint(n), blasint(k), a,

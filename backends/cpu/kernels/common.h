@@ -42,19 +42,29 @@ struct bf16_t {
   uint16_t bits;
 };
 
-template <class T> inline constexpr braid_dtype dtype_of = BRAID_DTYPE_COUNT;
-template <> inline constexpr braid_dtype dtype_of<float> = BRAID_FLOAT32;
-template <> inline constexpr braid_dtype dtype_of<double> = BRAID_FLOAT64;
-template <> inline constexpr braid_dtype dtype_of<int32_t> = BRAID_INT32;
-template <> inline constexpr braid_dtype dtype_of<int64_t> = BRAID_INT64;
-template <> inline constexpr braid_dtype dtype_of<uint8_t> = BRAID_UINT8;
-template <> inline constexpr braid_dtype dtype_of<half_t> = BRAID_FLOAT16;
-template <> inline constexpr braid_dtype dtype_of<bf16_t> = BRAID_BFLOAT16;
+template <class T>
+inline constexpr braid_dtype dtype_of = BRAID_DTYPE_COUNT;
+template <>
+inline constexpr braid_dtype dtype_of<float> = BRAID_FLOAT32;
+template <>
+inline constexpr braid_dtype dtype_of<double> = BRAID_FLOAT64;
+template <>
+inline constexpr braid_dtype dtype_of<int32_t> = BRAID_INT32;
+template <>
+inline constexpr braid_dtype dtype_of<int64_t> = BRAID_INT64;
+template <>
+inline constexpr braid_dtype dtype_of<uint8_t> = BRAID_UINT8;
+template <>
+inline constexpr braid_dtype dtype_of<half_t> = BRAID_FLOAT16;
+template <>
+inline constexpr braid_dtype dtype_of<bf16_t> = BRAID_BFLOAT16;
 
-template <class T> struct Tag {
+template <class T>
+struct Tag {
   using type = T;
 };
-template <class... Ts> struct Types {};
+template <class... Ts>
+struct Types {};
 using FloatTypes = Types<float, double>;
 using IntTypes = Types<int32_t, int64_t>;
 using NumericTypes = Types<float, double, int32_t, int64_t>;
@@ -78,7 +88,10 @@ KernelResult unsupported(braid_kernel_op op, braid_dtype dt, const char* detail 
 
 // ---- views ---------------------------------------------------------------------------------------
 
-template <class T> inline T* data_of(const braid_buffer_view& v) { return reinterpret_cast<T*>(view_data(v)); }
+template <class T>
+inline T* data_of(const braid_buffer_view& v) {
+  return reinterpret_cast<T*>(view_data(v));
+}
 
 inline int64_t numel(const braid_buffer_view& v) {
   int64_t n = 1;
@@ -244,7 +257,8 @@ class SerialExec final : public Exec {
 namespace detail {
 // One run with a compile-time stride pattern: bit k of Mask set = operand k advances by 1, clear =
 // stays (broadcast). Constant strides let the compiler vectorise and hoist broadcast loads.
-template <bool Hot, unsigned Mask, class F, class Seq, class... P> struct Fixed;
+template <bool Hot, unsigned Mask, class F, class Seq, class... P>
+struct Fixed;
 template <unsigned Mask, class F, size_t... I, class... P>
 struct Fixed<false, Mask, F, std::index_sequence<I...>, P...> {
   static void run(F& f, int64_t n, P* __restrict... p) {
@@ -263,7 +277,7 @@ void run_strided(F& f, int64_t n, const int64_t* s, std::index_sequence<I...>, P
 }
 template <bool Hot, class F, class... P, unsigned... M>
 constexpr auto fixed_table(std::integer_sequence<unsigned, M...>) {
-  using Fn = void (*)(F&, int64_t, P*...);
+  using Fn = void (*)(F&, int64_t, P * ...);
   return std::array<Fn, sizeof...(M)>{&Fixed<Hot, M, F, std::index_sequence_for<P...>, P...>::run...};
 }
 }  // namespace detail
@@ -275,8 +289,7 @@ template <bool Hot = false, int N, class F, class... P>
 inline void map_range(const Layout<N>& L, int64_t begin, int64_t end, F& f, P*... p) {
   static_assert(sizeof...(P) == N);
   using Seq = std::index_sequence_for<P...>;
-  static constexpr auto table =
-      detail::fixed_table<Hot, F, P...>(std::make_integer_sequence<unsigned, (1u << N)>{});
+  static constexpr auto table = detail::fixed_table<Hot, F, P...>(std::make_integer_sequence<unsigned, (1u << N)>{});
   int64_t s[N];
   unsigned mask = 0;
   bool unit = true;
@@ -292,7 +305,8 @@ inline void map_range(const Layout<N>& L, int64_t begin, int64_t end, F& f, P*..
         fn(f, count, (p + off[I])...);
       else
         detail::run_strided(f, count, s, Seq{}, (p + off[I])...);
-    }(Seq{});
+    }
+    (Seq{});
   });
 }
 
@@ -430,12 +444,12 @@ KernelResult k_softmax_ce(const Call&, Exec&);
 KernelResult k_sgd(const Call&, Exec&);
 KernelResult k_sgd_momentum(const Call&, Exec&);
 KernelResult k_adam(const Call&, Exec&);
-KernelResult k_conv2d_bwd_data(const Call&, Exec&);    // backward.cpp
+KernelResult k_conv2d_bwd_data(const Call&, Exec&);  // backward.cpp
 KernelResult k_conv2d_bwd_weight(const Call&, Exec&);
 KernelResult k_pool2d_bwd(const Call&, Exec&);
 KernelResult k_batch_norm_bwd(const Call&, Exec&);
 KernelResult k_softmax_ce_bwd(const Call&, Exec&);
-KernelResult k_combine(const Call&, Exec&);         // elementwise.cpp
+KernelResult k_combine(const Call&, Exec&);            // elementwise.cpp
 KernelResult k_fused_elementwise(const Call&, Exec&);  // fused.cpp
 
 }  // namespace braid::cpu::kern

@@ -45,8 +45,8 @@ Mode mode() {
     if (v == nullptr || *v == '\0' || std::strcmp(v, "builtin") == 0) return Mode::builtin;
     if (std::strcmp(v, "onednn") == 0) return Mode::onednn;
     if (std::strcmp(v, "auto") == 0) return Mode::automatic;
-    host::log(BRAID_LOG_WARNING, std::string("cpu backend: BRAID_CPU_CONV=") + v +
-                                     " is none of builtin, onednn, auto; using builtin");
+    host::log(BRAID_LOG_WARNING,
+              std::string("cpu backend: BRAID_CPU_CONV=") + v + " is none of builtin, onednn, auto; using builtin");
     return Mode::builtin;
   }();
   return m;
@@ -98,13 +98,14 @@ Plan make_plan(Pass pass, bool bias, int64_t n, const ConvGeom& G) {
       pad_l{G.ph, G.pw}, pad_r{(G.P - 1) * G.sh + G.R - G.H - G.ph, (G.Q - 1) * G.sw + G.S - G.W - G.pw};
   if (pad_r[0] < 0 || pad_r[1] < 0) return plan;  // the output drops input rows: leave it to the builtin
   const memory::desc x_any(x, kF32, Tag::any), w_any(w, kF32, Tag::any), y_any(y, kF32, Tag::any),
-      x_plain(x, kF32, Tag::nchw), w_plain(w, kF32, Tag::oihw), y_plain(y, kF32, Tag::nchw), b(memory::dims{G.K}, kF32, Tag::x);
+      x_plain(x, kF32, Tag::nchw), w_plain(w, kF32, Tag::oihw), y_plain(y, kF32, Tag::nchw),
+      b(memory::dims{G.K}, kF32, Tag::x);
   using dnnl::algorithm, dnnl::prop_kind;
   namespace d = dnnl;
-  const auto fwd_desc = bias ? d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_any,
-                                                            w_any, b, y_any, strides, pad_l, pad_r)
-                             : d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_any,
-                                                            w_any, y_any, strides, pad_l, pad_r);
+  const auto fwd_desc = bias ? d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                                            x_any, w_any, b, y_any, strides, pad_l, pad_r)
+                             : d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
+                                                            x_any, w_any, y_any, strides, pad_l, pad_r);
   const d::convolution_forward::primitive_desc fwd(fwd_desc, engine());
   const char* impl = nullptr;
   switch (pass) {
@@ -128,7 +129,8 @@ Plan make_plan(Pass pass, bool bias, int64_t n, const ConvGeom& G) {
     }
     case Pass::backward_weight: {
       const d::convolution_backward_weights::primitive_desc pd(
-          d::convolution_backward_weights::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad_l, pad_r),
+          d::convolution_backward_weights::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad_l,
+                                                pad_r),
           engine(), fwd);
       plan.prim = d::convolution_backward_weights(pd);
       plan.in0 = Operand(y_plain, pd.diff_dst_desc(), DNNL_ARG_DIFF_DST, false);
@@ -158,7 +160,8 @@ std::shared_ptr<const Plan> plan_for(Pass pass, bool bias, int64_t n, const Conv
     single_threaded();
     plan = make_plan(pass, bias, n, G);
   } catch (const std::exception& e) {
-    host::log(BRAID_LOG_DEBUG, std::string("cpu backend: oneDNN declined a convolution, builtin kernels run it: ") + e.what());
+    host::log(BRAID_LOG_DEBUG,
+              std::string("cpu backend: oneDNN declined a convolution, builtin kernels run it: ") + e.what());
     plan = Plan{};
   }
   return cache.emplace(key, std::make_shared<const Plan>(std::move(plan))).first->second;
@@ -168,7 +171,9 @@ std::shared_ptr<const Plan> plan_for(Pass pass, bool bias, int64_t n, const Conv
 class Carver {
  public:
   void reserve(size_t bytes) { total_ += round(bytes); }
-  void bind(std::byte* base) { next_ = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63}); }
+  void bind(std::byte* base) {
+    next_ = reinterpret_cast<std::byte*>((reinterpret_cast<uintptr_t>(base) + 63) & ~uintptr_t{63});
+  }
   size_t total() const { return total_ + 64; }
   void* take(size_t bytes) {
     if (bytes == 0) return nullptr;
@@ -187,8 +192,8 @@ class Carver {
 //   in0, out: per-image operands (image i at in0 + i * in0_image, out + i * out_image floats)
 //   in1: shared (the weights) when in1_image is 0, else per image (the weight gradient's x)
 // The weight gradient's runs each write a [K, C, R, S] of their own, then add up into out.
-bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_image, const float* in1, int64_t in1_image,
-         const float* bias, float* out, int64_t out_image) {
+bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_image, const float* in1,
+         int64_t in1_image, const float* bias, float* out, int64_t out_image) {
   if (G.N < ex.concurrency()) return false;  // fewer images than cores: builtin splits within one
   const int64_t parts = std::min<int64_t>(ex.concurrency(), G.N), base = G.N / parts, extra = G.N % parts;
   // array_split: the first `extra` runs take one image more, so at most two plans.
@@ -231,7 +236,8 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
     b.in0 = carve.take(pl.in0.used_bytes());
     b.in1 = shared_in1 ? nullptr : carve.take(pl.in1.used_bytes());
     b.out = carve.take(pl.out.used_bytes());
-    b.partial = summed_out ? (p == 0 ? out : static_cast<float*>(carve.take(size_t(out_elems) * sizeof(float)))) : nullptr;
+    b.partial =
+        summed_out ? (p == 0 ? out : static_cast<float*>(carve.take(size_t(out_elems) * sizeof(float)))) : nullptr;
   }
 
   try {
@@ -279,7 +285,8 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
             args.emplace(pl.in1.arg, w_used[&pl == plans[0].get() ? 0 : 1]);
           else
             input(pl.in1, in1 + first * in1_image, rb.in1);
-          if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, memory(memory::desc({G.K}, kF32, Tag::x), eng, const_cast<float*>(bias)));
+          if (bias != nullptr)
+            args.emplace(DNNL_ARG_BIAS, memory(memory::desc({G.K}, kF32, Tag::x), eng, const_cast<float*>(bias)));
           float* dst = summed_out ? rb.partial : out + first * out_image;
           memory out_plain(pl.out.plain, eng, dst);
           memory out_used = pl.out.reorders ? memory(pl.out.used, eng, rb.out) : out_plain;
@@ -313,9 +320,9 @@ constexpr int kTrials = 2;
 }  // namespace
 
 struct Tuning {
-  int calls = 0;  // trial calls handed out
+  int calls = 0;                    // trial calls handed out
   double best[2] = {1e300, 1e300};  // fastest timed call: [0] builtin, [1] oneDNN
-  int decided = -1;  // -1 while measuring, else 1 = oneDNN, 0 = builtin
+  int decided = -1;                 // -1 while measuring, else 1 = oneDNN, 0 = builtin
 };
 
 namespace {
@@ -330,13 +337,9 @@ std::map<TuneKey, Tuning>& tunings() {
 
 Choice::Choice(Pass pass, const ConvGeom& G, bool bias, int cores) {
   switch (mode()) {
-    case Mode::onednn:
-      onednn_ = true;
-      return;
-    case Mode::builtin:
-      return;
-    case Mode::automatic:
-      break;
+    case Mode::onednn: onednn_ = true; return;
+    case Mode::builtin: return;
+    case Mode::automatic: break;
   }
   const TuneKey key{Key{pass, bias, G.N, G.C, G.H, G.W, G.K, G.R, G.S, G.sh, G.sw, G.ph, G.pw}, cores};
   const std::lock_guard lock(tuning_mu);

@@ -49,7 +49,8 @@ class Choice {
 // trial), and `onednn_call` run when oneDNN is chosen. True if oneDNN ran the call; false when the
 // builtin kernels are to run it (chosen, or oneDNN declined the shape).
 template <class Run>
-bool run_if_chosen(std::optional<Choice>& choice, Pass pass, const ConvGeom& G, bool bias, int cores, Run&& onednn_call) {
+bool run_if_chosen(std::optional<Choice>& choice, Pass pass, const ConvGeom& G, bool bias, int cores,
+                   Run&& onednn_call) {
   choice.emplace(pass, G, bias, cores);
   if (!choice->onednn()) return false;
   if (onednn_call()) return true;

@@ -26,9 +26,10 @@ namespace {
 
 // Output columns kept in registers: four 32-byte vectors (AVX2 registers in the x86-64-v3 clone; pairs
 // of SSE registers in the baseline). 16-byte vectors ran LeNet's first conv at half the speed.
-template <class T> constexpr int64_t kQBlock = 128 / sizeof(T);
-constexpr int64_t kDirectMaxK = 8;             // gemm's M dimension below this wastes its kernels
-constexpr int64_t kDirectMaxPad = 1 << 18;     // padded image elements per task (stack of the chunk)
+template <class T>
+constexpr int64_t kQBlock = 128 / sizeof(T);
+constexpr int64_t kDirectMaxK = 8;          // gemm's M dimension below this wastes its kernels
+constexpr int64_t kDirectMaxPad = 1 << 18;  // padded image elements per task (stack of the chunk)
 // With few taps per output (LeNet's first layer: C*R*S = 9) im2col copies the image R*S times and the
 // gemm has almost no inner dimension to amortise it over: the direct kernel wins at any K.
 constexpr int64_t kDirectMaxTaps = 32;
@@ -172,7 +173,8 @@ void pool_typed(Exec& ex, const Call& c) {
   const bool is_max = c.i[0] == BRAID_POOL_MAX;
   const int64_t kh = c.i[1], kw = c.i[2];
   // braid.h: stride 0 means the kernel size (the host normally resolves it; kept for robustness).
-  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh), sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
+  const int64_t sh = c.i[3] > 0 ? c.i[3] : std::max<int64_t>(1, kh),
+                sw = c.i[4] > 0 ? c.i[4] : std::max<int64_t>(1, kw);
   const int64_t ph = c.i[5], pw = c.i[6];
   const int64_t H = vx.shape[2], W = vx.shape[3], P = vy.shape[2], Q = vy.shape[3];
   const int64_t planes = vx.shape[0] * vx.shape[1];
@@ -201,7 +203,8 @@ void pool_typed(Exec& ex, const Call& c) {
               for (int64_t q = 0; q < n; ++q) o[q0 + q] = mx(v[2 * q], v[2 * q + 1]);
             }
           } else
-            for (int64_t q = 0; q < Q; ++q) o[q] = ((r0[2 * q] + r0[2 * q + 1]) + (r1[2 * q] + r1[2 * q + 1])) * T(0.25);
+            for (int64_t q = 0; q < Q; ++q)
+              o[q] = ((r0[2 * q] + r0[2 * q + 1]) + (r1[2 * q] + r1[2 * q + 1])) * T(0.25);
         }
         continue;
       }

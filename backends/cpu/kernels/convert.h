@@ -33,7 +33,7 @@ inline uint16_t float_to_half_bits(float f) {
   } else {
     const uint32_t odd = (u >> 13) & 1u;
     u += (uint32_t(15 - 127) << 23) + 0xfffu + odd;  // rebias and round half to even
-    o = uint16_t(u >> 13);                            // a carry out of the mantissa bumps the exponent
+    o = uint16_t(u >> 13);                           // a carry out of the mantissa bumps the exponent
   }
   return uint16_t(o | sign);
 }
@@ -65,14 +65,15 @@ inline float double_to_float_odd(double d) {
   if (double(f) != d && std::isfinite(f)) {
     uint32_t u = std::bit_cast<uint32_t>(f);
     if (std::fabs(double(f)) > std::fabs(d)) --u;  // truncate toward zero...
-    f = std::bit_cast<float>(u | 1u);               // ...and make it sticky
+    f = std::bit_cast<float>(u | 1u);              // ...and make it sticky
   }
   return f;
 }
 
 // ---- the generic conversion ------------------------------------------------------------------------
 
-template <class T> inline constexpr bool is_half16 = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t>;
+template <class T>
+inline constexpr bool is_half16 = std::is_same_v<T, half_t> || std::is_same_v<T, bf16_t>;
 
 using plugin::float_to_int;
 

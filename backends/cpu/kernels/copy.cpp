@@ -75,7 +75,8 @@ void move_elements(Exec& ex, const Layout<2>& L, void* dst, const void* src) {
   E* d = static_cast<E*>(dst);
   const E* s = static_cast<const E*>(src);
   if (is_transpose(L)) return transpose_copy(ex, L, d, s);
-  map(ex, L, kGrain, [](E& o, E x) { o = x; }, d, s);
+  map(
+      ex, L, kGrain, [](E& o, E x) { o = x; }, d, s);
 }
 
 }  // namespace
@@ -102,7 +103,8 @@ void copy_nd(Exec& ex, int ndim, const int64_t* shape, void* dst, braid_dtype ds
   }
   visit_dtype(AllTypes{}, src_dt, [&]<class S>(Tag<S>) {
     visit_dtype(AllTypes{}, dst_dt, [&]<class D>(Tag<D>) {
-      map(ex, L, kGrain, [](D& o, S x) { o = convert<D>(x); }, static_cast<D*>(dst), static_cast<const S*>(src));
+      map(
+          ex, L, kGrain, [](D& o, S x) { o = convert<D>(x); }, static_cast<D*>(dst), static_cast<const S*>(src));
     });
   });
 }

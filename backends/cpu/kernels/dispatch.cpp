@@ -55,11 +55,33 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
 
 using KernelFn = KernelResult (*)(const Call&, Exec&);
 constexpr KernelFn kKernels[BRAID_KOP_COUNT] = {
-    k_fill,   k_arange,   k_random,  k_random,     k_copy,       k_unary,      k_binary,
-    k_binary_scalar,      k_reduce,  k_argmax,     k_matmul,     k_conv2d,     k_pool2d,
-    k_batch_norm,         k_softmax, k_softmax_ce, k_dropout,    k_sgd,        k_sgd_momentum,
-    k_adam,   k_conv2d_bwd_data,    k_conv2d_bwd_weight, k_pool2d_bwd, k_batch_norm_bwd, k_softmax_ce_bwd,
-    k_combine, k_fused_elementwise,
+    k_fill,
+    k_arange,
+    k_random,
+    k_random,
+    k_copy,
+    k_unary,
+    k_binary,
+    k_binary_scalar,
+    k_reduce,
+    k_argmax,
+    k_matmul,
+    k_conv2d,
+    k_pool2d,
+    k_batch_norm,
+    k_softmax,
+    k_softmax_ce,
+    k_dropout,
+    k_sgd,
+    k_sgd_momentum,
+    k_adam,
+    k_conv2d_bwd_data,
+    k_conv2d_bwd_weight,
+    k_pool2d_bwd,
+    k_batch_norm_bwd,
+    k_softmax_ce_bwd,
+    k_combine,
+    k_fused_elementwise,
 };
 
 }  // namespace
@@ -98,12 +120,13 @@ KernelResult run_kernel(const braid_kernel_call& call, Exec& exec) {
   try {
     return kern::kKernels[call.op](call, exec);
   } catch (const std::bad_alloc&) {
-    return kern::fail(BRAID_ERR_OUT_OF_MEMORY, std::string("cpu backend: out of memory for scratch in ") +
-                                                   kern::op_name(call.op));
+    return kern::fail(BRAID_ERR_OUT_OF_MEMORY,
+                      std::string("cpu backend: out of memory for scratch in ") + kern::op_name(call.op));
   } catch (const std::exception& e) {
     return kern::fail(BRAID_ERR_INTERNAL, std::string("cpu backend: ") + kern::op_name(call.op) + ": " + e.what());
   } catch (...) {
-    return kern::fail(BRAID_ERR_INTERNAL, std::string("cpu backend: ") + kern::op_name(call.op) + ": unknown exception");
+    return kern::fail(BRAID_ERR_INTERNAL,
+                      std::string("cpu backend: ") + kern::op_name(call.op) + ": unknown exception");
   }
 }
 

@@ -18,17 +18,28 @@
 namespace braid::cpu::kern {
 namespace {
 
-template <class T> using Unsigned = std::make_unsigned_t<T>;
-template <class T> inline T wrap_add(T a, T b) { return T(Unsigned<T>(a) + Unsigned<T>(b)); }
-template <class T> inline T wrap_sub(T a, T b) { return T(Unsigned<T>(a) - Unsigned<T>(b)); }
-template <class T> inline T wrap_mul(T a, T b) { return T(Unsigned<T>(a) * Unsigned<T>(b)); }
+template <class T>
+using Unsigned = std::make_unsigned_t<T>;
+template <class T>
+inline T wrap_add(T a, T b) {
+  return T(Unsigned<T>(a) + Unsigned<T>(b));
+}
+template <class T>
+inline T wrap_sub(T a, T b) {
+  return T(Unsigned<T>(a) - Unsigned<T>(b));
+}
+template <class T>
+inline T wrap_mul(T a, T b) {
+  return T(Unsigned<T>(a) * Unsigned<T>(b));
+}
 
 // ---- FILL / ARANGE -------------------------------------------------------------------------------
 
 template <class T>
 void fill_view(Exec& ex, const braid_buffer_view& out, double value) {
   const T v = convert<T>(value);
-  map(ex, layout_of(out), kGrain, [v](T& o) { o = v; }, data_of<T>(out));
+  map(
+      ex, layout_of(out), kGrain, [v](T& o) { o = v; }, data_of<T>(out));
 }
 
 }  // namespace
@@ -122,7 +133,8 @@ inline T int_pow(T a, T b, bool& bad) {
 
 template <class T, class F>
 void binary_map(Exec& ex, const Layout<3>& L, T* o, const T* a, const T* b, F op) {
-  map(ex, L, kGrain, [op](T& r, T x, T y) { r = op(x, y); }, o, a, b);
+  map(
+      ex, L, kGrain, [op](T& r, T x, T y) { r = op(x, y); }, o, a, b);
 }
 
 // Integer DIV/POW: chunk-local error flags, so the lambdas stay free of shared state.
@@ -163,8 +175,7 @@ KernelResult binary_typed(Exec& ex, const Call& c, braid_binary_op op, const Lay
       case BRAID_BINARY_EQUAL: run([](T x, T y) { return x == y ? T(1) : T(0); }); break;
       case BRAID_BINARY_LESS: run([](T x, T y) { return x < y ? T(1) : T(0); }); break;
       case BRAID_BINARY_GREATER: run([](T x, T y) { return x > y ? T(1) : T(0); }); break;
-      default:
-        return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
+      default: return unsupported(c.op, c.inputs[0].dtype, ("binary op " + std::to_string(int(op))).c_str());
     }
   }
   return {};
@@ -191,14 +202,13 @@ KernelResult k_binary_scalar(const Call& c, Exec& ex) {
   static constexpr int64_t zeros[BRAID_MAX_DIMS] = {};
   visit_dtype(NumericTypes{}, in.dtype, [&]<class T>(Tag<T>) {
     const T s = convert<T>(c.f[0]);
-    const Layout<3> L = make_layout<3>(out.ndim, out.shape, {out.strides, reverse ? zeros : in.strides,
-                                                             reverse ? in.strides : zeros});
+    const Layout<3> L =
+        make_layout<3>(out.ndim, out.shape, {out.strides, reverse ? zeros : in.strides, reverse ? in.strides : zeros});
     const T* x = data_of<const T>(in);
     r = binary_typed<T>(ex, c, braid_binary_op(c.i[0]), L, data_of<T>(out), reverse ? &s : x, reverse ? x : &s);
   });
   return r;
 }
-
 
 // ---- COMBINE ---------------------------------------------------------------------------------------
 
@@ -265,12 +275,16 @@ KernelResult k_combine(const Call& c, Exec& ex) {
     constexpr bool integral = std::is_integral_v<T>;
     switch (op) {
       case BRAID_BINARY_ADD:
-        if constexpr (integral) combine_typed<T>(ex, c, [](T x, T y) { return wrap_add(x, y); });
-        else combine_typed<T>(ex, c, [](T x, T y) { return x + y; });
+        if constexpr (integral)
+          combine_typed<T>(ex, c, [](T x, T y) { return wrap_add(x, y); });
+        else
+          combine_typed<T>(ex, c, [](T x, T y) { return x + y; });
         break;
       case BRAID_BINARY_MUL:
-        if constexpr (integral) combine_typed<T>(ex, c, [](T x, T y) { return wrap_mul(x, y); });
-        else combine_typed<T>(ex, c, [](T x, T y) { return x * y; });
+        if constexpr (integral)
+          combine_typed<T>(ex, c, [](T x, T y) { return wrap_mul(x, y); });
+        else
+          combine_typed<T>(ex, c, [](T x, T y) { return x * y; });
         break;
       case BRAID_BINARY_MAXIMUM: combine_typed<T>(ex, c, [](T x, T y) { return max_nan(x, y); }); break;
       case BRAID_BINARY_MINIMUM: combine_typed<T>(ex, c, [](T x, T y) { return min_nan(x, y); }); break;

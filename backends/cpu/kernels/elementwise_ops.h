@@ -11,13 +11,19 @@
 namespace braid::cpu::kern {
 
 // Max/min that propagate NaN from either side (PyTorch semantics).
-template <class T> inline T max_nan(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return a > b ? a : b;
-  else return (a != a || a > b) ? a : b;
+template <class T>
+inline T max_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return a > b ? a : b;
+  else
+    return (a != a || a > b) ? a : b;
 }
-template <class T> inline T min_nan(T a, T b) {
-  if constexpr (std::is_integral_v<T>) return a < b ? a : b;
-  else return (a != a || a < b) ? a : b;
+template <class T>
+inline T min_nan(T a, T b) {
+  if constexpr (std::is_integral_v<T>)
+    return a < b ? a : b;
+  else
+    return (a != a || a < b) ? a : b;
 }
 
 // Calls f(fn, heavy) with the element function of a float unary op (heavy: transcendental,

@@ -10,7 +10,8 @@
 
 namespace braid::cpu::kern {
 
-template <class T> using SumAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
+template <class T>
+using SumAcc = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
 template <class T>
 struct SumR {
@@ -19,8 +20,10 @@ struct SumR {
   static Acc add(Acc a, T x) { return a + Acc(x); }  // ints: via uint64, so overflow wraps
   static Acc merge(Acc a, Acc b) { return a + b; }
   static T finish(Acc a, int64_t) {
-    if constexpr (std::is_integral_v<T>) return T(int64_t(a));
-    else return T(a);
+    if constexpr (std::is_integral_v<T>)
+      return T(int64_t(a));
+    else
+      return T(a);
   }
 };
 template <class T>
@@ -37,8 +40,10 @@ template <class T, bool IsMax>
 struct ExtremumR {
   using Acc = T;
   static T init() {
-    if constexpr (std::is_integral_v<T>) return IsMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
-    else return IsMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+    if constexpr (std::is_integral_v<T>)
+      return IsMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+    else
+      return IsMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   }
   static bool beats(T x, T a) { return IsMax ? x > a : x < a; }
   static T add(T a, T x) { return (beats(x, a) || x != x) ? x : a; }
@@ -78,8 +83,10 @@ struct ExtremumR {
     return r;
   }
 };
-template <class T> using MaxR = ExtremumR<T, true>;
-template <class T> using MinR = ExtremumR<T, false>;
+template <class T>
+using MaxR = ExtremumR<T, true>;
+template <class T>
+using MinR = ExtremumR<T, false>;
 
 // Dense float32 sum in double: sixteen double lanes in 32-byte vectors, converted four floats at a time.
 // The x86-64-v3 clone converts and adds four lanes per instruction where the baseline's scalar-array

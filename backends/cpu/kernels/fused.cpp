@@ -95,15 +95,19 @@ void fused_typed(Exec& ex, const Call& c, const Program<T>& p) {
         for (int k = 0; k < K; ++k) {
           const int64_t s = L.inner_stride(k + 1);
           const T* src = in[size_t(k)] + off[k + 1] + t * s;
-          if (s == 1) std::copy_n(src, m, regs[k]);
-          else for (int64_t e = 0; e < m; ++e) regs[k][e] = src[e * s];
+          if (s == 1)
+            std::copy_n(src, m, regs[k]);
+          else
+            for (int64_t e = 0; e < m; ++e) regs[k][e] = src[e * s];
         }
         p.run(regs, m);
         const int64_t s = L.inner_stride(0);
         T* dst = o + off[0] + t * s;
         const T* res = regs[p.k + p.n - 1];
-        if (s == 1) std::copy_n(res, m, dst);
-        else for (int64_t e = 0; e < m; ++e) dst[e * s] = res[e];
+        if (s == 1)
+          std::copy_n(res, m, dst);
+        else
+          for (int64_t e = 0; e < m; ++e) dst[e * s] = res[e];
       }
     });
   });

@@ -184,12 +184,13 @@ inline bool col2im_vector_path(const ConvGeom& G) {
   return G.sh == 1 && G.sw == 1 && G.W + 2 * G.pw <= kCol2imMaxRow && G.S <= kCol2imMargin;
 }
 
-template <class T> using LaneMask = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+template <class T>
+using LaneMask = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
 
 // masks [S, Wv]: all bits set in lane w of tap s's row when w - s is an output column (in [0, Q)).
 template <class T>
-BRAID_HOT void col2im_s1_plane(const ConvGeom& G, const T* __restrict col, int64_t ld, T* __restrict dxp,
-                               int64_t Wv, const LaneMask<T>* masks) {
+BRAID_HOT void col2im_s1_plane(const ConvGeom& G, const T* __restrict col, int64_t ld, T* __restrict dxp, int64_t Wv,
+                               const LaneMask<T>* masks) {
   typedef T V __attribute__((vector_size(32)));
   typedef LaneMask<T> M __attribute__((vector_size(32)));
   constexpr int64_t L = 32 / sizeof(T), kMaxVec = kCol2imMaxRow / L;

@@ -24,8 +24,10 @@ struct Storage {
   int64_t ld;
 };
 Storage storage(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
-  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1))) return {0, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
-  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1))) return {1, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<int64_t>(cols, 1)))
+    return {0, rows == 1 ? std::max<int64_t>(cols, 1) : rs};
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<int64_t>(rows, 1)))
+    return {1, cols == 1 ? std::max<int64_t>(rows, 1) : cs};
   return {-1, 0};
 }
 

@@ -13,7 +13,10 @@ namespace braid::cpu::kern {
 namespace {
 
 // Element i of a 1-D view.
-template <class T> inline T& at(const braid_buffer_view& v, int64_t i) { return data_of<T>(v)[i * v.strides[0]]; }
+template <class T>
+inline T& at(const braid_buffer_view& v, int64_t i) {
+  return data_of<T>(v)[i * v.strides[0]];
+}
 
 // ---- batch norm ----------------------------------------------------------------------------------
 
@@ -113,8 +116,8 @@ void batch_norm_typed(Exec& ex, const Call& c) {
 
 // ---- softmax -------------------------------------------------------------------------------------
 
-constexpr int64_t kBuf = 1024;   // exp scratch per row block (stack)
-constexpr int64_t kCols = 256;   // columns handled together when the axis is not innermost
+constexpr int64_t kBuf = 1024;  // exp scratch per row block (stack)
+constexpr int64_t kCols = 256;  // columns handled together when the axis is not innermost
 
 // Sum of exp(x[i] - m) over a dense run, in double.
 template <class T>

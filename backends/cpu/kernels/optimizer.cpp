@@ -13,7 +13,8 @@ KernelResult k_sgd(const Call& c, Exec& ex) {
   const auto &w = c.inputs[0], &g = c.inputs[1];
   visit_dtype(FloatTypes{}, w.dtype, [&]<class T>(Tag<T>) {
     const T lr = T(c.f[0]), wd = T(c.f[1]);
-    map(ex, layout_of(w, g), kGrain, [lr, wd](T& wv, T gv) { wv -= lr * (gv + wd * wv); }, data_of<T>(w),
+    map(
+        ex, layout_of(w, g), kGrain, [lr, wd](T& wv, T gv) { wv -= lr * (gv + wd * wv); }, data_of<T>(w),
         data_of<const T>(g));
   });
   return {};

@@ -12,7 +12,7 @@
 namespace braid::cpu::kern {
 namespace {
 
-constexpr int kBatch = 32;               // Philox blocks per window
+constexpr int kBatch = 32;              // Philox blocks per window
 constexpr int64_t kWords = 4 * kBatch;  // words per window
 
 struct Key {
@@ -77,7 +77,8 @@ void for_each_piece(const Layout<1>& L, T* o, int64_t begin, int64_t end, int64_
 
 // Uniform: element i is word i of the stream.
 template <class T>
-BRAID_HOT void uniform_run(T* __restrict y, int64_t s, const uint32_t* __restrict w, int64_t n, double low, double span) {
+BRAID_HOT void uniform_run(T* __restrict y, int64_t s, const uint32_t* __restrict w, int64_t n, double low,
+                           double span) {
   if (s == 1)
     for (int64_t i = 0; i < n; ++i) y[i] = T(low + span * unit(w[i]));
   else
@@ -91,11 +92,16 @@ inline void sincos_2pi(double u, double& c, double& s) {
   const int q = int(qd) & 3;
   const double a = (u - 0.25 * qd) * (2.0 * std::numbers::pi);
   const double z = a * a;
-  const double sr = z * (8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06 +
-                    z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10))));
+  const double sr =
+      z * (8.33333333332248946124e-03 +
+           z * (-1.98412698298579493134e-04 +
+                z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10))));
   const double sn = a + a * z * (-1.66666666666666324348e-01 + sr);
-  const double cr = z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03 + z * (2.48015872894767294178e-05 +
-                    z * (-2.75573143513906633035e-07 + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+  const double cr = z * (4.16666666666666019037e-02 +
+                         z * (-1.38888888888741095749e-03 +
+                              z * (2.48015872894767294178e-05 +
+                                   z * (-2.75573143513906633035e-07 +
+                                        z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
   const double hz = 0.5 * z, w = 1.0 - hz;
   const double cs = w + (((1.0 - w) - hz) + z * cr);
   // cos(q pi/2 + a), sin(q pi/2 + a)

@@ -75,7 +75,8 @@ template <class R, class T>
 typename R::Acc fold_span(const Layout<1>& red, const T* x, int64_t begin, int64_t end) {
   typename R::Acc acc = R::init();
   const int64_t s = red.inner_stride(0);
-  for_each_row(red, begin, end, [&](const int64_t* off, int64_t n) { acc = R::merge(acc, fold_run<R>(x + off[0], n, s)); });
+  for_each_row(red, begin, end,
+               [&](const int64_t* off, int64_t n) { acc = R::merge(acc, fold_run<R>(x + off[0], n, s)); });
   return acc;
 }
 
@@ -101,7 +102,8 @@ void reduce_rows(Exec& ex, const Split& sp, const T* x, T* y) {
     int64_t oin, oout;
     kept_offsets(sp.kept, k, oin, oout);
     parallel(ex, chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t c = b; c < e; ++c) part[size_t(c)] = fold_span<R>(sp.red, x + oin, c * kChunk, std::min(count, (c + 1) * kChunk));
+      for (int64_t c = b; c < e; ++c)
+        part[size_t(c)] = fold_span<R>(sp.red, x + oin, c * kChunk, std::min(count, (c + 1) * kChunk));
     });
     Acc a = R::init();
     for (const Acc& p : part) a = R::merge(a, p);
@@ -186,8 +188,10 @@ void reduce_typed(Exec& ex, const Split& sp, const T* x, T* y) {
 // First index of the maximum; a NaN counts as the maximum (its first occurrence wins).
 template <class T>
 inline bool better(T x, T best) {
-  if constexpr (std::is_integral_v<T>) return x > best;
-  else return x > best || (x != x && best == best);
+  if constexpr (std::is_integral_v<T>)
+    return x > best;
+  else
+    return x > best || (x != x && best == best);
 }
 
 template <class T>
@@ -268,10 +272,16 @@ KernelResult k_reduce(const Call& c, Exec& ex) {
       case BRAID_REDUCE_MAX: reduce_typed<MaxR<T>>(ex, sp, x, y); break;
       case BRAID_REDUCE_MIN: reduce_typed<MinR<T>>(ex, sp, x, y); break;
       case BRAID_REDUCE_MEAN:
-        if constexpr (std::is_floating_point_v<T>) reduce_typed<MeanR<T>>(ex, sp, x, y); else done = false;
+        if constexpr (std::is_floating_point_v<T>)
+          reduce_typed<MeanR<T>>(ex, sp, x, y);
+        else
+          done = false;
         break;
       case BRAID_REDUCE_NORM:
-        if constexpr (std::is_floating_point_v<T>) reduce_typed<NormR<T>>(ex, sp, x, y); else done = false;
+        if constexpr (std::is_floating_point_v<T>)
+          reduce_typed<NormR<T>>(ex, sp, x, y);
+        else
+          done = false;
         break;
       default: done = false;
     }
@@ -286,7 +296,8 @@ KernelResult k_argmax(const Call& c, Exec& ex) {
   const int64_t axis = c.i[0];
   if (out.dtype != BRAID_INT64) return unsupported(c.op, in.dtype, "output must be int64");
   const Split sp = split_axes(in, out, [&](int d) { return d == axis; });
-  visit_dtype(NumericTypes{}, in.dtype, [&]<class T>(Tag<T>) { argmax_typed<T>(ex, sp, data_of<const T>(in), data_of<int64_t>(out)); });
+  visit_dtype(NumericTypes{}, in.dtype,
+              [&]<class T>(Tag<T>) { argmax_typed<T>(ex, sp, data_of<const T>(in), data_of<int64_t>(out)); });
   return {};
 }
 

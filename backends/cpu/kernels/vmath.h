@@ -29,7 +29,11 @@ inline float exp_f32(float x) {
   r = r - nf * -2.12194440e-4f;
   const float z = r * r;
   const float p = (((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-                    1.6666665459e-1f) * r + 5.0000001201e-1f) * z + r + 1.0f;
+                    1.6666665459e-1f) *
+                       r +
+                   5.0000001201e-1f) *
+                      z +
+                  r + 1.0f;
   const int32_t n1 = n >> 1, n2 = n - n1;
   const float s1 = std::bit_cast<float>(uint32_t(n1 + 127) << 23);
   const float s2 = std::bit_cast<float>(uint32_t(n2 + 127) << 23);
@@ -48,8 +52,16 @@ inline float log_f32(float x) {
   const float f = low ? m + m - 1.0f : m - 1.0f;
   const float z = f * f;
   float y = ((((((((7.0376836292e-2f * f - 1.1514610310e-1f) * f + 1.1676998740e-1f) * f - 1.2420140846e-1f) * f +
-                 1.4249322787e-1f) * f - 1.6668057665e-1f) * f + 2.0000714765e-1f) * f - 2.4999993993e-1f) * f +
-             3.3333331174e-1f) * f * z;
+                 1.4249322787e-1f) *
+                    f -
+                1.6668057665e-1f) *
+                   f +
+               2.0000714765e-1f) *
+                  f -
+              2.4999993993e-1f) *
+                 f +
+             3.3333331174e-1f) *
+            f * z;
   y += -2.12194440e-4f * ef;
   y += -0.5f * z;
   float r = f + y;
@@ -68,7 +80,9 @@ inline float tanh_f32(float x) {
   const float z = x * x;
   const float small =
       ((((-5.70498872745e-3f * z + 2.06390887954e-2f) * z - 5.37397155531e-2f) * z + 1.33314422036e-1f) * z -
-       3.33332819422e-1f) * z * x + x;
+       3.33332819422e-1f) *
+          z * x +
+      x;
   // copysign: for x = -0 the polynomial gives (P z x) + x = +0 + -0 = +0; tanh(-0) is -0.
   return ax > 0.625f ? big : std::copysign(small, x);
 }
@@ -83,33 +97,53 @@ inline double log_f64_normal(double x) {
   hx &= 0x000fffff;
   const int32_t i = (hx + 0x95f64) & 0x100000;  // mantissa >= sqrt(2): halve it, k + 1
   k += i >> 20;
-  const double f = std::bit_cast<double>((uint64_t(uint32_t(hx | (i ^ 0x3ff00000))) << 32) | (bits & 0xffffffffu)) - 1.0;
+  const double f =
+      std::bit_cast<double>((uint64_t(uint32_t(hx | (i ^ 0x3ff00000))) << 32) | (bits & 0xffffffffu)) - 1.0;
   const double s = f / (2.0 + f), dk = double(k), z = s * s, w = z * z;
   const double t1 = w * (3.999999999940941908e-01 + w * (2.222219843214978396e-01 + w * 1.531383769920937332e-01));
   const double t2 =
-      z * (6.666666666666735130e-01 + w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
+      z * (6.666666666666735130e-01 +
+           w * (2.857142874366239149e-01 + w * (1.818357216161805012e-01 + w * 1.479819860511658591e-01)));
   const double hfsq = 0.5 * f * f, R = t1 + t2;
   return dk * 6.93147180369123816490e-01 - ((hfsq - (s * (hfsq + R) + dk * 1.90821492927058770002e-10)) - f);
 }
 
-template <class T> inline T v_exp(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_f32(x); else return std::exp(x);
+template <class T>
+inline T v_exp(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return exp_f32(x);
+  else
+    return std::exp(x);
 }
-template <class T> inline T v_log(T x) {
-  if constexpr (std::is_same_v<T, float>) return log_f32(x); else return std::log(x);
+template <class T>
+inline T v_log(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return log_f32(x);
+  else
+    return std::log(x);
 }
-template <class T> inline T v_tanh(T x) {
-  if constexpr (std::is_same_v<T, float>) return tanh_f32(x); else return std::tanh(x);
+template <class T>
+inline T v_tanh(T x) {
+  if constexpr (std::is_same_v<T, float>)
+    return tanh_f32(x);
+  else
+    return std::tanh(x);
 }
-template <class T> inline T v_sigmoid(T x) { return T(1) / (T(1) + v_exp(-x)); }
+template <class T>
+inline T v_sigmoid(T x) {
+  return T(1) / (T(1) + v_exp(-x));
+}
 
 // IEEE square root without errno. Unless the build has -fno-math-errno, GCC pairs every std::sqrt with
 // a libm call that sets errno for x < 0 (~40 ns per negative input, and no vectorisation). The bare
 // instruction gives the same, correctly rounded, result. With -fno-math-errno std::sqrt vectorises.
-template <class T> inline T v_sqrt(T x) {
+template <class T>
+inline T v_sqrt(T x) {
 #if defined(__SSE2__) && !defined(__NO_MATH_ERRNO__)
-  if constexpr (std::is_same_v<T, float>) return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)));
-  else return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x)));
+  if constexpr (std::is_same_v<T, float>)
+    return _mm_cvtss_f32(_mm_sqrt_ss(_mm_set_ss(x)));
+  else
+    return _mm_cvtsd_f64(_mm_sqrt_sd(_mm_setzero_pd(), _mm_set_sd(x)));
 #else
   return std::sqrt(x);
 #endif

@@ -21,8 +21,12 @@ namespace braid::cuda::kern {
 constexpr int kThreads = 256;
 
 // Storage-only 16-bit floats (copy and fill only, as on the CPU backend).
-struct h16 { uint16_t bits; };
-struct b16 { uint16_t bits; };
+struct h16 {
+  uint16_t bits;
+};
+struct b16 {
+  uint16_t bits;
+};
 
 // Element offsets of N operands that share one logical shape: element i (row-major over shape) lives
 // at sum_d idx_d * st[k][d] in operand k. Adjacent dims that are contiguous in every operand are
@@ -146,6 +150,7 @@ __device__ __forceinline__ To cvt(From x) {
 }
 
 // Wide accumulator: float32 and float64 accumulate in double, integers in int64 (as the CPU backend).
-template <class T> using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+template <class T>
+using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
 
 }  // namespace braid::cuda::kern

@@ -14,23 +14,59 @@ using plugin::kNumericTypes;
 
 // Dtype masks per op, the one source of kernel_supports and launch_kernel's guard.
 constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
-    /* FILL */ kAllTypes,              /* ARANGE */ kNumericTypes,       /* RANDOM_UNIFORM */ kFloatTypes,
-    /* RANDOM_NORMAL */ kFloatTypes,   /* COPY */ kAllTypes,             /* UNARY */ kNumericTypes,
-    /* BINARY */ kNumericTypes,        /* BINARY_SCALAR */ kNumericTypes, /* REDUCE */ kNumericTypes,
-    /* ARGMAX */ kNumericTypes,        /* MATMUL */ kFloatTypes,         /* CONV2D */ kFloatTypes,
-    /* POOL2D */ kFloatTypes,          /* BATCH_NORM */ kFloatTypes,     /* SOFTMAX */ kFloatTypes,
-    /* SOFTMAX_CE */ kFloatTypes,      /* DROPOUT */ kFloatTypes,        /* SGD_UPDATE */ kFloatTypes,
-    /* SGD_MOMENTUM */ kFloatTypes,    /* ADAM_UPDATE */ kFloatTypes,    /* CONV2D_BWD_DATA */ kFloatTypes,
-    /* CONV2D_BWD_WEIGHT */ kFloatTypes, /* POOL2D_BWD */ kFloatTypes,   /* BATCH_NORM_BWD */ kFloatTypes,
+    /* FILL */ kAllTypes,
+    /* ARANGE */ kNumericTypes,
+    /* RANDOM_UNIFORM */ kFloatTypes,
+    /* RANDOM_NORMAL */ kFloatTypes,
+    /* COPY */ kAllTypes,
+    /* UNARY */ kNumericTypes,
+    /* BINARY */ kNumericTypes,
+    /* BINARY_SCALAR */ kNumericTypes,
+    /* REDUCE */ kNumericTypes,
+    /* ARGMAX */ kNumericTypes,
+    /* MATMUL */ kFloatTypes,
+    /* CONV2D */ kFloatTypes,
+    /* POOL2D */ kFloatTypes,
+    /* BATCH_NORM */ kFloatTypes,
+    /* SOFTMAX */ kFloatTypes,
+    /* SOFTMAX_CE */ kFloatTypes,
+    /* DROPOUT */ kFloatTypes,
+    /* SGD_UPDATE */ kFloatTypes,
+    /* SGD_MOMENTUM */ kFloatTypes,
+    /* ADAM_UPDATE */ kFloatTypes,
+    /* CONV2D_BWD_DATA */ kFloatTypes,
+    /* CONV2D_BWD_WEIGHT */ kFloatTypes,
+    /* POOL2D_BWD */ kFloatTypes,
+    /* BATCH_NORM_BWD */ kFloatTypes,
     /* SOFTMAX_CE_BWD */ kFloatTypes,
 };
 
 constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
-    kern::fill,       kern::arange,     kern::random,        kern::random,     kern::copy,
-    kern::unary,      kern::binary,     kern::binary_scalar, kern::reduce,     kern::argmax,
-    kern::matmul,     kern::conv2d,     kern::pool2d,        kern::batch_norm, kern::softmax,
-    kern::softmax_ce, kern::dropout,    kern::sgd,           kern::sgd_momentum, kern::adam,
-    kern::conv2d_bwd_data, kern::conv2d_bwd_weight, kern::pool2d_bwd, kern::batch_norm_bwd, kern::softmax_ce_bwd,
+    kern::fill,
+    kern::arange,
+    kern::random,
+    kern::random,
+    kern::copy,
+    kern::unary,
+    kern::binary,
+    kern::binary_scalar,
+    kern::reduce,
+    kern::argmax,
+    kern::matmul,
+    kern::conv2d,
+    kern::pool2d,
+    kern::batch_norm,
+    kern::softmax,
+    kern::softmax_ce,
+    kern::dropout,
+    kern::sgd,
+    kern::sgd_momentum,
+    kern::adam,
+    kern::conv2d_bwd_data,
+    kern::conv2d_bwd_weight,
+    kern::pool2d_bwd,
+    kern::batch_norm_bwd,
+    kern::softmax_ce_bwd,
 };
 
 }  // namespace
@@ -67,7 +103,8 @@ bool needs_error_flag(const braid_kernel_call& c) {
 braid_status launch_kernel(const braid_kernel_call& call, KernelEnv& env, std::string& message) {
   const braid_dtype dt = plugin::call_dtype(call);
   if (!call_supports(call)) {
-    message = std::string("cuda backend: ") + plugin::op_name(call.op) + " is not implemented for dtype " + plugin::dtype_name(dt);
+    message = std::string("cuda backend: ") + plugin::op_name(call.op) + " is not implemented for dtype " +
+              plugin::dtype_name(dt);
     if (kernel_supports(call.op, dt)) message += " (not for this sub-op)";
     return BRAID_ERR_UNSUPPORTED;
   }

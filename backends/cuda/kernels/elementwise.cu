@@ -297,7 +297,8 @@ braid_status random(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   return launched(normal ? "random_normal" : "random_uniform", msg);
 }
 
-braid_status copy_views(const braid_buffer_view& src, const braid_buffer_view& dst, cudaStream_t stream, std::string& msg) {
+braid_status copy_views(const braid_buffer_view& src, const braid_buffer_view& dst, cudaStream_t stream,
+                        std::string& msg) {
   Idx<2> ix;
   const int64_t* st[2] = {dst.strides, src.strides};
   const int64_t n = make_idx(ix, dst.ndim, dst.shape, st);
@@ -361,8 +362,12 @@ braid_status binary_any(const braid_kernel_call& c, KernelEnv& env, std::string&
 }
 }  // namespace
 
-braid_status binary(const braid_kernel_call& c, KernelEnv& env, std::string& msg) { return binary_any(c, env, msg, false); }
-braid_status binary_scalar(const braid_kernel_call& c, KernelEnv& env, std::string& msg) { return binary_any(c, env, msg, true); }
+braid_status binary(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
+  return binary_any(c, env, msg, false);
+}
+braid_status binary_scalar(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
+  return binary_any(c, env, msg, true);
+}
 
 braid_status dropout(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
   const auto &x = c.inputs[0], &y = c.outputs[0];

@@ -14,9 +14,9 @@ namespace braid::cuda::kern {
 namespace {
 
 struct Mat {
-  const char* base;     // byte address of element 0
-  bool row_major;       // rows contiguous (column stride 1) rather than columns
-  int64_t ld;           // leading dimension (elements)
+  const char* base;      // byte address of element 0
+  bool row_major;        // rows contiguous (column stride 1) rather than columns
+  int64_t ld;            // leading dimension (elements)
   int64_t batch_stride;  // elements; 0 = broadcast
 };
 
@@ -28,8 +28,8 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 bool as_blas(const braid_buffer_view& v, int64_t esize, Mat& m) {
   const int64_t r = v.shape[1], c = v.shape[2];
   int64_t sr = v.strides[1], sc = v.strides[2];
-  if (c <= 1) sc = 1;                  // a single column: any stride works
-  if (r <= 1) sr = c > 0 ? c : 1;      // a single row: likewise
+  if (c <= 1) sc = 1;              // a single column: any stride works
+  if (r <= 1) sr = c > 0 ? c : 1;  // a single row: likewise
   m.base = static_cast<const char*>(v.buffer->ptr) + v.byte_offset;
   m.batch_stride = v.shape[0] > 1 ? v.strides[0] : 0;
   if (sc == 1 && sr >= (c > 1 ? c : 1)) {
@@ -98,8 +98,10 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
     holders[k].ptr = scratch[k];
     holders[k].size = uint64_t(numel(v) * es);
     braid_buffer_view d = dense_like(v, &holders[k]);
-    if (scratch[k] == nullptr) st = BRAID_ERR_OUT_OF_MEMORY;
-    else if (copy_in) st = copy_views(v, d, env.stream, msg);
+    if (scratch[k] == nullptr)
+      st = BRAID_ERR_OUT_OF_MEMORY;
+    else if (copy_in)
+      st = copy_views(v, d, env.stream, msg);
     return d;
   };
   Mat ma{}, mb{}, mo{};

@@ -27,13 +27,17 @@ __device__ A block_reduce(A v, F combine) {
 
 template <class A>
 __device__ __forceinline__ A max_nan(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return a > b ? a : b;
-  else return (a != a || a > b) ? a : b;
+  if constexpr (std::is_integral_v<A>)
+    return a > b ? a : b;
+  else
+    return (a != a || a > b) ? a : b;
 }
 template <class A>
 __device__ __forceinline__ A min_nan(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return a < b ? a : b;
-  else return (a != a || a < b) ? a : b;
+  if constexpr (std::is_integral_v<A>)
+    return a < b ? a : b;
+  else
+    return (a != a || a < b) ? a : b;
 }
 
 // ---- REDUCE: one block per output element; kept = (out, in) offsets over out's shape, red = in's
@@ -95,9 +99,12 @@ __global__ void reduce_small_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nr
       int64_t off[1];
       red.at(r, off);
       const A x = A(in[base[1] + off[0]]);
-      if (op == BRAID_REDUCE_MAX) acc = r == 0 ? x : max_nan(acc, x);
-      else if (op == BRAID_REDUCE_MIN) acc = r == 0 ? x : min_nan(acc, x);
-      else acc += op == BRAID_REDUCE_NORM ? x * x : x;
+      if (op == BRAID_REDUCE_MAX)
+        acc = r == 0 ? x : max_nan(acc, x);
+      else if (op == BRAID_REDUCE_MIN)
+        acc = r == 0 ? x : min_nan(acc, x);
+      else
+        acc += op == BRAID_REDUCE_NORM ? x * x : x;
     }
     if constexpr (!std::is_integral_v<T>) {
       if (op == BRAID_REDUCE_MEAN) acc = nred > 0 ? acc / A(nred) : A(NAN);
@@ -118,8 +125,10 @@ __global__ void argmax_k(Idx<2> kept, int64_t nout, int64_t len, int64_t step, i
     for (int64_t k = 1; k < len; ++k) {
       const T x = in[base[1] + k * step];
       bool up;
-      if constexpr (std::is_integral_v<T>) up = x > best;
-      else up = x > best || (x != x && best == best);
+      if constexpr (std::is_integral_v<T>)
+        up = x > best;
+      else
+        up = x > best || (x != x && best == best);
       if (up) {
         best = x;
         best_i = k;
@@ -131,7 +140,7 @@ __global__ void argmax_k(Idx<2> kept, int64_t nout, int64_t len, int64_t step, i
 
 // ---- 4-D strided access for NCHW tensors ----
 struct T4 {
-  int64_t n, c, h, w;     // shape
+  int64_t n, c, h, w;      // shape
   int64_t sn, sc, sh, sw;  // element strides
 };
 inline T4 t4(const braid_buffer_view& v) {
@@ -170,7 +179,8 @@ template <class T>
 __global__ void conv_bwd_data_k(T4 dys, const T* dy, T4 ws, const T* w, T4 dxs, T* dx, Geo g) {
   const int64_t n = dxs.n * dxs.c * dxs.h * dxs.w;
   BRAID_GRID_LOOP(e, n) {
-    const int64_t wi = e % dxs.w, h = e / dxs.w % dxs.h, c = e / (dxs.w * dxs.h) % dxs.c, b = e / (dxs.w * dxs.h * dxs.c);
+    const int64_t wi = e % dxs.w, h = e / dxs.w % dxs.h, c = e / (dxs.w * dxs.h) % dxs.c,
+                  b = e / (dxs.w * dxs.h * dxs.c);
     T acc = T(0);
     for (int64_t r = 0; r < ws.h; ++r) {
       const int64_t ph = h + g.ph - r;
@@ -190,7 +200,8 @@ template <class T>
 __global__ void conv_bwd_weight_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws, T* dw, Geo g) {
   const int64_t n = dws.n * dws.c * dws.h * dws.w;
   BRAID_GRID_LOOP(e, n) {
-    const int64_t s = e % dws.w, r = e / dws.w % dws.h, c = e / (dws.w * dws.h) % dws.c, k = e / (dws.w * dws.h * dws.c);
+    const int64_t s = e % dws.w, r = e / dws.w % dws.h, c = e / (dws.w * dws.h) % dws.c,
+                  k = e / (dws.w * dws.h * dws.c);
     T acc = T(0);
     for (int64_t b = 0; b < dys.n; ++b)
       for (int64_t p = 0; p < dys.h; ++p) {
@@ -257,7 +268,8 @@ template <class T>
 __global__ void pool_bwd_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dxs, T* dx, Win wd) {
   const int64_t n = dxs.n * dxs.c * dxs.h * dxs.w;
   BRAID_GRID_LOOP(e, n) {
-    const int64_t w = e % dxs.w, h = e / dxs.w % dxs.h, c = e / (dxs.w * dxs.h) % dxs.c, b = e / (dxs.w * dxs.h * dxs.c);
+    const int64_t w = e % dxs.w, h = e / dxs.w % dxs.h, c = e / (dxs.w * dxs.h) % dxs.c,
+                  b = e / (dxs.w * dxs.h * dxs.c);
     // Windows p with p*sh - ph <= h <= p*sh - ph + kh - 1.
     const int64_t p0 = max(int64_t(0), (h + wd.ph - wd.kh + wd.sh) / wd.sh), p1 = min(dys.h - 1, (h + wd.ph) / wd.sh);
     const int64_t q0 = max(int64_t(0), (w + wd.pw - wd.kw + wd.sw) / wd.sw), q1 = min(dys.w - 1, (w + wd.pw) / wd.sw);
@@ -382,7 +394,8 @@ __global__ void bn_bwd_dx_k(Idx<3> ix, int64_t n, Bn d, bool training, T* dx, co
 
 // ---- SOFTMAX over one axis: one thread per row (outer, inner) ----
 template <class T>
-__global__ void softmax_k(Idx<2> rows, int64_t nrows, int64_t len, int64_t si, int64_t so, T* o, const T* in, bool log_) {
+__global__ void softmax_k(Idx<2> rows, int64_t nrows, int64_t len, int64_t si, int64_t so, T* o, const T* in,
+                          bool log_) {
   BRAID_GRID_LOOP(r, nrows) {
     int64_t base[2];
     rows.at(r, base);
@@ -486,7 +499,8 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   visit_numeric(in.dtype, [&](auto t) {
     using T = decltype(t);
     if (small)
-      reduce_small_k<T><<<blocks_for(nout), kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
+      reduce_small_k<T>
+          <<<blocks_for(nout), kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
     else
       reduce_k<T><<<grid, kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
   });
@@ -607,9 +621,9 @@ braid_status batch_norm(const braid_kernel_call& c, KernelEnv& env, std::string&
         xi, ptr<const T>(x), d, c.i[0] != 0, c.f[0], c.f[1], ptr<T>(rm), rm.strides[0], ptr<T>(rv), rv.strides[0],
         ptr<T>(sm), sm.strides[0], ptr<T>(si), si.strides[0], stats, stats + d.C);
     if (n > 0)
-      bn_apply_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(ix, n, d, ptr<T>(y), ptr<const T>(x), ptr<const T>(gamma),
-                                                                gamma.strides[0], ptr<const T>(beta), beta.strides[0],
-                                                                stats, stats + d.C);
+      bn_apply_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(
+          ix, n, d, ptr<T>(y), ptr<const T>(x), ptr<const T>(gamma), gamma.strides[0], ptr<const T>(beta),
+          beta.strides[0], stats, stats + d.C);
   });
   braid_status s = launched("batch_norm", msg);
   env.device->scratch_free(stats, env.stream);
@@ -634,15 +648,13 @@ braid_status batch_norm_bwd(const braid_kernel_call& c, KernelEnv& env, std::str
   const int64_t n = make_idx(ix, x.ndim, x.shape, st);
   visit_float(x.dtype, [&](auto t) {
     using T = decltype(t);
-    bn_bwd_sums_k<T><<<unsigned(d.C), kThreads, 0, env.stream>>>(si2, ptr<const T>(dy), ptr<const T>(x), d,
-                                                                 ptr<const T>(sm), sm.strides[0], ptr<const T>(si),
-                                                                 si.strides[0], ptr<T>(dg), dg.strides[0], ptr<T>(db),
-                                                                 db.strides[0], sums);
+    bn_bwd_sums_k<T><<<unsigned(d.C), kThreads, 0, env.stream>>>(
+        si2, ptr<const T>(dy), ptr<const T>(x), d, ptr<const T>(sm), sm.strides[0], ptr<const T>(si), si.strides[0],
+        ptr<T>(dg), dg.strides[0], ptr<T>(db), db.strides[0], sums);
     if (n > 0)
-      bn_bwd_dx_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(ix, n, d, c.i[0] != 0, ptr<T>(dx), ptr<const T>(dy),
-                                                                 ptr<const T>(x), ptr<const T>(gamma), gamma.strides[0],
-                                                                 ptr<const T>(sm), sm.strides[0], ptr<const T>(si),
-                                                                 si.strides[0], sums);
+      bn_bwd_dx_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(
+          ix, n, d, c.i[0] != 0, ptr<T>(dx), ptr<const T>(dy), ptr<const T>(x), ptr<const T>(gamma), gamma.strides[0],
+          ptr<const T>(sm), sm.strides[0], ptr<const T>(si), si.strides[0], sums);
   });
   braid_status s = launched("batch_norm_bwd", msg);
   env.device->scratch_free(sums, env.stream);
@@ -689,14 +701,20 @@ braid_status ce_any(const braid_kernel_call& c, KernelEnv& env, std::string& msg
           dl ? ptr<const T>(*dl) : nullptr, dl ? dl->strides[0] : 0, ptr<T>(o), o.strides[0],
           backward ? o.strides[1] : 0, backward, env.error_flag);
     };
-    if (lab.dtype == BRAID_INT32) go(int32_t{});
-    else go(int64_t{});
+    if (lab.dtype == BRAID_INT32)
+      go(int32_t{});
+    else
+      go(int64_t{});
   });
   return launched(backward ? "softmax_cross_entropy_bwd" : "softmax_cross_entropy", msg);
 }
 }  // namespace
 
-braid_status softmax_ce(const braid_kernel_call& c, KernelEnv& env, std::string& msg) { return ce_any(c, env, msg, false); }
-braid_status softmax_ce_bwd(const braid_kernel_call& c, KernelEnv& env, std::string& msg) { return ce_any(c, env, msg, true); }
+braid_status softmax_ce(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
+  return ce_any(c, env, msg, false);
+}
+braid_status softmax_ce_bwd(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
+  return ce_any(c, env, msg, true);
+}
 
 }  // namespace braid::cuda::kern

@@ -327,11 +327,8 @@ static braid_status fake_queue_submit(braid_backend_queue queue, const braid_wor
         st = BRAID_ERR_UNSUPPORTED;
         message = "the fake backend has no kernels";
         break;
-      case BRAID_WORK_COPY:
-        st = run_copy(work->copy);
-        break;
-      case BRAID_WORK_MARKER:
-        break;
+      case BRAID_WORK_COPY: st = run_copy(work->copy); break;
+      case BRAID_WORK_MARKER: break;
     }
   }
   if (token && fake_host) fake_host->work_end(token, st, message);
@@ -341,7 +338,9 @@ static braid_status fake_queue_submit(braid_backend_queue queue, const braid_wor
   return BRAID_OK;
 }
 
-static braid_status fake_queue_flush(braid_backend_queue queue) { return queue ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT; }
+static braid_status fake_queue_flush(braid_backend_queue queue) {
+  return queue ? BRAID_OK : BRAID_ERR_INVALID_ARGUMENT;
+}
 
 /* ---- the rest ----------------------------------------------------------------------------------- */
 static int32_t fake_supports(braid_kernel_op op, braid_dtype dtype) {

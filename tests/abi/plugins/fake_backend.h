@@ -29,16 +29,16 @@ extern "C" {
 
 /* Indices into the array filled by braid_fake_counters. */
 enum fake_counter {
-  FAKE_QUERIES = 0,         /* successful braid_backend_query calls */
-  FAKE_SHUTDOWNS,           /* shutdown calls */
-  FAKE_DEVICE_COUNT_CALLS,  /* device_count calls */
-  FAKE_LIVE_DEVICES,        /* opened and not yet closed */
+  FAKE_QUERIES = 0,        /* successful braid_backend_query calls */
+  FAKE_SHUTDOWNS,          /* shutdown calls */
+  FAKE_DEVICE_COUNT_CALLS, /* device_count calls */
+  FAKE_LIVE_DEVICES,       /* opened and not yet closed */
   FAKE_LIVE_QUEUES,
   FAKE_LIVE_SEMAPHORES,
   FAKE_LIVE_BUFFERS,
-  FAKE_SUBMISSIONS,         /* queue_submit calls that were accepted */
-  FAKE_UNEXPECTED_CALLS,    /* calls the host should never make (kernels, fields beyond its struct) */
-  FAKE_VENDOR_DLOPENS,      /* missing_vendor: attempts to load the vendor library */
+  FAKE_SUBMISSIONS,      /* queue_submit calls that were accepted */
+  FAKE_UNEXPECTED_CALLS, /* calls the host should never make (kernels, fields beyond its struct) */
+  FAKE_VENDOR_DLOPENS,   /* missing_vendor: attempts to load the vendor library */
   FAKE_COUNTER_COUNT
 };
 

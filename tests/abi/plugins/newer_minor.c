@@ -8,7 +8,8 @@
 /* What braid_backend_api would look like one minor version later. */
 typedef struct newer_backend_api {
   braid_backend_api v1_0;
-  braid_status (*device_peer_access)(braid_backend_device a, braid_backend_device b, int32_t* out); /* one minor later */
+  braid_status (*device_peer_access)(braid_backend_device a, braid_backend_device b,
+                                     int32_t* out); /* one minor later */
 } newer_backend_api;
 
 static newer_backend_api g_api;

@@ -12,7 +12,8 @@ static braid_status (*g_device_props)(int32_t, braid_backend_device_props*);
 /* Without buffer_host_pointer no buffer is host visible, as the ABI asks the props to say. */
 static braid_status device_props(int32_t index, braid_backend_device_props* out) {
   braid_status st = g_device_props(index, out);
-  if (st == BRAID_OK && out->struct_size >= offsetof(braid_backend_device_props, host_visible) + sizeof out->host_visible)
+  if (st == BRAID_OK &&
+      out->struct_size >= offsetof(braid_backend_device_props, host_visible) + sizeof out->host_visible)
     out->host_visible = 0;
   return st;
 }

@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#define CHECK(call)                                                                     \
-  do {                                                                                  \
-    braid_status s_ = (call);                                                           \
-    if (s_ != BRAID_OK) {                                                               \
-      printf("FAIL: %s: %s: %s\n", #call, braid_status_name(s_), braid_last_error());   \
-      return 1;                                                                         \
-    }                                                                                   \
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    braid_status s_ = (call);                                                         \
+    if (s_ != BRAID_OK) {                                                             \
+      printf("FAIL: %s: %s: %s\n", #call, braid_status_name(s_), braid_last_error()); \
+      return 1;                                                                       \
+    }                                                                                 \
   } while (0)
 
 int main(int argc, char** argv) {
