@@ -3,6 +3,8 @@
 // the conformance bound for float64 transcendentals is 1e-12); the float build uses the built-ins.
 // pow_T, for both, handles C pow's special cases around the built-in (or exp/log) magnitude.
 // sattr(k) is scalar attribute k in T's precision (float64 kernels read the doubles of P.dattr).
+// The float64 functions' values are `precise`: no contraction into fma, so a function rounds the same
+// wherever the compiler inlines it (a fused kernel, where the op is a constant, or UNARY's switch).
 #ifdef F64
 #define T double
 T sattr(int k) { return packDouble2x32(uvec2(P.dattr[2 * k], P.dattr[2 * k + 1])); }
@@ -17,18 +19,19 @@ double log_T(double x) {
   // subnormals by 2^54 first (exact) and take 54 back from the exponent.
   bool sub = x < 2.2250738585072014e-308LF;
   int e;
-  double m = frexp(sub ? x * 18014398509481984.0LF : x, e);  // x = m 2^e, m in [0.5, 1)
+  precise double m = frexp(sub ? x * 18014398509481984.0LF : x, e);  // x = m 2^e, m in [0.5, 1)
   if (sub) e -= 54;
   if (m < 0.70710678118654752LF) {
     m *= 2.0LF;
     e -= 1;
   }
-  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, term = s, sum = 0.0LF;
+  precise double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s, term = s, sum = 0.0LF;
   for (int k = 1; k <= 27; k += 2) {
     sum += term / double(k);
     term *= s2;
   }
-  return double(e) * kLn2Hi + (2.0LF * sum + double(e) * kLn2Lo);
+  precise double result = double(e) * kLn2Hi + (2.0LF * sum + double(e) * kLn2Lo);
+  return result;
 }
 
 // exp(x) - 1, accurate near 0 too.
@@ -36,21 +39,22 @@ double expm1_T(double x) {
   if (isnan(x)) return x;
   if (x > 709.78LF) return inf_d();
   if (x < -745.2LF) return -1.0LF;
-  double k = abs(x) < 0.34LF ? 0.0LF : floor(x * 1.4426950408889634LF + 0.5LF);
-  double r = (x - k * kLn2Hi) - k * kLn2Lo;  // |r| <= ln2 / 2
-  double term = r, sum = r;
+  precise double k = abs(x) < 0.34LF ? 0.0LF : floor(x * 1.4426950408889634LF + 0.5LF);
+  precise double r = (x - k * kLn2Hi) - k * kLn2Lo;  // |r| <= ln2 / 2
+  precise double term = r, sum = r;
   for (int n = 2; n <= 18; ++n) {
     term *= r / double(n);
     sum += term;
   }
-  return k == 0.0LF ? sum : ldexp(sum + 1.0LF, int(k)) - 1.0LF;
+  precise double result = k == 0.0LF ? sum : ldexp(sum + 1.0LF, int(k)) - 1.0LF;
+  return result;
 }
 double exp_T(double x) {
   if (x > 709.78LF) return isnan(x) ? x : inf_d();
   if (x < -745.2LF) return 0.0LF;
-  double k = floor(x * 1.4426950408889634LF + 0.5LF);
-  double r = (x - k * kLn2Hi) - k * kLn2Lo;
-  double term = 1.0LF, sum = 1.0LF;
+  precise double k = floor(x * 1.4426950408889634LF + 0.5LF);
+  precise double r = (x - k * kLn2Hi) - k * kLn2Lo;
+  precise double term = 1.0LF, sum = 1.0LF;
   for (int n = 1; n <= 18; ++n) {
     term *= r / double(n);
     sum += term;
@@ -63,13 +67,13 @@ double exp_T(double x) {
 // comes back by negation, so zeros keep theirs (sign(0) * r gave -0 for +0).
 double tanh_T(double x) {
   if (isnan(x) || x == 0.0LF) return x;
-  double e = expm1_T(-2.0LF * abs(x));
-  double r = -e / (2.0LF + e);
+  precise double e = expm1_T(-2.0LF * abs(x));
+  precise double r = -e / (2.0LF + e);
   return x < 0.0LF ? -r : r;
 }
 double sigmoid_T(double x) {
   if (x >= 0.0LF) return 1.0LF / (1.0LF + exp_T(-x));
-  double e = exp_T(x);
+  precise double e = exp_T(x);
   return e / (1.0LF + e);
 }
 // a^b for a positive finite base and a finite exponent.

@@ -84,6 +84,8 @@ void Device::destroy() {
   for (VkPipeline p : pipelines_)
     if (p) vk_.vkDestroyPipeline(device_, p, nullptr);
   pipelines_.clear();
+  for (const auto& [key, p] : generated_) vk_.vkDestroyPipeline(device_, p, nullptr);
+  generated_.clear();
   if (pipeline_layout_) vk_.vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
   if (set_layout_) vk_.vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
   if (dummy_) device_memory_->free(dummy_);
@@ -138,14 +140,10 @@ int Device::memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {
   return -1;
 }
 
-VkPipeline Device::pipeline(ShaderId id) {
-  std::lock_guard lock(pipelines_mu_);
-  VkPipeline& p = pipelines_[static_cast<size_t>(id)];
-  if (p) return p;
-  const ShaderCode code = shader_code(id);
+VkPipeline Device::create_pipeline(const uint32_t* words, size_t count) {
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
-  mi.codeSize = code.words * 4;
-  mi.pCode = code.data;
+  mi.codeSize = count * 4;
+  mi.pCode = words;
   VkShaderModule module;
   if (vk_.vkCreateShaderModule(device_, &mi, nullptr, &module) != VK_SUCCESS) return VK_NULL_HANDLE;
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
@@ -154,9 +152,41 @@ VkPipeline Device::pipeline(ShaderId id) {
   ci.stage.module = module;
   ci.stage.pName = "main";
   ci.layout = pipeline_layout_;
+  VkPipeline p = VK_NULL_HANDLE;
   if (vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p) != VK_SUCCESS) p = VK_NULL_HANDLE;
   vk_.vkDestroyShaderModule(device_, module, nullptr);
   return p;
+}
+
+VkPipeline Device::pipeline(ShaderId id) {
+  std::lock_guard lock(pipelines_mu_);
+  VkPipeline& p = pipelines_[static_cast<size_t>(id)];
+  if (p) return p;
+  const ShaderCode code = shader_code(id);
+  p = create_pipeline(code.data, code.words);
+  return p;
+}
+
+VkPipeline Device::generated_pipeline(const std::string& key,
+                                      const std::function<std::vector<uint32_t>(std::string& error)>& make,
+                                      std::string& error) {
+  {
+    std::lock_guard lock(pipelines_mu_);
+    if (auto it = generated_.find(key); it != generated_.end()) return it->second;
+  }
+  // Compiled outside the lock (milliseconds): two threads asking for one new program both compile it,
+  // and the second keeps the first one's pipeline.
+  const std::vector<uint32_t> words = make(error);
+  if (words.empty()) return VK_NULL_HANDLE;
+  VkPipeline made = create_pipeline(words.data(), words.size());
+  if (made == VK_NULL_HANDLE) {
+    error = "vkCreateComputePipelines failed";
+    return VK_NULL_HANDLE;
+  }
+  std::lock_guard lock(pipelines_mu_);
+  auto [it, inserted] = generated_.emplace(key, made);
+  if (!inserted) vk_.vkDestroyPipeline(device_, made, nullptr);
+  return it->second;
 }
 
 void Device::mark_failed(const std::string& why) {

@@ -4,9 +4,11 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "instance.h"
@@ -55,6 +57,13 @@ struct Device {
   uint64_t dummy_offset() const { return dummy_->offset; }
   // The pipeline of a shader, created on first use; VK_NULL_HANDLE if creation failed.
   VkPipeline pipeline(ShaderId id);
+  // A pipeline of a shader made at run time (fused_codegen.h), cached under `key` for the device's
+  // life: `make` returns its SPIR-V, or none with the error set; VK_NULL_HANDLE with `error` set if
+  // compiling or creating it failed (not cached: a later call tries again). Kept without a bound:
+  // one per distinct program the application's graphs run.
+  VkPipeline generated_pipeline(const std::string& key,
+                                const std::function<std::vector<uint32_t>(std::string& error)>& make,
+                                std::string& error);
 
   // Test hook: BRAID_VULKAN_FAIL_SUBMIT=n (read at device_open) makes the (n+1)-th vkQueueSubmit of the
   // device fail as if the device were lost, so tests can check the failure path without a real loss.
@@ -91,8 +100,10 @@ struct Device {
   braid_backend_buffer_t* dummy_ = nullptr;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+  VkPipeline create_pipeline(const uint32_t* words, size_t count);
   std::mutex pipelines_mu_;
   std::vector<VkPipeline> pipelines_;
+  std::unordered_map<std::string, VkPipeline> generated_;  // pipelines_mu_
   std::mutex timelines_mu_;
   std::vector<Timeline> spare_timelines_;
   std::atomic<bool> failed_{false};

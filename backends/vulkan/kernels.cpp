@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "float_to_int.h"
+#include "fused_codegen.h"
 #include "kernel_call.h"
 
 namespace braid::vk {
@@ -83,18 +84,21 @@ struct Enc {
       if (c) p.contig |= 1u << op;
     }
   }
-  KernelResult dispatch(Recorder& r, ShaderId s, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
+  // `shader` is a ShaderId or a VkPipeline made at run time.
+  template <class Shader>
+  KernelResult dispatch(Recorder& r, Shader shader, uint32_t gx, uint32_t gy = 1, uint32_t gz = 1,
                         const char* error_message = nullptr) {
     if (!error.empty()) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: " + error);
     mark_contiguous();
-    std::string e = r.dispatch(s, p, b, gx, gy, gz, error_message);
+    std::string e = r.dispatch(shader, p, b, gx, gy, gz, error_message);
     return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
   }
   // One invocation per element of p.n, over a 2-D grid of workgroups.
-  KernelResult dispatch_flat(Recorder& r, ShaderId s) {
+  template <class Shader>
+  KernelResult dispatch_flat(Recorder& r, Shader shader) {
     uint32_t groups = (p.n + kGroup - 1) / kGroup;
     uint32_t gx = std::min<uint32_t>(groups, 65535), gy = gx ? (groups + gx - 1) / gx : 0;
-    return dispatch(r, s, gx, gy);
+    return dispatch(r, shader, gx, gy);
   }
 };
 
@@ -271,30 +275,23 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
 }
 
-// FUSED_ELEMENTWISE: the program goes to the interpreter shader (fused.comp) in P.extra, after the
-// checks that keep its register indices inside the shader's 27 registers.
+// FUSED_ELEMENTWISE: the program's own shader (fused_codegen.h), generated and compiled on its first
+// run on the device and cached there; its scalars are parameters, so programs that differ only in
+// them share the shader.
 KernelResult fused(const braid_kernel_call& c, Recorder& r) {
-  const int64_t n = c.i[0];
-  const int k = c.num_inputs;
-  if (n < 1 || n > BRAID_FUSED_MAX_INSTRS || k < 1 || k > BRAID_KERNEL_MAX_INPUTS)
-    return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+  FusedProgram program;
+  if (!decode_fused(c, program)) return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+  std::string error;
+  const VkPipeline pipeline = r.device().generated_pipeline(
+      program.key(),
+      [&](std::string& why) { return compile_compute_shader(fused_glsl(program), "fused_elementwise", why); }, error);
+  if (pipeline == VK_NULL_HANDLE) return fail(BRAID_ERR_KERNEL, "vulkan: fused_elementwise: " + error);
   Enc e;
   e.shape(c.outputs[0]);
-  for (int j = 0; j < k; ++j) e.operand(j, c.inputs[j]);
+  for (int j = 0; j < program.inputs; ++j) e.operand(j, c.inputs[j]);
   e.operand(6, c.outputs[0]);
-  e.p.extra[0] = static_cast<uint32_t>(n);
-  e.p.extra[1] = static_cast<uint32_t>(k);
-  for (int64_t j = 0; j < n; ++j) {
-    const auto ins = static_cast<uint32_t>((static_cast<uint64_t>(c.i[1 + j / 3]) >> (21 * (j % 3))) & 0x1fffffu);
-    const uint32_t kind = ins & 3u, op = (ins >> 2) & 15u, a = (ins >> 6) & 63u, b = (ins >> 12) & 63u;
-    const auto regs = static_cast<uint32_t>(k + j);
-    const bool bad = a >= regs || (kind == 0 ? op >= BRAID_UNARY_COUNT : op >= BRAID_BINARY_COUNT) ||
-                     (kind == 1 && b >= regs) || (kind >= 2 && b >= 8);
-    if (bad) return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
-    e.p.extra[2 + j] = ins;
-  }
   for (int s = 0; s < 8; ++s) e.attr(s, c.f[s]);
-  return e.dispatch_flat(r, pick(c.outputs[0].dtype, ShaderId::fused_f32, ShaderId::fused_f64));
+  return e.dispatch_flat(r, pipeline);
 }
 
 void put_double(uint32_t* at, double v) { std::memcpy(at, &v, sizeof v); }
@@ -725,7 +722,7 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
              (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64)) ||
              ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have(&PhysicalDevice::float16));
-    case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs only (fused.comp)
+    case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs, each its own shader compiled with shaderc
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_ARANGE:
       // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where

@@ -255,10 +255,17 @@ Queue::Staged Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
 
 std::string Recorder::dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
                                uint32_t gz, const char* error_message) {
+  VkPipeline pipeline = q_.device_.pipeline(shader);
+  if (pipeline == VK_NULL_HANDLE) return std::string("cannot create the pipeline of shader ") + shader_name(shader);
+  return dispatch(pipeline, params, bindings, gx, gy, gz, error_message);
+}
+
+Device& Recorder::device() const { return q_.device_; }
+
+std::string Recorder::dispatch(VkPipeline pipeline, const Params& params, const Binding* bindings, uint32_t gx,
+                               uint32_t gy, uint32_t gz, const char* error_message) {
   Queue& q = q_;
   Device& d = q.device_;
-  VkPipeline pipeline = d.pipeline(shader);
-  if (pipeline == VK_NULL_HANDLE) return std::string("cannot create the pipeline of shader ") + shader_name(shader);
   const uint64_t max_range = d.physical().props.limits.maxStorageBufferRange;
   for (uint32_t i = 1; i < kNumBindings; ++i)
     if (bindings[i].buffer && bindings[i].range > max_range)

@@ -42,7 +42,11 @@ class Recorder {
   // non-zero when the batch ends, the submission fails with BRAID_ERR_KERNEL and that message.
   std::string dispatch(ShaderId shader, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
                        uint32_t gz, const char* error_message = nullptr);
+  // The same with a pipeline the caller has (one made at run time: Device::generated_pipeline).
+  std::string dispatch(VkPipeline pipeline, const Params& params, const Binding* bindings, uint32_t gx, uint32_t gy,
+                       uint32_t gz, const char* error_message = nullptr);
   const PhysicalDevice& physical() const;
+  Device& device() const;
 
  private:
   Queue& q_;

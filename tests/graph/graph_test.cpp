@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -236,43 +237,101 @@ TEST_CASE("graph: memory planning reuses intermediates' bytes and computes in pl
 
 // Exact in float64; in float32 the transcendental ops (tanh, exp here) may differ in the last bit, as
 // the unfused kernels' vectorised loops and their scalar tails may (FMA contraction).
-TEST_CASE("graph: elementwise chains fuse into one kernel with the imperative results") {
-  for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_FLOAT64}) {
-    CAPTURE(dtype);
-    test::Ctx c;
-    T x = gtest::random(c.ctx, 0, dtype, {33, 70}, 2.0);
-    T row = gtest::random(c.ctx, 0, dtype, {70}, 1.0);     // broadcast along axis 0
-    T col = gtest::random(c.ctx, 0, dtype, {33, 1}, 1.0);  // broadcast along axis 1
-    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
-    T m, a, b, d, e, f, h, y;
-    BRAID_CHECK_OK(braid_matmul(x.t, x.t, 0, 1, m.out()));  // not elementwise: ends no chain, starts none
-    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, x.t, row.t, a.out()));
-    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, a.t, b.out()));
-    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, b.t, col.t, d.out()));
-    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, d.t, 0.25, 1, e.out()));  // 0.25 - d
-    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MAXIMUM, e.t, -0.5, 0, f.out()));
-    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_DIV, f.t, x.t, h.out()));  // x again: one input
-    BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, h.t, y.out()));
-    Graph g;
-    T outs[] = {std::move(y), std::move(m)};
-    braid_tensor ys[] = {outs[0].t, outs[1].t};
-    BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 2, ys, &g.g));
-    BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
-    T r[2];
-    braid_tensor rs[2] = {nullptr, nullptr};
-    BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 2, rs));
-    r[0].t = rs[0], r[1].t = rs[1];
-    braid_graph_info info{};
-    info.struct_size = sizeof info;
-    BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
-    CHECK(info.num_nodes == 8);
-    CHECK(info.kernels_per_run == 2);  // the matmul, and the seven elementwise kernels as one
-    if (dtype == BRAID_FLOAT64) {
-      CHECK(test::to_vector(r[0]) == test::to_vector(outs[0]));
-    } else {
-      gtest::check_close(gtest::host_f32(r[0]), gtest::host_f32(outs[0]), 1e-6);
+TEST_CASE("graph: elementwise chains fuse into one kernel with the imperative results, on every device") {
+  for (const std::string& backend : gtest::backends())
+    for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_FLOAT64}) {
+      CAPTURE(backend);
+      CAPTURE(dtype);
+      gtest::BackendCtx c(backend);
+      if (!c.ctx) continue;
+      T x = gtest::random(c.ctx, 0, dtype, {33, 70}, 2.0);
+      T row = gtest::random(c.ctx, 0, dtype, {70}, 1.0);     // broadcast along axis 0
+      T col = gtest::random(c.ctx, 0, dtype, {33, 1}, 1.0);  // broadcast along axis 1
+      BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+      T m, a, b, d, e, f, h, y;
+      BRAID_CHECK_OK(braid_matmul(x.t, x.t, 0, 1, m.out()));  // not elementwise: ends no chain, starts none
+      BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, x.t, row.t, a.out()));
+      BRAID_CHECK_OK(braid_unary(BRAID_UNARY_TANH, a.t, b.out()));
+      BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, b.t, col.t, d.out()));
+      BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, d.t, 0.25, 1, e.out()));  // 0.25 - d
+      BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MAXIMUM, e.t, -0.5, 0, f.out()));
+      BRAID_CHECK_OK(braid_binary(BRAID_BINARY_DIV, f.t, x.t, h.out()));  // x again: one input
+      BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, h.t, y.out()));
+      Graph g;
+      T outs[] = {std::move(y), std::move(m)};
+      braid_tensor ys[] = {outs[0].t, outs[1].t};
+      BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 2, ys, &g.g));
+      BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+      T r[2];
+      braid_tensor rs[2] = {nullptr, nullptr};
+      BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 2, rs));
+      r[0].t = rs[0], r[1].t = rs[1];
+      braid_graph_info info{};
+      info.struct_size = sizeof info;
+      BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+      CHECK(info.num_nodes == 8);
+      CHECK(info.kernels_per_run == 2);  // the matmul, and the seven elementwise kernels as one
+      if (dtype == BRAID_FLOAT64) {
+        CHECK(test::to_vector(r[0]) == test::to_vector(outs[0]));
+      } else {
+        gtest::check_close(gtest::host_f32(r[0]), gtest::host_f32(outs[0]), 1e-6);
+      }
     }
-  }
+}
+
+// Each backend compiles or interprets a fused program its own way (the Vulkan backend generates a
+// shader per program): every op, on both sides of a scalar, must give the unfused chain's result.
+TEST_CASE("graph: every unary and binary op fuses with the imperative results, on every device") {
+  for (const std::string& backend : gtest::backends())
+    for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_FLOAT64}) {
+      CAPTURE(backend);
+      CAPTURE(dtype);
+      gtest::BackendCtx c(backend);
+      if (!c.ctx) continue;
+      T x = gtest::random(c.ctx, 0, dtype, {17, 9}, 2.0);
+      T row = gtest::random(c.ctx, 0, dtype, {9}, 1.5);
+      // Runs `chain` traced, fused and imperatively; the results must agree (NaN with NaN).
+      auto check = [&](const std::string& what, const std::function<T(const T&)>& chain) {
+        CAPTURE(what);
+        T want = chain(x);
+        BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+        T traced = chain(x);
+        Graph g;
+        BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
+        BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+        T got;
+        BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, got.out()));
+        braid_graph_info info{};
+        info.struct_size = sizeof info;
+        BRAID_CHECK_OK(braid_graph_get_info(g.g, &info));
+        CHECK(info.kernels_per_run == 1);  // the whole chain as one kernel
+        if (dtype == BRAID_FLOAT32) {
+          gtest::check_close(gtest::host_f32(got), gtest::host_f32(want), 1e-6);
+        } else {
+          const std::vector<double> a = test::to_vector(got), b = test::to_vector(want);
+          REQUIRE(a.size() == b.size());
+          for (size_t i = 0; i < a.size(); ++i)
+            if (!(std::isnan(a[i]) && std::isnan(b[i]))) CHECK(a[i] == b[i]);
+        }
+      };
+      for (int op = 0; op < BRAID_UNARY_COUNT; ++op)
+        check("unary " + std::to_string(op), [&](const T& in) {
+          T a, b, y;
+          BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, in.t, 1.5, 0, a.out()));
+          BRAID_CHECK_OK(braid_unary(static_cast<braid_unary_op>(op), a.t, b.out()));
+          BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, b.t, row.t, y.out()));
+          return y;
+        });
+      for (int op = 0; op < BRAID_BINARY_COUNT; ++op)
+        check("binary " + std::to_string(op), [&](const T& in) {
+          T a, b, d, y;
+          BRAID_CHECK_OK(braid_binary(static_cast<braid_binary_op>(op), in.t, row.t, a.out()));
+          BRAID_CHECK_OK(braid_binary_scalar(static_cast<braid_binary_op>(op), a.t, 0.75, 0, b.out()));
+          BRAID_CHECK_OK(braid_binary_scalar(static_cast<braid_binary_op>(op), b.t, -1.25, 1, d.out()));
+          BRAID_CHECK_OK(braid_binary(static_cast<braid_binary_op>(op), d.t, in.t, y.out()));
+          return y;
+        });
+    }
 }
 
 TEST_CASE("graph: backward through a graph run equals backward through the imperative ops, every pass, every device") {
