@@ -22,7 +22,8 @@ packages=(
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)
   python3 python3-numpy                                # Python bindings and their tests
   libvulkan-dev glslc                                  # Vulkan backend: headers + loader, GLSL -> SPIR-V
-  libshaderc-dev                                       # Vulkan backend: fused kernels compiled at run time
+  libshaderc-dev glslang-dev spirv-tools               # Vulkan backend: shaderc, glslang, SPIRV-Tools (static:
+                                                       # fused kernels compiled at run time)
   mesa-vulkan-drivers vulkan-validationlayers          # lavapipe (CPU Vulkan device) for CI, validation layer
 )
 # No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
