@@ -63,36 +63,9 @@ struct Owned {
 
 }  // namespace
 
-std::string FusedProgram::key() const {
-  std::string k;
-  append(k, inputs, f64 ? "d" : "f");
-  for (const Instruction& ins : code) append(k, ":", ins.kind, ".", ins.op, ".", ins.a, ".", ins.b);
-  return k;
-}
-
-bool decode_fused(const braid_kernel_call& c, FusedProgram& out) {
-  const int64_t n = c.i[0];
-  const int k = c.num_inputs;
-  if (n < 1 || n > BRAID_FUSED_MAX_INSTRS || k < 1 || k > BRAID_KERNEL_MAX_INPUTS || c.num_outputs != 1) return false;
-  out.inputs = k;
-  out.f64 = c.outputs[0].dtype == BRAID_FLOAT64;
-  out.code.clear();
-  for (int64_t j = 0; j < n; ++j) {
-    const auto bits = static_cast<uint32_t>((static_cast<uint64_t>(c.i[1 + j / 3]) >> (21 * (j % 3))) & 0x1fffffu);
-    const FusedProgram::Instruction ins{bits & 3u, (bits >> 2) & 15u, (bits >> 6) & 63u, (bits >> 12) & 63u};
-    const auto registers = static_cast<uint32_t>(k + j);  // an instruction reads only those below its own
-    const bool bad = ins.a >= registers ||
-                     (ins.kind == 0 ? ins.op >= BRAID_UNARY_COUNT : ins.op >= BRAID_BINARY_COUNT) ||
-                     (ins.kind == 1 && ins.b >= registers) || (ins.kind >= 2 && ins.b >= 8);
-    if (bad) return false;
-    out.code.push_back(ins);
-  }
-  return true;
-}
-
-std::string fused_glsl(const FusedProgram& p) {
+std::string fused_glsl(const plugin::FusedProgram& p, braid_dtype dtype) {
   std::string s = "#version 450\n#extension GL_GOOGLE_include_directive : require\n";
-  if (p.f64) s += "#define F64\n";
+  if (dtype == BRAID_FLOAT64) s += "#define F64\n";
   s += "layout(local_size_x = 256) in;\n";
   s += "#include \"common.glsl\"\n#include \"real.glsl\"\n#include \"binary_op.glsl\"\n#include \"unary_op.glsl\"\n";
   for (int j = 0; j < p.inputs; ++j)
@@ -101,7 +74,8 @@ std::string fused_glsl(const FusedProgram& p) {
   s += "void main() {\n  uint i = flat_id();\n  if (i >= P.n) return;\n";
   for (int j = 0; j < p.inputs; ++j) append(s, "  T r", j, " = x", j, "[offset_of(", j, "u, i)];\n");
   uint32_t r = static_cast<uint32_t>(p.inputs);
-  for (const FusedProgram::Instruction& ins : p.code) {
+  for (int j = 0; j < p.count; ++j) {
+    const plugin::FusedInstruction& ins = p.code[static_cast<size_t>(j)];
     // precise: no contraction into fma or reassociation across instructions, which the separate
     // kernels cannot do either (each stores its result), so the chain rounds as they do.
     append(s, "  precise T r", r++, " = ");

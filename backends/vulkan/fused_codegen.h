@@ -14,28 +14,12 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "fused_program.h"
 
 namespace braid::vk {
 
-// A decoded FUSED_ELEMENTWISE program.
-struct FusedProgram {
-  struct Instruction {
-    uint32_t kind;  // 0 unary op(a), 1 binary a op b, 2 a op f[b], 3 f[b] op a
-    uint32_t op;
-    uint32_t a, b;
-  };
-  int inputs = 0;  // k: registers 0..k-1 hold the inputs' elements
-  bool f64 = false;
-  std::vector<Instruction> code;
-  // What identifies the compiled shader (the scalars are parameters, not part of it).
-  std::string key() const;
-};
-
-// Decodes the call's program and checks it (register indices, ops, counts). False if it is invalid.
-bool decode_fused(const braid_kernel_call& call, FusedProgram& out);
-
 // The compute shader of a program: bindings 1..k inputs, 7 the output, parameters at binding 0.
-std::string fused_glsl(const FusedProgram& program);
+std::string fused_glsl(const plugin::FusedProgram& program, braid_dtype dtype);
 
 // Compiles a GLSL compute shader to SPIR-V (Vulkan 1.2, optimised); `#include "x.glsl"` resolves to
 // braid's shader includes. Returns the words, or none with `error` set.

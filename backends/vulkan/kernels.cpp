@@ -279,12 +279,14 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
 // run on the device and cached there; its scalars are parameters, so programs that differ only in
 // them share the shader.
 KernelResult fused(const braid_kernel_call& c, Recorder& r) {
-  FusedProgram program;
-  if (!decode_fused(c, program)) return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+  plugin::FusedProgram program;
+  if (!program.decode(c)) return fail(BRAID_ERR_INVALID_ARGUMENT, "vulkan: fused_elementwise: invalid program");
+  const braid_dtype dtype = c.outputs[0].dtype;
   std::string error;
   const VkPipeline pipeline = r.device().generated_pipeline(
-      program.key(),
-      [&](std::string& why) { return compile_compute_shader(fused_glsl(program), "fused_elementwise", why); }, error);
+      program.key(dtype),
+      [&](std::string& why) { return compile_compute_shader(fused_glsl(program, dtype), "fused_elementwise", why); },
+      error);
   if (pipeline == VK_NULL_HANDLE) return fail(BRAID_ERR_KERNEL, "vulkan: fused_elementwise: " + error);
   Enc e;
   e.shape(c.outputs[0]);

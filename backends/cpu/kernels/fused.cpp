@@ -10,6 +10,7 @@
 
 #include "convert.h"
 #include "elementwise_ops.h"
+#include "fused_program.h"
 
 namespace braid::cpu::kern {
 namespace {
@@ -17,28 +18,7 @@ namespace {
 constexpr int64_t kTile = 64;
 constexpr int kMaxRegs = BRAID_KERNEL_MAX_INPUTS + BRAID_FUSED_MAX_INSTRS;
 
-struct Instr {
-  int kind, op, a, b;
-};
-
-// Decodes and checks the program (kernels trust their calls, but a bad program must not index
-// registers it does not have).
-bool decode(const Call& c, std::array<Instr, BRAID_FUSED_MAX_INSTRS>& prog, int& n) {
-  n = static_cast<int>(c.i[0]);
-  if (n < 1 || n > BRAID_FUSED_MAX_INSTRS || c.num_inputs < 1 || c.num_inputs > BRAID_KERNEL_MAX_INPUTS) return false;
-  for (int j = 0; j < n; ++j) {
-    const auto bits = static_cast<uint64_t>(c.i[1 + j / 3]) >> (21 * (j % 3));
-    Instr& in = prog[size_t(j)];
-    in = {int(bits & 3u), int((bits >> 2) & 15u), int((bits >> 6) & 63u), int((bits >> 12) & 63u)};
-    const int regs = c.num_inputs + j;
-    const bool unary = in.kind == 0;
-    if (in.a >= regs) return false;
-    if (unary ? in.op >= BRAID_UNARY_COUNT : in.op >= BRAID_BINARY_COUNT) return false;
-    if (in.kind == 1 && in.b >= regs) return false;
-    if (in.kind >= 2 && in.b >= 8) return false;
-  }
-  return true;
-}
+using Instr = plugin::FusedInstruction;
 
 template <class T>
 struct Program {
@@ -128,11 +108,10 @@ void fused_dispatch(Exec& ex, const Call& c, const Program<T>& p) {
 }  // namespace
 
 KernelResult k_fused_elementwise(const Call& c, Exec& ex) {
-  std::array<Instr, BRAID_FUSED_MAX_INSTRS> code;
-  int n = 0;
-  if (!decode(c, code, n)) return fail(BRAID_ERR_INVALID_ARGUMENT, "cpu backend: fused_elementwise: invalid program");
+  plugin::FusedProgram program;
+  if (!program.decode(c)) return fail(BRAID_ERR_INVALID_ARGUMENT, "cpu backend: fused_elementwise: invalid program");
   visit_dtype(FloatTypes{}, c.outputs[0].dtype, [&]<class T>(Tag<T>) {
-    Program<T> p{code, n, c.num_inputs, c.f};
+    Program<T> p{program.code, program.count, program.inputs, c.f};
     fused_dispatch<T>(ex, c, p);
   });
   return {};

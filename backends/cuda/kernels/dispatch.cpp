@@ -2,6 +2,7 @@
 // coverage as the CPU backend) and the routing from op to the file that implements it.
 #include <string>
 
+#include "fused_codegen.h"
 #include "kernels.h"
 #include "launch.h"
 
@@ -39,6 +40,8 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* POOL2D_BWD */ kFloatTypes,
     /* BATCH_NORM_BWD */ kFloatTypes,
     /* SOFTMAX_CE_BWD */ kFloatTypes,
+    /* COMBINE */ 0,
+    /* FUSED_ELEMENTWISE */ kFloatTypes,  // where NVRTC loads (kernel_supports)
 };
 
 constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
@@ -67,6 +70,8 @@ constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
     kern::pool2d_bwd,
     kern::batch_norm_bwd,
     kern::softmax_ce_bwd,
+    nullptr,  // COMBINE
+    kern::fused_elementwise,
 };
 
 }  // namespace
@@ -80,7 +85,10 @@ const char* kernel_error_text(int code) {
   }
 }
 
-bool kernel_supports(braid_kernel_op op, braid_dtype dtype) { return plugin::in_support_table(kSupport, op, dtype); }
+bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
+  if (op == BRAID_KOP_FUSED_ELEMENTWISE && !nvrtc_available()) return false;  // kernels compiled at run time
+  return plugin::in_support_table(kSupport, op, dtype);
+}
 
 // The elementwise ops with integer versions (elementwise.cu): every binary op (DIV truncates, POW by
 // squaring, both report a bad operand through the error flag), and these unary ones.

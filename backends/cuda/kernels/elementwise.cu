@@ -3,6 +3,7 @@
 // on inside the kernel (uniform across the grid, so no divergence) rather than a template parameter:
 // that keeps the instantiations, and nvcc's time, down to one per dtype.
 #include "common.cuh"
+#include "float_ops.cuh"
 #include "launch.h"
 
 namespace braid::cuda::kern {
@@ -122,6 +123,15 @@ __global__ void dropout_k(Idx<3> ix, int64_t n, T* y, T* m, const T* x, uint64_t
 
 // ---- UNARY / BINARY ----
 
+// float_ops.cuh numbers the ops itself (NVRTC compiles it without braid_backend.h).
+static_assert(BRAID_UNARY_NEG == 0 && BRAID_UNARY_ABS == 1 && BRAID_UNARY_EXP == 2 && BRAID_UNARY_LOG == 3 &&
+              BRAID_UNARY_SQRT == 4 && BRAID_UNARY_RELU == 5 && BRAID_UNARY_SIGMOID == 6 && BRAID_UNARY_TANH == 7 &&
+              BRAID_UNARY_SQUARE == 8 && BRAID_UNARY_SIGN == 9 && BRAID_UNARY_COUNT == 10);
+static_assert(BRAID_BINARY_ADD == 0 && BRAID_BINARY_SUB == 1 && BRAID_BINARY_MUL == 2 && BRAID_BINARY_DIV == 3 &&
+              BRAID_BINARY_POW == 4 && BRAID_BINARY_MAXIMUM == 5 && BRAID_BINARY_MINIMUM == 6 &&
+              BRAID_BINARY_EQUAL == 7 && BRAID_BINARY_LESS == 8 && BRAID_BINARY_GREATER == 9 &&
+              BRAID_BINARY_COUNT == 10);
+
 template <class T>
 __device__ __forceinline__ T unary_op(int op, T x) {
   if constexpr (std::is_integral_v<T>) {
@@ -134,18 +144,7 @@ __device__ __forceinline__ T unary_op(int op, T x) {
       default: return T((x > 0) - (x < 0));  // SIGN (the host validated the op)
     }
   } else {
-    switch (op) {
-      case BRAID_UNARY_NEG: return -x;
-      case BRAID_UNARY_ABS: return fabs(x);
-      case BRAID_UNARY_EXP: return exp(x);
-      case BRAID_UNARY_LOG: return log(x);
-      case BRAID_UNARY_SQRT: return sqrt(x);
-      case BRAID_UNARY_RELU: return x < T(0) ? T(0) : x;  // NaN propagates
-      case BRAID_UNARY_SIGMOID: return T(1) / (T(1) + exp(-x));
-      case BRAID_UNARY_TANH: return tanh(x);
-      case BRAID_UNARY_SQUARE: return x * x;
-      default: return x != x ? x : T((x > T(0)) - (x < T(0)));
-    }
+    return braid_float_unary(op, x);
   }
 }
 
@@ -189,18 +188,7 @@ __device__ __forceinline__ T binary_op(int op, T x, T y, int* flag) {
       default: return x > y ? T(1) : T(0);
     }
   } else {
-    switch (op) {
-      case BRAID_BINARY_ADD: return x + y;
-      case BRAID_BINARY_SUB: return x - y;
-      case BRAID_BINARY_MUL: return x * y;
-      case BRAID_BINARY_DIV: return x / y;
-      case BRAID_BINARY_POW: return y == T(2) ? x * x : pow(x, y);
-      case BRAID_BINARY_MAXIMUM: return (x != x || x > y) ? x : y;  // NaN from either side propagates
-      case BRAID_BINARY_MINIMUM: return (x != x || x < y) ? x : y;
-      case BRAID_BINARY_EQUAL: return x == y ? T(1) : T(0);
-      case BRAID_BINARY_LESS: return x < y ? T(1) : T(0);
-      default: return x > y ? T(1) : T(0);
-    }
+    return braid_float_binary(op, x, y);
   }
 }
 

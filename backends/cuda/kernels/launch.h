@@ -36,4 +36,6 @@ braid_status softmax_ce(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status softmax_ce_bwd(const braid_kernel_call&, KernelEnv&, std::string&);
 // matmul.cpp
 braid_status matmul(const braid_kernel_call&, KernelEnv&, std::string&);
+// fused.cpp
+braid_status fused_elementwise(const braid_kernel_call&, KernelEnv&, std::string&);
 }  // namespace braid::cuda::kern

@@ -1,0 +1,38 @@
+// The float unary and binary ops of UNARY, BINARY and BINARY_SCALAR, shared by the kernels nvcc builds
+// (elementwise.cu) and the fused kernels NVRTC builds at run time (fused.cpp embeds this file), so a
+// fused chain computes what the separate kernels would. Self-contained on purpose: NVRTC compiles it
+// without the standard library. The op numbers are braid_unary_op and braid_binary_op values
+// (elementwise.cu checks that they match).
+#pragma once
+
+template <class T>
+__device__ __forceinline__ T braid_float_unary(int op, T x) {
+  switch (op) {
+    case 0: return -x;                                        // NEG
+    case 1: return fabs(x);                                   // ABS
+    case 2: return exp(x);                                    // EXP
+    case 3: return log(x);                                    // LOG
+    case 4: return sqrt(x);                                   // SQRT
+    case 5: return x < T(0) ? T(0) : x;                       // RELU (NaN propagates)
+    case 6: return T(1) / (T(1) + exp(-x));                   // SIGMOID
+    case 7: return tanh(x);                                   // TANH
+    case 8: return x * x;                                     // SQUARE
+    default: return x != x ? x : T((x > T(0)) - (x < T(0)));  // SIGN
+  }
+}
+
+template <class T>
+__device__ __forceinline__ T braid_float_binary(int op, T x, T y) {
+  switch (op) {
+    case 0: return x + y;                          // ADD
+    case 1: return x - y;                          // SUB
+    case 2: return x * y;                          // MUL
+    case 3: return x / y;                          // DIV
+    case 4: return y == T(2) ? x * x : pow(x, y);  // POW
+    case 5: return (x != x || x > y) ? x : y;      // MAXIMUM: NaN from either side propagates
+    case 6: return (x != x || x < y) ? x : y;      // MINIMUM
+    case 7: return x == y ? T(1) : T(0);           // EQUAL
+    case 8: return x < y ? T(1) : T(0);            // LESS
+    default: return x > y ? T(1) : T(0);           // GREATER
+  }
+}
