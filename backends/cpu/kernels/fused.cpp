@@ -20,37 +20,53 @@ constexpr int kMaxRegs = BRAID_KERNEL_MAX_INPUTS + BRAID_FUSED_MAX_INSTRS;
 
 using Instr = plugin::FusedInstruction;
 
+// One instruction over a tile, with the op's element function fn inlined. BRAID_HOT, like the unfused
+// kernels' loops (common.h, detail::Fixed): the AVX2+FMA clone where the CPU has it, so exp, tanh, ...
+// vectorise as wide and round to the same last bits as unfused. (Inside Program::run, the loops were
+// compiled for the baseline ISA: half the width, no fma, different bits.)
+template <class T, class Fn>
+struct TileLoops {
+  BRAID_HOT static void unary(Fn& fn, T* __restrict out, const T* __restrict x, int64_t m) {
+    for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e]);
+  }
+  BRAID_HOT static void binary(Fn& fn, T* __restrict out, const T* __restrict x, const T* __restrict y, int64_t m) {
+    for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], y[e]);
+  }
+  BRAID_HOT static void scalar_right(Fn& fn, T* __restrict out, const T* __restrict x, T s, int64_t m) {
+    for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], s);
+  }
+  BRAID_HOT static void scalar_left(Fn& fn, T* __restrict out, const T* __restrict x, T s, int64_t m) {
+    for (int64_t e = 0; e < m; ++e) out[e] = fn(s, x[e]);
+  }
+};
+
 template <class T>
 struct Program {
   std::array<Instr, BRAID_FUSED_MAX_INSTRS> code;
   int n = 0, k = 0;
   const double* f = nullptr;
 
-  // Runs the program over m elements whose inputs are in r[0..k). Compiled like the unfused kernels'
-  // transcendental loops (BRAID_HOT: an AVX2+FMA clone where the CPU has it), so exp, tanh, ... give
-  // the same last bits as unfused; the basic operations are exact in either version.
-  BRAID_HOT void run(T (*r)[kTile], int64_t m) const {
+  // Runs the program over m elements whose inputs are in r[0..k): each instruction reads registers
+  // below its own, so the tiles never alias.
+  void run(T (*r)[kTile], int64_t m) const {
     for (int j = 0; j < n; ++j) {
       const Instr& in = code[size_t(j)];
       T* out = r[k + j];
       const T* x = r[in.a];
       if (in.kind == 0) {
-        with_float_unary<T>(braid_unary_op(in.op), [&](auto fn, bool) {
-          for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e]);
-        });
+        with_float_unary<T>(braid_unary_op(in.op),
+                            [&](auto fn, bool) { TileLoops<T, decltype(fn)>::unary(fn, out, x, m); });
       } else if (in.kind == 1) {
         const T* y = r[in.b];
-        with_float_binary<T>(braid_binary_op(in.op), [&](auto fn) {
-          for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], y[e]);
-        });
+        with_float_binary<T>(braid_binary_op(in.op),
+                             [&](auto fn) { TileLoops<T, decltype(fn)>::binary(fn, out, x, y, m); });
       } else {
         const T s = convert<T>(f[in.b]);
-        const bool reverse = in.kind == 3;
         with_float_binary<T>(braid_binary_op(in.op), [&](auto fn) {
-          if (reverse)
-            for (int64_t e = 0; e < m; ++e) out[e] = fn(s, x[e]);
+          if (in.kind == 3)
+            TileLoops<T, decltype(fn)>::scalar_left(fn, out, x, s, m);
           else
-            for (int64_t e = 0; e < m; ++e) out[e] = fn(x[e], s);
+            TileLoops<T, decltype(fn)>::scalar_right(fn, out, x, s, m);
         });
       }
     }
