@@ -99,5 +99,6 @@ void suite_memory(Run& run);
 void suite_allreduce(Run& run);
 void suite_scaling(Run& run);
 void suite_hw(Run& run);
+void suite_fusion(Run& run);
 
 }  // namespace braid::bench

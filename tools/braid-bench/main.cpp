@@ -52,6 +52,10 @@ constexpr Suite kSuites[] = {
      "a pointer-chasing latency curve and the cache sizes it shows vs sysfs, triad bandwidth on 1 and all "
      "cores; per braid device: 64 MiB host<->device copies, float32 vs float64 matmul",
      suite_hw},
+    {"fusion",
+     "graph mode's elementwise fusion on --device: an 8-kernel elementwise chain over 1024x1024 floats as one "
+     "fused kernel vs imperative; the first run (preparing, compiling) apart",
+     suite_fusion},
 };
 
 constexpr const char* kUsage =
