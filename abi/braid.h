@@ -745,8 +745,10 @@ typedef enum braid_log_level {
  * at once; message is valid during the call only. Must not call into braid. */
 typedef void (*braid_log_fn)(void* user, braid_log_level level, const char* message);
 /* Sends messages of min_level and above to fn (process-wide; replaces BRAID_LOG's printing), or back
- * to BRAID_LOG's handling when fn is NULL. A call returns after any callback already running with the
- * previous fn has ended, so user may be freed after setting another one. Since 1.5. */
+ * to BRAID_LOG's handling when fn is NULL (min_level is then ignored). A call returns after any
+ * callback already running with the previous fn has ended, so user may be freed after setting another
+ * one. A min_level outside braid_log_level with a non-NULL fn is BRAID_ERR_INVALID_ARGUMENT; a call from
+ * inside the callback is BRAID_ERR_INVALID_STATE (it would wait for itself). Since 1.5. */
 BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid_log_level min_level);
 /* The static name of a level: "debug", "info", "warning", "error"; "invalid" otherwise. Since 1.5. */
 BRAID_API const char* braid_log_level_name(braid_log_level level);
@@ -772,15 +774,19 @@ typedef enum braid_graph_pass {
 /* Starts tracing on the calling thread: the ops it runs on ctx until braid_graph_trace_end still run
  * as usual and are also recorded. inputs are the graph's inputs, in order (distinct tensors on one
  * device). Another thread's ops are never recorded. Fails with BRAID_ERR_INVALID_STATE if the thread
- * already traces. Since 1.5. */
+ * already traces (nothing begins on any failure). An open trace holds a reference to ctx until it
+ * ends (trace_end, trace_abort, or the thread's exit). Since 1.5. */
 BRAID_API braid_status braid_graph_trace_begin(braid_context ctx, int32_t num_inputs, const braid_tensor* inputs);
 /* Ends the calling thread's trace: *out is a new graph computing outputs (in order) from the inputs.
- * If something could not be captured (an op on another device, a copy of a computed value to another
- * device, an upload into a computed value) the trace still ends and this fails with
- * BRAID_ERR_INVALID_STATE naming it. Since 1.5. */
+ * If something could not be captured (an op on another device or context, a copy of a computed value
+ * to another device, an upload into a computed value) the trace still ends and this fails with
+ * BRAID_ERR_INVALID_STATE naming it. Bad arguments (out or outputs NULL, a negative count, a released
+ * or foreign output, ctx other than the trace's) are BRAID_ERR_INVALID_ARGUMENT and end the trace too.
+ * Without a trace on the calling thread: BRAID_ERR_INVALID_STATE. Since 1.5. */
 BRAID_API braid_status braid_graph_trace_end(braid_context ctx, int32_t num_outputs, const braid_tensor* outputs,
                                              braid_graph* out);
-/* Ends the calling thread's trace, if any, without making a graph (an error path). Since 1.5. */
+/* Ends the calling thread's trace, if any, without making a graph (an error path). BRAID_OK without
+ * one. Since 1.5. */
 BRAID_API braid_status braid_graph_trace_abort(void);
 BRAID_API braid_status braid_graph_retain(braid_graph g);
 BRAID_API braid_status braid_graph_release(braid_graph g);
@@ -788,7 +794,12 @@ BRAID_API braid_status braid_graph_release(braid_graph g);
  * same graph. Since 1.5. */
 BRAID_API braid_status braid_graph_optimize(braid_graph g, uint32_t passes);
 /* Runs the graph: inputs must match the traced ones' dtypes and shapes and be on the graph's device;
- * outputs[i] get new tensors. Asynchronous like any op; errors of kernels surface at the next wait.
+ * outputs[i] get new tensors. num_inputs and num_outputs must be the graph's counts (checked before
+ * either array is read); otherwise, or for a NULL, released or foreign input or one storage passed
+ * twice: BRAID_ERR_INVALID_ARGUMENT; a wrong dtype: BRAID_ERR_DTYPE; a wrong shape: BRAID_ERR_SHAPE;
+ * another device: BRAID_ERR_DEVICE. outputs may be the inputs array (the inputs are read first).
+ * Releasing the graph while runs are in flight is safe: they hold what they use. Asynchronous like
+ * any op; errors of kernels surface at the next wait.
  * While the calling thread records autograd and an input or parameter requires a gradient, the run
  * is recorded kernel by kernel, so braid_backward goes through the graph. Thread-safe; runs of one
  * graph are serialised. Since 1.5. */
@@ -834,11 +845,15 @@ BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, brai
 
 /* Writes the graph as JSON (format "braid.graph", version 1.0: values, kernels with typed attributes,
  * inputs, outputs) to json_path and its parameters to params_path as safetensors, both atomically.
- * Waits for the parameters. Since 1.5. */
+ * Waits for the parameters. NULL or empty paths, one path for both, or a path that exists and is not
+ * a regular file (a directory): BRAID_ERR_INVALID_ARGUMENT; a folder that does not exist: BRAID_ERR_IO.
+ * json_path is checked first, so nothing is written when it cannot be. Since 1.5. */
 BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, const char* params_path);
 /* Loads a saved graph onto `device` of ctx with its parameters. A file of a newer major format version
- * is BRAID_ERR_UNSUPPORTED; a malformed file BRAID_ERR_IO naming what is wrong; a kernel the device's
- * backend lacks BRAID_ERR_UNSUPPORTED. Since 1.5. */
+ * is BRAID_ERR_UNSUPPORTED; a malformed file BRAID_ERR_IO naming what is wrong (an empty file, the
+ * other file of the pair, a directory); a missing file BRAID_ERR_NOT_FOUND; NULL or empty paths or a
+ * device out of range BRAID_ERR_INVALID_ARGUMENT; a kernel the device's backend lacks
+ * BRAID_ERR_UNSUPPORTED. Since 1.5. */
 BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, const char* json_path,
                                         const char* params_path, braid_graph* out);
 
@@ -847,7 +862,10 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
  * receives the inputs and must set every outputs[i] to a new tensor handle (which the caller of
  * braid_hybrid_call receives); returning non-zero aborts the call with that status. It must compute
  * only with braid ops (what it does on the host runs only when it is traced). Called inside another
- * trace, fn runs directly and its ops join that trace. Since 1.5. */
+ * trace, fn runs directly and its ops join that trace. The inputs stay the caller's: fn must not
+ * release them (the call then fails with BRAID_ERR_INVALID_ARGUMENT), nor call braid_hybrid_call on its
+ * own hybrid (BRAID_ERR_INVALID_STATE: recursion would never end). An output fn left NULL is
+ * BRAID_ERR_INVALID_ARGUMENT; on any failure the outputs fn set are released. Since 1.5. */
 typedef braid_status (*braid_hybrid_fn)(void* user, int32_t num_inputs, const braid_tensor* inputs, int32_t num_outputs,
                                         braid_tensor* outputs);
 typedef struct braid_hybrid_t* braid_hybrid;
@@ -856,7 +874,9 @@ BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn
                                            int32_t num_outputs, uint32_t passes, braid_hybrid* out);
 BRAID_API braid_status braid_hybrid_retain(braid_hybrid h);
 BRAID_API braid_status braid_hybrid_release(braid_hybrid h);
-/* Runs fn's graph for these inputs (tracing it first for a new signature). Thread-safe. Since 1.5. */
+/* Runs fn's graph for these inputs (tracing it first for a new signature). outputs may be the inputs
+ * array. Thread-safe (two threads tracing one new signature at once both get their results; the
+ * first graph is kept). Since 1.5. */
 BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inputs, braid_tensor* outputs);
 /* The graph cached for the signature of these inputs (a new reference), or BRAID_ERR_NOT_FOUND before
  * a call with it: to inspect or export what was hybridized. Since 1.5. */

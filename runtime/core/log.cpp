@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 #include <shared_mutex>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -41,6 +42,10 @@ Sink& sink() {
   return *s;
 }
 
+// Whether the calling thread is inside the callback: setting the callback from there would wait for
+// the shared lock the thread itself holds (a deadlock), so that call is refused instead.
+thread_local bool t_in_callback = false;
+
 }  // namespace
 
 void log_message(braid_log_level level, const char* message) noexcept {
@@ -49,7 +54,11 @@ void log_message(braid_log_level level, const char* message) noexcept {
   {
     std::shared_lock lock(s.mu);
     if (s.fn != nullptr) {
-      if (int(level) >= s.min_level) s.fn(s.user, level, message);
+      if (int(level) >= s.min_level) {
+        const bool outer = std::exchange(t_in_callback, true);
+        s.fn(s.user, level, message);
+        t_in_callback = outer;
+      }
       return;
     }
   }
@@ -72,6 +81,8 @@ BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid
     const int level = braid::enum_int(min_level);
     if (fn != nullptr && (level < BRAID_LOG_DEBUG || level > BRAID_LOG_ERROR))
       braid::fail(BRAID_ERR_INVALID_ARGUMENT, "min_level ", level, " is not a braid_log_level");
+    if (braid::t_in_callback)
+      braid::fail(BRAID_ERR_INVALID_STATE, "braid_set_log_callback: called from the log callback");
     braid::Sink& s = braid::sink();
     std::unique_lock lock(s.mu);
     s.fn = fn;

@@ -1,4 +1,5 @@
 // The graph section of abi/braid.h: tracing, passes, runs, inspection, export and import.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -43,6 +44,16 @@ std::vector<Tensor*> checked_tensors(int32_t count, const braid_tensor* ts, cons
   return out;
 }
 
+// Whether t is a live tensor handle (never reads a released one: checked_tensor's rule).
+bool tensor_is_live(braid_tensor t) noexcept {
+  try {
+    checked_tensor(t, "t");
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
 void optimize(Graph& g, uint32_t passes) {
   if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL))
     fail(BRAID_ERR_INVALID_ARGUMENT, "graph_optimize: unknown pass bits ", passes);
@@ -57,6 +68,14 @@ void optimize(Graph& g, uint32_t passes) {
   if ((passes & ~g.passes_applied) & BRAID_GRAPH_PASS_FUSE_ELEMENTWISE)
     g.prepared = Prepared{};  // the next run prepares its calls with the fused chains
   g.passes_applied |= passes;
+}
+
+// NULL and empty paths are bad arguments (an empty path would otherwise name a temporary in the
+// working directory when saving, and be "not found" when loading).
+void check_paths(const char* json_path, const char* params_path, const char* what) {
+  require(json_path, "json_path");
+  require(params_path, "params_path");
+  if (!*json_path || !*params_path) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": a path is empty");
 }
 
 // index as a position in a list of count, or BRAID_ERR_INVALID_ARGUMENT naming the function.
@@ -130,17 +149,45 @@ braid_graph find_locked(braid_hybrid_t& h, const std::vector<int64_t>& key) {
   return nullptr;
 }
 
+// The hybrid functions whose fn runs on this thread, innermost last.
+thread_local std::vector<const braid_hybrid_t*> t_running;
+
 // Calls fn, checking that it filled every output; releases what it made on failure.
 void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* outputs) {
+  // fn calling braid_hybrid_call on its own hybrid would run itself again, inside the same trace,
+  // without end (a stack overflow, not an error): refused, as a recursive hybridized block is.
+  if (std::find(t_running.begin(), t_running.end(), &h) != t_running.end())
+    fail(BRAID_ERR_INVALID_STATE, "hybrid_call: the function calls its own hybrid function (recursion is refused)");
+  // fn gets a copy of the inputs: the caller may pass one array as inputs and outputs, and clearing
+  // the outputs below must not clear the inputs fn reads.
+  const std::vector<braid_tensor> ins(inputs, inputs + h.num_inputs);
   for (int32_t k = 0; k < h.num_outputs; ++k) outputs[k] = nullptr;
-  const braid_status st = h.fn(h.user, h.num_inputs, inputs, h.num_outputs, outputs);
+  struct Running {  // popped however fn returns
+    explicit Running(const braid_hybrid_t* h) { t_running.push_back(h); }
+    ~Running() { t_running.pop_back(); }
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+  };
+  braid_status st;
+  {
+    Running running(&h);
+    st = h.fn(h.user, h.num_inputs, ins.data(), h.num_outputs, outputs);
+  }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;
-  if (st != BRAID_OK || !filled) {
+  // The inputs are the caller's references: a fn that released one left the caller a dead handle.
+  // Tensor handles are quarantined, so asking whether one is still live reads no freed memory.
+  int32_t released = -1;
+  for (int32_t k = 0; k < h.num_inputs && released < 0; ++k)
+    if (!tensor_is_live(ins[static_cast<size_t>(k)])) released = k;
+  if (st != BRAID_OK || !filled || released >= 0) {
     std::string why = st != BRAID_OK ? braid_last_error() : "";
     for (int32_t k = 0; k < h.num_outputs; ++k)
       if (outputs[k]) braid_tensor_release(std::exchange(outputs[k], nullptr));
     if (st != BRAID_OK) fail(st, "hybrid_call: the function failed: ", why);
+    if (released >= 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: the function released inputs[", released,
+           "], which belongs to the caller");
     fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: the function did not set every output");
   }
 }
@@ -160,19 +207,26 @@ BRAID_API braid_status braid_graph_trace_begin(braid_context ctx, int32_t num_in
 BRAID_API braid_status braid_graph_trace_end(braid_context ctx, int32_t num_outputs, const braid_tensor* outputs,
                                              braid_graph* out) {
   return guard("braid_graph_trace_end", [&] {
-    require(out, "out");
-    *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
-    std::vector<Tensor*> outs;
+    if (out) *out = nullptr;
+    // Whatever is wrong with the arguments (out NULL, a bad or foreign ctx, bad outputs), the trace
+    // ends, as it does when something could not be captured: a thread left tracing would record
+    // every later op into a trace nobody ends. Only a thread that does not trace is INVALID_STATE.
+    if (!tracing()) {
+      require(out, "out");
+      checked_context(ctx, "ctx");  // a bad handle is INVALID_ARGUMENT, as everywhere
+      fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: this thread does not trace (call braid_graph_trace_begin)");
+    }
     try {
-      outs = checked_tensors(num_outputs, outputs, "outputs");
+      require(out, "out");
+      Context& c = checked_context(ctx, "ctx");
+      const std::vector<Tensor*> outs = checked_tensors(num_outputs, outputs, "outputs");
+      GraphPool::Owned h = new_graph(c);
+      trace_end(c, outs, h->g);
+      *out = GraphPool::instance().publish(std::move(h));
     } catch (...) {
-      trace_abandon();  // the trace ends either way, as documented
+      trace_abandon();
       throw;
     }
-    GraphPool::Owned h = new_graph(c);
-    trace_end(c, outs, h->g);
-    *out = GraphPool::instance().publish(std::move(h));
   });
 }
 
@@ -201,6 +255,9 @@ BRAID_API braid_status braid_graph_run(braid_graph g, int32_t num_inputs, const 
     if (num_outputs != static_cast<int32_t>(gr.outputs.size()))
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: the graph has ", gr.outputs.size(), " outputs, not ", num_outputs);
     if (num_outputs > 0) require(outputs, "outputs");
+    // The count first: a count above the graph's must not make us read past the caller's array.
+    if (num_inputs != static_cast<int32_t>(gr.inputs.size()))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: the graph takes ", gr.inputs.size(), " inputs, not ", num_inputs);
     const std::vector<Tensor*> ins = checked_tensors(num_inputs, inputs, "inputs");
     std::vector<TensorRef> made = run(gr, ins);
     hand_out(made, num_outputs, outputs, "graph_run");
@@ -274,8 +331,10 @@ BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, brai
 BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, const char* params_path) {
   return guard("braid_graph_save", [&] {
     Graph& gr = checked_graph(g, "g").g;
-    require(json_path, "json_path");
-    require(params_path, "params_path");
+    check_paths(json_path, params_path, "graph_save");
+    // One path for both files would leave only the JSON there.
+    if (std::strcmp(json_path, params_path) == 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_save: json_path and params_path are the same file");
     std::vector<const char*> names;
     std::vector<braid_tensor> tensors;
     for (const Value& v : gr.values)
@@ -283,12 +342,14 @@ BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, co
         names.push_back(v.name.c_str());
         tensors.push_back(v.tensor.get());
       }
+    // The graph file's temporary first: a json_path that cannot be written (a missing folder, a
+    // directory) fails before the parameters file is replaced.
+    AtomicFile f(json_path);
     if (braid_status s =
             braid_save_safetensors(params_path, static_cast<int32_t>(names.size()), names.data(), tensors.data());
         s != BRAID_OK)
       fail(s, braid_last_error());
     const std::string text = to_json(gr);
-    AtomicFile f(json_path);
     f.write(text.data(), text.size());
     f.commit();
   });
@@ -301,8 +362,7 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
     *out = nullptr;
     Context& c = checked_context(ctx, "ctx");
     Device& dev = c.device(device, "graph_load");
-    require(json_path, "json_path");
-    require(params_path, "params_path");
+    check_paths(json_path, params_path, "graph_load");
     const std::string text = read_whole_file(json_path, uint64_t{1} << 30);
     GraphPool::Owned h = new_graph(c);
     Graph& g = h->g;

@@ -76,7 +76,10 @@ void check_inputs(const Graph& g, std::span<Tensor* const> inputs) {
     if (&t.device() != g.device)
       fail(BRAID_ERR_DEVICE, "graph_run: inputs[", k, "] is on ", t.device().id, ", the graph runs on ", g.device->id,
            "; copy it with braid_copy");
-    if (t.dtype != v.dtype || !(t.shape == v.shape))
+    if (t.dtype != v.dtype)  // a dtype the graph's kernels were not traced for: as an op refuses it
+      fail(BRAID_ERR_DTYPE, "graph_run: inputs[", k, "] is ", dtype_name(t.dtype), ", the graph was traced for ",
+           dtype_name(v.dtype), " (braid_hybrid keeps a graph per input signature)");
+    if (!(t.shape == v.shape))
       fail(BRAID_ERR_SHAPE, "graph_run: inputs[", k, "] is ", dtype_name(t.dtype), " ", t.shape.str(),
            ", the graph was traced for ", dtype_name(v.dtype), " ", v.shape.str(),
            " (braid_hybrid keeps a graph per input signature)");

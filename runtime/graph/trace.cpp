@@ -29,7 +29,12 @@ ViewRef view_ref(int32_t value, const Storage& s, const braid_buffer_view& v, co
 
 class Tracer final : public TraceHook {
  public:
-  explicit Tracer(Context& ctx) : ctx_(ctx) {}
+  explicit Tracer(Context& ctx) : ctx_(ctx), ctx_ref_(ctx) {}
+  // A thread that exits while it traces destroys its tracer with its thread-locals: the hook must
+  // not point at it for the thread-locals destroyed after it.
+  ~Tracer() override {
+    if (t_trace_hook == this) t_trace_hook = nullptr;
+  }
 
   void add_input(Tensor& t) {
     if (value_.count(t.storage.get()))
@@ -49,6 +54,10 @@ class Tracer final : public TraceHook {
   }
 
   void created(Storage& s) override {
+    // Only storages of the traced context: they are kept until the trace ends, and one of another
+    // context would then be freed into that context's allocator, which may be gone by then (an op
+    // there is refused at trace_end anyway).
+    if (!owns_device(s.device)) return;
     created_.insert(&s);
     keep(s);
   }
@@ -140,6 +149,24 @@ class Tracer final : public TraceHook {
   Context& ctx() noexcept { return ctx_; }
 
  private:
+  // One context reference for the trace's lifetime: the storages it keeps go back to this context's
+  // allocators when it ends, so the application releasing its last reference meanwhile (then
+  // aborting, or its thread exiting) must not destroy the context first. Released after every
+  // other member (declared first), as Graph releases its context after its values.
+  struct ContextRef {
+    Context* ctx;
+    explicit ContextRef(Context& c) : ctx(&c) { c.refs.fetch_add(1); }
+    ContextRef(const ContextRef&) = delete;
+    ContextRef& operator=(const ContextRef&) = delete;
+    ~ContextRef() { (void)release_context(ctx); }
+  };
+
+  bool owns_device(const Device* d) const noexcept {
+    for (const auto& mine : ctx_.devices)
+      if (mine.get() == d) return true;
+    return false;
+  }
+
   void keep(Storage& s) { kept_.push_back(s.shared_from_this()); }
 
   int32_t add_value(Storage& s, Value v) {
@@ -226,6 +253,7 @@ class Tracer final : public TraceHook {
   }
 
   Context& ctx_;
+  ContextRef ctx_ref_;
   Device* device_ = nullptr;
   std::unordered_map<Storage*, int32_t> value_;
   std::unordered_set<Storage*> created_;
