@@ -58,7 +58,8 @@ struct Opened {
 // Opens a regular file and reads its header.
 Opened open_file(const char* path) {
   if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
-  File f(::open(path, O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO is refused below instead of waiting for a writer (core/file_io.cpp says why).
+  File f(::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   if (f.get() < 0) fail(errno == ENOENT ? BRAID_ERR_NOT_FOUND : BRAID_ERR_IO, os_error("cannot open", path));
   struct stat st {};
   if (::fstat(f.get(), &st) != 0) fail(BRAID_ERR_IO, os_error("cannot stat", path));

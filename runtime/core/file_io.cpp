@@ -55,7 +55,9 @@ void AtomicFile::commit() {
 
 std::string read_whole_file(const char* path, uint64_t max_bytes) {
   if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
-  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading otherwise waits for a writer, forever if none comes; it is
+  // refused below as not a regular file. Reads of a regular file ignore the flag.
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) fail(errno == ENOENT ? BRAID_ERR_NOT_FOUND : BRAID_ERR_IO, os_error("cannot open", path));
   struct Closer {
     int fd;

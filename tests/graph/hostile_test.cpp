@@ -4,6 +4,7 @@
 // runs, re-tracing per shape) give the imperative results. graph_test.cpp has the ordinary bad uses
 // (nesting, an op on another device, a malformed file); this file does not repeat them.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -650,6 +651,11 @@ TEST_CASE("hostile graph: save and load with bad paths") {
   CHECK_STATUS(braid_graph_load(c.ctx, 0, "", params.c_str(), &l.g), BRAID_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(braid_graph_load(c.ctx, 0, json.c_str(), "", &l.g), BRAID_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(braid_graph_load(c.ctx, 0, dir.path.c_str(), params.c_str(), &l.g), BRAID_ERR_IO);
+  // A FIFO with no writer: refused at once, not a read that waits forever.
+  const std::string fifo = dir.file("fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_STATUS(braid_graph_load(c.ctx, 0, fifo.c_str(), params.c_str(), &l.g), BRAID_ERR_IO);
+  CHECK_STATUS(braid_graph_load(c.ctx, 0, json.c_str(), fifo.c_str(), &l.g), BRAID_ERR_IO);
   CHECK_STATUS(braid_graph_load(c.ctx, 0, params.c_str(), params.c_str(), &l.g), BRAID_ERR_IO);  // swapped
   CHECK_STATUS(braid_graph_load(c.ctx, 0, json.c_str(), json.c_str(), &l.g), BRAID_ERR_IO);
   CHECK_STATUS(braid_graph_load(c.ctx, 0, params.c_str(), json.c_str(), &l.g), BRAID_ERR_IO);
