@@ -5,10 +5,24 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "braid_backend.h"
 
 namespace braid::plugin {
+
+// Appends each piece to a generated source or key, numbers in decimal (the Vulkan and CUDA plugins'
+// code generators).
+template <class... Pieces>
+void append_source(std::string& s, const Pieces&... pieces) {
+  auto one = [&s](const auto& piece) {
+    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(piece)>>)
+      s += std::to_string(piece);
+    else
+      s += piece;
+  };
+  (one(pieces), ...);
+}
 
 struct FusedInstruction {
   int kind;  // 0 unary op(a), 1 binary a op b, 2 a op f[b], 3 f[b] op a
@@ -44,14 +58,11 @@ struct FusedProgram {
   // What identifies a kernel generated for the program in `dtype` (its scalars are parameters, not
   // part of it): "2f:0.5.0.0:1.0.2.1" for two inputs, float32, two instructions.
   std::string key(braid_dtype dtype) const {
-    std::string k = std::to_string(inputs) + (dtype == BRAID_FLOAT64 ? "d" : "f");
+    std::string k;
+    append_source(k, inputs, dtype == BRAID_FLOAT64 ? "d" : "f");
     for (int j = 0; j < count; ++j) {
       const FusedInstruction& in = code[static_cast<size_t>(j)];
-      const int fields[] = {in.kind, in.op, in.a, in.b};
-      for (int f = 0; f < 4; ++f) {
-        k += f == 0 ? ':' : '.';
-        k += std::to_string(fields[f]);
-      }
+      append_source(k, ":", in.kind, ".", in.op, ".", in.a, ".", in.b);
     }
     return k;
   }

@@ -8,7 +8,6 @@
 
 #include <memory>
 #include <string>
-#include <type_traits>
 
 namespace braid::cuda {
 
@@ -64,47 +63,38 @@ const Nvrtc& nvrtc() {
   return n;
 }
 
-// Appends each piece, numbers in decimal.
-template <class... Pieces>
-void append(std::string& s, const Pieces&... pieces) {
-  auto one = [&s](const auto& piece) {
-    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(piece)>>)
-      s += std::to_string(piece);
-    else
-      s += piece;
-  };
-  (one(pieces), ...);
-}
-
 }  // namespace
+
+using plugin::append_source;
 
 std::string fused_cuda_source(const plugin::FusedProgram& p, braid_dtype dtype) {
   const char* t = dtype == BRAID_FLOAT64 ? "double" : "float";
   std::string s = "#include \"float_ops.cuh\"\n";
-  append(s, "typedef ", t, " T;\n");
+  append_source(s, "typedef ", t, " T;\n");
   // The same layout as FusedArgs on the host.
-  append(s, "struct Args { long long n; int nd; long long shape[", BRAID_MAX_DIMS, "]; long long strides[",
-         kFusedOperands, "][", BRAID_MAX_DIMS, "]; const T* in[", BRAID_KERNEL_MAX_INPUTS, "]; T* out; T f[8]; };\n");
+  append_source(s, "struct Args { long long n; int nd; long long shape[", BRAID_MAX_DIMS, "]; long long strides[",
+                kFusedOperands, "][", BRAID_MAX_DIMS, "]; const T* in[", BRAID_KERNEL_MAX_INPUTS,
+                "]; T* out; T f[8]; };\n");
   s += "extern \"C\" __global__ void braid_fused(Args a) {\n";
   s += "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n;"
        " i += (long long)gridDim.x * blockDim.x) {\n";
-  append(s, "    long long off[", kFusedOperands, "] = {0};\n");
+  append_source(s, "    long long off[", kFusedOperands, "] = {0};\n");
   s += "    long long q = i;\n    for (int d = a.nd - 1; d >= 0; --d) {\n";
   s += "      const long long r = q % a.shape[d];\n      q /= a.shape[d];\n";
-  append(s, "      for (int k = 0; k < ", kFusedOperands, "; ++k) off[k] += r * a.strides[k][d];\n    }\n");
-  for (int j = 0; j < p.inputs; ++j) append(s, "    const T r", j, " = a.in[", j, "][off[", j, "]];\n");
+  append_source(s, "      for (int k = 0; k < ", kFusedOperands, "; ++k) off[k] += r * a.strides[k][d];\n    }\n");
+  for (int j = 0; j < p.inputs; ++j) append_source(s, "    const T r", j, " = a.in[", j, "][off[", j, "]];\n");
   int r = p.inputs;
   for (int j = 0; j < p.count; ++j) {
     const plugin::FusedInstruction& in = p.code[static_cast<size_t>(j)];
-    append(s, "    const T r", r++, " = ");
+    append_source(s, "    const T r", r++, " = ");
     switch (in.kind) {
-      case 0: append(s, "braid_float_unary<T>(", in.op, ", r", in.a, ");\n"); break;
-      case 1: append(s, "braid_float_binary<T>(", in.op, ", r", in.a, ", r", in.b, ");\n"); break;
-      case 2: append(s, "braid_float_binary<T>(", in.op, ", r", in.a, ", a.f[", in.b, "]);\n"); break;
-      default: append(s, "braid_float_binary<T>(", in.op, ", a.f[", in.b, "], r", in.a, ");\n"); break;
+      case 0: append_source(s, "braid_float_unary<T>(", in.op, ", r", in.a, ");\n"); break;
+      case 1: append_source(s, "braid_float_binary<T>(", in.op, ", r", in.a, ", r", in.b, ");\n"); break;
+      case 2: append_source(s, "braid_float_binary<T>(", in.op, ", r", in.a, ", a.f[", in.b, "]);\n"); break;
+      default: append_source(s, "braid_float_binary<T>(", in.op, ", a.f[", in.b, "], r", in.a, ");\n"); break;
     }
   }
-  append(s, "    a.out[off[", BRAID_KERNEL_MAX_INPUTS, "]] = r", r - 1, ";\n  }\n}\n");
+  append_source(s, "    a.out[off[", BRAID_KERNEL_MAX_INPUTS, "]] = r", r - 1, ";\n  }\n}\n");
   return s;
 }
 

@@ -4,7 +4,6 @@
 
 #include <cstring>
 #include <memory>
-#include <type_traits>
 
 namespace braid::vk {
 
@@ -40,18 +39,6 @@ void release_include(void*, shaderc_include_result* result) {
   std::unique_ptr<IncludeResult> owned(static_cast<IncludeResult*>(result->user_data));
 }
 
-// Appends each piece, numbers in decimal.
-template <class... Pieces>
-void append(std::string& s, const Pieces&... pieces) {
-  auto one = [&s](const auto& piece) {
-    if constexpr (std::is_arithmetic_v<std::decay_t<decltype(piece)>>)
-      s += std::to_string(piece);
-    else
-      s += piece;
-  };
-  (one(pieces), ...);
-}
-
 template <class T, class Release>
 struct Owned {
   T handle;
@@ -63,30 +50,32 @@ struct Owned {
 
 }  // namespace
 
+using plugin::append_source;
+
 std::string fused_glsl(const plugin::FusedProgram& p, braid_dtype dtype) {
   std::string s = "#version 450\n#extension GL_GOOGLE_include_directive : require\n";
   if (dtype == BRAID_FLOAT64) s += "#define F64\n";
   s += "layout(local_size_x = 256) in;\n";
   s += "#include \"common.glsl\"\n#include \"real.glsl\"\n#include \"binary_op.glsl\"\n#include \"unary_op.glsl\"\n";
   for (int j = 0; j < p.inputs; ++j)
-    append(s, "layout(std430, binding = ", 1 + j, ") readonly buffer In", j, " { T x", j, "[]; };\n");
+    append_source(s, "layout(std430, binding = ", 1 + j, ") readonly buffer In", j, " { T x", j, "[]; };\n");
   s += "layout(std430, binding = 7) writeonly buffer Out0 { T y[]; };\n";
   s += "void main() {\n  uint i = flat_id();\n  if (i >= P.n) return;\n";
-  for (int j = 0; j < p.inputs; ++j) append(s, "  T r", j, " = x", j, "[offset_of(", j, "u, i)];\n");
+  for (int j = 0; j < p.inputs; ++j) append_source(s, "  T r", j, " = x", j, "[offset_of(", j, "u, i)];\n");
   uint32_t r = static_cast<uint32_t>(p.inputs);
   for (int j = 0; j < p.count; ++j) {
     const plugin::FusedInstruction& ins = p.code[static_cast<size_t>(j)];
     // precise: no contraction into fma or reassociation across instructions, which the separate
     // kernels cannot do either (each stores its result), so the chain rounds as they do.
-    append(s, "  precise T r", r++, " = ");
+    append_source(s, "  precise T r", r++, " = ");
     switch (ins.kind) {
-      case 0: append(s, "unary_op(", ins.op, ", r", ins.a, ");\n"); break;
-      case 1: append(s, "binary_op(", ins.op, ", r", ins.a, ", r", ins.b, ");\n"); break;
-      case 2: append(s, "binary_op(", ins.op, ", r", ins.a, ", sattr(", ins.b, "));\n"); break;
-      default: append(s, "binary_op(", ins.op, ", sattr(", ins.b, "), r", ins.a, ");\n"); break;
+      case 0: append_source(s, "unary_op(", ins.op, ", r", ins.a, ");\n"); break;
+      case 1: append_source(s, "binary_op(", ins.op, ", r", ins.a, ", r", ins.b, ");\n"); break;
+      case 2: append_source(s, "binary_op(", ins.op, ", r", ins.a, ", sattr(", ins.b, "));\n"); break;
+      default: append_source(s, "binary_op(", ins.op, ", sattr(", ins.b, "), r", ins.a, ");\n"); break;
     }
   }
-  append(s, "  y[offset_of(6u, i)] = r", r - 1, ";\n}\n");
+  append_source(s, "  y[offset_of(6u, i)] = r", r - 1, ";\n}\n");
   return s;
 }
 

@@ -77,13 +77,7 @@ Options parse(int argc, char** argv) {
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
       case kDevices: o.devices = cli_list(cli, cli.value); break;
-      case kWeights:
-        o.auto_weights = std::string_view(cli.value) == "auto";
-        o.weights.clear();
-        if (!o.auto_weights)
-          for (const std::string& w : cli_list(cli, cli.value))
-            o.weights.push_back(cli_parse_real(&cli, cli.name, w.c_str(), 1));  // >= 0: a device may get no rows
-        break;
+      case kWeights: cli_weights(cli, o.weights, o.auto_weights); break;
       case kEpochs: o.epochs = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
       case kBatches: o.batches = cli_int(&cli, 0, INT64_MAX); break;
       case kBatchSize: o.batch_size = cli_int(&cli, 1, INT64_MAX); break;

@@ -81,4 +81,14 @@ inline std::vector<std::string> cli_list(const cli_parser& cli, std::string_view
   }
   return items;
 }
+
+/* --weights of the data-parallel samples: "auto" (set *is_auto, clear weights) or one weight >= 0 per
+ * device ("3,1"; a device may get no rows). */
+inline void cli_weights(cli_parser& cli, std::vector<double>& weights, bool& is_auto) {
+  is_auto = std::string_view(cli.value) == "auto";
+  weights.clear();
+  if (!is_auto)
+    for (const std::string& w : cli_list(cli, cli.value))
+      weights.push_back(cli_parse_real(&cli, cli.name, w.c_str(), 1));
+}
 #endif
