@@ -858,10 +858,12 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
                                         const char* params_path, braid_graph* out);
 
 /* A hybrid function, MXNet's hybridize: fn is traced the first time it is called with an input
- * signature (device, dtypes, shapes) and its graph is run for later calls with that signature. fn
- * receives the inputs and must set every outputs[i] to a new tensor handle (which the caller of
- * braid_hybrid_call receives); returning non-zero aborts the call with that status. It must compute
- * only with braid ops (what it does on the host runs only when it is traced). Called inside another
+ * signature (device, dtypes, shapes) and its graph is run for that call and later ones with that
+ * signature. fn receives the inputs and must set every outputs[i] to a new tensor handle; returning
+ * non-zero aborts the call with that status. It must compute only with braid ops (what it does on the
+ * host runs only when it is traced). It is traced without running its kernels, so inside it reading a
+ * value on the host is BRAID_ERR_INVALID_STATE, and a tensor it made and kept has no value after the
+ * call (using one is BRAID_ERR_INVALID_STATE); the caller receives the graph's outputs. Called inside another
  * trace, fn runs directly and its ops join that trace. The inputs stay the caller's: fn must not
  * release them (the call then fails with BRAID_ERR_INVALID_ARGUMENT), nor call braid_hybrid_call on its
  * own hybrid (BRAID_ERR_INVALID_STATE: recursion would never end). An output fn left NULL is

@@ -38,9 +38,18 @@ class TraceHook {
   virtual void untraced_write(Storage& dst, Storage* src) = 0;
   // y is a new handle over x's storage (reshape): no kernel runs.
   virtual void reshaped(braid_tensor_t& x, braid_tensor_t& y) = 0;
+  // Whether the kernels seen also run. A trace that only records (a hybrid function's first call,
+  // whose graph then runs) skips them, so no value it computes can be read while it traces.
+  virtual bool runs_kernels() const noexcept = 0;
 };
 
 // The calling thread's hook, null when it does not trace (one thread-local load per op otherwise).
 inline thread_local TraceHook* t_trace_hook = nullptr;
+
+// Whether the calling thread records kernels without running them.
+inline bool recording_without_running() noexcept {
+  const TraceHook* hook = t_trace_hook;
+  return hook != nullptr && !hook->runs_kernels();
+}
 
 }  // namespace braid

@@ -32,12 +32,12 @@ bool is_done(const std::shared_ptr<OpNode>& n) { return n->done.load(std::memory
 uint64_t low_water(uint64_t bound) { return bound - bound / 4; }
 
 // Whether the device's work in flight, counted as pushed minus the given ended counts, reaches
-// max_ops ops or max_bytes bytes (an idle device never does).
+// max_ops ops or max_bytes bytes with `upcoming` bytes more (an idle device never does).
 bool in_flight_reaches(const EngineDevice& device, uint64_t ended_ops, uint64_t ended_bytes, uint64_t max_ops,
-                       uint64_t max_bytes) {
+                       uint64_t max_bytes, uint64_t upcoming = 0) {
   const uint64_t ops = device.push_side.pushed.ops.load(std::memory_order_relaxed) - ended_ops;
   const uint64_t bytes = device.push_side.pushed.bytes.load(std::memory_order_relaxed) - ended_bytes;
-  return ops > 0 && (ops >= max_ops || bytes >= max_bytes);
+  return ops > 0 && (ops >= max_ops || bytes + upcoming >= max_bytes);
 }
 
 const OpNode* failed_producer(const OpNode& node) {
@@ -98,32 +98,37 @@ std::shared_ptr<OpNode> Engine::make_node(const char* name, EngineDevice& device
   return node;
 }
 
-void Engine::throttle(EngineDevice& device) {
+void Engine::throttle(EngineDevice& device, uint64_t upcoming_bytes) {
   EngineDevice::PushSide& side = device.push_side;
   // The common case reads only the pushers' own cache line.
   if (!in_flight_reaches(device, side.ended_seen.ops.load(std::memory_order_relaxed),
                          side.ended_seen.bytes.load(std::memory_order_relaxed), device.inflight_bound.ops,
-                         device.inflight_bound.bytes))
+                         device.inflight_bound.bytes, upcoming_bytes))
     return;
-  auto reaches_now = [&](uint64_t max_ops, uint64_t max_bytes) {
+  auto reaches_now = [&](uint64_t max_ops, uint64_t max_bytes, uint64_t upcoming) {
     // seq_cst, as the fetch_add of backpressure_waiters and finish's update: a waiter must not miss
     // the end that its notifier saw no waiter for.
     uint64_t ops = device.ended.ops.load();
     uint64_t bytes = device.ended.bytes.load();
     side.ended_seen.ops.store(ops, std::memory_order_relaxed);  // any reading is a valid lower bound
     side.ended_seen.bytes.store(bytes, std::memory_order_relaxed);
-    return in_flight_reaches(device, ops, bytes, max_ops, max_bytes);
+    return in_flight_reaches(device, ops, bytes, max_ops, max_bytes, upcoming);
   };
-  if (!reaches_now(device.inflight_bound.ops, device.inflight_bound.bytes)) return;
+  if (!reaches_now(device.inflight_bound.ops, device.inflight_bound.bytes, upcoming_bytes)) return;
   if (t_engine_callback_depth > 0) return;  // never block a backend thread
   // Once at the bound, wait until the work in flight has drained to the low-water mark (3/4 of the
   // bound), not merely below the bound: otherwise a pusher faster than its device is woken once per
   // op that ends (a futex wake-up on each side per tiny op) instead of once per quarter of the bound.
+  // An op that brings its own bytes also waits until they fit under the bound; every end below the
+  // low-water mark wakes the waiters, and an idle device takes any op.
   const uint64_t low_ops = low_water(device.inflight_bound.ops);
   const uint64_t low_bytes = low_water(device.inflight_bound.bytes);
   std::unique_lock lock(device.backpressure_mu);
   device.backpressure_waiters.fetch_add(1);
-  device.backpressure_cv.wait(lock, [&] { return !reaches_now(low_ops, low_bytes); });
+  device.backpressure_cv.wait(lock, [&] {
+    return !reaches_now(low_ops, low_bytes, 0) &&
+           !reaches_now(device.inflight_bound.ops, device.inflight_bound.bytes, upcoming_bytes);
+  });
   device.backpressure_waiters.fetch_sub(1);
 }
 

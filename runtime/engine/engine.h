@@ -47,8 +47,10 @@ class Engine {
   static const braid_host_api* host_api() noexcept;
 
   std::shared_ptr<OpNode> make_node(const char* name, EngineDevice& device) const;
-  // Blocks while the device has too much work in flight. Call before allocating an op's outputs.
-  void throttle(EngineDevice& device);
+  // Blocks while the device has too much work in flight. Call before allocating an op's outputs;
+  // upcoming_bytes, where known, are what the op will add (a graph run's outputs and workspace), so
+  // that they too fit under the bound unless the device is idle.
+  void throttle(EngineDevice& device, uint64_t upcoming_bytes = 0);
   // Pushes node (its call/copy/work filled in) to device's queue of `kind`. reads and writes may
   // overlap (an in-place op lists a storage in both). If the backend refuses the submission, the op
   // is failed (its writes poisoned) as if it had run, and the error surfaces at wait, like any other.

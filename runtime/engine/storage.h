@@ -27,6 +27,9 @@ struct Storage : std::enable_shared_from_this<Storage> {
   // Counted only from kRecycleMinBytes up, the storages that can be reused: a tiny op's output costs
   // no atomic operation for it.
   std::atomic<uint32_t> handles{0};
+  // Made by a trace that only records (a hybrid function's first call): no memory (block is empty)
+  // and never written. Outside that trace, an op or copy given one is refused.
+  bool recorded_only = false;
 
   Storage(Device* d, CachingAllocator* a, Block b, uint64_t n) : device(d), allocator(a), block(b), bytes(n) {}
   Storage(const Storage&) = delete;

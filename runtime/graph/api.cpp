@@ -453,8 +453,11 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
         return hand_out(made, hy.num_outputs, outputs, "hybrid_call");
       }
     }
-    // The first call with this signature: traced while it runs imperatively.
-    trace_begin(*hy.ctx, ins);
+    // The first call with this signature: fn is traced without running its kernels (as MXNet's
+    // first call of a hybridized block builds its graph symbolically), then the optimised graph runs.
+    // So the first call computes what later calls compute, with the planned memory: tracing while
+    // running would hold every intermediate the step makes at once, as imperative code does.
+    trace_begin(*hy.ctx, ins, /*run_kernels=*/false);
     try {
       call_fn(hy, inputs, outputs);
     } catch (...) {
@@ -462,22 +465,36 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
       throw;
     }
     GraphPool::Owned g = new_graph(*hy.ctx);
-    try {
+    {
+      // fn's outputs were never written: only their place in the graph is needed.
+      struct ReleaseOutputs {
+        braid_tensor* outputs;
+        int32_t n;
+        ~ReleaseOutputs() {
+          for (int32_t k = 0; k < n; ++k) braid_tensor_release(std::exchange(outputs[k], nullptr));
+        }
+      } release{outputs, hy.num_outputs};
       std::vector<Tensor*> outs;
-      for (int32_t k = 0; k < hy.num_outputs; ++k) outs.push_back(&checked_tensor(outputs[k], "outputs"));
+      try {
+        for (int32_t k = 0; k < hy.num_outputs; ++k) outs.push_back(&checked_tensor(outputs[k], "outputs"));
+      } catch (...) {
+        trace_abandon();
+        throw;
+      }
       trace_end(*hy.ctx, outs, g->g);
       optimize(g->g, hy.passes);
-    } catch (...) {
-      for (int32_t k = 0; k < hy.num_outputs; ++k) braid_tensor_release(std::exchange(outputs[k], nullptr));
-      throw;
     }
     braid_graph published = GraphPool::instance().publish(std::move(g));
     std::lock_guard lock(hy.mu);
-    if (find_locked(hy, key)) {  // another thread traced the same signature meanwhile: keep the first
+    braid_graph cached = find_locked(hy, key);
+    if (cached) {  // another thread traced the same signature meanwhile: keep the first
       braid_graph_release(published);
-      return;
+    } else {
+      hy.cache.emplace_back(key, published);
+      cached = published;
     }
-    hy.cache.emplace_back(key, published);
+    std::vector<TensorRef> made = run(cached->g, ins);
+    hand_out(made, hy.num_outputs, outputs, "hybrid_call");
   });
 }
 

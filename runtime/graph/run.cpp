@@ -73,6 +73,7 @@ void check_inputs(const Graph& g, std::span<Tensor* const> inputs) {
     const Tensor& t = *inputs[k];
     const Value& v = g.values[at(g.inputs[k])];
     if (t.ctx != g.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", k, "] belongs to another context");
+    require_computed(t, "graph_run");
     if (&t.device() != g.device)
       fail(BRAID_ERR_DEVICE, "graph_run: inputs[", k, "] is on ", t.device().id, ", the graph runs on ", g.device->id,
            "; copy it with braid_copy");
@@ -138,6 +139,7 @@ class Interpreter {
     if (record_ && (ctx_.recording.any() || overwritten))
       autograd::record(ctx_, {node->name, n.kop, &c, operands, outputs, overwritten, inplace});
     if (TraceHook* hook = t_trace_hook) hook->kernel({node->name, n.kop, &c, operands, outputs, writes});
+    if (recording_without_running()) return;  // a trace that only records (core/trace_hook.h)
     ctx_.engine->push(std::move(node), reads, writes, dev.compute);
   }
 
@@ -245,20 +247,21 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   if (!g.plan.planned) plan_memory(g, (g.passes_applied & BRAID_GRAPH_PASS_PLAN_MEMORY) != 0);
   if (!g.prepared.ready) prepare(g);
   const Prepared& p = g.prepared;
-  ctx.engine->throttle(dev);
+  // This run's outputs and workspace count towards the device's bytes in flight, and must fit under
+  // its bound beside the runs already in flight: a run ahead of the device needs a workspace of its
+  // own, and one queued run already hides the push (docs/ENGINE.md, "Backpressure").
+  uint64_t bytes = 0;
+  for (const Output& o : g.outputs) bytes += static_cast<uint64_t>(o.shape.numel()) * dtype_size(o.dtype);
+  for (uint64_t size : g.plan.slot_bytes) bytes += size;
+  ctx.engine->throttle(dev, bytes);
   // This run's outputs and workspace slots. The slots' handles are held until the run is pushed (a
   // released handle may be taken over by the next output of its size), then only the run holds them.
   std::vector<TensorRef> outs, slots;
   outs.reserve(g.outputs.size());
-  uint64_t bytes = 0;
-  for (const Output& o : g.outputs) {
-    outs.push_back(new_output_tensor(ctx, dev, o.dtype, o.shape));
-    bytes += outs.back()->storage->bytes;
-  }
+  for (const Output& o : g.outputs) outs.push_back(new_output_tensor(ctx, dev, o.dtype, o.shape));
   for (uint64_t size : g.plan.slot_bytes) {
     const auto n = static_cast<int64_t>(std::max<uint64_t>(size, 1));
     slots.push_back(new_output_tensor(ctx, dev, BRAID_UINT8, Shape::of(std::span<const int64_t>(&n, 1))));
-    bytes += size;
   }
   if (p.calls.empty()) return outs;
   std::vector<braid_kernel_call> calls = p.calls;

@@ -29,7 +29,7 @@ ViewRef view_ref(int32_t value, const Storage& s, const braid_buffer_view& v, co
 
 class Tracer final : public TraceHook {
  public:
-  explicit Tracer(Context& ctx) : ctx_(ctx), ctx_ref_(ctx) {}
+  Tracer(Context& ctx, bool run_kernels) : ctx_(ctx), ctx_ref_(ctx), run_kernels_(run_kernels) {}
   // A thread that exits while it traces destroys its tracer with its thread-locals: the hook must
   // not point at it for the thread-locals destroyed after it.
   ~Tracer() override {
@@ -37,7 +37,7 @@ class Tracer final : public TraceHook {
   }
 
   void add_input(Tensor& t) {
-    if (value_.count(t.storage.get()))
+    if (seen(t.storage.get()) >= 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: two inputs share a storage (pass each tensor once)");
     if (!device_) device_ = &t.device();
     if (&t.device() != device_)
@@ -54,29 +54,30 @@ class Tracer final : public TraceHook {
   }
 
   void created(Storage& s) override {
-    // Only storages of the traced context: they are kept until the trace ends, and one of another
-    // context would then be freed into that context's allocator, which may be gone by then (an op
-    // there is refused at trace_end anyway).
+    // Only storages of the traced context (an op on another is refused at trace_end anyway).
     if (!owns_device(s.device)) return;
-    created_.insert(&s);
-    keep(s);
+    // A storage at the address of one seen before: that one is gone, and so is its entry.
+    value_.erase(&s);
+    created_[&s] = s.weak_from_this();
   }
+
+  bool runs_kernels() const noexcept override { return run_kernels_; }
 
   void reshaped(Tensor& x, Tensor&) override {
     // A parameter reshaped before use: remember the handle it came from, the better root for autograd.
-    if (x.ctx != &ctx_ || created_.count(x.storage.get())) return;
+    if (x.ctx != &ctx_ || made_here(x.storage.get())) return;
     auto& slot = reshape_roots_[x.storage.get()];
     if (!slot.get()) slot = op::retain(&x);
   }
 
   void untraced_write(Storage& dst, Storage* src) override {
     if (src != nullptr) {
-      auto it = value_.find(src);
-      if (it != value_.end() && graph_values_[static_cast<size_t>(it->second)].kind != ValueKind::param)
+      const int32_t v = seen(src);
+      if (v >= 0 && graph_values_[static_cast<size_t>(v)].kind != ValueKind::param)
         error("a copy of a traced value between devices (a graph runs on one device; copy its inputs first)");
     }
-    auto it = value_.find(&dst);
-    if (it != value_.end() && graph_values_[static_cast<size_t>(it->second)].kind != ValueKind::param)
+    const int32_t v = seen(&dst);
+    if (v >= 0 && graph_values_[static_cast<size_t>(v)].kind != ValueKind::param)
       error("an upload or copy into a value the graph computes (only kernels are captured)");
     // Otherwise a constant made during tracing (from host data): captured as a parameter when read.
   }
@@ -110,9 +111,9 @@ class Tracer final : public TraceHook {
       bool is_output = false;
       for (Tensor* t : k.outputs) is_output = is_output || t->storage.get() == s;
       if (is_output) continue;
-      auto it = value_.find(s);
-      if (it == value_.end()) return error(cat("op '", k.name, "' writes a storage it does not read"));
-      n.also_writes.push_back(it->second);
+      const int32_t v = seen(s);
+      if (v < 0) return error(cat("op '", k.name, "' writes a storage it does not read"));
+      n.also_writes.push_back(v);
     }
     nodes_.push_back(std::move(n));
   }
@@ -129,8 +130,7 @@ class Tracer final : public TraceHook {
       if (&t.device() != device_)
         fail(BRAID_ERR_DEVICE, "graph_trace_end: outputs[", i, "] is on ", t.device().id, ", the graph on ",
              device_->id);
-      auto it = value_.find(t.storage.get());
-      int32_t v = it == value_.end() ? -1 : it->second;
+      int32_t v = seen(t.storage.get());
       const bool computed = v >= 0 && graph_values_[static_cast<size_t>(v)].kind == ValueKind::internal;
       if (!computed || taken.count(v)) v = copy_of(t, v);
       taken.insert(v);
@@ -149,10 +149,10 @@ class Tracer final : public TraceHook {
   Context& ctx() noexcept { return ctx_; }
 
  private:
-  // One context reference for the trace's lifetime: the storages it keeps go back to this context's
-  // allocators when it ends, so the application releasing its last reference meanwhile (then
-  // aborting, or its thread exiting) must not destroy the context first. Released after every
-  // other member (declared first), as Graph releases its context after its values.
+  // One context reference for the trace's lifetime: the parameters' handles it holds go back to this
+  // context when it ends, so the application releasing its last reference meanwhile (then aborting,
+  // or its thread exiting) must not destroy the context first. Released after every other member
+  // (declared first), as Graph releases its context after its values.
   struct ContextRef {
     Context* ctx;
     explicit ContextRef(Context& c) : ctx(&c) { c.refs.fetch_add(1); }
@@ -167,13 +167,40 @@ class Tracer final : public TraceHook {
     return false;
   }
 
-  void keep(Storage& s) { kept_.push_back(s.shared_from_this()); }
+  // The trace holds no storage: one the application releases is freed as it would be untraced, and
+  // its address may then be reused. Entries are therefore checked against a weak reference: an
+  // expired one belongs to a storage that is gone (a live storage cannot share its address).
+  struct Seen {
+    std::weak_ptr<Storage> storage;
+    int32_t value = -1;
+  };
+
+  // The value of a live storage seen before, else -1.
+  int32_t seen(Storage* s) {
+    auto it = value_.find(s);
+    if (it == value_.end()) return -1;
+    if (it->second.storage.expired()) {
+      value_.erase(it);
+      return -1;
+    }
+    return it->second.value;
+  }
+
+  // Whether a live storage was created during the trace.
+  bool made_here(Storage* s) {
+    auto it = created_.find(s);
+    if (it == created_.end()) return false;
+    if (it->second.expired()) {
+      created_.erase(it);
+      return false;
+    }
+    return true;
+  }
 
   int32_t add_value(Storage& s, Value v) {
     const auto id = static_cast<int32_t>(graph_values_.size());
     graph_values_.push_back(std::move(v));
-    value_.emplace(&s, id);
-    keep(s);
+    value_[&s] = {s.weak_from_this(), id};
     return id;
   }
 
@@ -193,7 +220,7 @@ class Tracer final : public TraceHook {
   // during tracing): a parameter.
   int32_t read_value(Tensor& t, const braid_buffer_view& view) {
     Storage* s = t.storage.get();
-    if (auto it = value_.find(s); it != value_.end()) return it->second;
+    if (const int32_t seen_before = seen(s); seen_before >= 0) return seen_before;
     Value v;
     v.kind = ValueKind::param;
     describe(v, t, view);
@@ -204,10 +231,10 @@ class Tracer final : public TraceHook {
   // A storage written: a value already seen, a new one made during tracing, or a parameter.
   int32_t write_value(Tensor& t, const braid_buffer_view& view) {
     Storage* s = t.storage.get();
-    if (auto it = value_.find(s); it != value_.end()) return it->second;
+    if (const int32_t seen_before = seen(s); seen_before >= 0) return seen_before;
     Value v;
     describe(v, t, view);
-    if (created_.count(s)) {
+    if (made_here(s)) {
       v.kind = ValueKind::internal;
     } else {
       v.kind = ValueKind::param;
@@ -254,12 +281,11 @@ class Tracer final : public TraceHook {
 
   Context& ctx_;
   ContextRef ctx_ref_;
+  bool run_kernels_;
   Device* device_ = nullptr;
-  std::unordered_map<Storage*, int32_t> value_;
-  std::unordered_set<Storage*> created_;
+  std::unordered_map<Storage*, Seen> value_;
+  std::unordered_map<Storage*, std::weak_ptr<Storage>> created_;
   std::unordered_map<Storage*, TensorRef> reshape_roots_;
-  // Every storage seen stays alive until the trace ends, so no address is reused for another.
-  std::vector<std::shared_ptr<Storage>> kept_;
   std::vector<Value> graph_values_;
   std::vector<Node> nodes_;
   std::vector<int32_t> inputs_;
@@ -272,9 +298,9 @@ thread_local std::unique_ptr<Tracer> t_tracer;
 
 bool tracing() noexcept { return t_tracer != nullptr; }
 
-void trace_begin(Context& ctx, std::span<Tensor* const> inputs) {
+void trace_begin(Context& ctx, std::span<Tensor* const> inputs, bool run_kernels) {
   if (t_tracer) fail(BRAID_ERR_INVALID_STATE, "graph_trace_begin: this thread already traces (traces do not nest)");
-  auto tracer = std::make_unique<Tracer>(ctx);
+  auto tracer = std::make_unique<Tracer>(ctx, run_kernels);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i]->ctx != &ctx)
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: inputs[", i, "] belongs to another context");

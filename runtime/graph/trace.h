@@ -1,5 +1,5 @@
-// Tracing (docs/GRAPH.md, "Tracing"): while a thread traces, every kernel it pushes on the context
-// still runs as usual and is also recorded into a graph.
+// Tracing (docs/GRAPH.md, "Tracing"): while a thread traces, every kernel it pushes on the context is
+// recorded into a graph, and also runs as usual unless the trace only records.
 #pragma once
 #include <memory>
 #include <span>
@@ -9,8 +9,9 @@
 namespace braid::graph {
 
 // Starts tracing on the calling thread. The inputs' storages become the graph's inputs, in order.
-// Fails if the thread already traces.
-void trace_begin(Context& ctx, std::span<Tensor* const> inputs);
+// With run_kernels false the kernels are only recorded: their outputs are never written, and reading
+// one on the host is refused until the trace ends. Fails if the thread already traces.
+void trace_begin(Context& ctx, std::span<Tensor* const> inputs, bool run_kernels = true);
 // Ends the calling thread's trace and fills g (whose ctx the caller has set and retained) with what
 // it recorded, outputs in order. Fails, with what went wrong during tracing, if something could not
 // be captured (an op on another device or context, a copy of a traced value to another device).

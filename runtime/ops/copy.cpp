@@ -104,6 +104,10 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
                      Queue* queue) {
   if (count <= 0) return;
   Device &from = src.device(), &to = dst.device();
+  if (&from != &to && (src.storage->recorded_only || dst.storage->recorded_only))  // no memory to copy
+    fail(BRAID_ERR_INVALID_STATE, name,
+         ": a value a hybrid function computes cannot be copied to another device while it is traced (a graph "
+         "runs on one device)");
   if (&from == &to) {
     push_copy_kernel(name, src, flat_view(src, src_offset, count), dst, flat_view(dst, dst_offset, count), queue);
     return;

@@ -41,6 +41,7 @@ void OpBuilder::add_write(Storage* s) {
 
 Tensor& OpBuilder::operand(braid_tensor t, const char* what) {
   Tensor& x = checked_tensor(t, what);
+  require_computed(x, name_);
   set_device(*x.ctx, x.device());
   return x;
 }
@@ -56,6 +57,7 @@ Tensor& OpBuilder::input(braid_tensor t, const char* what) {
 }
 
 void OpBuilder::add_input_view(Tensor& t, const braid_buffer_view& view) {
+  require_computed(t, name_);
   auto& call = node_->call;
   if (call.num_inputs >= BRAID_KERNEL_MAX_INPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many inputs");
   call.inputs[call.num_inputs++] = view;
@@ -113,11 +115,21 @@ void OpBuilder::push(braid_queue_kind queue) { push(device_->queue(queue)); }
 
 void OpBuilder::push(Queue& queue) {
   before_push();
+  // A trace that only records: the kernel is in the graph, which computes it when it runs. Its
+  // outputs exist (their shapes and storages are the graph's) but are never written.
+  if (recording_without_running()) {
+    node_.reset();
+    return;
+  }
   ctx_->engine->push(std::move(node_), {reads_.data(), num_reads_}, {writes_.data(), num_writes_}, queue);
 }
 
 Engine::Part OpBuilder::to_part(Queue& queue) {
   before_push();
+  // A part of a collective, across devices: never in a graph (one device), and not run while a
+  // trace only records, since the other parts' kernels would read storages without memory.
+  if (recording_without_running())
+    fail(BRAID_ERR_INVALID_STATE, name_, ": a collective inside a hybrid function (a graph runs on one device)");
   Engine::Part part{std::move(node_), {}, {writes_.begin(), writes_.begin() + num_writes_}, &queue};
   for (size_t i = 0; i < num_reads_; ++i)
     if (std::find(part.writes.begin(), part.writes.end(), reads_[i]) == part.writes.end())

@@ -32,6 +32,10 @@ std::byte* host_address(const Tensor& t) {
 void push_upload(Tensor& t, const void* data, size_t bytes) {
   Context& ctx = *t.ctx;
   Storage* s = t.storage.get();
+  if (s->recorded_only)  // no memory behind it (and, while traced, a value only the graph computes)
+    fail(BRAID_ERR_INVALID_STATE,
+         "write_host: the tensor was made inside a hybrid function while its first call traced it, and has no "
+         "memory (only kernels are captured)");
   if (TraceHook* hook = t_trace_hook) hook->untraced_write(*s, nullptr);
   // A large whole host-memory storage that no op is using is written right here: one copy, where the
   // queued upload first copies into a fresh buffer whose pages the kernel must fault in (braid-info
@@ -168,6 +172,11 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
   return guard("braid_tensor_to_host", [&] {
     Tensor& x = checked_tensor(t, "t");
     check_bytes(x, bytes, "bytes");
+    if (recording_without_running())
+      fail(BRAID_ERR_INVALID_STATE,
+           "tensor_to_host: a hybrid function reads a value while it is traced (its kernels run only "
+           "once the graph does; return the value as an output and read it after braid_hybrid_call)");
+    require_computed(x, "tensor_to_host");
     if (bytes == 0) return;
     require(data, "data");
     wait_readable(x, "to_host");

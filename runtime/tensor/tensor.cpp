@@ -55,6 +55,17 @@ TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& 
 TensorRef new_output_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
   const auto numel = static_cast<uint64_t>(shape.numel());
   const uint64_t bytes = numel * dtype_size(dtype);
+  // A kernel output while a trace only records: the kernel never runs, so its output takes no
+  // memory (the graph's run plans it). Its storage says so, and is never offered for reuse.
+  if (recording_without_running()) {
+    if (numel != 0 && bytes / numel != dtype_size(dtype))
+      fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " is too large");
+    auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, dev.allocator.get(),
+                                                 Block{}, bytes);
+    storage->recorded_only = true;
+    t_trace_hook->created(*storage);
+    return acquire_tensor(ctx, std::move(storage), dtype, shape);
+  }
   // Only where it pays (a block of a few cache lines is as hot fresh from the allocator, whose small
   // blocks come back newest first) and where the op will run on the one compute queue.
   if (bytes >= kRecycleMinBytes && bytes / dtype_size(dtype) == numel && dev.more_compute.empty()) {
@@ -79,6 +90,13 @@ TensorRef new_output_tensor(Context& ctx, Device& dev, braid_dtype dtype, const 
     }
   }
   return new_tensor(ctx, dev, dtype, shape);
+}
+
+void require_computed(const Tensor& t, const char* what) {
+  if (t.storage->recorded_only && !recording_without_running())
+    fail(BRAID_ERR_INVALID_STATE, what,
+         " was made inside a hybrid function while its first call traced it, and holds no value (the kernels "
+         "run when the graph does: use the outputs braid_hybrid_call returns)");
 }
 
 TensorRef view_tensor(const Tensor& base, const Shape& shape) {
@@ -129,8 +147,9 @@ std::string release_tensor(Tensor* t) noexcept {
   t->ag.reset();  // may release the tape behind this tensor (other handles, recursively)
   // The storage itself lives on while in-flight ops use it; a large one is offered to the next op
   // output of its size (docs/ENGINE.md, "Reusing a released storage").
-  if (std::shared_ptr<Storage> s = std::move(t->storage);
-      s->bytes >= kRecycleMinBytes && s->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 && s.use_count() > 1) {
+  if (std::shared_ptr<Storage> s = std::move(t->storage); s->bytes >= kRecycleMinBytes &&
+                                                          s->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
+                                                          s.use_count() > 1 && !s->recorded_only) {
     Device& dev = *s->device;
     std::lock_guard lock(dev.recycled_mu);
     dev.recycled[dev.next_recycled++ % Device::kRecycleSlots] = s;

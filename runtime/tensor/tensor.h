@@ -98,6 +98,9 @@ TensorRef new_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, 
 TensorRef new_output_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape);
 // A new tensor handle over an existing storage (reshape).
 TensorRef view_tensor(const Tensor& base, const Shape& shape);
+// Refuses (BRAID_ERR_INVALID_STATE, naming `what`) a tensor that a trace made without running its
+// kernel (Storage::recorded_only), unless that trace still records: it has no memory and no value.
+void require_computed(const Tensor& t, const char* what);
 
 // Validates a handle from the application (NULL, released, stale after fork) and returns it.
 Tensor& checked_tensor(braid_tensor t, const char* what);

@@ -2,6 +2,7 @@
 // device, forward and backward; each pass does what it says; files round-trip; bad use is refused.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -546,6 +547,118 @@ braid_status failing(void*, int32_t, const braid_tensor* in, int32_t, braid_tens
   return braid_unary(BRAID_UNARY_LOG, nullptr, &out[0]);
 }
 }  // namespace
+
+namespace {
+constexpr int kChain = 12;
+constexpr int64_t kChainElems = int64_t{1} << 20;  // 4 MiB of float32 per intermediate
+constexpr uint64_t kChainBytes = uint64_t(kChainElems) * sizeof(float);
+
+// y = x + kChain, one kernel and one released intermediate per step.
+braid_status chain(void*, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  braid_tensor y = nullptr;
+  for (int i = 0; i < kChain; ++i) {
+    braid_tensor next = nullptr;
+    const braid_status s = braid_binary_scalar(BRAID_BINARY_ADD, y ? y : in[0], 1.0, 0, &next);
+    if (y) braid_tensor_release(y);
+    if (s != BRAID_OK) return s;
+    y = next;
+  }
+  out[0] = y;
+  return BRAID_OK;
+}
+
+// How far the device's allocated bytes rose above where they were when the peak was reset.
+struct PeakRise {
+  braid_context ctx;
+  uint64_t base = 0;
+  explicit PeakRise(braid_context c) : ctx(c) {
+    BRAID_CHECK_OK(braid_wait_all(ctx));
+    BRAID_CHECK_OK(braid_memory_reset_peak(ctx, 0));
+    base = stats().allocated_bytes;
+  }
+  braid_memory_stats stats() const {
+    braid_memory_stats m{};
+    m.struct_size = sizeof m;
+    BRAID_CHECK_OK(braid_memory_stats_get(ctx, 0, &m));
+    return m;
+  }
+  uint64_t rise() const {
+    BRAID_CHECK_OK(braid_wait_all(ctx));
+    return stats().peak_allocated_bytes - base;
+  }
+};
+
+void check_chain_result(const test::T& x, const test::T& y) {
+  const std::vector<float> in = gtest::host_f32(x), out = gtest::host_f32(y);
+  REQUIRE(out.size() == in.size());
+  size_t wrong = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    float want = in[i];
+    for (int k = 0; k < kChain; ++k) want += 1.0f;  // rounded after each step, as the kernels do
+    wrong += out[i] != want;
+  }
+  CHECK(wrong == 0);
+}
+
+// Reads its input on the host: refused while the first call traces without running.
+braid_status reads_on_host(void* user, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  float first[4];
+  *static_cast<braid_status*>(user) = braid_tensor_to_host(in[0], first, sizeof first);
+  return braid_unary(BRAID_UNARY_RELU, in[0], &out[0]);
+}
+}  // namespace
+
+TEST_CASE("graph: a trace holds no storage the application released") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {kChainElems}, 1.0);
+  PeakRise peak(c.ctx);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T y;
+  REQUIRE(chain(nullptr, 1, &x.t, 1, y.out()) == BRAID_OK);
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &y.t, &g.g));
+  // Each released intermediate went back (its bytes taken over by the next); a trace that kept
+  // them rose by all twelve.
+  INFO("peak rise " << peak.rise() << " bytes, " << kChainBytes << " per intermediate");
+  CHECK(peak.rise() <= 4 * kChainBytes);
+  CHECK(gtest::nodes(g.g) == kChain);
+  check_chain_result(x, y);
+  T again;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, again.out()));
+  check_chain_result(x, again);
+}
+
+TEST_CASE("hybrid: the first call records fn without running it, then runs the planned graph") {
+  test::Ctx c;
+  T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {kChainElems}, 1.0);
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, chain, nullptr, 1, 1, BRAID_GRAPH_PASS_PLAN_MEMORY, &h));
+  for (int call = 0; call < 2; ++call) {
+    CAPTURE(call);
+    PeakRise peak(c.ctx);
+    T y;
+    BRAID_CHECK_OK(braid_hybrid_call(h, &x.t, y.out()));
+    // The first call too: the output and the planned workspace, not every step's intermediate.
+    INFO("peak rise " << peak.rise() << " bytes, " << kChainBytes << " per intermediate");
+    CHECK(peak.rise() <= 4 * kChainBytes);
+    check_chain_result(x, y);
+  }
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+
+  // Reading a value on the host inside fn: its kernels have not run, so the read is refused.
+  braid_status read = BRAID_OK;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, reads_on_host, &read, 1, 1, BRAID_GRAPH_PASS_ALL, &h));
+  T small = gtest::random(c.ctx, 0, BRAID_FLOAT32, {4}, 1.0);
+  T y;
+  BRAID_CHECK_OK(braid_hybrid_call(h, &small.t, y.out()));
+  CHECK(read == BRAID_ERR_INVALID_STATE);
+  const std::vector<float> in = gtest::host_f32(small), out = gtest::host_f32(y);
+  for (size_t i = 0; i < in.size(); ++i) CHECK(out[i] == std::max(in[i], 0.0f));
+  // Outside the trace the same read works.
+  float host[4];
+  BRAID_CHECK_OK(braid_tensor_to_host(small.t, host, sizeof host));
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+}
 
 TEST_CASE("hybrid: traced once per input signature, then run as a graph") {
   test::Ctx c;

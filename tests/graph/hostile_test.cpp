@@ -787,8 +787,8 @@ TEST_CASE("hostile hybrid: functions that fail, leave outputs unset, release inp
     for (int rep = 0; rep < 2; ++rep) {
       T in = f32(c.ctx, 0, iota(4, float(rep)), {4}), y;
       BRAID_CHECK_OK(braid_hybrid_call(hy.h, &in.t, y.out()));
-      // The traced call hands out what fn returned (here the input, retained); the graph copies it.
-      if (rep > 0) CHECK(y.t != in.t);
+      // Every call, the traced one too, hands out the graph's output: a copy of the input.
+      CHECK(y.t != in.t);
       CHECK(gtest::host_f32(y) == iota(4, float(rep)));
     }
     CHECK(user.calls == 1);
@@ -812,6 +812,71 @@ TEST_CASE("hostile hybrid: functions that fail, leave outputs unset, release inp
     }
     CHECK(user.calls == 1);
   }
+}
+
+namespace {
+
+// A function that keeps what it made while traced (never written: the first call does not run its
+// kernels) and tries what cannot work on it then.
+struct Keeper {
+  braid_tensor kept = nullptr;
+  braid_status write = BRAID_OK, copy = BRAID_OK, read = BRAID_OK;
+  braid_device other = 1;
+};
+
+braid_status keeping_fn(void* user, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  auto& k = *static_cast<Keeper*>(user);
+  braid_tensor m = nullptr;
+  if (braid_status s = braid_binary_scalar(BRAID_BINARY_MUL, in[0], 2.0, 0, &m); s != BRAID_OK) return s;
+  const float four[4] = {9, 9, 9, 9};
+  k.write = braid_tensor_write_host(m, four, sizeof four);
+  float host[4];
+  k.read = braid_tensor_to_host(m, host, sizeof host);
+  braid_tensor moved = nullptr;
+  k.copy = braid_copy(m, k.other, &moved);
+  if (moved) braid_tensor_release(moved);
+  const braid_status s = braid_binary_scalar(BRAID_BINARY_ADD, m, 1.0, 0, &out[0]);
+  if (k.kept) braid_tensor_release(k.kept);
+  k.kept = m;  // the function's reference, kept past the call
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("hostile hybrid: what fn made while traced has no value, and cannot be read, written or used later") {
+  test::Ctx c(2);  // cpu:0 and cpu:1
+  Keeper k;
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, keeping_fn, &k, 1, 1, BRAID_GRAPH_PASS_ALL, &h));
+  T x = f32(c.ctx, 0, iota(4), {4}), y;
+  BRAID_CHECK_OK(braid_hybrid_call(h, &x.t, y.out()));
+  CHECK(k.write == BRAID_ERR_INVALID_STATE);
+  CHECK(k.read == BRAID_ERR_INVALID_STATE);
+  CHECK(k.copy == BRAID_ERR_INVALID_STATE);
+  CHECK(gtest::host_f32(y) == affine_host(iota(4)));  // the graph's result, unaffected
+  REQUIRE(k.kept != nullptr);
+  // After the call the kept tensor is refused everywhere it would be read or written.
+  float host[4] = {};
+  CHECK_STATUS(braid_tensor_to_host(k.kept, host, sizeof host), BRAID_ERR_INVALID_STATE);
+  CHECK_STATUS(braid_tensor_write_host(k.kept, host, sizeof host), BRAID_ERR_INVALID_STATE);
+  T z, moved;
+  CHECK_STATUS(braid_unary(BRAID_UNARY_NEG, k.kept, z.out()), BRAID_ERR_INVALID_STATE);
+  CHECK_STATUS(braid_binary(BRAID_BINARY_ADD, x.t, k.kept, z.out()), BRAID_ERR_INVALID_STATE);
+  CHECK_STATUS(braid_copy(k.kept, 0, moved.out()), BRAID_ERR_INVALID_STATE);
+  CHECK_STATUS(braid_copy(k.kept, 1, moved.out()), BRAID_ERR_INVALID_STATE);
+  Graph g;
+  BRAID_CHECK_OK(braid_hybrid_graph(h, &x.t, &g.g));
+  CHECK_STATUS(braid_graph_run(g.g, 1, &k.kept, 1, z.out()), BRAID_ERR_INVALID_STATE);
+  // Its shape is known, and it is released like any tensor.
+  int64_t n = 0;
+  BRAID_CHECK_OK(braid_tensor_numel(k.kept, &n));
+  CHECK(n == 4);
+  BRAID_CHECK_OK(braid_tensor_release(std::exchange(k.kept, nullptr)));
+  // Later calls run the graph only; fn is not called again.
+  BRAID_CHECK_OK(braid_hybrid_call(h, &x.t, y.out()));
+  CHECK(gtest::host_f32(y) == affine_host(iota(4)));
+  CHECK(k.kept == nullptr);
+  BRAID_CHECK_OK(braid_hybrid_release(h));
 }
 
 TEST_CASE("hostile hybrid: a new shape or dtype re-traces and gives the imperative result each time") {
