@@ -246,7 +246,10 @@ BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data,
 /* ---- ops: creation ---------------------------------------------------------------------------- */
 BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
                                   const int64_t* shape, double value, braid_tensor* out);
-/* 1-D [start, stop) with step (ceil((stop-start)/step) elements). */
+/* 1-D [start, stop) with step (ceil((stop-start)/step) elements). In an integer dtype the values are
+ * start + i * step with start and step truncated to integers first, as torch.arange: (-3, 3, 2.5)
+ * gives [-3, -1, 1]; a step that truncates to 0, or values outside the dtype, are
+ * BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
                                     double stop, double step, braid_tensor* out);
 /* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
@@ -302,7 +305,8 @@ BRAID_API braid_status braid_unary(braid_unary_op op, braid_tensor x, braid_tens
 BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
 /* x op scalar (reverse = 0) or scalar op x (reverse != 0). An integer x with a scalar that is not an
  * integer (2.5, inf, NaN), or with DIV, is promoted to float32 first, as NumPy and PyTorch do: x + 2.5
- * and x / 2 are float32, and x < 2.5 compares exactly (1 or 0 in float32). */
+ * and x / 2 are float32, and x < 2.5 compares exactly (1 or 0 in float32). A whole number outside an
+ * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT, as PyTorch refuses it. */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
 
@@ -375,6 +379,7 @@ typedef struct braid_pool2d_params {
 #define BRAID_POOL2D_PARAMS_INIT \
   { sizeof(braid_pool2d_params), BRAID_POOL_MAX, {2, 2}, {0, 0}, {0, 0}, 0 }
 
+/* params may be NULL: BRAID_POOL2D_PARAMS_INIT's defaults (2x2 max pooling, stride 2). */
 BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* params, braid_tensor* out);
 
 typedef struct braid_batch_norm_params {

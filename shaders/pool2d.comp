@@ -18,12 +18,12 @@ void main() {
   bool is_max = P.iattr[0] == 0;
   T acc = is_max ? neg_inf_T() : 0.0;
   int count = 0;
-  for (int r = 0; r < kh; ++r) {
-    int h = int(o.z) * sh - ph + r;
-    if (h < 0 || h >= H) continue;
-    for (int s = 0; s < kw; ++s) {
-      int ww = int(o.w) * sw - pw + s;
-      if (ww < 0 || ww >= W) continue;
+  // The window clipped to the image first: a kernel far larger than the image (padding up to half of
+  // it) scanned kh * kw cells, mostly padding, and ran long enough on lavapipe to come back wrong.
+  int h0 = int(o.z) * sh - ph, w0 = int(o.w) * sw - pw;
+  int hs = max(h0, 0), he = min(h0 + kh, H), ws = max(w0, 0), we = min(w0 + kw, W);
+  for (int h = hs; h < he; ++h) {
+    for (int ww = ws; ww < we; ++ww) {
       T v = x[at4(0, o.x, o.y, uint(h), uint(ww))];
       acc = is_max ? (isnan(v) || isnan(acc) ? acc + v : max(acc, v)) : acc + v;
       ++count;

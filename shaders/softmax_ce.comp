@@ -1,5 +1,6 @@
 #version 450
-// SOFTMAX_CE: loss[n] = logsumexp(logits[n, :]) - logits[n, label[n]], one workgroup per row.
+// SOFTMAX_CE: loss[n] = logsumexp(logits[n, :]) - logits[n, label[n]], one workgroup per row, formed
+// as log(sum exp(x - m)) - (x[label] - m) so that logits sharing a large offset m do not cancel.
 // extra[0] = K, extra[1] = logits stride along K, extra[2] = 1 for int64 labels (read as (low, high)).
 // A label outside [0, K) sets the error word (binding 10), which the queue turns into BRAID_ERR_KERNEL.
 #extension GL_GOOGLE_include_directive : require
@@ -47,5 +48,5 @@ void main() {
     y[P.off[6] + int(n) * P.strides[48]] = 0.0;
     return;
   }
-  y[P.off[6] + int(n) * P.strides[48]] = m + log_T(part[0]) - x[xb + label * sk];
+  y[P.off[6] + int(n) * P.strides[48]] = log_T(part[0]) - (x[xb + label * sk] - m);
 }

@@ -77,6 +77,22 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
     double count = std::ceil((stop - start) / step);
     if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
+    if (dtype_is_int(dtype)) {
+      // As torch.arange: the length comes from the arguments as given, the values from start and step
+      // converted to the integer dtype (arange(-3, 3, 2.5) is [-3, -1, 1]); a step that converts to 0
+      // is refused, and so is a last value outside the dtype (it would be clamped).
+      const double given_step = step;
+      start = std::trunc(start);
+      step = std::trunc(step);
+      if (step == 0)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
+             " (as torch.arange)");
+      const double limit = dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;
+      const double last = n > 0 ? start + double(n - 1) * step : start;
+      if (n > 0 && !(start >= -limit && start < limit && last >= -limit && last < limit))
+        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: values from ", start, " to ", last, " do not fit ",
+             dtype_name(dtype));
+    }
     op.require_kernel(dtype);
     op.output(dtype, Shape::of({&n, 1}));
     op.call().f[0] = start;

@@ -121,10 +121,21 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
     // inf, NaN), or divided (true division), computes in floating point, float32 as PyTorch's default
     // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
     Tensor& tx = checked_tensor(x, "x");
-    if (dtype_is_int(tx.dtype) && (bop == BRAID_BINARY_DIV || !(std::trunc(scalar) == scalar))) {
+    // inf is no integer either (trunc(inf) == inf): x + inf is float32 inf, not a saturated integer.
+    const bool whole = std::isfinite(scalar) && std::trunc(scalar) == scalar;
+    if (dtype_is_int(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
       const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
       *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
       return;
+    }
+    // A whole number outside the integer dtype would be clamped by the kernel (x == 2^31 held for
+    // int32 2^31 - 1): refused, as PyTorch refuses a scalar it cannot convert without overflow.
+    if (dtype_is_int(tx.dtype)) {
+      const double lo = tx.dtype == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
+      const double hi = tx.dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+      if (!(scalar >= lo && scalar < hi))
+        fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: the scalar ", scalar, " does not fit ", dtype_name(tx.dtype),
+             " (cast x to a wider dtype first)");
     }
     OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);
     Tensor& a = op.input(x, "x");

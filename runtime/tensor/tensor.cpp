@@ -35,7 +35,18 @@ TensorRef acquire_tensor(Context& ctx, std::shared_ptr<Storage> storage, braid_d
 
 }  // namespace
 
+namespace {
+// An op's output shape is computed from its operands and attributes (a convolution's padding, say):
+// one whose element count overflows int64 would wrap to a small or zero count. Refused, as an
+// allocation that can never succeed.
+void require_countable(const Shape& shape) {
+  if (!shape.fits())
+    fail(BRAID_ERR_OUT_OF_MEMORY, "tensor of shape ", shape.str(), " has more elements than int64 can count");
+}
+}  // namespace
+
 TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
+  require_countable(shape);
   const auto numel = static_cast<uint64_t>(shape.numel());
   const uint64_t bytes = numel * dtype_size(dtype);
   if (numel != 0 && bytes / numel != dtype_size(dtype))
@@ -53,6 +64,7 @@ TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& 
 }
 
 TensorRef new_output_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
+  require_countable(shape);
   const auto numel = static_cast<uint64_t>(shape.numel());
   const uint64_t bytes = numel * dtype_size(dtype);
   // A kernel output while a trace only records: the kernel never runs, so its output takes no

@@ -59,6 +59,37 @@ TEST_CASE("creation: arange has ceil((stop-start)/step) elements start + k*step"
   }
 }
 
+TEST_CASE("creation: arange in an integer dtype truncates start and step first, as torch.arange") {
+  struct Case {
+    double start, stop, step;
+    std::vector<int64_t> want;
+  };
+  const Case cases[] = {
+      {-3, 3, 2.5, {-3, -1, 1}},  // 3 elements (ceil(6 / 2.5)), from -3 by 2
+      {0.5, 4, 1.5, {0, 1, 2}},   // start 0, step 1
+      {2.9, -3, -1.7, {2, 1, 0, -1}},
+  };
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes) {
+        for (const Case& c : cases) {
+          INFO("device ", dev.id, ", dtype ", harness::dtype_name(dt), ", arange(", c.start, ", ", c.stop, ", ", c.step,
+               ")");
+          const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
+          const auto got = braid::cast(t, BRAID_INT64).to_vector<int64_t>();
+          CHECK(got == c.want);
+        }
+        braid_tensor out = nullptr;
+        CHECK(braid_arange(context().get(), dev.index, dt, 0.5, 3.2, 0.7, &out) == BRAID_ERR_INVALID_ARGUMENT);
+        CHECK(out == nullptr);
+      }
+      braid_tensor out = nullptr;  // values past int32
+      CHECK(braid_arange(context().get(), dev.index, BRAID_INT32, 2147483640.0, 2147483650.0, 1, &out) ==
+            BRAID_ERR_INVALID_ARGUMENT);
+    });
+  }
+}
+
 // The n-th random op after set_seed uses draw n (braid.h: "later random ops draw from counter 0 of the
 // new seed"); each random_uniform, random_normal and dropout call is one draw.
 TEST_CASE("creation: random_uniform and random_normal follow the Philox scheme bit for bit") {

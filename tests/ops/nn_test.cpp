@@ -283,3 +283,41 @@ TEST_CASE("nn: dropout with p = 1 gives zeros and an all-zero mask, whatever x h
     });
   }
 }
+
+TEST_CASE("nn: pooling with a kernel far larger than the image reads only the image") {
+  // Padding up to half the kernel: every window covers the whole 4x4 ramp. The Vulkan shader scanned
+  // all kh * kw cells and came back wrong past a kernel of 8193.
+  std::vector<float> ramp(16);
+  for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = float(i);
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      const auto x = braid::Tensor::from_vector(context(), dev.index, {1, 1, 4, 4}, ramp);
+      for (int k : {8193, 16385, 32769}) {
+        for (braid_pool_kind kind : {BRAID_POOL_MAX, BRAID_POOL_AVG}) {
+          INFO("device ", dev.id, ", kernel ", k, kind == BRAID_POOL_MAX ? ", max" : ", avg");
+          const auto y =
+              braid::pool2d(x, {.kind = kind, .kernel = {k, k}, .stride = {1, 1}, .padding = {k / 2, k / 2}});
+          CHECK(y.shape() == std::vector<int64_t>{1, 1, 4, 4});
+          for (float v : y.to_vector<float>()) CHECK(v == (kind == BRAID_POOL_MAX ? 15.0f : 7.5f));
+        }
+      }
+    });
+  }
+}
+
+TEST_CASE("nn: a convolution whose output has more elements than int64 counts is refused") {
+  // Padding 2^31 - 1 on both sides: a 2^32 x 2^32 output per plane, whose element count wrapped to 0;
+  // the call succeeded and the CPU kernel then crashed.
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto x = braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {1, 1, 4, 4});
+      const auto w = braid::Tensor::ones(context(), dev.index, BRAID_FLOAT32, {1, 1, 3, 3});
+      braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
+      p.padding[0] = p.padding[1] = INT32_MAX;
+      braid_tensor y = nullptr;
+      CHECK(braid_conv2d(x.get(), w.get(), nullptr, &p, &y) == BRAID_ERR_OUT_OF_MEMORY);
+      CHECK(y == nullptr);
+    });
+  }
+}

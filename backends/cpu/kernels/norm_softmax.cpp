@@ -221,8 +221,10 @@ KernelResult softmax_ce_typed(Exec& ex, const Call& c) {
     for (int64_t n = b; n < e; ++n) {
       const T* row = x + n * K;
       const T m = fold_run<MaxR<T>>(row, K, 1);
-      const double lse = std::log(sum_exp(row, K, m)) + double(m);
-      at<T>(vo, n) = T(lse - double(row[int64_t(at<const L>(vl, n))]));
+      // log(sum exp(x - m)) - (x[label] - m): adding m back first and then subtracting x[label]
+      // cancelled when the logits share a large offset (1e17 + ln 2 - 1e17 gave 0).
+      const double shifted = double(row[int64_t(at<const L>(vl, n))]) - double(m);
+      at<T>(vo, n) = T(std::log(sum_exp(row, K, m)) - shifted);
     }
   });
   return {};

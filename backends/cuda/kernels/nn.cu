@@ -229,12 +229,12 @@ __device__ __forceinline__ T pool_window(const T* x, const T4& xs, int64_t b, in
   T best = T(0);
   double sum = 0;
   int64_t cnt = 0;
-  for (int64_t i = 0; i < wd.kh; ++i) {
-    const int64_t h = p * wd.sh - wd.ph + i;
-    if (h < 0 || h >= xs.h) continue;
-    for (int64_t j = 0; j < wd.kw; ++j) {
-      const int64_t w = q * wd.sw - wd.pw + j;
-      if (w < 0 || w >= xs.w) continue;
+  // The window clipped to the image: a kernel far larger than the image scans only the cells it has.
+  const int64_t h0 = p * wd.sh - wd.ph, w0 = q * wd.sw - wd.pw;
+  const int64_t hs = max(h0, int64_t(0)), he = min(h0 + wd.kh, xs.h);
+  const int64_t ws = max(w0, int64_t(0)), we = min(w0 + wd.kw, xs.w);
+  for (int64_t h = hs; h < he; ++h) {
+    for (int64_t w = ws; w < we; ++w) {
       const T v = x[at4(xs, b, c, h, w)];
       if (wd.max) {
         if (cnt == 0 || v > best || (v != v && best == best)) {
@@ -450,7 +450,8 @@ __global__ void softmax_ce_k(int64_t N, int64_t K, const T* x, int64_t sxn, int6
     double sum = 0;
     for (int64_t k = 0; k < K; ++k) sum += exp(double(row[k * sxk]) - mx);
     if (!backward) {
-      o[n * son] = bad ? T(NAN) : T(log(sum) + mx - double(row[label * sxk]));
+      // log(sum) - (x[label] - max): adding max back first cancelled for logits with a large offset.
+      o[n * son] = bad ? T(NAN) : T(log(sum) - (double(row[label * sxk]) - mx));
     } else {
       const double g = double(dloss[n * sd]);
       for (int64_t k = 0; k < K; ++k) {
