@@ -33,7 +33,9 @@ struct Suite {
 constexpr Suite kSuites[] = {
     {"engine", "cost per tiny op (1x2 tensor, x + 1) pushed from C, from one and two threads; vs PyTorch from Python",
      suite_engine},
-    {"async", "the chapter's loop y = x + 1 (2000x2000, 1000 times): wait per op vs one wait; vs PyTorch", suite_async},
+    {"async",
+     "the chapter's loop y = x + 1 (1x2 10000 times, 2000x2000 1000 times): wait per op vs one wait; vs PyTorch",
+     suite_async},
     {"gemm", "2000x2000 float32 matmul through braid vs a direct OpenBLAS cblas_sgemm, GFLOP/s", suite_gemm},
     {"memory",
      "chapter's asynchrony and memory: MLP steps on Fashion-MNIST batches pushed without waits, peak memory "

@@ -41,18 +41,18 @@ def tiny_op(torch, args):
 
 
 def loop(torch, args):
-    """The async suite's anchor: the chapter's loop y = x + 1 on a size x size tensor, in ms.
+    """The async suite's anchor: the chapter's loop y = x + 1 on a rows x cols tensor, in ms.
 
     PyTorch on the CPU runs every op to completion before returning, so there is one figure; it is
     what braid's synchronous and asynchronous loops are compared with.
     """
-    x = torch.ones(args.size, args.size)
+    x = torch.ones(args.rows, args.cols)
 
     def run(ops):
         for _ in range(ops):
             y = x + 1  # noqa: F841
 
-    seconds = median_time(run, args.ops, 200, args.repeat)  # the warm-up braid-bench gives braid
+    seconds = median_time(run, args.ops, args.warmup, args.repeat)  # the warm-up braid-bench gives braid
     print(f"RESULT loop_ms {seconds * 1e3:.6g}")
 
 
@@ -62,7 +62,9 @@ def main():
     parser.add_argument("--threads", type=int, required=True, help="torch.set_num_threads")
     parser.add_argument("--ops", type=int, required=True, help="ops per timed run")
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--size", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=2000)
+    parser.add_argument("--cols", type=int, default=2000)
+    parser.add_argument("--warmup", type=int, default=200, help="untimed ops first (loop)")
     args = parser.parse_args()
     try:
         import torch
