@@ -306,7 +306,7 @@ BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_te
 /* x op scalar (reverse = 0) or scalar op x (reverse != 0). An integer x with a scalar that is not an
  * integer (2.5, inf, NaN), or with DIV, is promoted to float32 first, as NumPy and PyTorch do: x + 2.5
  * and x / 2 are float32, and x < 2.5 compares exactly (1 or 0 in float32). A whole number outside an
- * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT, as PyTorch refuses it. */
+ * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT (NumPy 2 raises; PyTorch wraps). */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
 

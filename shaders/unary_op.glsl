@@ -1,5 +1,5 @@
 // The unary ops (braid_unary_op) on floats, as the CPU backend computes them (NaN passes through
-// relu and sign). Shared by UNARY and FUSED_ELEMENTWISE.
+// relu; sign gives 0 for NaN and for either zero, as torch.sign). Shared by UNARY and FUSED_ELEMENTWISE.
 T unary_op(int op, T v) {
   switch (op) {
     case 0: return -v;
@@ -11,6 +11,6 @@ T unary_op(int op, T v) {
     case 6: return sigmoid_T(v);
     case 7: return tanh_T(v);
     case 8: return v * v;
-    default: return isnan(v) ? v : sign(v);
+    default: return T(v > 0.0) - T(v < 0.0);
   }
 }

@@ -129,7 +129,7 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
       return;
     }
     // A whole number outside the integer dtype would be clamped by the kernel (x == 2^31 held for
-    // int32 2^31 - 1): refused, as PyTorch refuses a scalar it cannot convert without overflow.
+    // int32 2^31 - 1): refused, as NumPy 2 refuses it (PyTorch wraps it; docs/OPS.md).
     if (dtype_is_int(tx.dtype)) {
       const double lo = tx.dtype == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
       const double hi = tx.dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive

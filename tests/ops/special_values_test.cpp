@@ -491,3 +491,35 @@ TEST_CASE("special values: softmax cross-entropy of logits sharing a large offse
     });
   }
 }
+
+namespace {
+
+template <class T>
+void check_sign_and_ties(const harness::DeviceRef& dev) {
+  const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  const std::vector<T> x = {nan, T(-0.0), T(0.0), -inf, T(2.5), T(-1e-40)};
+  // torch.sign: 0 for NaN and for either zero (NumPy keeps NaN; braid follows PyTorch, docs/OPS.md).
+  check_exact(x, braid::sign(put(dev, x)).template to_vector<T>(), std::vector<T>{0, 0, 0, -1, 1, -1});
+  // torch.maximum / minimum: a tie of -0 and +0 gives the first operand; NaN from either side wins.
+  const std::vector<T> a = {T(-0.0), T(0.0), T(-0.0), T(0.0), nan, T(1)};
+  const std::vector<T> b = {T(0.0), T(-0.0), T(-0.0), T(0.0), T(1), nan};
+  check_exact(a, braid::maximum(put(dev, a), put(dev, b)).template to_vector<T>(),
+              std::vector<T>{-0.0, 0.0, -0.0, 0.0, nan, nan});
+  check_exact(a, braid::minimum(put(dev, a), put(dev, b)).template to_vector<T>(),
+              std::vector<T>{-0.0, 0.0, -0.0, 0.0, nan, nan});
+}
+
+}  // namespace
+
+TEST_CASE("special values: sign of NaN and zeros, and maximum/minimum of tied zeros, as PyTorch") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float32");
+      check_sign_and_ties<float>(dev);
+    });
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float64");
+      check_sign_and_ties<double>(dev);
+    });
+  }
+}

@@ -10,20 +10,21 @@
 
 namespace braid::cpu::kern {
 
-// Max/min that propagate NaN from either side (PyTorch semantics).
+// Max/min as torch.maximum/minimum: NaN from either side propagates, and a tie (-0 and +0) gives the
+// first operand.
 template <class T>
 inline T max_nan(T a, T b) {
   if constexpr (std::is_integral_v<T>)
-    return a > b ? a : b;
+    return b > a ? b : a;
   else
-    return (a != a || a > b) ? a : b;
+    return (a != a || b != b) ? a + b : (b > a ? b : a);
 }
 template <class T>
 inline T min_nan(T a, T b) {
   if constexpr (std::is_integral_v<T>)
-    return a < b ? a : b;
+    return b < a ? b : a;
   else
-    return (a != a || a < b) ? a : b;
+    return (a != a || b != b) ? a + b : (b < a ? b : a);
 }
 
 // Calls f(fn, heavy) with the element function of a float unary op (heavy: transcendental,
@@ -41,7 +42,7 @@ bool with_float_unary(braid_unary_op op, F&& f) {
     case BRAID_UNARY_SIGMOID: f([](T x) { return v_sigmoid(x); }, true); return true;
     case BRAID_UNARY_TANH: f([](T x) { return v_tanh(x); }, true); return true;
     case BRAID_UNARY_SQUARE: f([](T x) { return x * x; }, false); return true;
-    case BRAID_UNARY_SIGN: f([](T x) { return x != x ? x : T((x > T(0)) - (x < T(0))); }, false); return true;
+    case BRAID_UNARY_SIGN: f([](T x) { return T((x > T(0)) - (x < T(0))); }, false); return true;  // NaN: 0
     default: return false;
   }
 }

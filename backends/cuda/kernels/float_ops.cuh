@@ -17,7 +17,7 @@ __device__ __forceinline__ T braid_float_unary(int op, T x) {
     case 6: return T(1) / (T(1) + exp(-x));                   // SIGMOID
     case 7: return tanh(x);                                   // TANH
     case 8: return x * x;                                     // SQUARE
-    default: return x != x ? x : T((x > T(0)) - (x < T(0)));  // SIGN
+    default: return T((x > T(0)) - (x < T(0)));  // SIGN: 0 for NaN and both zeros, as torch.sign
   }
 }
 
@@ -29,8 +29,8 @@ __device__ __forceinline__ T braid_float_binary(int op, T x, T y) {
     case 2: return x * y;                          // MUL
     case 3: return x / y;                          // DIV
     case 4: return y == T(2) ? x * x : pow(x, y);  // POW
-    case 5: return (x != x || x > y) ? x : y;      // MAXIMUM: NaN from either side propagates
-    case 6: return (x != x || x < y) ? x : y;      // MINIMUM
+    case 5: return (x != x || y != y) ? x + y : (y > x ? y : x);  // MAXIMUM: NaN propagates; a tie gives x
+    case 6: return (x != x || y != y) ? x + y : (y < x ? y : x);  // MINIMUM
     case 7: return x == y ? T(1) : T(0);           // EQUAL
     case 8: return x < y ? T(1) : T(0);            // LESS
     default: return x > y ? T(1) : T(0);           // GREATER
