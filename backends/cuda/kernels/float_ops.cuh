@@ -8,15 +8,15 @@
 template <class T>
 __device__ __forceinline__ T braid_float_unary(int op, T x) {
   switch (op) {
-    case 0: return -x;                                        // NEG
-    case 1: return fabs(x);                                   // ABS
-    case 2: return exp(x);                                    // EXP
-    case 3: return log(x);                                    // LOG
-    case 4: return sqrt(x);                                   // SQRT
-    case 5: return x < T(0) ? T(0) : x;                       // RELU (NaN propagates)
-    case 6: return T(1) / (T(1) + exp(-x));                   // SIGMOID
-    case 7: return tanh(x);                                   // TANH
-    case 8: return x * x;                                     // SQUARE
+    case 0: return -x;                           // NEG
+    case 1: return fabs(x);                      // ABS
+    case 2: return exp(x);                       // EXP
+    case 3: return log(x);                       // LOG
+    case 4: return sqrt(x);                      // SQRT
+    case 5: return x < T(0) ? T(0) : x;          // RELU (NaN propagates)
+    case 6: return T(1) / (T(1) + exp(-x));      // SIGMOID
+    case 7: return tanh(x);                      // TANH
+    case 8: return x * x;                        // SQUARE
     default: return T((x > T(0)) - (x < T(0)));  // SIGN: 0 for NaN and both zeros, as torch.sign
   }
 }
@@ -24,15 +24,15 @@ __device__ __forceinline__ T braid_float_unary(int op, T x) {
 template <class T>
 __device__ __forceinline__ T braid_float_binary(int op, T x, T y) {
   switch (op) {
-    case 0: return x + y;                          // ADD
-    case 1: return x - y;                          // SUB
-    case 2: return x * y;                          // MUL
-    case 3: return x / y;                          // DIV
-    case 4: return y == T(2) ? x * x : pow(x, y);  // POW
+    case 0: return x + y;                                         // ADD
+    case 1: return x - y;                                         // SUB
+    case 2: return x * y;                                         // MUL
+    case 3: return x / y;                                         // DIV
+    case 4: return y == T(2) ? x * x : pow(x, y);                 // POW
     case 5: return (x != x || y != y) ? x + y : (y > x ? y : x);  // MAXIMUM: NaN propagates; a tie gives x
     case 6: return (x != x || y != y) ? x + y : (y < x ? y : x);  // MINIMUM
-    case 7: return x == y ? T(1) : T(0);           // EQUAL
-    case 8: return x < y ? T(1) : T(0);            // LESS
-    default: return x > y ? T(1) : T(0);           // GREATER
+    case 7: return x == y ? T(1) : T(0);                          // EQUAL
+    case 8: return x < y ? T(1) : T(0);                           // LESS
+    default: return x > y ? T(1) : T(0);                          // GREATER
   }
 }
