@@ -168,10 +168,22 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
     Running(const Running&) = delete;
     Running& operator=(const Running&) = delete;
   };
+  // An input handed back as an output must come with a reference of its own (braid_tensor_retain);
+  // one that came without is retained on fn's behalf, so the caller's reference survives the call.
+  std::vector<uint32_t> refs_before;
+  for (braid_tensor t : ins) refs_before.push_back(t->refs.load(std::memory_order_relaxed));
   braid_status st;
   {
     Running running(&h);
     st = h.fn(h.user, h.num_inputs, ins.data(), h.num_outputs, outputs);
+  }
+  for (size_t k = 0; k < ins.size(); ++k) {
+    if (!tensor_is_live(ins[k]) ||
+        std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
+      continue;  // released (refused below), or counted at its first position
+    const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
+    const auto rise = int64_t(ins[k]->refs.load(std::memory_order_relaxed)) - int64_t(refs_before[k]);
+    for (int64_t r = rise; r < returned; ++r) braid_tensor_retain(ins[k]);
   }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;

@@ -122,8 +122,13 @@ class Interpreter {
       const ViewRef& r = n.out[k];
       const bool existed = val_[at(r.value)].get() != nullptr;
       if (!existed) {
+        // The value's tensor takes the shape of the tensor the op wrote (matmul writes [2, 3] through a
+        // batched [1, 2, 3] view; concat's copies write slices of it): the tape then records the
+        // producers on the tensor that later readers view, not on a reshaped view of it, which no
+        // reader would reach (the gradient through it was lost).
         const Value& v = g_.values[at(r.value)];
-        val_[at(r.value)] = new_tensor(ctx_, dev, v.dtype, v.shape);
+        const bool as_written = static_cast<uint64_t>(r.tshape.numel()) * dtype_size(v.dtype) == v.bytes;
+        val_[at(r.value)] = new_tensor(ctx_, dev, v.dtype, as_written ? r.tshape : v.shape);
         node->out_bytes += v.bytes;
       }
       if (n.reads_value(r.value))

@@ -375,6 +375,68 @@ TEST_CASE("graph: backward through a graph run equals backward through the imper
   }
 }
 
+namespace {
+// x + x W, then sum over axis 1 of its square without keepdims, then concat with 2x: an input's
+// gradient through a matmul (written through a batched view), a reduction that drops an axis and a
+// concat written slice by slice, each of which lost its path through a graph run.
+T through_views(braid_tensor x, braid_tensor w) {
+  T xw, s, sq, red, two, cat;
+  BRAID_CHECK_OK(braid_matmul(x, w, 0, 0, xw.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, x, xw.t, s.out()));
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_SQUARE, s.t, sq.out()));
+  const int32_t axis = 1;
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, sq.t, 1, &axis, 0, red.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, red.t, 2.0, 0, two.out()));
+  const braid_tensor parts[2] = {red.t, two.t};
+  BRAID_CHECK_OK(braid_concat(2, parts, 0, cat.out()));
+  return cat;
+}
+}  // namespace
+
+TEST_CASE("graph: an input's gradient through matmul, a reduction without keepdims and concat, every pass") {
+  for (const std::string& backend : gtest::backends()) {
+    CAPTURE(backend);
+    gtest::BackendCtx c(backend);
+    if (!c.ctx) continue;
+    T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, {2, 3}, 1.0);
+    T w = gtest::random(c.ctx, 0, BRAID_FLOAT32, {3, 3}, 1.0);
+    BRAID_CHECK_OK(braid_tensor_attach_grad(x.t, BRAID_GRAD_WRITE));
+    BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+    for (uint32_t passes : kPassSets) {
+      CAPTURE(passes);
+      BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+      T traced = through_views(x.t, w.t);
+      Graph g;
+      BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
+      BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
+      auto grads = [&](bool graph) {
+        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+        T y, loss;
+        if (graph)
+          BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+        else
+          y = through_views(x.t, w.t);
+        BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
+        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+        BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+        std::vector<std::vector<float>> out;
+        for (braid_tensor p : {x.t, w.t}) {
+          T gr;
+          BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
+          out.push_back(gtest::host_f32(gr));
+        }
+        return out;
+      };
+      const auto want = grads(false);
+      const auto got = grads(true);
+      for (size_t k = 0; k < got.size(); ++k) {
+        CAPTURE(k);
+        gtest::check_close(got[k], want[k], 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("graph: a traced training step updates the parameters in place on every run") {
   test::Ctx c;
   T w = test::from_vector(c.ctx, 0, {1, 2, 3, 4});

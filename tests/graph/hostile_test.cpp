@@ -684,7 +684,7 @@ struct Hostile {
   braid_status inner = BRAID_OK;  // what a recursive call returned
 };
 
-enum Mode { kError, kNoOutputs, kHalfOutputs, kReleaseInput, kRecurse, kReturnInput, kAffine };
+enum Mode { kError, kNoOutputs, kHalfOutputs, kReleaseInput, kRecurse, kReturnInput, kReturnInputBare, kAffine };
 
 braid_status hostile_fn(void* user, int32_t, const braid_tensor* in, int32_t num_outputs, braid_tensor* out) {
   auto& h = *static_cast<Hostile*>(user);
@@ -703,6 +703,7 @@ braid_status hostile_fn(void* user, int32_t, const braid_tensor* in, int32_t num
       return h.inner;
     }
     case kReturnInput: out[0] = in[0]; return braid_tensor_retain(in[0]);
+    case kReturnInputBare: out[0] = in[0]; return BRAID_OK;  // without a reference of its own
     default: {
       // y = x * 2 + 1, with every op's status passed on.
       braid_tensor m = nullptr;
@@ -781,17 +782,23 @@ TEST_CASE("hostile hybrid: functions that fail, leave outputs unset, release inp
     BRAID_CHECK_OK(braid_hybrid_call(hy.h, &x.t, y.out()));
     CHECK(gtest::host_f32(y) == affine_host(iota(4)));
   }
-  SUBCASE("a function that returns its input") {
-    user.mode = kReturnInput;
-    Hybrid hy(c.ctx, user);
-    for (int rep = 0; rep < 2; ++rep) {
-      T in = f32(c.ctx, 0, iota(4, float(rep)), {4}), y;
-      BRAID_CHECK_OK(braid_hybrid_call(hy.h, &in.t, y.out()));
-      // Every call, the traced one too, hands out the graph's output: a copy of the input.
-      CHECK(y.t != in.t);
-      CHECK(gtest::host_f32(y) == iota(4, float(rep)));
+  SUBCASE("a function that returns its input, retained or not") {
+    for (int mode : {kReturnInput, kReturnInputBare}) {
+      CAPTURE(mode);
+      Hostile returning;
+      returning.mode = mode;
+      Hybrid hy(c.ctx, returning);
+      for (int rep = 0; rep < 2; ++rep) {
+        T in = f32(c.ctx, 0, iota(4, float(rep)), {4}), y;
+        BRAID_CHECK_OK(braid_hybrid_call(hy.h, &in.t, y.out()));
+        // Every call, the traced one too, hands out the graph's output: a copy of the input, which
+        // stays the caller's (an input returned without a reference of its own is retained for fn).
+        CHECK(y.t != in.t);
+        CHECK(gtest::host_f32(y) == iota(4, float(rep)));
+        CHECK(gtest::host_f32(in) == iota(4, float(rep)));
+      }
+      CHECK(returning.calls == 1);
     }
-    CHECK(user.calls == 1);
   }
   SUBCASE("inputs NULL, of another context, and the output array aliasing the input array") {
     user.mode = kAffine;
