@@ -71,4 +71,18 @@ void check_fork(const Context& ctx);
 // not be written when this call destroyed the context (else ""): callers at the C boundary report it
 // as BRAID_ERR_IO, after everything has been released.
 std::string release_context(Context* ctx) noexcept;
+
+// One context reference held for a scope (or an object's lifetime): what it uses stays alive when
+// another thread releases the application's last reference meanwhile; the context is destroyed when
+// this one goes, if it was the last.
+class ContextRef {
+ public:
+  explicit ContextRef(Context& c) : ctx_(&c) { c.refs.fetch_add(1); }
+  ContextRef(const ContextRef&) = delete;
+  ContextRef& operator=(const ContextRef&) = delete;
+  ~ContextRef() { (void)release_context(ctx_); }
+
+ private:
+  Context* ctx_;
+};
 }  // namespace braid

@@ -153,13 +153,6 @@ class Tracer final : public TraceHook {
   // context when it ends, so the application releasing its last reference meanwhile (then aborting,
   // or its thread exiting) must not destroy the context first. Released after every other member
   // (declared first), as Graph releases its context after its values.
-  struct ContextRef {
-    Context* ctx;
-    explicit ContextRef(Context& c) : ctx(&c) { c.refs.fetch_add(1); }
-    ContextRef(const ContextRef&) = delete;
-    ContextRef& operator=(const ContextRef&) = delete;
-    ~ContextRef() { (void)release_context(ctx); }
-  };
 
   bool owns_device(const Device* d) const noexcept {
     for (const auto& mine : ctx_.devices)

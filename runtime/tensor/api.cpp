@@ -18,11 +18,12 @@ void check_bytes(const Tensor& t, size_t bytes, const char* what) {
          " and dtype ", dtype_name(t.dtype), " holds ", t.bytes());
 }
 
-// Host address of the tensor's data when its device's memory is plain host memory, else NULL.
-std::byte* host_address(const Tensor& t) {
-  auto* base = static_cast<std::byte*>(t.device().api->buffer_host_pointer(t.storage->block.buffer));
-  return base ? base + t.storage->block.offset : nullptr;
+// Host address of a storage's data when its device's memory is plain host memory, else NULL.
+std::byte* host_address(const Storage& s) {
+  auto* base = static_cast<std::byte*>(s.device->api->buffer_host_pointer(s.block.buffer));
+  return base ? base + s.block.offset : nullptr;
 }
+std::byte* host_address(const Tensor& t) { return host_address(*t.storage); }
 
 // Pushes an upload of host bytes into t (ordered after earlier ops on t). The bytes are copied first.
 // The upload overwrites all of t's storage (bytes == t.bytes() == the storage's size) and reads none of
@@ -61,10 +62,9 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   ctx.engine->push(std::move(node), {&s, whole ? 0u : 1u}, {&s, 1}, BRAID_QUEUE_TRANSFER);
 }
 
-void wait_readable(Tensor& t, const char* what) {
-  Context& ctx = *t.ctx;
+void wait_readable(Context& ctx, Storage& s, const char* what) {
   int64_t t0 = ctx.profiler.enabled() ? ctx.profiler.now() : 0;
-  WaitResult r = ctx.engine->wait_to_read(*t.storage);
+  WaitResult r = ctx.engine->wait_to_read(s);
   if (t0) ctx.profiler.record_wait(what, t0, ctx.profiler.now());
   if (r.status != BRAID_OK) fail(r.status, r.message);
 }
@@ -165,7 +165,13 @@ BRAID_API braid_status braid_tensor_numel(braid_tensor t, int64_t* out) {
 }
 
 BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t) {
-  return guard("braid_tensor_wait_to_read", [&] { wait_readable(checked_tensor(t, "t"), "wait_to_read"); });
+  return guard("braid_tensor_wait_to_read", [&] {
+    Tensor& x = checked_tensor(t, "t");
+    // As to_host: another thread may release t while this waits.
+    const ContextRef hold(*x.ctx);
+    const std::shared_ptr<Storage> storage = x.storage;
+    wait_readable(*x.ctx, *storage, "wait_to_read");
+  });
 }
 
 BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes) {
@@ -179,19 +185,23 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
     require_computed(x, "tensor_to_host");
     if (bytes == 0) return;
     require(data, "data");
-    wait_readable(x, "to_host");
-    if (const std::byte* src = host_address(x)) {
+    // Another thread may release t while this waits (its last handle, and the context's last
+    // reference with it): the call holds the storage and the context itself, and reads t no more.
+    Context& ctx = *x.ctx;
+    const ContextRef hold(ctx);
+    const std::shared_ptr<Storage> storage = x.storage;
+    wait_readable(ctx, *storage, "to_host");
+    if (const std::byte* src = host_address(*storage)) {
       std::memcpy(data, src, bytes);
       return;
     }
-    Context& ctx = *x.ctx;
-    auto node = ctx.engine->make_node("to_host", x.device());
+    auto node = ctx.engine->make_node("to_host", *storage->device);
     node->work.kind = BRAID_WORK_COPY;
-    node->copy.src_buffer = x.storage->block.buffer;
-    node->copy.src_offset = x.storage->block.offset;
+    node->copy.src_buffer = storage->block.buffer;
+    node->copy.src_offset = storage->block.offset;
     node->copy.dst_host = data;
     node->copy.bytes = bytes;
-    Storage* s = x.storage.get();
+    Storage* s = storage.get();
     ctx.engine->push(node, {&s, 1}, {}, BRAID_QUEUE_TRANSFER);
     WaitResult r = ctx.engine->wait(node);
     if (r.status != BRAID_OK) fail(r.status, r.message);
