@@ -132,7 +132,9 @@ BRAID_API braid_status braid_context_retain(braid_context ctx);
 /* Dropping the last reference waits for all work, writes the profile if one is configured, and
  * shuts the backends down. Everything is released even when the profile cannot be written; the call
  * then returns BRAID_ERR_IO with the reason. When live tensors still hold the context, the last
- * braid_tensor_release is the call that destroys it and returns that error. */
+ * braid_tensor_release is the call that destroys it and returns that error. A process that exits with
+ * work still queued (exit(), or returning from main) has that work finished first, by an atexit
+ * handler, before the libraries' destructors run; contexts are not destroyed then. */
 BRAID_API braid_status braid_context_release(braid_context ctx);
 
 typedef struct braid_backend_info {

@@ -27,6 +27,32 @@ void register_fork_handler() {
   std::call_once(once, [] { pthread_atfork(nullptr, nullptr, [] { g_fork_generation.fetch_add(1); }); });
 }
 
+// A reference on a context that still has one (refs above 0): one being released is left alone.
+bool try_retain(Context& ctx) {
+  int32_t refs = ctx.refs.load();
+  while (refs > 0)
+    if (ctx.refs.compare_exchange_weak(refs, refs + 1)) return true;
+  return false;
+}
+
+// At exit(), the work still queued on live contexts runs to its end before the libraries' own
+// destructors run (they are called after the atexit handlers): a CPU worker was still inside OpenBLAS
+// while OpenBLAS's destructor freed its buffers (a crash at exit of a program that queued matmuls and
+// did not wait). The contexts themselves stay: the application may still hold and release them.
+void finish_queued_work_at_exit() {
+  const std::vector<Context*> live = ContextPool::instance().select_live(try_retain);
+  for (Context* ctx : live) {
+    // (From an engine thread the wait is refused at once rather than wait for itself.)
+    if (ctx->fork_generation == g_fork_generation.load()) (void)ctx->engine->wait_idle(ctx->device_list);
+    (void)release_context(ctx);
+  }
+}
+
+void register_exit_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] { (void)std::atexit(finish_queued_work_at_exit); });
+}
+
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? v : nullptr;
@@ -69,6 +95,7 @@ using namespace braid;
 
 braid_context_t::braid_context_t(const braid_context_options& o) {
   register_fork_handler();
+  register_exit_handler();
   fork_generation = g_fork_generation.load();
 
   if (std::string why = log_env_error(); !why.empty()) fail(BRAID_ERR_INVALID_ARGUMENT, why);

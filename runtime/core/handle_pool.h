@@ -25,6 +25,7 @@
 #include <shared_mutex>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "core/error.h"
 
@@ -80,6 +81,17 @@ class HandlePool {
     if (!is_live(p))
       fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live ", kind, " handle (released, or never one)");
     return *p;
+  }
+
+  // Calls f on every live object, under the lock that retire() needs: none can be retired meanwhile.
+  // Those for which f returns true are returned (f takes a reference on them).
+  template <class F>
+  std::vector<T*> select_live(F f) const {
+    std::shared_lock lock(mu_);
+    std::vector<T*> chosen;
+    for (const void* p : live_)
+      if (f(*static_cast<T*>(const_cast<void*>(p)))) chosen.push_back(static_cast<T*>(const_cast<void*>(p)));
+    return chosen;
   }
 
   // Takes a live handle out of the set and returns its ownership (empty if it was not live), so that
