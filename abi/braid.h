@@ -486,7 +486,7 @@ BRAID_API braid_status braid_batch_iterator_release(braid_batch_iterator it);
 /* The next mini-batch: images float32 [B, 1, 28, 28] scaled to [0, 1], labels int32 [B], on the
  * iterator's device (new tensors the caller releases). At the end of the epoch returns BRAID_OK with
  * *images = *labels = NULL; the next call starts the next epoch (reshuffled). The order of epoch e is
- * a Fisher-Yates shuffle keyed by splitmix64 of (seed, e): the same for the same seed whatever the
+ * a Fisher-Yates shuffle keyed by splitmix64's mixer of (seed, e): the same for the same seed whatever the
  * prefetch depth, batch size or timing (docs/DATA.md gives the exact function). */
 BRAID_API braid_status braid_batch_iterator_next(braid_batch_iterator it, braid_tensor* images, braid_tensor* labels);
 /* Number of batches per epoch. */
@@ -640,6 +640,7 @@ typedef struct braid_optimizer_params {
  * (in place; any devices). Keys are int64. A KVStore handle is thread-safe; its calls are ordered like
  * the ops they push. */
 typedef struct braid_kvstore_t* braid_kvstore;
+/* type: "local" or "device"; NULL means "local". */
 BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type, braid_kvstore* out);
 BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv);
 BRAID_API braid_status braid_kvstore_release(braid_kvstore kv);
@@ -653,13 +654,16 @@ BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t
 BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
                                               const braid_tensor* outs);
 /* Sets the updater run on every later push (float keys only); optimizer state is per key. NULL
- * removes it (pushes assign again). */
+ * removes it (pushes assign again). Another kind of optimizer starts every key's state afresh (Adam's
+ * step count, momentum); new parameters of the same kind (a learning rate schedule) keep it. A value
+ * of another dtype than the key's is BRAID_ERR_DTYPE, of another shape BRAID_ERR_SHAPE. */
 BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params);
 
 /* ---- Trainer (ABI 1.2): data-parallel training over replicas ------------------------------------ *
  * Parameters replicated on several devices (replica r of parameter p at params[r * num_params + p];
- * the replicas of one parameter have one shape and dtype, sit on distinct devices and start equal,
- * e.g. from braid_replicate, and each has a gradient attached). step() all-reduces every parameter's
+ * the replicas of one parameter have one shape and dtype, sit on distinct devices (else
+ * BRAID_ERR_INVALID_ARGUMENT), and each has a gradient attached; create broadcasts replica 0's values to
+ * the others, as PyTorch's DDP does, so they start equal). step() all-reduces every parameter's
  * gradients over the replicas in buckets of about bucket_bytes, pushed from the last parameter to the
  * first (the order backward produces them), so each bucket's allreduce starts as soon as its gradients
  * are written and overlaps the rest of backward; then it updates every replica with the optimizer and

@@ -58,9 +58,10 @@ std::vector<Tensor*> checked_values(braid_kvstore_t& kv, const Tensor& stored, i
   for (int32_t i = 0; i < count; ++i) {
     Tensor& t = checked_tensor(values[i], "values[i]");
     if (t.ctx != kv.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": values[", i, "] belongs to another context");
-    if (t.dtype != stored.dtype || !(t.shape == stored.shape))
-      fail(BRAID_ERR_SHAPE, name, ": values[", i, "] is ", dtype_name(t.dtype), " ", t.shape.str(), ", the key holds ",
-           dtype_name(stored.dtype), " ", stored.shape.str());
+    if (t.dtype != stored.dtype || !(t.shape == stored.shape))  // a dtype first, as the collectives report it
+      fail(t.dtype != stored.dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE, name, ": values[", i, "] is ",
+           dtype_name(t.dtype), " ", t.shape.str(), ", the key holds ", dtype_name(stored.dtype), " ",
+           stored.shape.str());
     ts.push_back(&t);
   }
   return ts;
@@ -193,6 +194,11 @@ BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid
     std::optional<braid_optimizer_params> p;
     if (params) p = checked_optimizer(params, "params");
     std::lock_guard lock(k.mu);
+    // Another kind of optimizer starts from fresh state, as a new MXNet updater or PyTorch optimizer
+    // does (Adam after SGD took SGD's step count); new hyperparameters of the same kind (a learning
+    // rate schedule) keep it.
+    if (!p || !k.optimizer || p->kind != k.optimizer->kind)
+      for (auto& [key, e] : k.entries) e.state = OptimizerState{};
     k.optimizer = p;
   });
 }

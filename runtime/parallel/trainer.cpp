@@ -144,6 +144,11 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       for (int32_t r = 0; r < num_replicas; ++r) replicas.push_back(params[r * num_params + p]);
       const std::vector<Tensor*> group = checked_group(num_replicas, replicas.data(), "trainer_create");
       require_float(*group[0], "trainer_create", "a parameter");
+      for (int32_t r = 1; r < num_replicas; ++r)  // replicas on one device would do each step twice there
+        for (int32_t s = 0; s < r; ++s)
+          if (&group[size_t(r)]->device() == &group[size_t(s)]->device())
+            fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: replicas ", s, " and ", r, " of parameter ", p,
+                 " are both on ", group[size_t(r)]->device().id, " (one replica per device)");
       for (Tensor* t : group) {
         braid_tensor g = nullptr;
         if (braid_tensor_grad(t, &g) != BRAID_OK)
@@ -159,6 +164,16 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       tr->params.emplace_back(&t);
     }
     tr->states.resize(total);
+    // The replicas start equal: replica 0's values are broadcast to the others, as PyTorch's
+    // DistributedDataParallel broadcasts rank 0's parameters when it is built (replicas initialised
+    // apart would train apart, silently).
+    if (num_replicas > 1)
+      for (int32_t p = 0; p < num_params; ++p) {
+        std::vector<braid_tensor> replicas;
+        for (int32_t r = 0; r < num_replicas; ++r) replicas.push_back(params[r * num_params + p]);
+        if (braid_status st = braid_broadcast(num_replicas, replicas.data(), 0); st != BRAID_OK)
+          fail(st, "trainer_create: broadcasting replica 0 of parameter ", p, ": ", braid_last_error());
+      }
     tr->buckets = make_buckets(*tr, tr->options.bucket_bytes);
     *out = TrainerPool::instance().publish(std::move(tr));
   });

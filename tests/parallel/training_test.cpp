@@ -129,6 +129,12 @@ TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store"
     CHECK(braid_kvstore_push(kv, 4, 1, h) == BRAID_ERR_INVALID_ARGUMENT);
     T wrong = tensor(c.ctx, 0, {1, 2});
     CHECK(braid_kvstore_push(kv, 3, 1, &wrong.t) == BRAID_ERR_SHAPE);
+    T wider;  // the right shape in another dtype: a dtype error, as the collectives report it
+    const double three[3] = {1, 2, 3};
+    const int64_t n3 = 3;
+    BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, 0, BRAID_FLOAT64, 1, &n3, three, sizeof three, wider.out()));
+    CHECK(braid_kvstore_push(kv, 3, 1, &wider.t) == BRAID_ERR_DTYPE);
+    CHECK(braid_kvstore_pull(kv, 3, 1, &wider.t) == BRAID_ERR_DTYPE);
     CHECK(braid_kvstore_pull(kv, 3, 0, ho) == BRAID_ERR_INVALID_ARGUMENT);
     braid_optimizer_params bad = BRAID_OPTIMIZER_PARAMS_INIT;
     bad.learning_rate = NAN;
@@ -273,6 +279,47 @@ TEST_CASE("Trainer on k devices with batch b/k matches one device with batch b")
       }
     }
   }
+}
+
+TEST_CASE("KVStore: another kind of optimizer starts from fresh state") {
+  Ctx c(1);
+  braid_kvstore kv = nullptr;
+  BRAID_CHECK_OK(braid_kvstore_create(c.ctx, nullptr, &kv));  // NULL: "local"
+  const char* type = nullptr;
+  BRAID_CHECK_OK(braid_kvstore_type(kv, &type));
+  CHECK(std::string(type) == "local");
+  T w = tensor(c.ctx, 0, {0}), g = tensor(c.ctx, 0, {1});
+  BRAID_CHECK_OK(braid_kvstore_init(kv, 1, w.t));
+  braid_optimizer_params sgd = BRAID_OPTIMIZER_PARAMS_INIT;
+  sgd.learning_rate = 0.0;
+  sgd.momentum = 0.9;
+  BRAID_CHECK_OK(braid_kvstore_set_optimizer(kv, &sgd));
+  for (int i = 0; i < 3; ++i) BRAID_CHECK_OK(braid_kvstore_push(kv, 1, 1, &g.t));
+  braid_optimizer_params adam = BRAID_OPTIMIZER_PARAMS_INIT;
+  adam.kind = BRAID_OPTIMIZER_ADAM;
+  adam.learning_rate = 0.01;
+  BRAID_CHECK_OK(braid_kvstore_set_optimizer(kv, &adam));
+  BRAID_CHECK_OK(braid_kvstore_push(kv, 1, 1, &g.t));
+  T out = tensor(c.ctx, 0, {0});
+  BRAID_CHECK_OK(braid_kvstore_pull(kv, 1, 1, &out.t));
+  // Adam's first step moves by the learning rate (m / sqrt(v) = 1 after bias correction); with the
+  // step count SGD's pushes had left, it moved by 0.0058.
+  CHECK(std::fabs(floats(out)[0] + 0.01f) < 1e-6f);
+  BRAID_CHECK_OK(braid_kvstore_release(kv));
+}
+
+TEST_CASE("Trainer: replicas on one device are refused; replica 0's values are broadcast to the others") {
+  Ctx c(2);
+  T a = tensor(c.ctx, 0, {1, 2}), b = tensor(c.ctx, 1, {5, 7}), same = tensor(c.ctx, 0, {1, 2});
+  for (T* t : {&a, &b, &same}) BRAID_CHECK_OK(braid_tensor_attach_grad(t->t, BRAID_GRAD_WRITE));
+  braid_trainer tr = nullptr;
+  braid_tensor one_device[2] = {a.t, same.t};
+  CHECK(braid_trainer_create(2, 1, one_device, nullptr, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(tr == nullptr);
+  braid_tensor apart[2] = {a.t, b.t};
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, apart, nullptr, &tr));
+  CHECK(floats(b) == std::vector<float>{1, 2});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
 TEST_CASE("Trainer refuses bad parameters") {
