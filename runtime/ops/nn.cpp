@@ -108,9 +108,16 @@ BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, 
     OpBuilder op(log ? "log_softmax" : "softmax", BRAID_KOP_SOFTMAX);
     Tensor& tx = op.input(x, "x");
     require_float(tx, op.name(), "x");
-    int32_t ax = normalize_axis(axis, tx.shape.ndim, op.name());
+    // A 0-d tensor takes axis 0 (or -1), as in PyTorch: the kernel sees it as one element along axis 0.
+    const bool scalar = tx.shape.ndim == 0;
+    const Shape one = Shape::of(std::vector<int64_t>{1});
+    int32_t ax = normalize_axis(axis, scalar ? 1 : tx.shape.ndim, op.name());
     op.require_kernel(tx.dtype);
-    op.output(tx.dtype, tx.shape);
+    Tensor& y = op.output(tx.dtype, tx.shape);
+    if (scalar) {
+      op.call().inputs[0] = reshaped_view(op.call().inputs[0], one);
+      op.call().outputs[0] = reshaped_view(y.view(), one);
+    }
     op.call().i[0] = ax;
     op.call().i[1] = log != 0;
     op.push();

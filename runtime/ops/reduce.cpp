@@ -52,11 +52,15 @@ BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdi
     Tensor& a = op.input(x, "x");
     if (!dtype_is_float(a.dtype) && !dtype_is_int(a.dtype))
       fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of argmax");
-    int32_t ax = normalize_axis(axis, a.shape.ndim, "argmax");
-    if (a.shape[ax] == 0) fail(BRAID_ERR_SHAPE, "argmax over an empty axis");
-    Shape kept = reduce_shape(a.shape, 1u << ax, true);
+    // A 0-d tensor takes axis 0 (or -1), as in PyTorch: the kernel sees it as one element along axis 0.
+    const Shape one = Shape::of(std::vector<int64_t>{1});
+    const Shape in = a.shape.ndim == 0 ? one : a.shape;
+    int32_t ax = normalize_axis(axis, in.ndim, "argmax");
+    if (in[ax] == 0) fail(BRAID_ERR_SHAPE, "argmax over an empty axis");
+    Shape kept = reduce_shape(in, 1u << ax, true);
     op.require_kernel(a.dtype);
-    Tensor& y = op.output(BRAID_INT64, reduce_shape(a.shape, 1u << ax, keepdims != 0));
+    Tensor& y = op.output(BRAID_INT64, a.shape.ndim == 0 ? a.shape : reduce_shape(in, 1u << ax, keepdims != 0));
+    if (a.shape.ndim == 0) op.call().inputs[0] = reshaped_view(op.call().inputs[0], one);
     op.call().outputs[0] = reshaped_view(y.view(), kept);
     op.call().i[0] = ax;
     op.push();

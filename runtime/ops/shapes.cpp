@@ -44,6 +44,11 @@ uint32_t reduce_mask(int32_t ndim, int32_t naxes, const int32_t* axes, const cha
   if (naxes < 0 || naxes > BRAID_MAX_DIMS) fail(BRAID_ERR_INVALID_ARGUMENT, op, ": naxes ", naxes, " out of range");
   if (naxes == 0) return ndim == 0 ? 0u : (1u << ndim) - 1;
   if (!axes) fail(BRAID_ERR_INVALID_ARGUMENT, op, ": axes is NULL");
+  if (ndim == 0) {  // as PyTorch: a 0-d tensor takes axis 0 (or -1), once, and reduces to itself
+    if (naxes > 1) fail(BRAID_ERR_INVALID_ARGUMENT, op, ": axis 0 given twice for a 0-d tensor");
+    normalize_axis(axes[0], 1, op);
+    return 0u;
+  }
   uint32_t mask = 0;
   for (int i = 0; i < naxes; ++i) {
     int32_t a = normalize_axis(axes[i], ndim, op);

@@ -147,3 +147,42 @@ TEST_CASE("reduce: integer sums are int64 and do not wrap; max and min keep the 
     });
   }
 }
+
+TEST_CASE("reduce, argmax and softmax of a 0-d tensor take axis 0 or -1, as PyTorch") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto x = braid::Tensor::full(context(), dev.index, BRAID_FLOAT32, {}, 2.5);
+      for (int32_t axis : {0, -1}) {
+        CAPTURE(axis);
+        for (bool keep : {false, true}) {
+          const auto s = braid::sum(x, {axis}, keep);
+          CHECK(s.shape().empty());  // still 0-d, keepdims or not
+          CHECK(s.to_vector<float>() == std::vector<float>{2.5f});
+        }
+        CHECK(braid::reduce(BRAID_REDUCE_MAX, x, {axis}).to_vector<float>() == std::vector<float>{2.5f});
+        const auto am = braid::argmax(x, axis);
+        CHECK(am.shape().empty());
+        CHECK(am.to_vector<int64_t>() == std::vector<int64_t>{0});
+        CHECK(braid::softmax(x, axis).to_vector<float>() == std::vector<float>{1.0f});
+        CHECK(braid::log_softmax(x, axis).to_vector<float>() == std::vector<float>{0.0f});
+      }
+      // Axis 1, or axis 0 twice, is still refused.
+      braid_tensor out = nullptr;
+      const int32_t one = 1, twice[2] = {0, -1};
+      CHECK(braid_reduce(BRAID_REDUCE_SUM, x.get(), 1, &one, 0, &out) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(braid_reduce(BRAID_REDUCE_SUM, x.get(), 2, twice, 0, &out) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(braid_softmax(x.get(), 1, 0, &out) == BRAID_ERR_INVALID_ARGUMENT);
+      // Gradients go through: d sum(x) = 1, d softmax(x) = 0 (a constant 1).
+      const auto w = braid::Tensor::full(context(), dev.index, BRAID_FLOAT32, {}, 2.5);
+      braid::attach_grad(w);
+      braid::Tensor y;
+      {
+        braid::AutogradScope record(context());
+        y = braid::sum(w, {0}) + braid::sum(braid::softmax(w, 0), {-1});
+      }
+      braid::backward(y);
+      CHECK(braid::grad(w).to_vector<float>() == std::vector<float>{1.0f});
+    });
+  }
+}
