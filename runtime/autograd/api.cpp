@@ -75,12 +75,14 @@ class Backward {
     if (it == grads_.end()) {
       grads_.emplace(m.get(), std::move(g));
     } else {
-      it->second = op::add(it->second.get(), g.get());
+      it->second = sum(it->second.get(), g.get());
     }
   }
 
   void run(const std::vector<Meta*>& heads, bool retain) {
     std::vector<Node*> order = topological(heads);
+    // Before any gradient op is pushed or any leaf written: a refused backward changes nothing.
+    for (Node* n : order) check_saved(*n);
     // A leaf's gradient is final once every node that reads the leaf has been differentiated: it is
     // written into the leaf's buffer right then, not after the whole graph, so work waiting on it (a
     // Trainer's bucketed allreduce) can start while the rest of backward still runs.
@@ -114,7 +116,7 @@ class Backward {
         continue;
       }
       for (size_t k = 0; k < dys.size(); ++k)
-        if (!dys[k] && dtype_is_float(n->outputs[k]->dtype)) {
+        if (!dys[k] && dtype_is_floating(n->outputs[k]->dtype)) {
           zeros.push_back(op::full_like(*n->outputs[k], 0.0));
           dys[k] = zeros.back().get();
         }
@@ -136,6 +138,36 @@ class Backward {
   }
 
  private:
+  // Two gradients of one tensor added up. float16 and bfloat16 are storage types (casts only): their
+  // gradients (a value cast to float16 and read twice) add in float32.
+  static TensorRef sum(Tensor* a, Tensor* b) {
+    if (dtype_is_float(a->dtype)) return op::add(a, b);
+    TensorRef a32 = op::cast(a, BRAID_FLOAT32), b32 = op::cast(b, BRAID_FLOAT32);
+    TensorRef s = op::add(a32.get(), b32.get());
+    return op::cast(s.get(), a->dtype);
+  }
+
+  // Refuses a node whose gradient would read a value (saved_values) that an in-place write changed
+  // after the node was recorded: the gradient would be computed from the new value, silently wrong.
+  static void check_saved(const Node& n) {
+    const uint32_t saved = saved_values(n);
+    auto check = [&](const std::vector<TensorRef>& ts, std::span<const uint32_t> recorded, int first,
+                     const char* what) {
+      for (size_t k = 0; k < ts.size() && k < recorded.size() && first + k < 32; ++k) {
+        if (!(saved >> (first + k) & 1u)) continue;
+        const uint32_t now = ts[k]->storage->version.load(std::memory_order_relaxed);
+        if (now != recorded[k])
+          fail(BRAID_ERR_INVALID_STATE, "one of the tensors the gradient of ", n.name, " needs (its ", what, " ", k,
+               ", shape ", ts[k]->shape.str(), ") was modified in place after ", n.name, " was recorded (version ", now,
+               ", recorded at version ", recorded[k],
+               "): its gradient would be computed from the new value. Update tensors after backward, or compute "
+               "again after the update");
+      }
+    };
+    check(n.inputs, n.in_versions, 0, "input");
+    check(n.outputs, n.out_versions, kSavedOutput, "output");
+  }
+
   // Writes or adds the leaf's final gradient into its buffer (by its req) and forgets it.
   void write_leaf(Meta* m) {
     auto it = grads_.find(m);

@@ -106,14 +106,24 @@ void binary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       }
       break;
     case BRAID_BINARY_POW:
-      if (n.needs[0]) {  // dy * b * a^(b-1)
+      // As PyTorch, 0 where the formula is 0 * inf: d/da where b == 0 (a^0 is constant), d/db where
+      // a == 0 and b >= 0 (0^b is 0 or 1 there). Masked by changing the operand, not by multiplying
+      // the result by a mask, which would keep the NaN.
+      if (n.needs[0]) {  // dy * b * a^(b-1), with exponent b - 1 + (b == 0): a^0 = 1 where b is 0
         TensorRef bm1 = op::scalar(BRAID_BINARY_SUB, b, 1.0);
-        TensorRef p = op::binary(BRAID_BINARY_POW, a, h(bm1));
+        TensorRef b0 = op::scalar(BRAID_BINARY_EQUAL, b, 0.0);
+        TensorRef e = op::add(h(bm1), h(b0));
+        TensorRef p = op::binary(BRAID_BINARY_POW, a, h(e));
         TensorRef t = op::mul(h(p), b);
         ga = op::mul(dy, h(t));
       }
-      if (n.needs[1]) {  // dy * y * log(a)
-        TensorRef la = op::unary(BRAID_UNARY_LOG, a);
+      if (n.needs[1]) {  // dy * y * log(a), with log(a + 1) = 0 where a == 0 and b >= 0
+        TensorRef a0 = op::scalar(BRAID_BINARY_EQUAL, a, 0.0);
+        TensorRef bneg = op::scalar(BRAID_BINARY_LESS, b, 0.0);
+        TensorRef bpos = op::scalar(BRAID_BINARY_SUB, h(bneg), 1.0, true);  // 1 - (b < 0)
+        TensorRef m = op::mul(h(a0), h(bpos));
+        TensorRef am = op::add(a, h(m));
+        TensorRef la = op::unary(BRAID_UNARY_LOG, h(am));
         TensorRef t = op::mul(h(n.outputs[0]), h(la));
         gb = op::mul(dy, h(t));
       }
@@ -150,10 +160,17 @@ void binary_scalar_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       }
       break;
     case BRAID_BINARY_POW:
-      if (!rev) {  // x^s: dy * s * x^(s-1)
+      if (!rev && s == 0.0) {  // x^0 is constant: 0, not 0 * x^-1 = NaN at x = 0 (as PyTorch)
+        dx[0] = op::full_like(*x, 0.0);
+      } else if (!rev) {  // x^s: dy * s * x^(s-1)
         TensorRef p = op::scalar(BRAID_BINARY_POW, x, s - 1.0);
         TensorRef t = op::scalar(BRAID_BINARY_MUL, h(p), s);
         dx[0] = op::mul(dy, h(t));
+      } else if (s == 0.0) {  // 0^x: 0 where x >= 0 (0^x is 0 or 1 there), y ln 0 = -inf where x < 0
+        TensorRef neg = op::scalar(BRAID_BINARY_LESS, x, 0.0);
+        TensorRef keep = op::scalar(BRAID_BINARY_SUB, h(neg), 1.0, true);
+        TensorRef l = op::unary(BRAID_UNARY_LOG, h(keep));  // 0 or -inf
+        dx[0] = op::mul(dy, h(l));
       } else {  // s^x: dy * y * ln s
         TensorRef t = op::scalar(BRAID_BINARY_MUL, y, std::log(s));
         dx[0] = op::mul(dy, h(t));
@@ -199,8 +216,10 @@ void reduce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       dx[0] = op::mul(h(m), h(share));
       break;
     }
-    case BRAID_REDUCE_NORM: {  // x * g / y
-      TensorRef t = op::div(h(g), h(y));
+    case BRAID_REDUCE_NORM: {  // x * g / y, and 0 where y == 0 (as PyTorch): there x is 0, so g / 1
+      TensorRef y0 = op::scalar(BRAID_BINARY_EQUAL, h(y), 0.0);
+      TensorRef d = op::add(h(y), h(y0));
+      TensorRef t = op::div(h(g), h(d));
       dx[0] = op::mul(x, h(t));
       break;
     }
@@ -303,7 +322,7 @@ braid_buffer_view rebase(braid_buffer_view v, const Tensor& from, const Tensor& 
 void copy_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* x = h(n.inputs[0]);
   Tensor* y = h(n.outputs[0]);
-  if (dy->dtype != y->dtype || !dtype_is_float(x->dtype)) return;
+  if (dy->dtype != y->dtype || !dtype_is_floating(x->dtype)) return;
   const braid_buffer_view& from = n.in_views[0];
   int64_t count = 1;
   for (int d = 0; d < from.ndim; ++d) count *= from.shape[d];
@@ -320,6 +339,57 @@ void copy_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 }
 
 }  // namespace
+
+uint32_t saved_values(const Node& n) {
+  // The first input, the second, the first output; na / nb: which operand's gradient is computed.
+  constexpr uint32_t a = 1u << 0, b = 1u << 1, y = 1u << kSavedOutput;
+  const bool na = !n.needs.empty() && n.needs[0], nb = n.needs.size() > 1 && n.needs[1];
+  switch (n.kop) {
+    case BRAID_KOP_UNARY:
+      switch (static_cast<braid_unary_op>(n.i[0])) {
+        case BRAID_UNARY_ABS:
+        case BRAID_UNARY_LOG:
+        case BRAID_UNARY_RELU:
+        case BRAID_UNARY_SQUARE: return a;
+        case BRAID_UNARY_EXP:
+        case BRAID_UNARY_SQRT:
+        case BRAID_UNARY_SIGMOID:
+        case BRAID_UNARY_TANH: return y;
+        default: return 0;  // neg, sign
+      }
+    case BRAID_KOP_BINARY:
+      switch (static_cast<braid_binary_op>(n.i[0])) {
+        case BRAID_BINARY_MUL: return (na ? b : 0) | (nb ? a : 0);
+        case BRAID_BINARY_DIV: return (na || nb ? b : 0) | (nb ? y : 0);
+        case BRAID_BINARY_POW: return a | b | (nb ? y : 0);
+        case BRAID_BINARY_MAXIMUM:
+        case BRAID_BINARY_MINIMUM: return a | b;
+        default: return 0;  // add, sub
+      }
+    case BRAID_KOP_BINARY_SCALAR: {
+      const bool rev = n.i[1] != 0;
+      switch (static_cast<braid_binary_op>(n.i[0])) {
+        case BRAID_BINARY_DIV: return rev ? a | y : 0;
+        case BRAID_BINARY_POW: return rev ? a | y : a;
+        case BRAID_BINARY_MAXIMUM:
+        case BRAID_BINARY_MINIMUM: return a;
+        default: return 0;  // add, sub, mul
+      }
+    }
+    case BRAID_KOP_REDUCE: {
+      const auto r = static_cast<braid_reduce_op>(n.i[0]);
+      return r == BRAID_REDUCE_SUM || r == BRAID_REDUCE_MEAN ? 0 : a | y;
+    }
+    case BRAID_KOP_MATMUL:
+    case BRAID_KOP_CONV2D: return (na ? b : 0) | (nb ? a : 0);  // the bias's gradient reads neither
+    case BRAID_KOP_POOL2D: return a;
+    case BRAID_KOP_BATCH_NORM: return a | b | (y << 1) | (y << 2);  // x, gamma, the batch mean and inv std
+    case BRAID_KOP_SOFTMAX: return y;
+    case BRAID_KOP_SOFTMAX_CE: return a | b;  // logits, labels
+    case BRAID_KOP_DROPOUT: return y << 1;    // the mask
+    default: return 0;                        // copies, reshape, device copies: views only
+  }
+}
 
 void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) {
   dx.clear();

@@ -21,6 +21,8 @@ bool differentiable(const PushedOp& op) {
   }
 }
 
+uint32_t version(const Tensor& t) { return t.storage->version.load(std::memory_order_relaxed); }
+
 bool covers_whole(const Tensor& t, const braid_buffer_view& v) {
   if (v.byte_offset != t.storage->block.offset) return false;
   int64_t n = 1;
@@ -60,13 +62,16 @@ void record(Context& ctx, const PushedOp& op) {
     t->refs.fetch_add(1, std::memory_order_relaxed);
     node->inputs.emplace_back(t);
     node->in_views.push_back(op.call->inputs[k]);
-    node->needs.push_back(requires_grad(*t) && dtype_is_float(t->dtype) ? 1 : 0);
+    if (k < node->in_versions.size()) node->in_versions[k] = version(*t);
+    node->needs.push_back(requires_grad(*t) && dtype_is_floating(t->dtype) ? 1 : 0);
   }
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     Tensor* t = op.outputs[k];
     node->out_views.push_back(op.call->outputs[k]);
+    if (k < node->out_versions.size())
+      node->out_versions[k] = version(*t);  // after its own write (OpBuilder bumps first)
     node->outputs.push_back(view_tensor(*t, t->shape));
-    if (!dtype_is_float(t->dtype)) {
+    if (!dtype_is_floating(t->dtype)) {
       node->out_meta.emplace_back();
       continue;
     }
@@ -90,11 +95,13 @@ void record_unkerneled(Context& ctx, const char* name, Tensor& x, Tensor& y) {
   x.refs.fetch_add(1, std::memory_order_relaxed);
   node->inputs.emplace_back(&x);
   node->in_views.push_back(x.view());
+  node->in_versions[0] = version(x);
   node->needs.push_back(1);
   y.ag = std::make_shared<Meta>();
   node->out_meta.push_back(y.ag);
   node->outputs.push_back(view_tensor(y, y.shape));
   node->out_views.push_back(y.view());
+  node->out_versions[0] = version(y);
   y.ag->producers.push_back({node, 0});
 }
 }  // namespace
@@ -102,7 +109,7 @@ void record_unkerneled(Context& ctx, const char* name, Tensor& x, Tensor& y) {
 void record_reshape(Context& ctx, Tensor& x, Tensor& y) { record_unkerneled(ctx, "reshape", x, y); }
 
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y) {
-  if (dtype_is_float(x.dtype)) record_unkerneled(ctx, "device_copy", x, y);
+  if (dtype_is_floating(x.dtype)) record_unkerneled(ctx, "device_copy", x, y);
 }
 
 void install_recorder(Context& ctx) noexcept {

@@ -3,6 +3,7 @@
 // wrote it, the node holds references to its inputs. Nothing points from a node to its outputs but
 // weak references, so releasing the last handle of a result frees its part of the tape.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -31,6 +32,10 @@ struct Node {
   std::vector<std::weak_ptr<Meta>> out_meta;  // the outputs' Metas (weak: outputs own their node)
   std::vector<TensorRef> outputs;             // handles over the outputs' storages, without history
   std::vector<braid_buffer_view> out_views;
+  // The storages' versions (Storage::version) when the op was recorded: backward refuses to run the
+  // gradient when one it reads (saved_values) has changed since, as PyTorch does.
+  std::array<uint32_t, BRAID_KERNEL_MAX_INPUTS> in_versions{};  // fixed: no allocation per recorded op
+  std::array<uint32_t, BRAID_KERNEL_MAX_OUTPUTS> out_versions{};
   bool freed = false;  // a backward without retain_graph released the above
 };
 

@@ -30,6 +30,16 @@ struct Storage : std::enable_shared_from_this<Storage> {
   // Made by a trace that only records (a hybrid function's first call): no memory (block is empty)
   // and never written. Outside that trace, an op or copy given one is refused.
   bool recorded_only = false;
+  // Bumped by every write into an existing storage (an in-place kernel, an overwrite, an upload, a
+  // copy into it); a new storage starts at 0, and an op's new outputs cost nothing. Autograd saves it
+  // with each tensor a gradient reads and refuses a backward that would read a changed value
+  // (docs/AUTOGRAD.md). It keeps counting when the storage is reused. A relaxed load and store, not a
+  // read-modify-write: two writes to one storage at once from two threads race on its data anyway,
+  // and either still changes the count.
+  std::atomic<uint32_t> version{0};
+  void bump_version() noexcept {
+    version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
 
   Storage(Device* d, CachingAllocator* a, Block b, uint64_t n) : device(d), allocator(a), block(b), bytes(n) {}
   Storage(const Storage&) = delete;

@@ -141,6 +141,10 @@ class Interpreter {
       add_unique(writes, t.storage.get());
     }
     for (int32_t v : n.also_writes) add_unique(writes, val_[at(v)]->storage.get());
+    // As OpBuilder does: a write into an existing storage is a new version of it, counted before
+    // autograd records this kernel (new values start at 0, so bumping them is harmless).
+    if (inplace || overwritten || !n.also_writes.empty())
+      for (Storage* s : writes) s->bump_version();
     if (record_ && (ctx_.recording.any() || overwritten))
       autograd::record(ctx_, {node->name, n.kop, &c, operands, outputs, overwritten, inplace});
     if (TraceHook* hook = t_trace_hook) hook->kernel({node->name, n.kop, &c, operands, outputs, writes});
@@ -286,6 +290,10 @@ std::vector<TensorRef> run_segment(Graph& g, std::span<Tensor* const> inputs) {
   for (const TensorRef& t : slots) writes.push_back(t->storage.get());
   // Inputs an in-place kernel writes are writes too (the engine takes a storage in both lists).
   for (int32_t k : p.written_inputs) writes.push_back(inputs[at(k)]->storage.get());
+  // The parameters and inputs the run writes in place (a training step's weights) get a new version,
+  // as an imperative update would give them: a backward that saved their old values then refuses.
+  for (Storage* s : p.writes) s->bump_version();
+  for (int32_t k : p.written_inputs) inputs[at(k)]->storage->bump_version();
   if (segments_supported(dev)) {
     auto node = ctx.engine->make_node("graph", dev);
     node->work.kind = BRAID_WORK_KERNELS;

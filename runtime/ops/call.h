@@ -38,11 +38,16 @@ inline TensorRef reduce(braid_reduce_op o, Tensor* x, std::vector<int32_t> axes,
   return run(braid_reduce, o, x, int32_t(axes.size()), axes.data(), keepdims);
 }
 inline TensorRef reshape(Tensor* x, const Shape& s) { return run(braid_reshape, x, s.ndim, s.dims.data()); }
-inline TensorRef full_like(const Tensor& x, double v) {
-  return run(braid_full, x.ctx, x.storage->device->index, x.dtype, x.shape.ndim, x.shape.dims.data(), v);
-}
 inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) { return run(braid_matmul, a, b, ta, tb); }
 inline TensorRef cast(Tensor* x, braid_dtype d) { return run(braid_cast, x, d); }
+// A tensor like x filled with v. float16 and bfloat16 are storage types (casts only, no fill kernel on
+// every backend): filled in float32 and cast.
+inline TensorRef full_like(const Tensor& x, double v) {
+  const bool storage_only = x.dtype == BRAID_FLOAT16 || x.dtype == BRAID_BFLOAT16;
+  TensorRef t = run(braid_full, x.ctx, x.storage->device->index, storage_only ? BRAID_FLOAT32 : x.dtype, x.shape.ndim,
+                    x.shape.dims.data(), v);
+  return storage_only ? cast(t.get(), x.dtype) : std::move(t);
+}
 inline void copy_into(Tensor* src, Tensor* dst) {
   if (braid_status st = braid_copy_into(src, dst); st != BRAID_OK) fail(st, braid_last_error());
 }

@@ -112,6 +112,7 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
     push_copy_kernel(name, src, flat_view(src, src_offset, count), dst, flat_view(dst, dst_offset, count), queue);
     return;
   }
+  dst.storage->bump_version();  // a byte copy, not a kernel: OpBuilder does not count it
   Context& ctx = *dst.ctx;
   const uint64_t esize = dtype_size(src.dtype);
   const uint64_t src_at = src.storage->block.offset + static_cast<uint64_t>(src_offset) * esize;

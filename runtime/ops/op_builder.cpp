@@ -73,6 +73,7 @@ void OpBuilder::add_inplace_output(Tensor& t, const braid_buffer_view& view) {
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
   call.outputs[call.num_outputs++] = view;
   inplace_ = true;
+  writes_existing_ = true;
   add_read(t.storage.get());
   add_write(t.storage.get());
 }
@@ -82,6 +83,7 @@ void OpBuilder::add_overwritten_output(Tensor& t, const braid_buffer_view& view)
   if (call.num_outputs >= BRAID_KERNEL_MAX_OUTPUTS) fail(BRAID_ERR_INTERNAL, name_, ": too many outputs");
   out_tensors_[static_cast<size_t>(call.num_outputs)] = &t;
   overwritten_ |= 1u << call.num_outputs;
+  writes_existing_ = true;
   call.outputs[call.num_outputs++] = view;
   add_write(t.storage.get());
 }
@@ -144,6 +146,12 @@ void OpBuilder::before_push() {
     fail(BRAID_ERR_UNSUPPORTED, name_, ": the ", device_->backend->name, " backend has no ",
          dtype_name(Device::call_dtype(node_->call)), " kernel for this op on ", device_->id);
   if (!throttled_) ctx_->engine->throttle(*device_);
+  // A write into an existing storage changes a value autograd may have saved: its version counts it,
+  // before the hook below records this op (which saves the versions its outputs have after it). The
+  // storages of new outputs among the writes start at 0 and nothing saved them yet, so bumping them
+  // too is harmless; an op with only new outputs (nearly all) skips the loop.
+  if (writes_existing_)
+    for (size_t i = 0; i < num_writes_; ++i) writes_[i]->bump_version();
   // The one autograd hook: every op is pushed here. mark_written (batch norm's running statistics)
   // is not an in-place update of a differentiable value.
   if (ctx_->recording.any() || overwritten_)

@@ -33,7 +33,10 @@ class OpBuilder {
   void add_overwritten_output(Tensor& t, const braid_buffer_view& view);
   // A tensor the kernel updates in place without it being one of the call's views (batch norm's
   // running statistics).
-  void mark_written(Tensor& t) { add_write(t.storage.get()); }
+  void mark_written(Tensor& t) {
+    add_write(t.storage.get());
+    writes_existing_ = true;
+  }
   // A new output tensor; the first allocation waits for backpressure.
   Tensor& output(braid_dtype dtype, const Shape& shape);
 
@@ -74,6 +77,7 @@ class OpBuilder {
   int num_operands_ = 0;
   uint32_t overwritten_ = 0;
   bool inplace_ = false;
+  bool writes_existing_ = false;  // an in-place, overwritten or marked output: push bumps the versions
   int num_new_outputs_ = 0;
   bool throttled_ = false;
 };

@@ -38,6 +38,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
          "write_host: the tensor was made inside a hybrid function while its first call traced it, and has no "
          "memory (only kernels are captured)");
   if (TraceHook* hook = t_trace_hook) hook->untraced_write(*s, nullptr);
+  s->bump_version();  // a value autograd saved is no longer what the tape says
   // A large whole host-memory storage that no op is using is written right here: one copy, where the
   // queued upload first copies into a fresh buffer whose pages the kernel must fault in (braid-info
   // --measure, 64 MiB to cpu:0 on an AMD EPYC: 2.2 GB/s queued, 20.9 GB/s this way). Small uploads

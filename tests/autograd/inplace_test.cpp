@@ -1,0 +1,145 @@
+// Values a gradient reads, changed in place between forward and backward: backward refuses (version
+// counters, as PyTorch's "modified by an inplace operation") instead of computing a wrong gradient, and
+// only those values count: an update the gradient does not read, or one after backward, is fine.
+#include <cmath>
+#include <string>
+
+#include "ops/harness.h"
+
+using braid::Tensor;
+
+namespace {
+Tensor vec(braid::Device d, std::vector<float> v) {
+  const int64_t n = static_cast<int64_t>(v.size());
+  return Tensor::from_vector(harness::context(), d, {n}, v);
+}
+std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
+
+// backward on head must fail with BRAID_ERR_INVALID_STATE naming op; the leaf's gradient stays as it was.
+void check_refused(const Tensor& head, const char* op, const Tensor& leaf, const std::vector<float>& grad_before) {
+  braid_tensor h = head.get();
+  CHECK(braid_backward(1, &h, nullptr, 0) == BRAID_ERR_INVALID_STATE);
+  const std::string msg = braid_last_error();
+  CHECK(msg.find("modified in place") != std::string::npos);
+  CHECK(msg.find(op) != std::string::npos);
+  CHECK(values(braid::grad(leaf)) == grad_before);
+}
+}  // namespace
+
+TEST_CASE("autograd: a saved intermediate overwritten before backward is refused") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor x = vec(dev.index, {1, 2});
+    braid::attach_grad(x);
+    Tensor y, z;
+    {
+      braid::AutogradScope rec(ctx);
+      y = braid::exp(x);
+      z = braid::sum(y * y);  // mul reads y, and exp's gradient reads y too
+    }
+    y.write(std::vector<float>{100, 100});  // was a gradient of [20000, 20000]
+    check_refused(z, "mul", x, {0, 0});
+    // copy_into, like write_host, is a new version of y.
+    Tensor y2, z2;
+    {
+      braid::AutogradScope rec(ctx);
+      y2 = braid::exp(x);
+      z2 = braid::sum(braid::square(y2));
+    }
+    braid::copy_into(vec(dev.index, {3, 4}), y2);
+    check_refused(z2, "square", x, {0, 0});
+  }
+}
+
+TEST_CASE("autograd: a leaf updated by an optimizer before backward is refused") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor w = vec(dev.index, {1, 2});
+    braid::attach_grad(w);
+    Tensor s;
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(braid::square(w));
+    }
+    braid::sgd_update(w, vec(dev.index, {10, 10}), 0.1);  // w -> [0, 1]: was a gradient of [0, 2]
+    check_refused(s, "square", w, {0, 0});
+    // A value that the gradient reads through a reshape (same storage) counts too.
+    Tensor s2;
+    {
+      braid::AutogradScope rec(ctx);
+      s2 = braid::sum(braid::square(braid::reshape(w, {2, 1})));
+    }
+    Tensor r = braid::reshape(w, {1, 2});
+    braid::sgd_update(r, Tensor::from_vector(ctx, dev.index, {1, 2}, std::vector<float>{1, 1}), 0.5);
+    check_refused(s2, "square", w, {0, 0});
+  }
+}
+
+TEST_CASE("autograd: updates the gradient does not read, or after backward, are fine") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor w = vec(dev.index, {1, 2}), c = vec(dev.index, {5, 7});
+    braid::attach_grad(w);
+    Tensor s;
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(braid::add(w * 3.0, c));  // neither op reads w or c in its gradient
+    }
+    braid::sgd_update(w, vec(dev.index, {1, 1}), 0.5);
+    c.write(std::vector<float>{0, 0});
+    braid::backward(s);
+    CHECK(values(braid::grad(w)) == std::vector<float>{3, 3});
+    // A training loop: forward, backward, update in place, again. Each forward reads the new w.
+    for (int step = 0; step < 3; ++step) {
+      const std::vector<float> before = values(w);
+      Tensor loss;
+      {
+        braid::AutogradScope rec(ctx);
+        loss = braid::sum(braid::square(w));
+      }
+      braid::backward(loss);
+      const std::vector<float> g = values(braid::grad(w));
+      CHECK(g == std::vector<float>{2 * before[0], 2 * before[1]});
+      braid::sgd_update(w, braid::grad(w), 0.25);
+    }
+  }
+}
+
+TEST_CASE("autograd: a reused storage keeps counting versions") {
+  // Outputs of 256 KiB and more take over storages the application released (tensor.cpp,
+  // new_output_tensor), including ones written in place: the new tensor's version goes on from there,
+  // and a node that saved it compares against that version, so backward is neither refused wrongly
+  // nor fooled.
+  auto& ctx = harness::context();
+  const auto dev = harness::each_device().at(0);
+  const int64_t n = 1 << 17;  // 512 KiB of float32
+  Tensor x = Tensor::full(ctx, dev.index, BRAID_FLOAT32, {n}, 0.5);
+  braid::attach_grad(x);
+  for (int round = 0; round < 4; ++round) {
+    INFO("round ", round);
+    Tensor y, s;
+    {
+      braid::AutogradScope rec(ctx);
+      y = braid::exp(x);
+      s = braid::sum(y);
+    }
+    y.write(std::vector<float>(static_cast<size_t>(n), 1.0f));  // a new version of y's storage
+    braid_tensor h = s.get();
+    CHECK(braid_backward(1, &h, nullptr, 0) == BRAID_ERR_INVALID_STATE);
+    y = Tensor();  // released, written: offered for reuse
+    s = Tensor();
+    Tensor y2, s2;
+    {
+      braid::AutogradScope rec(ctx);
+      y2 = braid::exp(x);  // may take over y's storage, at its version
+      s2 = braid::sum(y2);
+    }
+    braid::backward(s2);
+    const std::vector<float> g = values(braid::grad(x));
+    CHECK(g.front() == doctest::Approx(std::exp(0.5)));
+    CHECK(g.back() == doctest::Approx(std::exp(0.5)));
+  }
+}
