@@ -110,7 +110,8 @@ BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, 
     require_float(tx, op.name(), "x");
     // A 0-d tensor takes axis 0 (or -1), as in PyTorch: the kernel sees it as one element along axis 0.
     const bool scalar = tx.shape.ndim == 0;
-    const Shape one = Shape::of(std::vector<int64_t>{1});
+    constexpr int64_t kOne = 1;  // the [1] a 0-d tensor is viewed as, without a heap allocation per call
+    const Shape one = Shape::of({&kOne, 1});
     int32_t ax = normalize_axis(axis, scalar ? 1 : tx.shape.ndim, op.name());
     op.require_kernel(tx.dtype);
     Tensor& y = op.output(tx.dtype, tx.shape);

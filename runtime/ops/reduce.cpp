@@ -53,7 +53,8 @@ BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdi
     if (!dtype_is_float(a.dtype) && !dtype_is_int(a.dtype))
       fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of argmax");
     // A 0-d tensor takes axis 0 (or -1), as in PyTorch: the kernel sees it as one element along axis 0.
-    const Shape one = Shape::of(std::vector<int64_t>{1});
+    constexpr int64_t kOne = 1;  // the [1] a 0-d tensor is viewed as, without a heap allocation per call
+    const Shape one = Shape::of({&kOne, 1});
     const Shape in = a.shape.ndim == 0 ? one : a.shape;
     int32_t ax = normalize_axis(axis, in.ndim, "argmax");
     if (in[ax] == 0) fail(BRAID_ERR_SHAPE, "argmax over an empty axis");

@@ -335,6 +335,24 @@ TEST_CASE("graph: every unary and binary op fuses with the imperative results, o
     }
 }
 
+// Gradients of sum(forward()) with respect to wrt, recorded on ctx: how the graph tests compare a graph
+// run's backward with the imperative ops' (each test passes both forwards).
+template <class Forward>
+std::vector<std::vector<float>> gradients_of_sum(braid_context ctx, Forward forward, std::vector<braid_tensor> wrt) {
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 1, nullptr));
+  T y = forward(), loss;
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 0, nullptr));
+  BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+  std::vector<std::vector<float>> out;
+  for (braid_tensor p : wrt) {
+    T gr;
+    BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
+    out.push_back(gtest::host_f32(gr));
+  }
+  return out;
+}
+
 TEST_CASE("graph: backward through a graph run equals backward through the imperative ops, every pass, every device") {
   for (const std::string& backend : gtest::backends()) {
     CAPTURE(backend);
@@ -348,27 +366,18 @@ TEST_CASE("graph: backward through a graph run equals backward through the imper
       CAPTURE(passes);
       Graph g = trace_mlp(c.ctx, m, x.t, nullptr);
       BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
-      auto grads = [&](bool hybrid) {
-        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
-        T y, loss;
-        if (hybrid)
-          BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
-        else
-          y = m.forward(x.t);
-        BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
-        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
-        BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
-        std::vector<std::vector<float>> out;
-        for (braid_tensor p :
-             {m.params[0].t, m.params[1].t, m.params[2].t, m.params[3].t, m.params[4].t, m.params[5].t, x.t}) {
-          T gr;
-          BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
-          out.push_back(gtest::host_f32(gr));
-        }
-        return out;
-      };
-      const auto want = grads(false);
-      const auto got = grads(true);
+      const std::vector<braid_tensor> wrt = {
+          m.params[0].t, m.params[1].t, m.params[2].t, m.params[3].t, m.params[4].t, m.params[5].t, x.t};
+      const auto want = gradients_of_sum(
+          c.ctx, [&] { return m.forward(x.t); }, wrt);
+      const auto got = gradients_of_sum(
+          c.ctx,
+          [&] {
+            T y;
+            BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+            return y;
+          },
+          wrt);
       REQUIRE(got.size() == want.size());
       for (size_t k = 0; k < got.size(); ++k) gtest::check_close(got[k], want[k], 1e-5);
     }
@@ -409,26 +418,14 @@ TEST_CASE("graph: an input's gradient through matmul, a reduction without keepdi
       Graph g;
       BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
       BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
-      auto grads = [&](bool graph) {
-        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
-        T y, loss;
-        if (graph)
-          BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
-        else
-          y = through_views(x.t, w.t);
-        BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
-        BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
-        BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
-        std::vector<std::vector<float>> out;
-        for (braid_tensor p : {x.t, w.t}) {
-          T gr;
-          BRAID_CHECK_OK(braid_tensor_grad(p, gr.out()));
-          out.push_back(gtest::host_f32(gr));
-        }
-        return out;
-      };
-      const auto want = grads(false);
-      const auto got = grads(true);
+      const auto want = gradients_of_sum(c.ctx, [&] { return through_views(x.t, w.t); }, {x.t, w.t});
+      const auto got = gradients_of_sum(c.ctx,
+                                        [&] {
+                                          T y;
+                                          BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+                                          return y;
+                                        },
+                                        {x.t, w.t});
       for (size_t k = 0; k < got.size(); ++k) {
         CAPTURE(k);
         gtest::check_close(got[k], want[k], 1e-5);
