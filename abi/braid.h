@@ -351,7 +351,9 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
 /* Copies x to device (the same device makes a clone). Copies between devices run on transfer queues. */
 BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_tensor* out);
 BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tensor* out);
-/* Copies src into dst (same shape and dtype, any devices); dst is written in program order. */
+/* Copies src into dst (same shape and dtype, any devices); dst is written in program order. Autograd
+ * does not record it: dst's new value has no history (ops recorded before keep the old one;
+ * docs/AUTOGRAD.md, "Overwritten values"). */
 BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst);
 
 /* ---- ops: neural network ---------------------------------------------------------------------- */

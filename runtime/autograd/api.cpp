@@ -15,6 +15,17 @@ using namespace braid::autograd;
 
 namespace {
 
+// A gradient that would flow into the history of a value that something autograd does not record had
+// overwritten (through another handle over its storage, or in part) before the op read it: that
+// history did not make the value the op read, so the gradient would be silently wrong.
+[[noreturn]] void refuse_stale(const Node& n, size_t k) {
+  fail(BRAID_ERR_INVALID_STATE, "input ", k, " of ", n.name, " (shape ", n.inputs[k]->shape.str(),
+       ") was overwritten after it was computed and before ", n.name,
+       " read it, by an op autograd does not record (copy_into or write_host into a handle over the same memory, an "
+       "in-place update), so its recorded history no longer made that value. Record the write as an op, or "
+       "compute the value again");
+}
+
 // Nodes reachable from the heads, consumers before producers (reverse DFS post-order).
 std::vector<Node*> topological(const std::vector<Meta*>& heads) {
   std::vector<Node*> post;
@@ -41,14 +52,15 @@ std::vector<Node*> topological(const std::vector<Meta*>& heads) {
         Node* child = nullptr;
         {
           Frame& f = stack.back();  // not used after visit(): pushing may move the stack
-          while (!child && f.input < n->inputs.size()) {
-            const Tensor& t = *n->inputs[f.input];
-            if (!n->needs[f.input] || !t.ag || f.producer >= t.ag->producers.size()) {
+          while (!child && f.input < n->in_meta.size()) {
+            const Meta* m = n->in_meta[f.input].get();
+            if (!n->needs[f.input] || !m || f.producer >= m->producers.size()) {
               ++f.input;
               f.producer = 0;
               continue;
             }
-            Node* c = t.ag->producers[f.producer++].node.get();
+            if (f.input < 32 && (n->stale_inputs >> f.input & 1u)) refuse_stale(*n, f.input);
+            Node* c = m->producers[f.producer++].node.get();
             if (!seen.count(c)) child = c;
           }
         }
@@ -89,7 +101,7 @@ class Backward {
     std::unordered_map<Meta*, size_t> pending;
     auto for_leaf_inputs = [](Node* n, auto&& fn) {
       for (size_t k = 0; k < n->inputs.size(); ++k)
-        if (n->needs[k] && n->inputs[k]->ag && n->inputs[k]->ag->leaf) fn(n->inputs[k]->ag.get());
+        if (n->needs[k] && n->in_meta[k] && n->in_meta[k]->leaf) fn(n->in_meta[k].get());
     };
     for (Node* n : order) for_leaf_inputs(n, [&](Meta* m) { ++pending[m]; });
     auto settle = [&](Node* n) {
@@ -122,7 +134,7 @@ class Backward {
         }
       gradient(*n, dys, dx);
       for (size_t k = 0; k < dx.size(); ++k)
-        if (dx[k].get()) add(n->inputs[k]->ag, std::move(dx[k]));
+        if (dx[k].get() && n->in_meta[k]) add(n->in_meta[k], std::move(dx[k]));
       settle(n);
     }
     // Leaves no node read (a head that is itself a leaf).
@@ -133,6 +145,7 @@ class Backward {
       for (Node* n : order) {
         n->freed = true;
         n->inputs.clear();
+        n->in_meta.clear();
         n->outputs.clear();
       }
   }

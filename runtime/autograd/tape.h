@@ -26,7 +26,13 @@ struct Node {
   braid_kernel_op kop = BRAID_KOP_COUNT;  // BRAID_KOP_COUNT: reshape (no kernel)
   int64_t i[8] = {};
   double f[8] = {};
-  std::vector<TensorRef> inputs;              // the handles the op read (graph edges)
+  std::vector<TensorRef> inputs;  // the handles the op read
+  // The edges: each input's Meta when the op read it. A handle gets a new Meta when its value is
+  // written whole again, so a gradient reaches the history of the value this op read, not a later one.
+  std::vector<std::shared_ptr<Meta>> in_meta;
+  // Bit k: input k's history was stale when read (written by an op autograd does not record after its
+  // producers); backward refuses to pass a gradient into it.
+  uint32_t stale_inputs = 0;
   std::vector<braid_buffer_view> in_views;    // as the kernel saw them (strided copies need them)
   std::vector<uint8_t> needs;                 // input k requires a gradient
   std::vector<std::weak_ptr<Meta>> out_meta;  // the outputs' Metas (weak: outputs own their node)
@@ -62,6 +68,9 @@ using PushedOp = braid::PushedOp;
 void record(Context& ctx, const PushedOp& op);
 // Records reshape (a view: no kernel, so no push).
 void record_reshape(Context& ctx, Tensor& x, Tensor& y);
+// t was written whole by something autograd does not record (copy_into, write_host): its value has no
+// history from now on; ops recorded before keep theirs.
+void forget_history(Context& ctx, Tensor& t);
 // Records a copy of x to another device (a byte copy, not a kernel): its gradient is dy copied back
 // to x's device, so a model split across devices back-propagates across them.
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y);

@@ -199,8 +199,11 @@ BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst) {
     if (a.bytes() == 0) return;
     if (&a.device() == &b.device())
       push_copy_kernel("copy_into", a, a.view(), b, b.view());
-    else
+    else {
       push_range_copy("copy", a, 0, b, 0, a.shape.numel());
+      // A byte copy, not a kernel, so autograd does not see it: b's old history no longer made b.
+      if (const OpRecorder* r = b.ctx->recording.recorder()) r->overwritten(*b.ctx, b);
+    }
   });
 }
 

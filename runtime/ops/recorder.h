@@ -30,6 +30,8 @@ struct OpRecorder {
   void (*reshape)(Context& ctx, Tensor& x, Tensor& y);
   // A copy of x to another device (a byte copy, not a kernel).
   void (*device_copy)(Context& ctx, Tensor& x, Tensor& y);
+  // t written whole by what is not a kernel (an upload, a byte copy from another device).
+  void (*overwritten)(Context& ctx, Tensor& t);
 };
 
 }  // namespace braid

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/trace_hook.h"
 #include "ops/op_builder.h"
+#include "ops/recorder.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -24,6 +25,12 @@ std::byte* host_address(const Storage& s) {
   return base ? base + s.block.offset : nullptr;
 }
 std::byte* host_address(const Tensor& t) { return host_address(*t.storage); }
+
+// t's whole value was replaced by one autograd did not record: it has no history from now on
+// (ops/recorder.h).
+void forget_history(Tensor& t) {
+  if (const OpRecorder* r = t.ctx->recording.recorder()) r->overwritten(*t.ctx, t);
+}
 
 // Pushes an upload of host bytes into t (ordered after earlier ops on t). The bytes are copied first.
 // The upload overwrites all of t's storage (bytes == t.bytes() == the storage's size) and reads none of
@@ -216,6 +223,7 @@ BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data,
     if (bytes == 0) return;
     require(data, "data");
     push_upload(x, data, bytes);
+    forget_history(x);
   });
 }
 

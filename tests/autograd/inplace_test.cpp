@@ -143,3 +143,76 @@ TEST_CASE("autograd: a reused storage keeps counting versions") {
     CHECK(g.back() == doctest::Approx(std::exp(0.5)));
   }
 }
+
+// A tensor written whole by copy_into or write_host holds a value without history from then on (a
+// constant to ops recorded after), while ops recorded before the write keep the history of the value
+// they read, as PyTorch's graph keeps the value an op saw. Before, the write cleared the tensor's
+// history for everyone (an earlier reader's gradient was lost: [0, 0] for [3, 3]), and write_host kept
+// it for later readers (a gradient through the old producer: [9, 11] for [7, 7]).
+TEST_CASE("autograd: ops recorded before a value is overwritten keep its history; later ones see none") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor x = vec(dev.index, {1, 2});
+    braid::attach_grad(x);
+    Tensor y, s, t;
+    {
+      braid::AutogradScope rec(ctx);
+      y = x * 3.0;
+      s = braid::sum(y + 1.0);  // neither gradient reads y
+    }
+    braid::copy_into(vec(dev.index, {5, 5}), y);
+    {
+      braid::AutogradScope rec(ctx);
+      t = braid::sum(y * x);  // y is a constant now
+    }
+    braid::backward(s);
+    CHECK(values(braid::grad(x)) == std::vector<float>{3, 3});
+    braid::backward(t);
+    CHECK(values(braid::grad(x)) == std::vector<float>{5, 5});
+
+    Tensor y2, s2, t2;
+    {
+      braid::AutogradScope rec(ctx);
+      y2 = x * 2.0;
+      s2 = braid::sum(y2 + 1.0);
+    }
+    y2.write(std::vector<float>{7, 7});
+    {
+      braid::AutogradScope rec(ctx);
+      t2 = braid::sum(y2 * x);
+    }
+    braid::backward(s2);
+    CHECK(values(braid::grad(x)) == std::vector<float>{2, 2});
+    braid::backward(t2);
+    CHECK(values(braid::grad(x)) == std::vector<float>{7, 7});
+  }
+}
+
+// Written through another handle over the same memory (a reshape), the tensor's own history no
+// longer made its value: an op that reads it afterwards must not pass a gradient into that history
+// (it gave [6, 6] where the value is a constant). Refused before anything is computed.
+TEST_CASE("autograd: a value overwritten through another handle before an op read it is refused") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor x = vec(dev.index, {1, 2});
+    braid::attach_grad(x);
+    Tensor y, s;
+    {
+      braid::AutogradScope rec(ctx);
+      y = x * 3.0;
+    }
+    braid::copy_into(Tensor::from_vector(ctx, dev.index, {2, 1}, std::vector<float>{4, 4}), braid::reshape(y, {2, 1}));
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(y * 2.0);
+    }
+    braid_tensor h = s.get();
+    CHECK(braid_backward(1, &h, nullptr, 0) == BRAID_ERR_INVALID_STATE);
+    CHECK(std::string(braid_last_error()).find("was overwritten") != std::string::npos);
+    CHECK(values(braid::grad(x)) == std::vector<float>{0, 0});
+    // What it read is still right in the forward direction.
+    CHECK(values(s) == std::vector<float>{16});
+  }
+}
