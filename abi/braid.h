@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 5
+#define BRAID_ABI_MINOR 6
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -677,15 +677,23 @@ typedef struct braid_trainer_options {
   braid_optimizer_params optimizer;
   uint64_t bucket_bytes;               /* 0: 1 MiB */
   braid_allreduce_algorithm algorithm; /* for every bucket */
+  uint64_t flags;                      /* BRAID_TRAINER_* bits; since 1.6 */
 } braid_trainer_options;
 #define BRAID_TRAINER_OPTIONS_INIT \
-  { sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO }
+  { sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO, 0 }
+/* A step normally refuses (BRAID_ERR_INVALID_STATE) a gradient that no backward wrote since the last
+ * update (Gluon's stale gradient). With this flag a parameter stale on every replica is skipped (not
+ * reduced, not updated: a layer this step did not use); stale on some replicas only is still refused. */
+#define BRAID_TRAINER_IGNORE_STALE_GRAD 1u
 
 BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_params, const braid_tensor* params,
                                             const braid_trainer_options* options, braid_trainer* out);
 BRAID_API braid_status braid_trainer_retain(braid_trainer tr);
 BRAID_API braid_status braid_trainer_release(braid_trainer tr);
-/* allreduce_grads, then update(batch_size). batch_size > 0 is the global batch (all replicas). */
+/* allreduce_grads, then update(batch_size). batch_size > 0 is the global batch (all replicas). Every
+ * replica's gradient of every parameter must have been written by backward (or braid_tensor_write_host)
+ * since the last update, else BRAID_ERR_INVALID_STATE before anything changes (see
+ * BRAID_TRAINER_IGNORE_STALE_GRAD). */
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
 /* Sums every parameter's gradients over the replicas (in place), bucket by bucket. */
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
@@ -696,7 +704,7 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
 
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.5)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.6)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
 

@@ -7,6 +7,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_pool.h"
+#include "engine/storage.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/params.h"
@@ -26,6 +27,15 @@ struct braid_trainer_t {
   // Parameter indices per bucket, in the order the buckets are reduced (the last parameters first:
   // backward writes their gradients first).
   std::vector<std::vector<int32_t>> buckets;
+  // Per entry of params: its gradient's storage and version when the trainer last looked, and whether
+  // something wrote the gradient since the last update (Gluon's fresh_grad). Backward's writes bump the
+  // version (engine/storage.h); the trainer's own allreduce does too, so it looks again right after.
+  struct GradSeen {
+    const Storage* storage = nullptr;
+    uint32_t version = 0;
+    bool fresh = false;
+  };
+  std::vector<GradSeen> seen;
 
   Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
 };
@@ -65,10 +75,59 @@ std::vector<std::vector<int32_t>> make_buckets(braid_trainer_t& tr, uint64_t byt
   return buckets;
 }
 
-void allreduce_grads(braid_trainer_t& tr) {
+// Looks at every gradient: one written since the last look is fresh (until the next update). With
+// `after_own_write` the writes seen are the trainer's own (its allreduce), which make nothing fresh.
+void look_at_grads(braid_trainer_t& tr, bool after_own_write) {
+  for (size_t i = 0; i < tr.params.size(); ++i) {
+    TensorRef g = grad_of(*tr.params[i]);
+    const Storage* s = g->storage.get();
+    const uint32_t v = s->version.load(std::memory_order_relaxed);
+    braid_trainer_t::GradSeen& seen = tr.seen[i];
+    if (!after_own_write && (s != seen.storage || v != seen.version)) seen.fresh = true;
+    seen.storage = s;
+    seen.version = v;
+  }
+}
+
+// The parameters to skip this step: those whose gradient no backward wrote since the last update on
+// any replica, when the options allow it (BRAID_TRAINER_IGNORE_STALE_GRAD); otherwise any stale
+// gradient is refused, as Gluon's Trainer.step refuses it. A gradient fresh on some replicas and stale
+// on others is refused either way: updating from it would apply the last step's gradient again, and
+// skipping only some replicas would let them drift apart.
+std::vector<uint8_t> stale_params(braid_trainer_t& tr) {
+  look_at_grads(tr, false);
+  const bool ignore = (tr.options.flags & BRAID_TRAINER_IGNORE_STALE_GRAD) != 0;
+  std::vector<uint8_t> skip(static_cast<size_t>(tr.count), 0);
+  for (int32_t p = 0; p < tr.count; ++p) {
+    int32_t stale = 0, first_stale = -1;
+    for (int32_t r = 0; r < tr.replicas; ++r)
+      if (!tr.seen[static_cast<size_t>(r * tr.count + p)].fresh) {
+        ++stale;
+        if (first_stale < 0) first_stale = r;
+      }
+    if (stale == 0) continue;
+    if (ignore && stale == tr.replicas) {
+      skip[static_cast<size_t>(p)] = 1;
+      continue;
+    }
+    fail(BRAID_ERR_INVALID_STATE, "the gradient of parameter ", p, " on ", tr.param(first_stale, p).device().id,
+         " (replica ", first_stale, ") has not been written by backward since the last update",
+         stale < tr.replicas ? ", while other replicas' were: each replica must run backward before a step"
+         : ignore            ? ""
+                             : "; set BRAID_TRAINER_IGNORE_STALE_GRAD in the options to skip parameters that "
+                               "no replica used in this step");
+  }
+  return skip;
+}
+
+void allreduce_grads(braid_trainer_t& tr, const std::vector<uint8_t>& skip) {
   if (tr.replicas == 1) return;
   const auto replicas = static_cast<size_t>(tr.replicas);
-  for (const std::vector<int32_t>& bucket : tr.buckets) {
+  for (const std::vector<int32_t>& all : tr.buckets) {
+    std::vector<int32_t> bucket;
+    for (int32_t p : all)
+      if (!skip[static_cast<size_t>(p)]) bucket.push_back(p);
+    if (bucket.empty()) continue;
     // The gradients of the bucket, replica by replica.
     std::vector<std::vector<TensorRef>> grads(replicas);
     for (int32_t r = 0; r < tr.replicas; ++r)
@@ -106,16 +165,19 @@ void allreduce_grads(braid_trainer_t& tr) {
       }
     }
   }
+  look_at_grads(tr, true);
 }
 
-void update(braid_trainer_t& tr, double batch_size) {
-  check_batch_size(batch_size);
+void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& skip) {
   const double scale = tr.options.optimizer.rescale_grad / batch_size;
   for (int32_t r = 0; r < tr.replicas; ++r)
     for (int32_t p = 0; p < tr.count; ++p) {
+      if (skip[static_cast<size_t>(p)]) continue;
+      const auto i = static_cast<size_t>(r * tr.count + p);
       Tensor& w = tr.param(r, p);
       TensorRef g = grad_of(w);
-      apply_update(tr.options.optimizer, w, *g, tr.states[static_cast<size_t>(r * tr.count + p)], scale);
+      apply_update(tr.options.optimizer, w, *g, tr.states[i], scale);
+      tr.seen[i].fresh = false;
     }
 }
 
@@ -164,6 +226,8 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       tr->params.emplace_back(&t);
     }
     tr->states.resize(total);
+    tr->seen.resize(total);
+    look_at_grads(*tr, true);  // the gradients attached so far are not fresh: no backward wrote them
     // The replicas start equal: replica 0's values are broadcast to the others, as PyTorch's
     // DistributedDataParallel broadcasts rank 0's parameters when it is built (replicas initialised
     // apart would train apart, silently).
@@ -192,18 +256,27 @@ BRAID_API braid_status braid_trainer_release(braid_trainer tr) {
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
   return guard("braid_trainer_step", [&] {
     braid_trainer_t& t = checked_trainer(tr);
-    check_batch_size(batch_size);  // before the allreduce: a refused step changes nothing
-    allreduce_grads(t);
-    update(t, batch_size);
+    // Both checks before the allreduce: a refused step changes nothing.
+    check_batch_size(batch_size);
+    const std::vector<uint8_t> skip = stale_params(t);
+    allreduce_grads(t, skip);
+    update(t, batch_size, skip);
   });
 }
 
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
-  return guard("braid_trainer_allreduce_grads", [&] { allreduce_grads(checked_trainer(tr)); });
+  return guard("braid_trainer_allreduce_grads", [&] {
+    braid_trainer_t& t = checked_trainer(tr);
+    allreduce_grads(t, stale_params(t));
+  });
 }
 
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size) {
-  return guard("braid_trainer_update", [&] { update(checked_trainer(tr), batch_size); });
+  return guard("braid_trainer_update", [&] {
+    braid_trainer_t& t = checked_trainer(tr);
+    check_batch_size(batch_size);
+    update(t, batch_size, stale_params(t));
+  });
 }
 
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate) {

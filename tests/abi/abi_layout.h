@@ -29,7 +29,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 5, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 6, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 4,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -452,10 +452,11 @@ BRAID_PIN_OFFSET(braid_optimizer_params, beta1, 32);
 BRAID_PIN_OFFSET(braid_optimizer_params, beta2, 40);
 BRAID_PIN_OFFSET(braid_optimizer_params, epsilon, 48);
 BRAID_PIN_OFFSET(braid_optimizer_params, rescale_grad, 56);
-BRAID_PIN_SIZE(braid_trainer_options, 88);
+BRAID_PIN_SIZE(braid_trainer_options, 96);
 BRAID_PIN_OFFSET(braid_trainer_options, optimizer, 8);
 BRAID_PIN_OFFSET(braid_trainer_options, bucket_bytes, 72);
 BRAID_PIN_OFFSET(braid_trainer_options, algorithm, 80);
+BRAID_PIN_OFFSET(braid_trainer_options, flags, 88);
 #endif /* x86-64 */
 
 #endif /* BRAID_TESTS_ABI_LAYOUT_H_ */

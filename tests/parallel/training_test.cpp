@@ -322,6 +322,82 @@ TEST_CASE("Trainer: replicas on one device are refused; replica 0's values are b
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
+namespace {
+// Records sum(k * a) (+ sum(k * u) when u is given) and back-propagates it: a's gradient is k.
+void backward_through(braid_context ctx, const T& a, const T& k, const T* u = nullptr) {
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 1, nullptr));
+  T ka = binary(BRAID_BINARY_MUL, a, k), total = std::move(ka);
+  if (u) {
+    T ku = binary(BRAID_BINARY_MUL, *u, k);
+    total = binary(BRAID_BINARY_ADD, total, ku);
+  }
+  T loss;
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, total.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 0, nullptr));
+  BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+}
+}  // namespace
+
+// Gluon's Trainer.step refuses a gradient that no backward wrote since the last step. Before, the
+// step used whatever the buffer held: a replica that skipped backward gave the last step's summed
+// gradient again (w = -16 where the replicas' gradients say -13).
+TEST_CASE("Trainer: a gradient no backward wrote since the last update is refused, or skipped when asked") {
+  Ctx c(2);
+  T a0 = tensor(c.ctx, 0, {0, 0}), u0 = tensor(c.ctx, 0, {0, 0});
+  T a1 = tensor(c.ctx, 1, {0, 0}), u1 = tensor(c.ctx, 1, {0, 0});
+  T k0 = tensor(c.ctx, 0, {1, 1}), k1 = tensor(c.ctx, 1, {2, 2});
+  for (T* t : {&a0, &u0, &a1, &u1}) BRAID_CHECK_OK(braid_tensor_attach_grad(t->t, BRAID_GRAD_WRITE));
+  braid_tensor params[4] = {a0.t, u0.t, a1.t, u1.t};
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer.learning_rate = 1;
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(2, 2, params, &o, &tr));
+  // No backward yet.
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("has not been written by backward") != std::string::npos);
+  CHECK(floats(a0) == std::vector<float>{0, 0});
+  // Both replicas, both parameters: gradients 1 and 2, summed to 3.
+  backward_through(c.ctx, a0, k0, &u0);
+  backward_through(c.ctx, a1, k1, &u1);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  for (T* t : {&a0, &u0, &a1, &u1}) CHECK(floats(*t) == std::vector<float>{-3, -3});
+  // Only replica 0 runs backward: replica 1's buffer still holds the summed 3. Refused, nothing changes.
+  backward_through(c.ctx, a0, k0, &u0);
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("replica 1") != std::string::npos);
+  CHECK(floats(a0) == std::vector<float>{-3, -3});
+  // The step after both ran backward goes through; update alone, with nothing new, does not.
+  backward_through(c.ctx, a1, k1, &u1);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  for (T* t : {&a0, &u0, &a1, &u1}) CHECK(floats(*t) == std::vector<float>{-6, -6});
+  CHECK(braid_trainer_update(tr, 1) == BRAID_ERR_INVALID_STATE);
+  // allreduce_grads then update, Gluon's split step: the allreduce's own write makes nothing fresh.
+  backward_through(c.ctx, a0, k0, &u0);
+  backward_through(c.ctx, a1, k1, &u1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  BRAID_CHECK_OK(braid_trainer_update(tr, 1));
+  for (T* t : {&a0, &u0, &a1, &u1}) CHECK(floats(*t) == std::vector<float>{-9, -9});
+  // u unused by both replicas: refused by default.
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("parameter 1") != std::string::npos);
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  // With the flag, a parameter no replica used is skipped; one some replicas used is still refused.
+  o.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
+  BRAID_CHECK_OK(braid_trainer_create(2, 2, params, &o, &tr));
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-12, -12});
+  for (T* t : {&u0, &u1}) CHECK(floats(*t) == std::vector<float>{-9, -9});
+  backward_through(c.ctx, a0, k0, &u0);
+  backward_through(c.ctx, a1, k1);
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(floats(u0) == std::vector<float>{-9, -9});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+}
+
 TEST_CASE("Trainer refuses bad parameters") {
   Ctx c(2);
   T a = tensor(c.ctx, 0, {1, 2}), b = tensor(c.ctx, 1, {1, 2}), s = tensor(c.ctx, 1, {1});
