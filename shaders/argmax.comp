@@ -12,8 +12,10 @@ shared T bv[256];
 shared uint bi[256];
 
 bool better(T v, uint i, T w, uint j) {
-  if (isnan(w)) return false;
-  if (isnan(v)) return true;  // NaN counts as the maximum, like the CPU backend's first-NaN rule
+  // NaN counts as the maximum and the first NaN wins, like the CPU backend: the tree below merges
+  // indices out of order, so between two NaNs the lower index must win here too.
+  if (isnan(w)) return isnan(v) && i < j;
+  if (isnan(v)) return true;
   return v > w || (v == w && i < j);
 }
 

@@ -11,6 +11,9 @@ namespace braid {
 constexpr bool dtype_valid(int dtype) { return dtype >= 0 && dtype < BRAID_DTYPE_COUNT; }
 constexpr bool dtype_is_float(braid_dtype d) { return d == BRAID_FLOAT32 || d == BRAID_FLOAT64; }
 constexpr bool dtype_is_int(braid_dtype d) { return d == BRAID_INT32 || d == BRAID_INT64; }
+// Any integer dtype, uint8 included: uint8 has no arithmetic kernels (a storage type), but where an
+// integer computes in float32 (true division, a non-integral scalar) uint8 does too.
+constexpr bool dtype_is_integer(braid_dtype d) { return dtype_is_int(d) || d == BRAID_UINT8; }
 constexpr bool dtype_is_floating(braid_dtype d) {  // the storage-only 16-bit floats included
   return dtype_is_float(d) || d == BRAID_FLOAT16 || d == BRAID_BFLOAT16;
 }

@@ -36,7 +36,7 @@ void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name
 // promotion, and true division of integers in float32 as braid_binary_scalar divides them.
 braid_dtype binary_dtype(const braid_binary_op& op, braid_dtype a, braid_dtype b) {
   const braid_dtype common = promote_types(a, b);
-  return dtype_is_int(common) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
+  return dtype_is_integer(common) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
 }
 
 }  // namespace
@@ -123,7 +123,7 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
     Tensor& tx = checked_tensor(x, "x");
     // inf is no integer either (trunc(inf) == inf): x + inf is float32 inf, not a saturated integer.
     const bool whole = std::isfinite(scalar) && std::trunc(scalar) == scalar;
-    if (dtype_is_int(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
+    if (dtype_is_integer(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
       const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
       *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
       return;

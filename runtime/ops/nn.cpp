@@ -84,7 +84,8 @@ BRAID_API braid_status braid_batch_norm(braid_tensor x, braid_tensor gamma, brai
       require_vector(*params_t[i], c, tx.dtype, "batch_norm", names[i]);
     }
     if (p.training) {
-      if (tx.shape.numel() / c < 2) fail(BRAID_ERR_SHAPE, "batch_norm: training needs more than one value per channel");
+      if (c > 0 && tx.shape.numel() / c < 2)  // no channel: nothing to normalise, an empty result
+        fail(BRAID_ERR_SHAPE, "batch_norm: training needs more than one value per channel");
       op.mark_written(*params_t[2]);
       op.mark_written(*params_t[3]);
     }

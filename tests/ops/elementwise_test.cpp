@@ -280,6 +280,9 @@ TEST_CASE("elementwise: tensors of different dtypes promote as in PyTorch, in ei
   const Case cases[] = {{BRAID_INT32, BRAID_FLOAT32, BRAID_FLOAT32},   {BRAID_INT64, BRAID_FLOAT32, BRAID_FLOAT32},
                         {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT64}, {BRAID_INT32, BRAID_FLOAT64, BRAID_FLOAT64},
                         {BRAID_UINT8, BRAID_INT32, BRAID_INT32},       {BRAID_INT32, BRAID_INT64, BRAID_INT64}};
+  // uint8 has no arithmetic of its own (a storage type), but divided it computes in float32 as any
+  // integer: it was refused.
+  const Case uint8_divided = {BRAID_UINT8, BRAID_UINT8, BRAID_FLOAT32};
   const braid_binary_op ops[] = {BRAID_BINARY_ADD,   BRAID_BINARY_SUB,     BRAID_BINARY_MUL,
                                  BRAID_BINARY_DIV,   BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM,
                                  BRAID_BINARY_EQUAL, BRAID_BINARY_LESS,    BRAID_BINARY_GREATER};
@@ -302,6 +305,23 @@ TEST_CASE("elementwise: tensors of different dtypes promote as in PyTorch, in ei
             CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), tol::of(binary_kind(op), want));
           }
         }
+      {
+        INFO("device ", dev.id, ", uint8 / uint8 and with non-integral scalars");
+        ref::Array a = harness::random_ints({3, 7}, 0, 9, 45), b = harness::random_ints({7}, 1, 9, 46);
+        const auto ta = harness::upload(dev.index, uint8_divided.a, a),
+                   tb = harness::upload(dev.index, uint8_divided.b, b);
+        const auto y = braid::binary(BRAID_BINARY_DIV, ta, tb);
+        CHECK(y.dtype() == uint8_divided.want);
+        CHECK_CLOSE(harness::download(y), ref::binary(BRAID_BINARY_DIV, a, b), tol::of(Kind::rounded, BRAID_FLOAT32));
+        for (braid_binary_op op : {BRAID_BINARY_DIV, BRAID_BINARY_ADD}) {
+          const auto s = braid::binary(op, ta, 2.5);
+          CHECK(s.dtype() == BRAID_FLOAT32);
+          CHECK_CLOSE(harness::download(s), ref::binary_scalar(op, a, 2.5, false),
+                      tol::of(binary_kind(op), BRAID_FLOAT32));
+        }
+        braid_tensor sum = nullptr;
+        CHECK(braid_binary(BRAID_BINARY_ADD, ta.get(), tb.get(), &sum) == BRAID_ERR_DTYPE);  // still a storage type
+      }
       // Compared in float32, as in PyTorch: int32 16777217 becomes 16777216.0f, which it then equals.
       INFO("device ", dev.id);
       const auto i = harness::upload(dev.index, BRAID_INT32, ref::Array({3}, {16777217, 2, -3}));

@@ -195,6 +195,30 @@ TEST_CASE("nn: batch norm with NULL save_mean/save_invstd") {
   }
 }
 
+// No channels: nothing to normalise. Training divided the element count by the channel count
+// (SIGFPE, the process killed); an empty result, as inference already gave.
+TEST_CASE("nn: batch norm of an input without channels gives an empty result") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      for (bool training : {true, false})
+        for (const std::vector<int64_t>& shape : {std::vector<int64_t>{3, 0}, std::vector<int64_t>{2, 0, 3, 3}}) {
+          const ref::Array none({0}, 0.0);
+          const auto x = harness::upload(dev.index, BRAID_FLOAT32, ref::Array(shape, 0.0));
+          const auto g = harness::upload(dev.index, BRAID_FLOAT32, none),
+                     b = harness::upload(dev.index, BRAID_FLOAT32, none),
+                     rm = harness::upload(dev.index, BRAID_FLOAT32, none),
+                     rv = harness::upload(dev.index, BRAID_FLOAT32, none);
+          braid::BatchNormOptions o;
+          o.training = training;
+          const auto r = braid::batch_norm(x, g, b, rm, rv, o);
+          CHECK(r.y.shape() == shape);
+          CHECK(r.save_mean.shape() == std::vector<int64_t>{0});
+        }
+    });
+  }
+}
+
 TEST_CASE("nn: softmax and log-softmax along each axis") {
   struct Case {
     ref::Shape shape;

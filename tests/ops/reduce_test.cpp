@@ -1,5 +1,6 @@
 // Conformance: reductions (sum, mean, max, min, L2 norm) over single, multiple and all axes, with and
 // without keepdims, and argmax.
+#include <cmath>
 #include "harness.h"
 
 using harness::context;
@@ -115,6 +116,17 @@ TEST_CASE("reduce: argmax returns the first of tied maxima") {
       const ref::Array x({2, 4}, {1, 3, 3, 0, 2, 2, 2, 2});
       const auto y = braid::argmax(harness::upload(dev.index, BRAID_FLOAT32, x), 1);
       CHECK(y.to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+      // NaN is the maximum, and the first NaN wins over later ones (Vulkan's tree merge let a later
+      // NaN win: 2 for [1, nan, nan], 256 for a row of 300 with NaN at every odd index).
+      const double nan = std::nan("");
+      std::vector<double> row(300, 0.0);
+      for (size_t k = 1; k < row.size(); k += 2) row[k] = nan;
+      for (braid_dtype dt : {BRAID_FLOAT32, BRAID_FLOAT64}) {
+        CHECK(braid::argmax(harness::upload(dev.index, dt, ref::Array({3}, {1, nan, nan})), 0).to_vector<int64_t>() ==
+              std::vector<int64_t>{1});
+        CHECK(braid::argmax(harness::upload(dev.index, dt, ref::Array({300}, row)), 0).to_vector<int64_t>() ==
+              std::vector<int64_t>{1});
+      }
     });
   }
 }
