@@ -251,7 +251,8 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
 /* 1-D [start, stop) with step (ceil((stop-start)/step) elements). In an integer dtype the values are
  * start + i * step with start and step truncated to integers first, as torch.arange: (-3, 3, 2.5)
  * gives [-3, -1, 1]; a step that truncates to 0, or values outside the dtype, are
- * BRAID_ERR_INVALID_ARGUMENT. */
+ * BRAID_ERR_INVALID_ARGUMENT. Every dtype: uint8 is computed in int32, float16 and bfloat16 in float32,
+ * then cast. */
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
                                     double stop, double step, braid_tensor* out);
 /* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
@@ -347,6 +348,8 @@ BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const i
                                    braid_tensor* out);
 /* Permutes axes (perm has ndim entries). Copies. */
 BRAID_API braid_status braid_transpose(braid_tensor x, const int32_t* perm, braid_tensor* out);
+/* Joins xs along axis (their other axes equal, all on one device). Inputs of different dtypes are
+ * promoted as braid_binary promotes them (torch.cat): each is cast into the result. */
 BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32_t axis, braid_tensor* out);
 /* Copies x to device (the same device makes a clone). Copies between devices run on transfer queues. */
 BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_tensor* out);

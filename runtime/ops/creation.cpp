@@ -1,6 +1,7 @@
 // Creation ops: full, arange and the counter-based random generators.
 #include <cmath>
 
+#include "ops/call.h"
 #include "ops/op_builder.h"
 
 using namespace braid;
@@ -70,14 +71,17 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
     OpBuilder op("arange", BRAID_KOP_ARANGE);
     op.on_device(ctx, device);
     check_dtype(dtype, "dtype");
-    if (!dtype_is_float(dtype) && !dtype_is_int(dtype))
-      fail(BRAID_ERR_DTYPE, "dtype must be float32, float64, int32 or int64, not ", dtype_name(dtype));
+    // The storage types have no arange kernel: it runs in the computing dtype of their kind, then is
+    // cast (torch.arange takes them too).
+    const braid_dtype computed = dtype == BRAID_UINT8                                 ? BRAID_INT32
+                                 : dtype_is_floating(dtype) && !dtype_is_float(dtype) ? BRAID_FLOAT32
+                                                                                      : dtype;
     if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
       fail(BRAID_ERR_INVALID_ARGUMENT, "start, stop and step must be finite and step non-zero");
     double count = std::ceil((stop - start) / step);
     if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
-    if (dtype_is_int(dtype)) {
+    if (dtype_is_integer(dtype)) {
       // As torch.arange: the length comes from the arguments as given, the values from start and step
       // converted to the integer dtype (arange(-3, 3, 2.5) is [-3, -1, 1]); a step that converts to 0
       // is refused, and so is a last value outside the dtype (it would be clamped).
@@ -87,18 +91,24 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
       if (step == 0)
         fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
              " (as torch.arange)");
-      const double limit = dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;
+      const double limit = dtype == BRAID_INT32 ? 2147483648.0 : dtype == BRAID_UINT8 ? 256.0 : 9223372036854775808.0;
+      const double low = dtype == BRAID_UINT8 ? 0.0 : -limit;
       const double last = n > 0 ? start + double(n - 1) * step : start;
-      if (n > 0 && !(start >= -limit && start < limit && last >= -limit && last < limit))
+      if (n > 0 && !(start >= low && start < limit && last >= low && last < limit))
         fail(BRAID_ERR_INVALID_ARGUMENT, "arange: values from ", start, " to ", last, " do not fit ",
              dtype_name(dtype));
     }
-    op.require_kernel(dtype);
-    op.output(dtype, Shape::of({&n, 1}));
+    op.require_kernel(computed);
+    op.output(computed, Shape::of({&n, 1}));
     op.call().f[0] = start;
     op.call().f[1] = step;
     op.push();
     *out = op.release_output(0);
+    if (computed != dtype) {
+      const TensorRef values(*out);
+      *out = nullptr;
+      *out = braid::op::cast(values.get(), dtype).release();
+    }
   });
 }
 

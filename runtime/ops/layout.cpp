@@ -131,8 +131,11 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
     int32_t ax = normalize_axis(axis, first.shape.ndim, "concat");
     Shape s = first.shape;
     s[ax] = 0;
+    // Parts of different dtypes are promoted as torch.cat promotes them (docs/OPS.md); each part's
+    // copy into the result casts it.
+    braid_dtype dtype = first.dtype;
     for (Tensor* p : parts) {
-      if (p->dtype != first.dtype) fail(BRAID_ERR_DTYPE, "concat: inputs have different dtypes");
+      dtype = promote_types(dtype, p->dtype);
       if (&p->device() != &first.device()) fail(BRAID_ERR_DEVICE, "concat: inputs are on different devices");
       if (p->shape.ndim != first.shape.ndim) fail(BRAID_ERR_SHAPE, "concat: inputs have different ranks");
       for (int d = 0; d < s.ndim; ++d)
@@ -142,13 +145,13 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
         fail(BRAID_ERR_SHAPE, "concat: the result has more elements along axis ", ax, " than int64 can count");
     }
     if (!s.fits()) fail(BRAID_ERR_SHAPE, "concat: the result ", s.str(), " has more elements than int64 can count");
-    TensorRef y = new_tensor(*first.ctx, first.device(), first.dtype, s);
+    TensorRef y = new_tensor(*first.ctx, first.device(), dtype, s);
     braid_buffer_view to = y->view();
     int64_t offset = 0;
     for (Tensor* p : parts) {
       braid_buffer_view part = to;
       part.shape[ax] = p->shape[ax];
-      part.byte_offset += static_cast<uint64_t>(offset * to.strides[ax]) * dtype_size(first.dtype);
+      part.byte_offset += static_cast<uint64_t>(offset * to.strides[ax]) * dtype_size(dtype);
       if (p->shape.numel() > 0) push_copy_kernel("concat", *p, p->view(), *y, part);
       offset += p->shape[ax];
     }

@@ -352,7 +352,8 @@ Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const
     default: fail(BRAID_ERR_INVALID_ARGUMENT, name, ": invalid braid_collective_op ", enum_int(op));
   }
   if (!dtype_is_float(dtype) && !dtype_is_int(dtype))
-    fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype), " reduction (float32, float64, int32, int64, uint8)");
+    fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype),
+         " reduction (float32, float64, int32, int64: a storage type has no arithmetic; cast it first)");
   return r;
 }
 

@@ -17,18 +17,21 @@ std::vector<int64_t> split_sizes(int64_t total, int32_t count, const double* wei
     for (size_t i = 0; i < n; ++i) sizes[i] = total / count + (static_cast<int64_t>(i) < total % count ? 1 : 0);
     return sizes;
   }
-  double sum = 0;
+  double top = 0;
   for (size_t i = 0; i < n; ++i) {
     if (!std::isfinite(weights[i]) || weights[i] < 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "split: weights[", i, "] = ", weights[i], " is not a finite value >= 0");
-    sum += weights[i];
+    top = std::max(top, weights[i]);
   }
-  if (!(sum > 0) || !std::isfinite(sum)) fail(BRAID_ERR_INVALID_ARGUMENT, "split: the weights add up to ", sum);
+  if (top == 0) fail(BRAID_ERR_INVALID_ARGUMENT, "split: every weight is 0");
+  // Shares of the largest weight: finite weights near DBL_MAX add up to inf otherwise.
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += weights[i] / top;
   // Largest remainder: floor every exact share, then give the rows left to the largest fractions.
   std::vector<double> frac(n);
   int64_t given = 0;
   for (size_t i = 0; i < n; ++i) {
-    const double exact = static_cast<double>(total) * (weights[i] / sum);
+    const double exact = static_cast<double>(total) * (weights[i] / top / sum);
     sizes[i] = std::min<int64_t>(total, static_cast<int64_t>(std::floor(exact)));
     frac[i] = exact - static_cast<double>(sizes[i]);
     given += sizes[i];

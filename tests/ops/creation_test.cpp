@@ -90,6 +90,28 @@ TEST_CASE("creation: arange in an integer dtype truncates start and step first, 
   }
 }
 
+// torch.arange takes uint8, float16 and bfloat16 too: braid computes in int32 or float32 and casts (it
+// refused them). uint8 values outside [0, 256) are refused like int32's outside int32.
+TEST_CASE("creation: arange in the storage types uint8, float16 and bfloat16") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto u = braid::Tensor::arange(context(), dev.index, BRAID_UINT8, 250, 256, 2);
+      CHECK(u.dtype() == BRAID_UINT8);
+      CHECK(braid::cast(u, BRAID_INT64).to_vector<int64_t>() == std::vector<int64_t>{250, 252, 254});
+      for (braid_dtype dt : {BRAID_FLOAT16, BRAID_BFLOAT16}) {
+        const auto h = braid::Tensor::arange(context(), dev.index, dt, 0, 2, 0.5);
+        CHECK(h.dtype() == dt);
+        CHECK(braid::cast(h, BRAID_FLOAT32).to_vector<float>() == std::vector<float>{0, 0.5f, 1, 1.5f});
+      }
+      braid_tensor out = nullptr;
+      CHECK(braid_arange(context().get(), dev.index, BRAID_UINT8, -1, 3, 1, &out) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(braid_arange(context().get(), dev.index, BRAID_UINT8, 250, 260, 1, &out) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(out == nullptr);
+    });
+  }
+}
+
 // The n-th random op after set_seed uses draw n (braid.h: "later random ops draw from counter 0 of the
 // new seed"); each random_uniform, random_normal and dropout call is one draw.
 TEST_CASE("creation: random_uniform and random_normal follow the Philox scheme bit for bit") {

@@ -176,7 +176,11 @@ TEST_CASE("errors: concat, copy, cast and copy_into") {
   CHECK_FAILS(braid_concat(2, ab, 0, o.p()), BRAID_ERR_SHAPE, "braid_concat");  // 3 vs 4 off the axis
   CHECK_FAILS(braid_concat(2, ac, 0, o.p()), BRAID_ERR_SHAPE, "braid_concat");  // ranks differ
   CHECK_FAILS(braid_concat(2, ab, 2, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_concat");
-  CHECK_FAILS(braid_concat(2, ad, 0, o.p()), BRAID_ERR_DTYPE, "braid_concat");
+  // Different dtypes promote (as torch.cat): float32 with float64 on axis 1 is a float64 [2, 6].
+  CHECK(braid_concat(2, ad, 1, o.p()) == BRAID_OK);
+  braid_dtype promoted{};
+  CHECK(braid_tensor_dtype(o.get(), &promoted) == BRAID_OK);
+  CHECK(promoted == BRAID_FLOAT64);
 
   CHECK_FAILS(braid_copy(nullptr, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");
   CHECK_FAILS(braid_copy(a.get(), bad_device(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_copy");

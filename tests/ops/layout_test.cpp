@@ -144,6 +144,29 @@ TEST_CASE("layout: concat along each axis") {
   }
 }
 
+// torch.cat promotes its inputs (int32 with float32 is float32, uint8 with int64 int64): each part is
+// cast into the result. It was refused with BRAID_ERR_DTYPE.
+TEST_CASE("layout: concat of different dtypes promotes as torch.cat") {
+  struct Case {
+    braid_dtype a, b, want;
+  };
+  const Case cases[] = {{BRAID_INT32, BRAID_FLOAT32, BRAID_FLOAT32},
+                        {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT64},
+                        {BRAID_UINT8, BRAID_INT64, BRAID_INT64}};
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (const Case& c : cases) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(c.a), " with ", harness::dtype_name(c.b));
+        const ref::Array xa({2, 2}, {1, 2, 3, 4}), xb({2, 1}, {5, 6});
+        const auto y = braid::concat({harness::upload(dev.index, c.a, xa), harness::upload(dev.index, c.b, xb)}, 1);
+        CHECK(y.dtype() == c.want);
+        const std::vector<ref::Array> parts = {xa, xb};
+        CHECK_CLOSE(harness::download(y), ref::concat(parts, 1), 0.0);
+      }
+    });
+  }
+}
+
 TEST_CASE("layout: cast between floats rounds to nearest even, through float16 and bfloat16") {
   const braid_dtype targets[] = {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT16, BRAID_BFLOAT16};
   for (const auto& dev : harness::each_device()) {

@@ -360,6 +360,14 @@ TEST_CASE("collectives refuse bad input at the call") {
   braid_collective_options avg = BRAID_COLLECTIVE_OPTIONS_INIT;
   avg.op = BRAID_COLLECTIVE_AVG;
   CHECK(braid_allreduce(2, ints, &avg) == BRAID_ERR_DTYPE);
+  // uint8 is a storage type (no arithmetic): refused, and the message no longer lists it as reducible.
+  T u0, u1;
+  const int64_t four = 4;
+  BRAID_CHECK_OK(braid_tensor_empty(c.ctx, 0, BRAID_UINT8, 1, &four, u0.out()));
+  BRAID_CHECK_OK(braid_tensor_empty(c.ctx, 1, BRAID_UINT8, 1, &four, u1.out()));
+  braid_tensor bytes[2] = {u0.t, u1.t};
+  CHECK(braid_allreduce(2, bytes, nullptr) == BRAID_ERR_DTYPE);
+  CHECK(std::string(braid_last_error()).find("uint8)") == std::string::npos);
   CHECK(braid_broadcast(2, good, 2) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_reduce_to(2, good, -1, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
   braid_tensor outs[2] = {nullptr, nullptr};

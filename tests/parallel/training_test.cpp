@@ -56,6 +56,10 @@ TEST_CASE("split sizes add up to the batch and follow the weights") {
     CHECK(s[0] + s[1] + s[2] == total);
     for (int i = 0; i < 3; ++i) CHECK(std::abs(static_cast<double>(s[i]) - total * uneven[i]) < 1.0);
   }
+  // Finite weights near DBL_MAX: shares of the largest (their plain sum is inf).
+  const double huge[3] = {1e308, 1e308, 1e308};
+  BRAID_CHECK_OK(braid_split_sizes(10, 3, huge, s));
+  CHECK((s[0] == 4 && s[1] == 3 && s[2] == 3));
   const double bad[2] = {1, -1}, zero[2] = {0, 0}, nan[2] = {NAN, 1};
   CHECK(braid_split_sizes(10, 2, bad, s) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_split_sizes(10, 2, zero, s) == BRAID_ERR_INVALID_ARGUMENT);
