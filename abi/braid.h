@@ -694,9 +694,10 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
 BRAID_API braid_status braid_trainer_retain(braid_trainer tr);
 BRAID_API braid_status braid_trainer_release(braid_trainer tr);
 /* allreduce_grads, then update(batch_size). batch_size > 0 is the global batch (all replicas). Every
- * replica's gradient of every parameter must have been written by backward (or braid_tensor_write_host)
- * since the last update, else BRAID_ERR_INVALID_STATE before anything changes (see
- * BRAID_TRAINER_IGNORE_STALE_GRAD). */
+ * replica's gradient of every parameter must have been written since an update last used it (by
+ * backward, or any write into the buffer: a graph run, zeros on purpose), else BRAID_ERR_INVALID_STATE
+ * before anything changes (see BRAID_TRAINER_IGNORE_STALE_GRAD; a caller built before 1.6 gets that
+ * flag). Unknown flag bits are BRAID_ERR_INVALID_ARGUMENT at create. */
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
 /* Sums every parameter's gradients over the replicas (in place), bucket by bucket. */
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);

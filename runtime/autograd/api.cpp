@@ -239,7 +239,10 @@ BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req r
     TensorRef grad = x.ag && x.ag->grad.get() ? TensorRef() : op::full_like(x, 0.0);
     install_recorder(*x.ctx);
     if (!x.ag) x.ag = std::make_shared<Meta>();
-    if (grad.get()) x.ag->grad = std::move(grad);
+    if (grad.get()) {
+      x.ag->grad = std::move(grad);
+      x.ag->grad_version_used = x.ag->grad->storage->version.load(std::memory_order_relaxed);
+    }
     x.ag->req = req;
     x.ag->leaf = true;
     x.ag->producers.clear();
@@ -273,6 +276,10 @@ BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, 
         fail(BRAID_ERR_INVALID_STATE, "head ", i,
              " does not require a gradient: it was not computed while recording from a tensor with an attached "
              "gradient");
+      if (history_is_stale(y))
+        fail(BRAID_ERR_INVALID_STATE, "head ", i, " (shape ", y.shape.str(),
+             ") was overwritten after it was computed, by an op autograd does not record (copy_into or write_host "
+             "into a handle over the same memory, an in-place update), so its recorded history no longer made it");
       TensorRef g;
       if (head_grads && head_grads[i]) {
         Tensor& hg = checked_tensor(head_grads[i], "head_grads[i]");

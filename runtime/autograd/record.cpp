@@ -32,19 +32,40 @@ bool covers_whole(const Tensor& t, const braid_buffer_view& v) {
   return n == t.shape.numel();
 }
 
-// The version of a tensor's value its producers left: the last one's write (concat's parts are recorded
-// in order). A reader that sees another version reads a value something outside the tape wrote.
-uint32_t produced_version(const Meta& m) {
-  uint32_t v = 0;
-  for (const Producer& p : m.producers) v = std::max(v, p.node->out_versions[p.index]);
-  return v;
+// The box [lo, lo + shape) of t's indices that view v of t's storage covers, when v steps through
+// t's own row-major layout (a part of t, as concat's copies write); false when it cannot tell.
+bool box_of(const Tensor& t, const braid_buffer_view& v, int64_t lo[BRAID_MAX_DIMS]) {
+  const braid_buffer_view tv = t.view();
+  const uint64_t esize = dtype_size(t.dtype);
+  if (v.ndim != tv.ndim || v.byte_offset < tv.byte_offset || (v.byte_offset - tv.byte_offset) % esize != 0)
+    return false;
+  int64_t rel = static_cast<int64_t>((v.byte_offset - tv.byte_offset) / esize);
+  for (int d = 0; d < v.ndim; ++d) {
+    if (tv.strides[d] <= 0 || (v.shape[d] > 1 && v.strides[d] != tv.strides[d])) return false;
+    lo[d] = rel / tv.strides[d];
+    rel %= tv.strides[d];
+    if (lo[d] + v.shape[d] > tv.shape[d]) return false;
+  }
+  return rel == 0;
 }
 
-// The tape edge of operand t as an op reads it now: its Meta, and whether that Meta's history is stale
-// (an op autograd does not record wrote the value after its producers did, through this handle in part
-// or through another handle over the same storage).
-bool stale(const Tensor& t) {
-  return t.ag && !t.ag->leaf && !t.ag->producers.empty() && version(t) != produced_version(*t.ag);
+// Whether views a and b of t's storage share no element (both parts of t's layout, apart on an axis).
+bool disjoint(const Tensor& t, const braid_buffer_view& a, const braid_buffer_view& b) {
+  int64_t la[BRAID_MAX_DIMS], lb[BRAID_MAX_DIMS];
+  if (!box_of(t, a, la) || !box_of(t, b, lb)) return false;
+  for (int d = 0; d < a.ndim; ++d)
+    if (la[d] + a.shape[d] <= lb[d] || lb[d] + b.shape[d] <= la[d] || a.shape[d] == 0 || b.shape[d] == 0) return true;
+  return false;
+}
+
+// Whether a reader of t now reads the value t's history made: its storage has the version that history
+// accounts for (Meta::accounted). Another version means something autograd does not record wrote it
+// since, through this handle in part or through another handle over the same storage.
+bool stale(const Tensor& t) { return t.ag && !t.ag->leaf && !t.ag->producers.empty() && version(t) != t.ag->accounted; }
+
+void add_producer(Meta& m, const std::shared_ptr<Node>& node, int k) {
+  m.producers.push_back({node, k});
+  m.accounted = node->out_versions[static_cast<size_t>(k)];
 }
 
 // A tensor written whole by something autograd does not record (copy_into, write_host, a copy from
@@ -55,10 +76,24 @@ void drop_history(Tensor& t) {
   if (t.ag && !t.ag->leaf && !t.ag->producers.empty()) t.ag = std::make_shared<Meta>();
 }
 
+// An op autograd does not record wrote output k into an existing tensor. Whole: a value without
+// history. A part that no producer wrote (concat's part that needs no gradient, after one that does):
+// the history still made everything it says, and the part, a constant, gets no gradient; the write is
+// accounted for. A part some producer wrote stays unaccounted: readers see the history as stale.
 void forget_overwritten(const PushedOp& op) {
   for (size_t k = 0; k < op.outputs.size(); ++k) {
-    Tensor* t = op.outputs[k];
-    if ((op.overwritten >> k & 1u) && covers_whole(*t, op.call->outputs[k])) drop_history(*t);
+    if (!(op.overwritten >> k & 1u)) continue;
+    Tensor& t = *op.outputs[k];
+    const braid_buffer_view& written = op.call->outputs[k];
+    if (covers_whole(t, written)) {
+      drop_history(t);
+      continue;
+    }
+    if (!t.ag || t.ag->leaf || t.ag->producers.empty() || version(t) != t.ag->accounted + 1) continue;
+    bool apart = true;
+    for (const Producer& p : t.ag->producers)
+      apart = apart && disjoint(t, written, p.node->out_views[static_cast<size_t>(p.index)]);
+    if (apart) t.ag->accounted = version(t);
   }
 }
 
@@ -109,7 +144,7 @@ void record(Context& ctx, const PushedOp& op) {
     Meta& m = *t->ag;
     node->out_meta.push_back(t->ag);
     if (m.leaf) continue;  // a leaf written by a copy stays a leaf
-    m.producers.push_back({node, static_cast<int>(k)});
+    add_producer(m, node, static_cast<int>(k));
   }
 }
 
@@ -126,7 +161,7 @@ void record_unkerneled(Context& ctx, const char* name, Tensor& x, Tensor& y) {
   node->outputs.push_back(view_tensor(y, y.shape));
   node->out_views.push_back(y.view());
   node->out_versions[0] = version(y);
-  y.ag->producers.push_back({node, 0});
+  add_producer(*y.ag, node, 0);
 }
 }  // namespace
 
@@ -137,6 +172,8 @@ void record_device_copy(Context& ctx, Tensor& x, Tensor& y) {
 }
 
 void forget_history(Context&, Tensor& t) { drop_history(t); }
+
+bool history_is_stale(const Tensor& t) { return stale(t); }
 
 void install_recorder(Context& ctx) noexcept {
   static constexpr OpRecorder kRecorder{&record, &record_reshape, &record_device_copy, &forget_history};

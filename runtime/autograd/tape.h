@@ -56,7 +56,15 @@ struct Meta {
   braid_grad_req req = BRAID_GRAD_NULL;
   bool leaf = false;  // a gradient is attached (req != NULL)
   TensorRef grad;     // the leaf's gradient buffer
+  // The buffer's version when an optimizer step last used it (or when it was attached): a Trainer
+  // compares against it to tell whether anything wrote the gradient since (parallel/trainer.cpp), as
+  // Gluon's fresh_grad flag, which backward sets and the update clears, whichever trainer it is.
+  uint32_t grad_version_used = 0;
   std::vector<Producer> producers;
+  // The storage version the producers account for: the last one's write, or a later write of a part
+  // none of them wrote (record.cpp). A reader that sees another version reads a value the tape did not
+  // make (a stale edge).
+  uint32_t accounted = 0;
   bool requires_grad() const noexcept { return leaf || !producers.empty(); }
 };
 
@@ -71,10 +79,12 @@ void record_reshape(Context& ctx, Tensor& x, Tensor& y);
 // t was written whole by something autograd does not record (copy_into, write_host): its value has no
 // history from now on; ops recorded before keep theirs.
 void forget_history(Context& ctx, Tensor& t);
+// Whether t's value is no longer what its recorded history made (see Meta::accounted).
+bool history_is_stale(const Tensor& t);
 // Records a copy of x to another device (a byte copy, not a kernel): its gradient is dy copied back
 // to x's device, so a model split across devices back-propagates across them.
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y);
-// The three above, for the ops layer (ops/recorder.h): installed in the context by whatever turns
+// The recorders above, for the ops layer (ops/recorder.h): installed in the context by whatever turns
 // recording on or gives a tensor a gradient.
 void install_recorder(Context& ctx) noexcept;
 

@@ -24,15 +24,20 @@ bool backend_casts(const Backend& backend, braid_dtype from, braid_dtype to) {
   return true;
 }
 
-// A cast needs a COPY kernel for both ends, and the pair itself.
-void require_cast(OpBuilder& op, braid_dtype from, braid_dtype to) {
-  op.require_kernel(to);
-  Device& dev = op.device();
-  if (!backend_casts(*dev.backend, from, to))
-    fail(BRAID_ERR_UNSUPPORTED, op.name(), ": the ", dev.backend->name, " backend has no ", dtype_name(from), " -> ",
+}  // namespace
+
+void require_castable(const Device& dev, braid_dtype from, braid_dtype to, const char* name) {
+  if (from != to && !backend_casts(*dev.backend, from, to))
+    fail(BRAID_ERR_UNSUPPORTED, name, ": the ", dev.backend->name, " backend has no ", dtype_name(from), " -> ",
          dtype_name(to), " cast on ", dev.id, "; cast through float32");
 }
 
+namespace {
+// A cast needs a COPY kernel for both ends, and the pair itself.
+void require_cast(OpBuilder& op, braid_dtype from, braid_dtype to) {
+  op.require_kernel(to);
+  require_castable(op.device(), from, to, op.name());
+}
 }  // namespace
 
 void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,

@@ -145,6 +145,7 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
         fail(BRAID_ERR_SHAPE, "concat: the result has more elements along axis ", ax, " than int64 can count");
     }
     if (!s.fits()) fail(BRAID_ERR_SHAPE, "concat: the result ", s.str(), " has more elements than int64 can count");
+    for (Tensor* p : parts) require_castable(first.device(), p->dtype, dtype, "concat");  // before any push
     TensorRef y = new_tensor(*first.ctx, first.device(), dtype, s);
     braid_buffer_view to = y->view();
     int64_t offset = 0;

@@ -1,8 +1,11 @@
 // Trainer (abi/braid.h): data-parallel training over parameter replicas: bucketed gradient
 // allreduce that overlaps backward, then the optimizer on every replica. See docs/PARALLEL.md.
 #include <cmath>
+#include <cstddef>
+#include <memory>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -31,11 +34,16 @@ struct braid_trainer_t {
   // something wrote the gradient since the last update (Gluon's fresh_grad). Backward's writes bump the
   // version (engine/storage.h); the trainer's own allreduce does too, so it looks again right after.
   struct GradSeen {
-    const Storage* storage = nullptr;
+    std::weak_ptr<const Storage> storage;  // weak: identity without keeping it, and no address reuse
     uint32_t version = 0;
     bool fresh = false;
   };
   std::vector<GradSeen> seen;
+  // What braid_trainer_allreduce_grads decided to skip, for the braid_trainer_update after it: a
+  // gradient written between the two (clipping rewrites them all) must not make a parameter that no
+  // backward reached look fresh again.
+  std::vector<uint8_t> reduced_skip;
+  bool reduced = false;
 
   Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
 };
@@ -75,15 +83,24 @@ std::vector<std::vector<int32_t>> make_buckets(braid_trainer_t& tr, uint64_t byt
   return buckets;
 }
 
-// Looks at every gradient: one written since the last look is fresh (until the next update). With
+// Looks at every gradient: one written since the last look is fresh (until the next update). A buffer
+// not seen before (the first look, or one attached again) compares against its version when an update
+// last used it or it was attached (Meta::grad_version_used), so a backward before this trainer was made
+// counts, and a new zero buffer or one another trainer already used does not. With
 // `after_own_write` the writes seen are the trainer's own (its allreduce), which make nothing fresh.
+// Any write counts, not only backward's: a graph run that computes gradients, or zeros written on
+// purpose (a replica with no rows this step).
 void look_at_grads(braid_trainer_t& tr, bool after_own_write) {
   for (size_t i = 0; i < tr.params.size(); ++i) {
-    TensorRef g = grad_of(*tr.params[i]);
-    const Storage* s = g->storage.get();
+    Tensor& w = *tr.params[i];
+    TensorRef g = grad_of(w);
+    const std::shared_ptr<Storage>& s = g->storage;
     const uint32_t v = s->version.load(std::memory_order_relaxed);
     braid_trainer_t::GradSeen& seen = tr.seen[i];
-    if (!after_own_write && (s != seen.storage || v != seen.version)) seen.fresh = true;
+    const bool same = !seen.storage.owner_before(s) && !s.owner_before(seen.storage) && !seen.storage.expired();
+    if (!same) seen.fresh = false;
+    const uint32_t before = same ? seen.version : w.ag->grad_version_used;
+    if (!after_own_write && v != before) seen.fresh = true;
     seen.storage = s;
     seen.version = v;
   }
@@ -178,6 +195,7 @@ void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& 
       TensorRef g = grad_of(w);
       apply_update(tr.options.optimizer, w, *g, tr.states[i], scale);
       tr.seen[i].fresh = false;
+      w.ag->grad_version_used = g->storage->version.load(std::memory_order_relaxed);
     }
 }
 
@@ -199,6 +217,13 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     if (int32_t a = enum_int(tr->options.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: invalid braid_allreduce_algorithm ", a);
     if (tr->options.bucket_bytes == 0) tr->options.bucket_bytes = uint64_t{1} << 20;
+    // A program built before ABI 1.6 has no flags: it keeps running where a parameter no backward
+    // reaches was updated with its unwritten gradient (now skipped). A gradient fresh on some
+    // replicas only, which it silently applied again, is refused for it too.
+    if (options && options->struct_size < offsetof(braid_trainer_options, flags) + sizeof(uint64_t))
+      tr->options.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
+    if (tr->options.flags & ~uint64_t{BRAID_TRAINER_IGNORE_STALE_GRAD})
+      fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: unknown bits in options->flags (", tr->options.flags, ")");
     tr->replicas = num_replicas;
     tr->count = num_params;
     for (int32_t p = 0; p < num_params; ++p) {
@@ -226,8 +251,7 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       tr->params.emplace_back(&t);
     }
     tr->states.resize(total);
-    tr->seen.resize(total);
-    look_at_grads(*tr, true);  // the gradients attached so far are not fresh: no backward wrote them
+    tr->seen.resize(total);  // nothing seen: the first look compares against the versions at attach
     // The replicas start equal: replica 0's values are broadcast to the others, as PyTorch's
     // DistributedDataParallel broadcasts rank 0's parameters when it is built (replicas initialised
     // apart would train apart, silently).
@@ -261,13 +285,17 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
     const std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     update(t, batch_size, skip);
+    t.reduced = false;
   });
 }
 
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
   return guard("braid_trainer_allreduce_grads", [&] {
     braid_trainer_t& t = checked_trainer(tr);
-    allreduce_grads(t, stale_params(t));
+    std::vector<uint8_t> skip = stale_params(t);
+    allreduce_grads(t, skip);
+    t.reduced_skip = std::move(skip);
+    t.reduced = true;
   });
 }
 
@@ -275,7 +303,8 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
   return guard("braid_trainer_update", [&] {
     braid_trainer_t& t = checked_trainer(tr);
     check_batch_size(batch_size);
-    update(t, batch_size, stale_params(t));
+    update(t, batch_size, t.reduced ? t.reduced_skip : stale_params(t));
+    t.reduced = false;
   });
 }
 

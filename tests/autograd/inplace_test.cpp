@@ -2,6 +2,7 @@
 // counters, as PyTorch's "modified by an inplace operation") instead of computing a wrong gradient, and
 // only those values count: an update the gradient does not read, or one after backward, is fine.
 #include <cmath>
+#include <span>
 #include <string>
 
 #include "ops/harness.h"
@@ -214,5 +215,65 @@ TEST_CASE("autograd: a value overwritten through another handle before an op rea
     CHECK(values(braid::grad(x)) == std::vector<float>{0, 0});
     // What it read is still right in the forward direction.
     CHECK(values(s) == std::vector<float>{16});
+  }
+}
+
+// concat writes its result part by part; a part that needs no gradient (a constant, an integer) is
+// not recorded, yet it is a write after the recorded parts. It must not make the result look
+// overwritten (backward refused it when that part came last, imperative or hybridized).
+TEST_CASE("autograd: concat with parts that need no gradient, in any order, imperative and hybridized") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor x = vec(dev.index, {1, 2}), c = vec(dev.index, {5, 6});
+    braid::attach_grad(x);
+    for (int order = 0; order < 3; ++order) {
+      INFO("order ", order);
+      Tensor s;
+      {
+        braid::AutogradScope rec(ctx);
+        Tensor y = x * 3.0;
+        Tensor joined = order == 0   ? braid::concat({y, c}, 0)
+                        : order == 1 ? braid::concat({c, y}, 0)
+                                     : braid::concat({y, braid::cast(c, BRAID_INT32)}, 0);  // promoted
+        s = braid::sum(joined * 2.0);
+      }
+      braid::backward(s);
+      CHECK(values(braid::grad(x)) == std::vector<float>{6, 6});
+    }
+    braid::Hybrid h(ctx, 1, 1, [&](std::span<const Tensor> in) {
+      return std::vector<Tensor>{braid::concat({in[0] * 3.0, c}, 0) * 2.0};
+    });
+    for (int call = 0; call < 2; ++call) {
+      INFO("hybrid call ", call);
+      Tensor s;
+      {
+        braid::AutogradScope rec(ctx);
+        s = braid::sum(h({x})[0]);
+      }
+      braid::backward(s);
+      CHECK(values(braid::grad(x)) == std::vector<float>{6, 6});
+    }
+  }
+}
+
+// A head overwritten through another handle is refused like any reader of it ([3, 3] for a constant).
+TEST_CASE("autograd: a head overwritten through another handle is refused") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor x = vec(dev.index, {1, 2});
+    braid::attach_grad(x);
+    Tensor y;
+    {
+      braid::AutogradScope rec(ctx);
+      y = x * 3.0;
+    }
+    braid::copy_into(Tensor::from_vector(ctx, dev.index, {2, 1}, std::vector<float>{4, 4}), braid::reshape(y, {2, 1}));
+    const Tensor ones = vec(dev.index, {1, 1});
+    braid_tensor h = y.get(), g = ones.get();
+    CHECK(braid_backward(1, &h, &g, 0) == BRAID_ERR_INVALID_STATE);
+    CHECK(std::string(braid_last_error()).find("was overwritten") != std::string::npos);
+    CHECK(values(braid::grad(x)) == std::vector<float>{0, 0});
   }
 }

@@ -3,6 +3,7 @@
 // lists, and the overlap of bucketed allreduce with backward (from the profiler's timestamps).
 #include <unistd.h>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -388,6 +389,7 @@ TEST_CASE("Trainer: a gradient no backward wrote since the last update is refuse
   CHECK(std::string(braid_last_error()).find("parameter 1") != std::string::npos);
   BRAID_CHECK_OK(braid_trainer_release(tr));
   // With the flag, a parameter no replica used is skipped; one some replicas used is still refused.
+  // (u's last gradients were used by the update at -9, whichever trainer comes next.)
   o.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
   BRAID_CHECK_OK(braid_trainer_create(2, 2, params, &o, &tr));
   backward_through(c.ctx, a0, k0);
@@ -399,6 +401,59 @@ TEST_CASE("Trainer: a gradient no backward wrote since the last update is refuse
   backward_through(c.ctx, a1, k1);
   CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
   CHECK(floats(u0) == std::vector<float>{-9, -9});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  // Gluon's split step with the flag: what allreduce_grads skipped stays skipped in update, even if
+  // every gradient is written in between (clipping), or u would take its last gradient again.
+  BRAID_CHECK_OK(braid_trainer_create(2, 2, params, &o, &tr));
+  backward_through(c.ctx, a0, k0, &u0);  // a step that uses every gradient first: u at -12
+  backward_through(c.ctx, a1, k1, &u1);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  for (T* t : {&a0, &u0, &a1, &u1}) {
+    T g;
+    BRAID_CHECK_OK(braid_tensor_grad(t->t, g.out()));
+    T same = binary(BRAID_BINARY_MUL, g, g);  // any write into the buffer
+    BRAID_CHECK_OK(braid_copy_into(same.t, g.t));
+  }
+  BRAID_CHECK_OK(braid_trainer_update(tr, 1));
+  for (T* t : {&u0, &u1}) CHECK(floats(*t) == std::vector<float>{-12, -12});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+}
+
+// Freshness belongs to the gradient, as Gluon's flag: a backward before the trainer is made counts, a
+// gradient another trainer's update used does not, and a buffer attached anew (zeros) does not.
+TEST_CASE("Trainer: a backward before the trainer is made counts; a new gradient buffer is stale") {
+  Ctx c(1);
+  T w = tensor(c.ctx, 0, {0, 0}), k = tensor(c.ctx, 0, {1, 1});
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+  backward_through(c.ctx, w, k);
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer.learning_rate = 1;
+  braid_trainer tr = nullptr, other = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &o, &tr));
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  CHECK(floats(w) == std::vector<float>{-1, -1});
+  BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &o, &other));
+  CHECK(braid_trainer_step(other, 1) == BRAID_ERR_INVALID_STATE);  // tr used that gradient
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_NULL));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);  // zeros no backward wrote
+  backward_through(c.ctx, w, k);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  CHECK(floats(w) == std::vector<float>{-2, -2});
+  BRAID_CHECK_OK(braid_trainer_release(other));
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  // Unknown flag bits are refused; a caller built before ABI 1.6 (no flags field) skips what no
+  // backward reached instead of failing.
+  o.flags = 2;
+  CHECK(braid_trainer_create(1, 1, &w.t, &o, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  o.flags = 0;
+  o.struct_size = offsetof(braid_trainer_options, flags);
+  BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &o, &tr));
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  CHECK(floats(w) == std::vector<float>{-2, -2});
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
