@@ -202,8 +202,22 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
 }
 
 void Engine::Dependencies::add(const std::shared_ptr<OpNode>& d) {
-  // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
-  if (!d || d->queue == n_.queue || is_done(d)) return;
+  if (!d) return;
+  if (d->queue == n_.queue) {
+    // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line),
+    // unless the op touches another device's memory from the host side (OpNode::host_side): then it
+    // waits on the host until the earlier op has ended (a Vulkan readback into a CPU tensor lands at
+    // its batch's end, after a later upload from that tensor would have read it).
+    if (!n_.host_side || is_done(d)) return;
+    for (auto& h : host_)
+      if (h.first == d->queue) {
+        h.second = std::max(h.second, d->seq);
+        return;
+      }
+    host_.emplace_back(d->queue, d->seq);
+    return;
+  }
+  if (is_done(d)) return;
   for (uint32_t i = 0; i < num_device; ++i)
     if (device[i].queue == d->queue) {
       device[i].value = std::max(device[i].value, d->seq);

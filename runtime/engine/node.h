@@ -76,6 +76,11 @@ struct OpNode {
   std::vector<braid_kernel_call> calls;  // BRAID_WORK_KERNELS: a graph's segment, run in order
   std::vector<std::byte> host_data;      // bytes an upload copies from (owned, so the caller may reuse theirs)
   uint32_t foreign_pending = 0;          // waits on other backends not yet satisfied (Engine::mu_)
+  // A copy that reads or writes another device's memory from the host side (braid_copy_desc's src_host
+  // or dst_host): a queue records such a read when it records the copy, and lands such a write when
+  // its batch completes, not in queue order; so an earlier op of the same queue on those storages must
+  // have ended first (Engine::Dependencies::add).
+  bool host_side = false;
 
   bool profiled = false;
   int64_t t_submit = 0, t_begin = 0, t_end = 0;  // ns since the context's epoch

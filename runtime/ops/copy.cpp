@@ -151,6 +151,7 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
     node->copy.src_buffer = src.storage->block.buffer;
     node->copy.src_offset = src_at;
   }
+  node->host_side = src_host || dst_host;
   Storage* s = src.storage.get();
   Storage* d = dst.storage.get();
   if (TraceHook* hook = t_trace_hook) hook->untraced_write(*d, s);

@@ -298,3 +298,29 @@ TEST_CASE("vulkan plugin: a device reported twice (same UUID) is listed once") {
   CHECK(devices == 1);
   braid_context_release(ctx);
 }
+
+// A copy vulkan -> cpu and then, without a wait, cpu -> vulkan of the same CPU tensor: both run on the
+// Vulkan transfer queue, which reads a CPU source when it records the copy and writes a CPU
+// destination when its batch completes. The second copy read the CPU tensor's old contents (8 to 20
+// times in 20); the engine now makes it wait on the host for the first to end.
+TEST_CASE("mixed devices: vulkan -> cpu -> vulkan without a wait reads what the first copy wrote") {
+  Mixed m;
+  if (!m.ready()) return;
+  for (int64_t n : {int64_t{8}, int64_t{1} << 18}) {
+    std::vector<float> want(static_cast<size_t>(n)), old(static_cast<size_t>(n), -7.0f);
+    for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = static_cast<float>(i % 1000 + 1);
+    for (int round = 0; round < 10; ++round) {
+      CAPTURE(n);
+      CAPTURE(round);
+      test::T src, b, back;
+      BRAID_CHECK_OK(
+          braid_tensor_from_host(m.ctx, m.vk, BRAID_FLOAT32, 1, &n, want.data(), want.size() * 4, src.out()));
+      BRAID_CHECK_OK(braid_tensor_from_host(m.ctx, m.cpu, BRAID_FLOAT32, 1, &n, old.data(), old.size() * 4, b.out()));
+      BRAID_CHECK_OK(braid_wait_all(m.ctx));
+      BRAID_CHECK_OK(braid_copy_into(src.t, b.t));
+      BRAID_CHECK_OK(braid_copy(b.t, m.vk, back.out()));
+      CHECK(to_vector(back.t, want.size()) == want);
+      CHECK(to_vector(b.t, want.size()) == want);
+    }
+  }
+}
