@@ -35,12 +35,8 @@ BlasLibrary open_blas() {
   const char* inherited = std::getenv("OPENBLAS_CORETYPE");
   const std::string saved = inherited != nullptr ? inherited : "";
   b.requested = forced != nullptr && *forced != '\0' ? forced : openblas_core_for(cpu_features());
-  if (!b.requested.empty() && b.requested != saved) {
-    if (inherited != nullptr)
-      host::log(BRAID_LOG_INFO, "cpu backend: OpenBLAS runs the " + b.requested + " kernels for this CPU, not " +
-                                    "OPENBLAS_CORETYPE=" + saved + " (BRAID_BLAS_CORETYPE=" + saved + " keeps it)");
-    setenv("OPENBLAS_CORETYPE", b.requested.c_str(), 1);
-  }
+  const bool replaced = !b.requested.empty() && b.requested != saved;
+  if (replaced) setenv("OPENBLAS_CORETYPE", b.requested.c_str(), 1);
   void* lib = nullptr;
   std::string why;
   for (const char* name : kCandidates) {
@@ -70,6 +66,13 @@ BlasLibrary open_blas() {
   install_fork_guard();
   using Corename = char* (*)();
   if (auto corename = reinterpret_cast<Corename>(dlsym(lib, "openblas_get_corename"))) b.core = corename();
+  // Said after loading, with the kernels OpenBLAS did choose: an instance the application loaded before
+  // keeps its own, whatever braid asked for.
+  if (replaced && inherited != nullptr)
+    host::log(BRAID_LOG_INFO, "cpu backend: OPENBLAS_CORETYPE=" + saved + " was set; braid asked for the " +
+                                  b.requested + " kernels for this CPU and OpenBLAS runs " +
+                                  (b.core.empty() ? std::string("unknown") : b.core) +
+                                  " (BRAID_BLAS_CORETYPE=" + saved + " keeps " + saved + ")");
   return b;  // never dlclosed: gemms may run until the process exits
 }
 

@@ -25,7 +25,14 @@ BRAID_API braid_status braid_context_create(const braid_context_options* options
 }
 
 BRAID_API braid_status braid_context_retain(braid_context ctx) {
-  return guard("braid_context_retain", [&] { checked_context(ctx, "ctx").refs.fetch_add(1); });
+  return guard("braid_context_retain", [&] {
+    Context& c = checked_context(ctx, "ctx");
+    int32_t n = c.app_refs.load();
+    do {
+      if (n <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx was released by the application (only its tensors hold it)");
+    } while (!c.app_refs.compare_exchange_weak(n, n + 1));
+    c.refs.fetch_add(1);
+  });
 }
 
 BRAID_API braid_status braid_context_release(braid_context ctx) {
@@ -34,6 +41,13 @@ BRAID_API braid_status braid_context_release(braid_context ctx) {
     // Not checked_context: a context inherited across fork() may still be released in the child.
     if (!ContextPool::instance().is_live(ctx))
       fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle (released, or never one)");
+    // Only the application's own references: the rest belong to its tensors.
+    int32_t n = ctx->app_refs.load();
+    do {
+      if (n <= 0)
+        fail(BRAID_ERR_INVALID_ARGUMENT,
+             "ctx was already released as many times as it was created and retained (its tensors still hold it)");
+    } while (!ctx->app_refs.compare_exchange_weak(n, n - 1));
     // The last reference: the context is gone whatever this says, and a profile that could not be
     // written is the caller's to know (it asked for one).
     if (std::string error = release_context(ctx); !error.empty()) fail(BRAID_ERR_IO, error);

@@ -20,7 +20,11 @@ class TensorPool;
 }
 
 struct braid_context_t {
-  std::atomic<int32_t> refs{1};
+  std::atomic<int32_t> refs{1};  // every holder's: the application's and its tensors' (ContextRef)
+  // The application's own references (braid_context_retain/_release), a part of refs: a release
+  // beyond them is refused instead of taking a reference a live tensor holds (a second release of
+  // one handle tore the context down under its tensors).
+  std::atomic<int32_t> app_refs{1};
   uint64_t fork_generation = 0;
 
   std::vector<std::unique_ptr<braid::Backend>> backends;

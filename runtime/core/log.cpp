@@ -81,8 +81,7 @@ BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid
     const int level = braid::enum_int(min_level);
     if (fn != nullptr && (level < BRAID_LOG_DEBUG || level > BRAID_LOG_ERROR))
       braid::fail(BRAID_ERR_INVALID_ARGUMENT, "min_level ", level, " is not a braid_log_level");
-    if (braid::t_in_callback)
-      braid::fail(BRAID_ERR_INVALID_STATE, "braid_set_log_callback: called from the log callback");
+    if (braid::t_in_callback) braid::fail(BRAID_ERR_INVALID_STATE, "called from the log callback");
     braid::Sink& s = braid::sink();
     std::unique_lock lock(s.mu);
     s.fn = fn;

@@ -8,12 +8,20 @@
 
 namespace braid {
 
+// Refuses a NULL out-struct or one whose struct_size cannot even hold struct_size: called first by a
+// function that works before it writes (a measurement), so a bad call costs nothing.
+template <class T>
+void check_out(const T* out, const char* what) {
+  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  if (out->struct_size < sizeof(uint32_t))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", out->struct_size,
+         " is too small; set it to sizeof the struct");
+}
+
 template <class T>
 void copy_out(T* out, const T& value, const char* what) {
-  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  check_out(out, what);
   uint32_t size = out->struct_size;
-  if (size < sizeof(uint32_t))
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size, " is too small; set it to sizeof the struct");
   if (size > sizeof(T)) size = sizeof(T);  // a newer caller: it gets the fields we know
   std::memcpy(out, &value, size);
   out->struct_size = size;

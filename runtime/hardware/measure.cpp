@@ -106,7 +106,7 @@ BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device devi
   return guard("braid_device_measure", [&] {
     Context& c = checked_context(ctx, "ctx");
     Device& d = c.device(device, "device");
-    if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
+    check_out(out, "out");  // before the second-long measurement
     // One measurement per device and context; a second caller waits for the first one's figures.
     std::lock_guard lock(d.measured_mu);
     if (!d.measured) {

@@ -78,7 +78,21 @@ TEST_CASE("handles: a context lives until its last tensor is released, then its 
   test::T y;
   BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, x.t, 1.0, 0, y.out()));
   CHECK(test::to_vector(y).size() == 2);
+  // A second release of the same handle is refused: it would take the tensors' reference and tear the
+  // context down under them (a crash in the allocator). So is a retain after the application let go.
+  CHECK(braid_context_release(ctx) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("already released") != std::string::npos);
+  CHECK(braid_context_retain(ctx) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(test::to_vector(y) == std::vector<double>{4, 4});
   y = test::T();
   x = test::T();
   check_refused(braid_context_device_count(ctx, &n));
+  check_refused(braid_context_release(ctx));
+  // Retained references count: create + one retain is two releases.
+  braid_context twice = create_cpu();
+  BRAID_CHECK_OK(braid_context_retain(twice));
+  BRAID_CHECK_OK(braid_context_release(twice));
+  BRAID_CHECK_OK(braid_context_device_count(twice, &n));
+  BRAID_CHECK_OK(braid_context_release(twice));
+  check_refused(braid_context_device_count(twice, &n));
 }
