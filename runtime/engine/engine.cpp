@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -143,6 +144,7 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
   // BRAID_ENGINE=sync waits for the op below; otherwise the caller's reference is handed on as is.
   std::shared_ptr<OpNode> waited = options_.sync ? node : nullptr;
   std::unique_lock lock(mu_);
+  if (host_accesses_.load(std::memory_order_relaxed) != 0) wait_for_host_copies(lock, reads, writes, {});
   Pending pending = push_locked(std::move(node), reads, writes, {}, requested);
   lock.unlock();
   register_host_deps(pending);
@@ -167,7 +169,8 @@ void Engine::push_partitioned(std::span<Storage* const> storages, std::vector<Pa
   {
     // One lock for all of it: no other push lands between the parts and the join, so nothing can
     // observe the storages half written.
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (host_accesses_.load(std::memory_order_relaxed) != 0) wait_for_host_copies(lock, storages, {}, storages);
     for (Part& p : parts) pending.push_back(push_locked(std::move(p.node), p.reads, {}, storages, *p.queue));
     pending.push_back(push_locked(std::move(join), storages, storages, {}, join_queue));
   }
@@ -485,13 +488,56 @@ bool Engine::pending_only_on(Storage& storage, const Queue& queue) {
 bool Engine::claim_for_host_write(Storage& storage) {
   std::lock_guard lock(mu_);
   Var& v = storage.var;
+  if (v.host_readers != 0 || v.host_writing) return false;
   if (v.last_writer && !is_done(v.last_writer)) return false;
   for (size_t i = v.done_readers; i < v.readers.size(); ++i)
     if (v.readers[i] && !is_done(v.readers[i])) return false;
   v.last_writer.reset();
   v.readers.clear();
   v.done_readers = 0;
+  v.host_writing = true;
+  host_accesses_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void Engine::end_host_write(Storage& storage) {
+  std::lock_guard lock(mu_);
+  storage.var.host_writing = false;
+  host_accesses_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+bool Engine::begin_host_read(Storage& storage) {
+  std::lock_guard lock(mu_);
+  Var& v = storage.var;
+  if (v.host_writing) return false;
+  if (const auto& w = v.last_writer; w && (!is_done(w) || w->status != BRAID_OK)) return false;
+  ++v.host_readers;
+  host_accesses_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void Engine::end_host_read(Storage& storage) {
+  std::lock_guard lock(mu_);
+  --storage.var.host_readers;
+  host_accesses_.fetch_sub(1, std::memory_order_relaxed);
+}
+
+void Engine::wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads,
+                                  std::span<Storage* const> writes, std::span<Storage* const> shared_writes) {
+  auto busy = [&] {
+    for (auto ws : {writes, shared_writes})
+      for (Storage* s : ws)
+        if (s->var.host_readers != 0 || s->var.host_writing) return true;
+    for (Storage* s : reads)
+      if (s->var.host_writing) return true;
+    return false;
+  };
+  // The host's copy is one memcpy, and it takes mu_ only to begin and end: yield until it is done.
+  while (busy()) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
 }
 
 WaitResult Engine::wait_to_read(Storage& storage) {

@@ -83,11 +83,17 @@ class Engine {
   // pushed to that in-order queue may then overwrite it without waiting for anything.
   bool pending_only_on(Storage& storage, const Queue& queue);
 
-  // Whether no op is in flight on the storage (its last writer and readers have ended). If so, the
-  // storage forgets them, the last writer's error included: the caller is about to overwrite all of
-  // it from the host, synchronously, which makes a poisoned storage readable again as an upload does.
-  // An op another thread pushes on the storage meanwhile is that application's race.
+  // Whether no op is in flight on the storage (its last writer and readers have ended) and the host is
+  // not reading it. If so, the storage forgets them, the last writer's error included: the caller is
+  // about to overwrite all of it from the host, synchronously, which makes a poisoned storage readable
+  // again as an upload does. Until end_host_write, an op another thread pushes on the storage waits.
   bool claim_for_host_write(Storage& storage);
+  void end_host_write(Storage& storage);
+  // Whether the storage's last writer has ended without error; if so the host may read its memory
+  // until end_host_read, and an op another thread pushes to write it meanwhile waits. Otherwise the
+  // caller waits for the writer (wait_to_read, which reports its error) and asks again.
+  bool begin_host_read(Storage& storage);
+  void end_host_read(Storage& storage);
 
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.
@@ -155,6 +161,13 @@ class Engine {
   Profiler& profiler_;
   mutable SlotPool node_pool_;
   Mutex mu_;  // vars, queue sequence numbers, deferred lists (taken once per push: core/mutex.h)
+  // Host copies in progress (Var::host_readers, host_writing): a push checks its storages only when
+  // there is one, so the common push pays one relaxed load.
+  std::atomic<uint32_t> host_accesses_{0};
+  // Waits, giving mu_ up, while the host copies into or out of a storage the op would write (or read,
+  // for a host write).
+  void wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads,
+                            std::span<Storage* const> writes, std::span<Storage* const> shared_writes);
   std::atomic<uint64_t> partitions_{0};  // ids of partitioned writes (OpNode::partition)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;

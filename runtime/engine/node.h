@@ -37,6 +37,11 @@ struct Var {
   // readers[0, done_readers) have ended and were reset to null (done never reverts), so a push checks
   // only the ones after: each check loads a line the backend thread wrote, a likely cache miss.
   size_t done_readers = 0;
+  // The host reading or writing the storage's memory right now (braid_tensor_to_host and write_host on
+  // host memory copy it themselves): an op pushed meanwhile that would write it (or, for a host write,
+  // read it) waits until the copy is done, as program order says (Engine::begin_host_read).
+  uint32_t host_readers = 0;
+  bool host_writing = false;
 };
 
 struct OpNode {

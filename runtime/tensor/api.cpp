@@ -53,7 +53,8 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   constexpr size_t kDirectMinBytes = size_t{64} << 10;
   if (std::byte* dst = host_address(t);
       dst && bytes >= kDirectMinBytes && bytes == s->bytes && ctx.engine->claim_for_host_write(*s)) {
-    std::memcpy(dst, data, bytes);
+    std::memcpy(dst, data, bytes);  // an op another thread pushes on s meanwhile waits for this
+    ctx.engine->end_host_write(*s);
     return;
   }
   auto node = ctx.engine->make_node("write_host", t.device());
@@ -200,7 +201,11 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
     const std::shared_ptr<Storage> storage = x.storage;
     wait_readable(ctx, *storage, "to_host");
     if (const std::byte* src = host_address(*storage)) {
+      // Registered as a host read, so that a write another thread pushes meanwhile waits for the copy
+      // instead of tearing it; a writer pushed since the wait above is waited for first.
+      while (!ctx.engine->begin_host_read(*storage)) wait_readable(ctx, *storage, "to_host");
       std::memcpy(data, src, bytes);
+      ctx.engine->end_host_read(*storage);
       return;
     }
     auto node = ctx.engine->make_node("to_host", *storage->device);

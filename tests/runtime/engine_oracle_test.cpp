@@ -1,6 +1,7 @@
 // Engine semantics against a sequential oracle: thousands of random DAGs of reads and writes over
 // variables on two devices, pushed from several threads at once, must give exactly the results of
 // running the same ops one by one on the host (and never deadlock).
+#include <atomic>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -163,4 +164,47 @@ TEST_CASE("engine: write-after-read waits for every earlier reader") {
     CHECK(v.back() == 1.0);
   }
   CHECK(test::to_vector(x).front() == 2.0);
+}
+
+// braid_tensor_to_host and write_host copy host memory themselves (a CPU tensor): a write another
+// thread pushes while such a copy runs must wait for it, as program order says, or the read is torn
+// (values of four different writes in one read) and a copy of the tensor mixes old and new.
+TEST_CASE("engine: host reads and writes of a CPU tensor are not torn by another thread's writes") {
+  test::Ctx c(1);
+  const int64_t n = int64_t{1} << 18;  // 2 MiB of float64: a copy long enough to be caught in
+  test::T x = test::full(c.ctx, 0, BRAID_FLOAT64, {n}, 1.0);
+  std::vector<test::T> values;
+  for (int k = 1; k <= 4; ++k) values.push_back(test::full(c.ctx, 0, BRAID_FLOAT64, {n}, k));
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      if (i % 2) {
+        BRAID_CHECK_OK(braid_copy_into(values[static_cast<size_t>(i % 4)].t, x.t));
+      } else {
+        const std::vector<double> host(static_cast<size_t>(n), static_cast<double>(i % 4 + 1));
+        BRAID_CHECK_OK(braid_tensor_write_host(x.t, host.data(), host.size() * sizeof(double)));
+      }
+    }
+  });
+  int torn = 0;
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int r = 0; r < 100; ++r) {
+    BRAID_CHECK_OK(braid_tensor_to_host(x.t, v.data(), v.size() * sizeof(double)));
+    for (size_t i = 1; i < v.size(); ++i)
+      if (v[i] != v[0]) {
+        ++torn;
+        break;
+      }
+    test::T clone;
+    BRAID_CHECK_OK(braid_copy(x.t, 0, clone.out()));
+    const std::vector<double> w = test::to_vector(clone);
+    for (size_t i = 1; i < w.size(); ++i)
+      if (w[i] != w[0]) {
+        ++torn;
+        break;
+      }
+  }
+  stop = true;
+  writer.join();
+  CHECK(torn == 0);
 }
