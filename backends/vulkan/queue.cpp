@@ -679,6 +679,14 @@ void Queue::complete_loop() {
     }
     if (st == BRAID_OK)
       for (const auto& rb : b->readbacks) std::memcpy(rb.host, rb.staging, rb.bytes);
+    {
+      // The batch's ring space is free now (the device is done with it, its readbacks are copied
+      // out), before the items below report: their notifications may take the host's engine lock,
+      // which a thread waiting in stage() for this very space can be holding while it submits.
+      std::lock_guard space(mu_);
+      ring_tail_ = b->ring_end;
+      cv_.notify_all();
+    }
     for (auto& it : b->items) {
       // Work that waited on the device for another submission's semaphore reports after it, and fails
       // with it: its producer's work_end comes first (the host resolves inherited failures there), and

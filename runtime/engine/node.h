@@ -82,9 +82,9 @@ struct OpNode {
   std::vector<std::byte> host_data;      // bytes an upload copies from (owned, so the caller may reuse theirs)
   uint32_t foreign_pending = 0;          // waits on other backends not yet satisfied (Engine::mu_)
   // A copy that reads or writes another device's memory from the host side (braid_copy_desc's src_host
-  // or dst_host): a queue records such a read when it records the copy, and lands such a write when
-  // its batch completes, not in queue order; so an earlier op of the same queue on those storages must
-  // have ended first (Engine::Dependencies::add).
+  // or dst_host): a queue may read such a source when it records the copy and land such a write when
+  // its batch completes, not in queue order; so a readback of the same queue into the memory it reads
+  // must have ended first (Engine::Dependencies::add_host_wait).
   bool host_side = false;
 
   bool profiled = false;

@@ -119,7 +119,7 @@ struct braid_hybrid_t {
   ~braid_hybrid_t() {
     for (auto& [key, g] : cache) braid_graph_release(g);
     cache.clear();
-    if (ctx) braid_context_release(ctx);
+    if (ctx) (void)release_context(ctx);  // its own reference, not the application's
   }
 };
 
@@ -427,7 +427,7 @@ BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn
     if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL))
       fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: unknown pass bits ", passes);
     HybridPool::Owned h = HybridPool::instance().make();
-    if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
+    checked_context(ctx, "ctx").refs.fetch_add(1);  // as a tensor holds it, not as the application
     h->ctx = ctx;
     h->fn = fn;
     h->user = user;

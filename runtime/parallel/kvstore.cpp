@@ -32,7 +32,7 @@ struct braid_kvstore_t {
 
   ~braid_kvstore_t() {
     entries.clear();
-    if (ctx) braid_context_release(ctx);
+    if (ctx) (void)release_context(ctx);  // its own reference, not the application's
   }
 };
 
@@ -134,7 +134,7 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
            "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
     KVStorePool::Owned kv = KVStorePool::instance().make();
     kv->device_mode = t == "device";
-    if (braid_status st = braid_context_retain(ctx); st != BRAID_OK) fail(st, braid_last_error());
+    ctx->refs.fetch_add(1);  // as a tensor holds it: the application's release count is its own
     kv->ctx = ctx;
     *out = KVStorePool::instance().publish(std::move(kv));
   });

@@ -200,10 +200,12 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
     const ContextRef hold(ctx);
     const std::shared_ptr<Storage> storage = x.storage;
     wait_readable(ctx, *storage, "to_host");
-    if (const std::byte* src = host_address(*storage)) {
-      // Registered as a host read, so that a write another thread pushes meanwhile waits for the copy
-      // instead of tearing it; a writer pushed since the wait above is waited for first.
-      while (!ctx.engine->begin_host_read(*storage)) wait_readable(ctx, *storage, "to_host");
+    // Host memory is copied right here, registered as a host read so that a write another thread
+    // pushes meanwhile waits for the copy instead of tearing it. If another thread wrote since the
+    // wait above (or the host is writing it), the read is queued in program order instead, as for
+    // device memory: retrying could chase a writer that keeps pushing.
+    const std::byte* src = host_address(*storage);
+    if (src && ctx.engine->begin_host_read(*storage)) {
       std::memcpy(data, src, bytes);
       ctx.engine->end_host_read(*storage);
       return;

@@ -88,6 +88,18 @@ TEST_CASE("handles: a context lives until its last tensor is released, then its 
   x = test::T();
   check_refused(braid_context_device_count(ctx, &n));
   check_refused(braid_context_release(ctx));
+  // A KVStore holds its context as a tensor does, not as the application: a second release of the
+  // application's handle is refused while the store keeps the context alive, and the store still works.
+  braid_context kv_ctx = create_cpu();
+  braid_kvstore kv = nullptr;
+  BRAID_CHECK_OK(braid_kvstore_create(kv_ctx, "local", &kv));
+  BRAID_CHECK_OK(braid_context_release(kv_ctx));
+  CHECK(braid_context_release(kv_ctx) == BRAID_ERR_INVALID_ARGUMENT);
+  braid_kvstore kv2 = nullptr;  // the handle still names a live context
+  BRAID_CHECK_OK(braid_kvstore_create(kv_ctx, "local", &kv2));
+  BRAID_CHECK_OK(braid_kvstore_release(kv2));
+  BRAID_CHECK_OK(braid_kvstore_release(kv));
+  check_refused(braid_context_device_count(kv_ctx, &n));
   // Retained references count: create + one retain is two releases.
   braid_context twice = create_cpu();
   BRAID_CHECK_OK(braid_context_retain(twice));
