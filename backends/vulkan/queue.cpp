@@ -1,6 +1,7 @@
 #include "queue.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 
@@ -233,14 +234,16 @@ Queue::Staged Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
       open_batch().ring_end = ring_head_;
       return {static_cast<std::byte*>(ring_->block->mapped) + ring_->offset + at, ring_->buffer, ring_->offset + at};
     }
-    if (t_completion_thread) {
-      // Work recorded from a completion callback (a notification chain): take overflow staging memory
-      // that lives as long as the open batch instead of waiting, which could wait on this very thread.
+    // Overflow staging memory that lives as long as the open batch, instead of waiting for the ring.
+    auto overflow = [&]() -> Staged {
       braid_backend_buffer_t* extra = nullptr;
       if (staging_.allocate(bytes, &extra) != BRAID_OK) throw std::bad_alloc();
       open_batch().overflow.push_back(extra);
       return {static_cast<std::byte*>(extra->block->mapped) + extra->offset, extra->buffer, extra->offset};
-    }
+    };
+    // Work recorded from a completion callback (a notification chain) never waits: it could wait on
+    // this very thread.
+    if (t_completion_thread) return overflow();
     // Full: hand the open batch to the device and wait for the oldest batch to give space back.
     submit_open(lock);
     if (inflight_.empty()) {
@@ -248,8 +251,12 @@ Queue::Staged Queue::stage(std::unique_lock<std::mutex>& lock, uint64_t bytes) {
       if (open_) open_->ring_end = 0;
       continue;
     }
+    // Bounded: the caller may hold the host's engine lock (a submission from another backend's thread
+    // that a notification woke), which this queue's completion thread can need before it frees more
+    // space. A wait that long means that, or a device far behind: overflow memory ends it either way.
     uint64_t tail = ring_tail_;
-    cv_.wait(lock, [&] { return ring_tail_ != tail || inflight_.empty(); });
+    if (!cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return ring_tail_ != tail || inflight_.empty(); }))
+      return overflow();
   }
 }
 
