@@ -139,8 +139,8 @@ void record(Context& ctx, const PushedOp& op) {
       continue;
     }
     // A value written whole starts a new history; ops recorded before keep the old one (in_meta).
-    const bool whole = !(op.overwritten >> k & 1u) || covers_whole(*t, op.call->outputs[k]);
-    if (!t->ag || (whole && !t->ag->leaf && !t->ag->producers.empty())) t->ag = std::make_shared<Meta>();
+    if (!(op.overwritten >> k & 1u) || covers_whole(*t, op.call->outputs[k])) drop_history(*t);
+    if (!t->ag) t->ag = std::make_shared<Meta>();
     Meta& m = *t->ag;
     node->out_meta.push_back(t->ag);
     if (m.leaf) continue;  // a leaf written by a copy stays a leaf

@@ -204,36 +204,25 @@ Engine::Pending Engine::push_locked(std::shared_ptr<OpNode> node, std::span<Stor
   return pending;
 }
 
-void Engine::Dependencies::add(const std::shared_ptr<OpNode>& d) {
-  // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line).
-  if (!d || d->queue == n_.queue || is_done(d)) return;
-  for (uint32_t i = 0; i < num_device; ++i)
-    if (device[i].queue == d->queue) {
-      device[i].value = std::max(device[i].value, d->seq);
-      return;
-    }
+void Engine::Dependencies::add(const std::shared_ptr<OpNode>& d, bool on_host) {
+  // Same in-order queue: nothing to do (checked first: it needs no load of another thread's line),
+  // unless the wait must be on the host (see order_after_earlier).
+  if (!d || (d->queue == n_.queue && !on_host) || is_done(d)) return;
+  if (!on_host)
+    for (uint32_t i = 0; i < num_device; ++i)
+      if (device[i].queue == d->queue) {
+        device[i].value = std::max(device[i].value, d->seq);
+        return;
+      }
   for (auto& h : host_)
     if (h.first == d->queue) {
       h.second = std::max(h.second, d->seq);
       return;
     }
-  if (d->device->backend == n_.device->backend && num_device < device.size())
+  if (!on_host && d->device->backend == n_.device->backend && num_device < device.size())
     device[num_device++] = {d->queue, d->seq};
   else
     host_.emplace_back(d->queue, d->seq);
-}
-
-// A copy that reads host memory on the host side (OpNode::host_side) after a copy of its own queue
-// wrote that memory on the host side: a readback lands when its batch completes, after this copy would
-// have read the memory when recorded, so queue order does not hold for it. It waits on the host.
-void Engine::Dependencies::add_host_wait(const std::shared_ptr<OpNode>& d) {
-  if (is_done(d)) return;
-  for (auto& h : host_)
-    if (h.first == d->queue) {
-      h.second = std::max(h.second, d->seq);
-      return;
-    }
-  host_.emplace_back(d->queue, d->seq);
 }
 
 // Reads wait for each storage's last writer; writes also for its readers since. The op keeps every
@@ -255,9 +244,10 @@ void Engine::order_after_earlier(OpNode& n, Dependencies& deps, std::span<Storag
     keep(s);
     const auto& w = s->var.last_writer;
     if (!w) return;
-    deps.add(w);
-    if (n.host_side && w->queue == n.queue && w->work.kind == BRAID_WORK_COPY && w->copy.dst_host != nullptr)
-      deps.add_host_wait(w);  // a readback into the host memory this copy reads on the host side
+    // A copy that reads host memory on the host side (OpNode::host_side) after a readback of its own
+    // queue into it: the readback lands when its batch completes, after this copy would have read the
+    // memory when recorded, so queue order does not hold for it. It waits on the host.
+    deps.add(w, n.host_side && w->queue == n.queue && w->work.kind == BRAID_WORK_COPY && w->copy.dst_host != nullptr);
     if (is_done(w)) {
       // An input already known to be poisoned: the op is skipped and inherits the error, but still
       // takes its place in queue order so later writers stay ordered after earlier readers.

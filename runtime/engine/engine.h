@@ -123,8 +123,8 @@ class Engine {
   class Dependencies {
    public:
     Dependencies(const OpNode& n, std::vector<std::pair<Queue*, uint64_t>>& host) : n_(n), host_(host) {}
-    void add(const std::shared_ptr<OpNode>& producer);
-    void add_host_wait(const std::shared_ptr<OpNode>& producer);  // on the host even on the same queue
+    // on_host: wait on the host even for an op of the same queue.
+    void add(const std::shared_ptr<OpNode>& producer, bool on_host = false);
     // A trivial struct, not std::pair: pair's constructor would zero all the slots on every push.
     struct Wait {
       Queue* queue;

@@ -84,7 +84,7 @@ struct OpNode {
   // A copy that reads or writes another device's memory from the host side (braid_copy_desc's src_host
   // or dst_host): a queue may read such a source when it records the copy and land such a write when
   // its batch completes, not in queue order; so a readback of the same queue into the memory it reads
-  // must have ended first (Engine::Dependencies::add_host_wait).
+  // must have ended first (Engine::order_after_earlier).
   bool host_side = false;
 
   bool profiled = false;

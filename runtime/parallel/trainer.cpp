@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -42,8 +43,7 @@ struct braid_trainer_t {
   // What braid_trainer_allreduce_grads decided to skip, for the braid_trainer_update after it: a
   // gradient written between the two (clipping rewrites them all) must not make a parameter that no
   // backward reached look fresh again.
-  std::vector<uint8_t> reduced_skip;
-  bool reduced = false;
+  std::optional<std::vector<uint8_t>> reduced_skip;
 
   Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
 };
@@ -285,7 +285,7 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
     const std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     update(t, batch_size, skip);
-    t.reduced = false;
+    t.reduced_skip.reset();
   });
 }
 
@@ -295,7 +295,6 @@ BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
     std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     t.reduced_skip = std::move(skip);
-    t.reduced = true;
   });
 }
 
@@ -303,8 +302,8 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
   return guard("braid_trainer_update", [&] {
     braid_trainer_t& t = checked_trainer(tr);
     check_batch_size(batch_size);
-    update(t, batch_size, t.reduced ? t.reduced_skip : stale_params(t));
-    t.reduced = false;
+    update(t, batch_size, t.reduced_skip ? *t.reduced_skip : stale_params(t));
+    t.reduced_skip.reset();
   });
 }
 
