@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -495,6 +494,7 @@ void Engine::end_host_write(Storage& storage) {
   std::lock_guard lock(mu_);
   storage.var.host_writing = false;
   host_accesses_.fetch_sub(1, std::memory_order_relaxed);
+  host_copy_ended_locked();
 }
 
 bool Engine::begin_host_read(Storage& storage) {
@@ -511,6 +511,12 @@ void Engine::end_host_read(Storage& storage) {
   std::lock_guard lock(mu_);
   --storage.var.host_readers;
   host_accesses_.fetch_sub(1, std::memory_order_relaxed);
+  host_copy_ended_locked();
+}
+
+void Engine::host_copy_ended_locked() {
+  host_copies_ended_.fetch_add(1, std::memory_order_release);
+  if (host_copy_waiters_ != 0) host_copies_ended_.notify_all();
 }
 
 void Engine::wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads,
@@ -523,11 +529,15 @@ void Engine::wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Stora
       if (s->var.host_writing) return true;
     return false;
   };
-  // The host's copy is one memcpy, and it takes mu_ only to begin and end: yield until it is done.
+  // The host's copy is one memcpy, and it takes mu_ only to begin and end: sleep until a copy ends
+  // (the count is read under mu_, which every end takes, so no end between here and the wait is missed).
   while (busy()) {
+    const uint32_t ended = host_copies_ended_.load(std::memory_order_relaxed);
+    ++host_copy_waiters_;
     lock.unlock();
-    std::this_thread::yield();
+    host_copies_ended_.wait(ended, std::memory_order_acquire);
     lock.lock();
+    --host_copy_waiters_;
   }
 }
 

@@ -169,6 +169,10 @@ class Engine {
   // for a host write).
   void wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads,
                             std::span<Storage* const> writes, std::span<Storage* const> shared_writes);
+  // Counts ended host copies; pushes waiting in wait_for_host_copies sleep on it (both under mu_).
+  std::atomic<uint32_t> host_copies_ended_{0};
+  uint32_t host_copy_waiters_ = 0;
+  void host_copy_ended_locked();
   std::atomic<uint64_t> partitions_{0};  // ids of partitioned writes (OpNode::partition)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;
