@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Packs what a bare GPU machine needs to run braid's CUDA checks into one archive: the built binaries
+# and plugins (build/bin, build/lib, kept at the absolute path they were built at, which their RUNPATHs
+# name), the shared libraries this machine has and a GPU machine may lack (oneTBB, oneDNN, OpenBLAS,
+# libgomp), and the Fashion-MNIST files. tools/gpu/first_contact.sh unpacks it there. Run it here,
+# after `scripts/build.sh`, with the CUDA plugin built:
+#
+#   tools/gpu/bundle.sh            # writes .gpu-bundle/bundle.tar.xz (git ignores .gpu-bundle/)
+#
+# The archive is carried to the GPU machine with the working tree (about 40 MiB; the limit is 64).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BRAID_BUILD_DIR:-$root/build}
+out=$root/.gpu-bundle
+[[ -f $build/lib/libbraid-backend-cuda.so ]] || {
+  echo "bundle.sh: $build/lib/libbraid-backend-cuda.so is missing: build with the CUDA toolkit first" >&2
+  exit 1
+}
+rm -rf "$out" && mkdir -p "$out/stage/syslib"
+# The libraries the binaries link or open that are not part of a base system image, by soname.
+for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.so.1 libOpenCL.so.1; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
+  if [[ -n $path ]]; then cp -L "$path" "$out/stage/syslib/$lib"; fi
+done
+data=/usr/share/datasets/fashion-mnist
+files=(-C / "${build#/}/bin" "${build#/}/lib")
+if [[ -d $data ]]; then files+=("${data#/}"); fi
+printf '%s\n' "$build" >"$out/stage/build_dir"
+tar --exclude='*.a' -cf - "${files[@]}" -C "$out/stage" syslib build_dir | xz -T0 -6 >"$out/bundle.tar.xz"
+rm -rf "$out/stage"
+echo "bundle.sh: $(du -h "$out/bundle.tar.xz" | cut -f1) in $out/bundle.tar.xz (built at $build)"
