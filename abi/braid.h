@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 6
+#define BRAID_ABI_MINOR 7
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -312,6 +312,12 @@ BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_te
  * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT (NumPy 2 raises; PyTorch wraps). */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
+/* out = cond ? a : b, element by element, with NumPy broadcasting of all three (torch.where,
+ * numpy.where); all on one device. a and b are promoted as braid_binary promotes them; cond may have
+ * any dtype, and an element is true where it is nonzero (NaN is true, as bool(nan) in NumPy). An
+ * element of a or b that is not chosen never affects out, even if it is inf or NaN. Autograd passes
+ * the gradient to a where cond holds and to b elsewhere (cond gets none). Since 1.7. */
+BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out);
 
 /* ---- ops: reductions -------------------------------------------------------------------------- */
 typedef enum braid_reduce_op {
@@ -516,9 +522,10 @@ typedef enum braid_grad_req {
  * previous setting, to restore it after a no-grad section. Thread-safe. */
 BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev);
 BRAID_API braid_status braid_autograd_is_recording(braid_context ctx, int32_t* out);
-/* Attaches a zero-filled gradient buffer of t's shape and dtype (float32/float64) and makes t a leaf:
- * a history t had is dropped. Attaching again keeps the buffer and changes req; BRAID_GRAD_NULL
- * detaches it. */
+/* Attaches a zero-filled gradient buffer of t's shape and dtype (float32/float64) and makes t a leaf
+ * for the ops recorded after: they see no history. Ops recorded before keep theirs, so gradients
+ * through them still reach t's inputs, and t's buffer gets only the later ops' gradients. Attaching
+ * again keeps the buffer and changes req; BRAID_GRAD_NULL detaches it. */
 BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req req);
 /* A new reference to t's gradient buffer; fails with BRAID_ERR_INVALID_STATE if none is attached. */
 BRAID_API braid_status braid_tensor_grad(braid_tensor t, braid_tensor* out);
@@ -708,7 +715,7 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
 
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.6)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.7)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
 

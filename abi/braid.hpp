@@ -350,6 +350,10 @@ inline Tensor minimum(const Tensor& a, double b) { return binary(BRAID_BINARY_MI
 inline Tensor equal(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_EQUAL, a, b); }
 inline Tensor less(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_LESS, a, b); }
 inline Tensor greater(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_GREATER, a, b); }
+// cond ? a : b, element by element (torch.where).
+inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  return detail::call(braid_where, cond.get(), a.get(), b.get());
+}
 
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 4
+#define BRAID_BACKEND_ABI_MINOR 5
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -118,6 +118,13 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                    computes as UNARY, BINARY or BINARY_SCALAR would in the dtype (transcendental ops
  *                    to the last bit), so the result is the chain's without its intermediates in memory.
  *
+ * Select kernel (ABI 1.5); optional: the host uses it only where supports() says so.
+ *  WHERE             in[0] cond, in[1] a, in[2] b -> out[0], all of one dtype (the one supports() is
+ *                    asked for), each carrying out's shape (stride 0 on broadcast axes):
+ *                    out = cond != 0 ? a : b, element by element; a NaN cond is nonzero. a and b are
+ *                    copied, never computed with, so an infinite or NaN element that is not selected
+ *                    never reaches out (autograd's masked gradients rely on it).
+ *
  * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
  * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
  * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
@@ -158,6 +165,8 @@ typedef enum braid_kernel_op {
   BRAID_KOP_COMBINE,
   /* ABI 1.3 */
   BRAID_KOP_FUSED_ELEMENTWISE,
+  /* ABI 1.5 */
+  BRAID_KOP_WHERE,
   BRAID_KOP_COUNT
 } braid_kernel_op;
 

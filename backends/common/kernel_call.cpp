@@ -31,7 +31,8 @@ const char* op_name(const braid_kernel_op& op) noexcept {
                                            "batch_norm_bwd",
                                            "softmax_cross_entropy_bwd",
                                            "combine",
-                                           "fused_elementwise"};
+                                           "fused_elementwise",
+                                           "where"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_KOP_COUNT, "one name per kernel op");
   return valid_op(op) ? kNames[op] : "invalid";
 }

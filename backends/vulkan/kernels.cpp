@@ -259,6 +259,18 @@ KernelResult binary(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_f32, ShaderId::binary_f64));
 }
 
+// Copies bits: one shader per element width, told only whether cond is a float (-0.0 is zero).
+KernelResult where(const braid_kernel_call& c, Recorder& r) {
+  Enc e;
+  e.shape(c.outputs[0]);
+  for (int k = 0; k < 3; ++k) e.operand(k, c.inputs[k]);
+  e.operand(6, c.outputs[0]);
+  const braid_dtype dt = c.inputs[0].dtype;
+  const bool wide = dt == BRAID_FLOAT64 || dt == BRAID_INT64, real = dt == BRAID_FLOAT32 || dt == BRAID_FLOAT64;
+  return e.dispatch_flat(
+      r, wide ? (real ? ShaderId::where_f64 : ShaderId::where_64) : (real ? ShaderId::where_f32 : ShaderId::where_32));
+}
+
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.outputs[0]);
@@ -724,6 +736,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
       return dtype == BRAID_FLOAT32 || dtype == BRAID_INT32 || dtype == BRAID_INT64 || dtype == BRAID_UINT8 ||
              (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64)) ||
              ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have(&PhysicalDevice::float16));
+    case BRAID_KOP_WHERE:  // bits copied: no float64 or int64 arithmetic needed
+      return dtype == BRAID_FLOAT32 || dtype == BRAID_FLOAT64 || dtype == BRAID_INT32 || dtype == BRAID_INT64;
     case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs, each its own shader compiled with shaderc
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_ARANGE:
@@ -774,8 +788,9 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
   if (!call_supports(c)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op's sub-op and dtype");
   const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
-  if (any_f64 && !r.physical().float64) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
-  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && !r.physical().int64)
+  if (any_f64 && c.op != BRAID_KOP_WHERE && !r.physical().float64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
+  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && c.op != BRAID_KOP_WHERE && !r.physical().int64)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderInt64");
   switch (c.op) {
     case BRAID_KOP_FILL: return fill(c, r);
@@ -784,6 +799,7 @@ KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
     case BRAID_KOP_UNARY: return unary(c, r);
     case BRAID_KOP_BINARY: return binary(c, r);
     case BRAID_KOP_BINARY_SCALAR: return binary_scalar(c, r);
+    case BRAID_KOP_WHERE: return where(c, r);
     case BRAID_KOP_FUSED_ELEMENTWISE: return fused(c, r);
     case BRAID_KOP_REDUCE: return reduce(c, r);
     case BRAID_KOP_ARGMAX: return argmax(c, r);

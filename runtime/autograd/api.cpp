@@ -236,6 +236,9 @@ BRAID_API braid_status braid_tensor_attach_grad(braid_tensor t, braid_grad_req r
     }
     if (!dtype_is_float(x.dtype))
       fail(BRAID_ERR_DTYPE, "gradients need a float32 or float64 tensor, not ", dtype_name(x.dtype));
+    // A value with a history becomes a leaf for the ops recorded from now on; those recorded before
+    // keep the edge to its history (as MXNet's attach_grad), so their gradients still reach its inputs.
+    forget_history(*x.ctx, x);
     TensorRef grad = x.ag && x.ag->grad.get() ? TensorRef() : op::full_like(x, 0.0);
     install_recorder(*x.ctx);
     if (!x.ag) x.ag = std::make_shared<Meta>();

@@ -27,13 +27,34 @@ TensorRef sum_to(TensorRef g, const Shape& target) {
   return op::reshape(h(r), target);
 }
 
-// dy * (mask) where mask is 1 where x > s, 1/2 where x == s (a tie shares the gradient), else 0.
+// A zero of t's dtype and device, 0-d: where() broadcasts it.
+TensorRef zero_of(const Tensor& t) {
+  const bool storage_only = t.dtype == BRAID_FLOAT16 || t.dtype == BRAID_BFLOAT16;
+  TensorRef z = op::run(braid_full, t.ctx, t.storage->device->index, storage_only ? BRAID_FLOAT32 : t.dtype, 0,
+                        static_cast<const int64_t*>(nullptr), 0.0);
+  return storage_only ? op::cast(h(z), t.dtype) : std::move(z);
+}
+
+// cond ? a : b. On a device whose backend has no WHERE kernel (a plugin older than ABI 1.5), a
+// product with the 0/1 condition instead: the same values, except an inf or NaN that is masked off.
+TensorRef select(Tensor* cond, Tensor* a, Tensor* b) {
+  if (cond->device().supports(BRAID_KOP_WHERE, a->dtype)) return op::where(cond, a, b);
+  TensorRef ca = op::mul(cond, a);
+  TensorRef nc = op::scalar(BRAID_BINARY_SUB, cond, 1.0, true);
+  TensorRef cb = op::mul(h(nc), b);
+  return op::add(h(ca), h(cb));
+}
+
+// maximum's gradient to a (minimum's with less): PyTorch's where(a == b, dy / 2, dy) masked to 0
+// where a < b (a > b). A NaN on either side compares false everywhere, so the gradient passes whole
+// to both operands, as PyTorch's does.
 TensorRef select_greater(Tensor* dy, Tensor* a, Tensor* b, bool less) {
-  TensorRef gt = op::binary(less ? BRAID_BINARY_LESS : BRAID_BINARY_GREATER, a, b);
-  TensorRef eq = op::binary(BRAID_BINARY_EQUAL, a, b);
-  TensorRef half = op::scalar(BRAID_BINARY_MUL, h(eq), 0.5);
-  TensorRef m = op::add(h(gt), h(half));
-  return op::mul(dy, h(m));
+  TensorRef lose = op::binary(less ? BRAID_BINARY_GREATER : BRAID_BINARY_LESS, a, b);
+  TensorRef tie = op::binary(BRAID_BINARY_EQUAL, a, b);
+  TensorRef half = op::scalar(BRAID_BINARY_MUL, dy, 0.5);
+  TensorRef shared = select(h(tie), h(half), dy);
+  TensorRef z = zero_of(*dy);
+  return select(h(lose), h(z), h(shared));
 }
 
 void unary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
@@ -53,9 +74,10 @@ void unary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       dx[0] = op::div(dy, h(t));
       break;
     }
-    case BRAID_UNARY_RELU: {
-      TensorRef m = op::scalar(BRAID_BINARY_GREATER, x, 0.0);
-      dx[0] = op::mul(dy, h(m));
+    case BRAID_UNARY_RELU: {  // PyTorch's threshold_backward: 0 where y <= 0, i.e. y == 0 (a NaN passes dy)
+      TensorRef off = op::scalar(BRAID_BINARY_EQUAL, y, 0.0);
+      TensorRef z = zero_of(*dy);
+      dx[0] = select(h(off), h(z), dy);
       break;
     }
     case BRAID_UNARY_SIGMOID: {  // dy * y * (1 - y)
@@ -109,13 +131,15 @@ void binary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       // As PyTorch, 0 where the formula is 0 * inf: d/da where b == 0 (a^0 is constant), d/db where
       // a == 0 and b >= 0 (0^b is 0 or 1 there). Masked by changing the operand, not by multiplying
       // the result by a mask, which would keep the NaN.
-      if (n.needs[0]) {  // dy * b * a^(b-1), with exponent b - 1 + (b == 0): a^0 = 1 where b is 0
+      if (n.needs[0]) {  // dy * b * a^(b-1), and 0 where b == 0 (selected: dy may be inf there)
         TensorRef bm1 = op::scalar(BRAID_BINARY_SUB, b, 1.0);
         TensorRef b0 = op::scalar(BRAID_BINARY_EQUAL, b, 0.0);
         TensorRef e = op::add(h(bm1), h(b0));
         TensorRef p = op::binary(BRAID_BINARY_POW, a, h(e));
         TensorRef t = op::mul(h(p), b);
-        ga = op::mul(dy, h(t));
+        TensorRef g = op::mul(dy, h(t));
+        TensorRef z = zero_of(*h(g));
+        ga = select(h(b0), h(z), h(g));
       }
       if (n.needs[1]) {  // dy * y * log(a), with log(a + 1) = 0 where a == 0 and b >= 0
         TensorRef a0 = op::scalar(BRAID_BINARY_EQUAL, a, 0.0);
@@ -166,24 +190,28 @@ void binary_scalar_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
         TensorRef p = op::scalar(BRAID_BINARY_POW, x, s - 1.0);
         TensorRef t = op::scalar(BRAID_BINARY_MUL, h(p), s);
         dx[0] = op::mul(dy, h(t));
-      } else if (s == 0.0) {  // 0^x: 0 where x >= 0 (0^x is 0 or 1 there), y ln 0 = -inf where x < 0
-        TensorRef neg = op::scalar(BRAID_BINARY_LESS, x, 0.0);
-        TensorRef keep = op::scalar(BRAID_BINARY_SUB, h(neg), 1.0, true);
-        TensorRef l = op::unary(BRAID_UNARY_LOG, h(keep));  // 0 or -inf
-        dx[0] = op::mul(dy, h(l));
+      } else if (s == 0.0) {  // 0^x: dy * y * ln 0, except 0 where x >= 0 (0^x is 0 or 1 there), as
+        // PyTorch: -inf * y keeps y's sign ((-0)^-1 = -inf gives +inf), and a NaN x gives NaN.
+        TensorRef gt = op::scalar(BRAID_BINARY_GREATER, x, 0.0);
+        TensorRef eq = op::scalar(BRAID_BINARY_EQUAL, x, 0.0);
+        TensorRef nonneg = op::add(h(gt), h(eq));             // 1 where x >= 0, 0 where x < 0 or NaN
+        TensorRef l = op::unary(BRAID_UNARY_LOG, h(nonneg));  // 0, or ln 0 = -inf where x < 0
+        TensorRef t = op::mul(y, h(l));
+        dx[0] = op::mul(dy, h(t));
       } else {  // s^x: dy * y * ln s
         TensorRef t = op::scalar(BRAID_BINARY_MUL, y, std::log(s));
         dx[0] = op::mul(dy, h(t));
       }
       break;
     case BRAID_BINARY_MAXIMUM:
-    case BRAID_BINARY_MINIMUM: {
+    case BRAID_BINARY_MINIMUM: {  // as select_greater, against the scalar
       const bool less = n.i[0] == BRAID_BINARY_MINIMUM;
-      TensorRef gt = op::scalar(less ? BRAID_BINARY_LESS : BRAID_BINARY_GREATER, x, s);
-      TensorRef eq = op::scalar(BRAID_BINARY_EQUAL, x, s);
-      TensorRef half = op::scalar(BRAID_BINARY_MUL, h(eq), 0.5);
-      TensorRef m = op::add(h(gt), h(half));
-      dx[0] = op::mul(dy, h(m));
+      TensorRef lose = op::scalar(less ? BRAID_BINARY_GREATER : BRAID_BINARY_LESS, x, s);
+      TensorRef tie = op::scalar(BRAID_BINARY_EQUAL, x, s);
+      TensorRef half = op::scalar(BRAID_BINARY_MUL, dy, 0.5);
+      TensorRef shared = select(h(tie), h(half), dy);
+      TensorRef z = zero_of(*dy);
+      dx[0] = select(h(lose), h(z), h(shared));
       break;
     }
     default: return;
@@ -282,6 +310,14 @@ void batch_norm_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   if (n.needs[2]) dx[2] = std::move(rb);
 }
 
+// where(c, a, b): dy to a where c holds, to b elsewhere (each summed over its broadcast axes).
+void where_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  Tensor* c = h(n.inputs[0]);
+  TensorRef z = zero_of(*dy);
+  if (n.needs[1]) dx[1] = sum_to(select(c, dy, h(z)), n.inputs[1]->shape);
+  if (n.needs[2]) dx[2] = sum_to(select(c, h(z), dy), n.inputs[2]->shape);
+}
+
 void softmax_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* y = h(n.outputs[0]);
   const int32_t axis = int32_t(n.i[0]);
@@ -349,8 +385,8 @@ uint32_t saved_values(const Node& n) {
       switch (static_cast<braid_unary_op>(n.i[0])) {
         case BRAID_UNARY_ABS:
         case BRAID_UNARY_LOG:
-        case BRAID_UNARY_RELU:
         case BRAID_UNARY_SQUARE: return a;
+        case BRAID_UNARY_RELU:
         case BRAID_UNARY_EXP:
         case BRAID_UNARY_SQRT:
         case BRAID_UNARY_SIGMOID:
@@ -387,6 +423,7 @@ uint32_t saved_values(const Node& n) {
     case BRAID_KOP_SOFTMAX: return y;
     case BRAID_KOP_SOFTMAX_CE: return a | b;  // logits, labels
     case BRAID_KOP_DROPOUT: return y << 1;    // the mask
+    case BRAID_KOP_WHERE: return a;           // the condition
     default: return 0;                        // copies, reshape, device copies: views only
   }
 }
@@ -416,6 +453,7 @@ void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) 
     case BRAID_KOP_SOFTMAX_CE: softmax_ce_grad(n, g, dx); break;
     case BRAID_KOP_DROPOUT: dropout_grad(n, g, dx); break;
     case BRAID_KOP_COPY: copy_grad(n, g, dx); break;
+    case BRAID_KOP_WHERE: where_grad(n, g, dx); break;
     default: fail(BRAID_ERR_INTERNAL, "autograd: ", n.name, " has no gradient");
   }
   for (size_t k = 0; k < dx.size(); ++k)

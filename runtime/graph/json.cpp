@@ -40,7 +40,8 @@ constexpr const char* kKernelNames[] = {"FILL",
                                         "BATCH_NORM_BWD",
                                         "SOFTMAX_CE_BWD",
                                         "COMBINE",
-                                        "FUSED_ELEMENTWISE"};
+                                        "FUSED_ELEMENTWISE",
+                                        "WHERE"};
 static_assert(std::size(kKernelNames) == BRAID_KOP_COUNT);
 
 constexpr const char* kKinds[] = {"input", "param", "internal"};
@@ -246,7 +247,7 @@ void check_node(const Node& n, const std::string& where) {
   static constexpr Arity kArity[] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1},
                                      {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3},
                                      {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1}, {3, 3, 2}, {4, 4, 3}, {2, 2, 1},
-                                     {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}};
+                                     {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}, {3, 3, 1}};
   static_assert(std::size(kArity) == BRAID_KOP_COUNT);
   const Check c{n, where};
   if (n.kop == BRAID_KOP_COMBINE) c.no("collective kernels cannot be loaded");
@@ -331,6 +332,7 @@ void check_node(const Node& n, const std::string& where) {
       c.all_same_shape(), c.all_same_dtype(), c.float_dtype(), c.attr(0, 0, c.in(0).ndim - 1), c.attr(1, 0, 1);
       break;
     case BRAID_KOP_DROPOUT: c.all_same_shape(), c.all_same_dtype(), c.float_dtype(); break;
+    case BRAID_KOP_WHERE: c.all_same_shape(), c.all_same_dtype(); break;
     case BRAID_KOP_SOFTMAX_CE:
     case BRAID_KOP_SOFTMAX_CE_BWD: {
       const ViewRef &logits = c.in(0), &labels = c.in(1);

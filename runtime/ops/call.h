@@ -40,6 +40,7 @@ inline TensorRef reduce(braid_reduce_op o, Tensor* x, std::vector<int32_t> axes,
 inline TensorRef reshape(Tensor* x, const Shape& s) { return run(braid_reshape, x, s.ndim, s.dims.data()); }
 inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) { return run(braid_matmul, a, b, ta, tb); }
 inline TensorRef cast(Tensor* x, braid_dtype d) { return run(braid_cast, x, d); }
+inline TensorRef where(Tensor* cond, Tensor* a, Tensor* b) { return run(braid_where, cond, a, b); }
 // A tensor like x filled with v. float16 and bfloat16 are storage types (casts only, no fill kernel on
 // every backend): filled in float32 and cast.
 inline TensorRef full_like(const Tensor& x, double v) {

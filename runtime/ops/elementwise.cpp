@@ -111,6 +111,55 @@ BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_t
   });
 }
 
+BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out) {
+  return guard("braid_where", [&] {
+    require(out, "out");
+    *out = nullptr;
+    OpBuilder op("where", BRAID_KOP_WHERE);
+    Tensor& tc = op.operand(cond, "cond");
+    Tensor& ta = op.operand(a, "a");
+    Tensor& tb = op.operand(b, "b");
+    const Shape shape = broadcast_shapes(broadcast_shapes(tc.shape, ta.shape, "where"), tb.shape, "where");
+    const braid_dtype dtype = promote_types(ta.dtype, tb.dtype);
+    // The kernel selects within one numeric dtype. Storage dtypes select in the dtype that holds them
+    // exactly (float32 for float16/bfloat16, int32 for uint8), then cast back; these casts, as
+    // promotion's, are ops autograd records, and this builder is dropped unpushed.
+    const braid_dtype exact = dtype == BRAID_UINT8                                 ? BRAID_INT32
+                              : dtype_is_floating(dtype) && !dtype_is_float(dtype) ? BRAID_FLOAT32
+                                                                                   : dtype;
+    if (exact != dtype) {
+      const TensorRef ca = braid::op::cast(&ta, exact), cb = braid::op::cast(&tb, exact);
+      const TensorRef r = braid::op::run(braid_where, &tc, ca.get(), cb.get());
+      *out = braid::op::cast(r.get(), dtype).release();
+      return;
+    }
+    if (ta.dtype != dtype || tb.dtype != dtype) {
+      const TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
+      const TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
+      *out = braid::op::run(braid_where, &tc, ca.get(), cb.get()).release();
+      return;
+    }
+    if (tc.dtype != dtype) {
+      // A condition of another dtype becomes (cond == 0) in the result's dtype, 1 or 0 exactly, with
+      // the operands swapped: truncating it instead would make 0.5 false, and 2^32 false in int32.
+      TensorRef c = braid::op::retain(&tc);
+      if (tc.dtype == BRAID_UINT8) c = braid::op::cast(&tc, BRAID_INT32);
+      if (tc.dtype == BRAID_FLOAT16 || tc.dtype == BRAID_BFLOAT16) c = braid::op::cast(&tc, BRAID_FLOAT32);
+      const TensorRef zero = braid::op::scalar(BRAID_BINARY_EQUAL, c.get(), 0.0);
+      const TensorRef mask = zero->dtype != dtype ? braid::op::cast(zero.get(), dtype) : braid::op::retain(zero.get());
+      *out = braid::op::run(braid_where, mask.get(), &tb, &ta).release();
+      return;
+    }
+    op.add_input_view(tc, broadcast_view(tc.view(), tc.shape, shape));
+    op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
+    op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
+    op.require_kernel(dtype);
+    op.output(dtype, shape);
+    op.push();
+    *out = op.release_output(0);
+  });
+}
+
 BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out) {
   return guard("braid_binary_scalar", [&] {

@@ -29,8 +29,8 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 6, "braid.h version changed: review abi_layout.h");
-BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 4,
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 7, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 5,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
 BRAID_PIN_ASSERT(BRAID_KERNEL_MAX_INPUTS == 6, "ABI change: BRAID_KERNEL_MAX_INPUTS");
@@ -138,7 +138,8 @@ BRAID_PIN_VALUE(BRAID_KOP_BATCH_NORM_BWD, 23);
 BRAID_PIN_VALUE(BRAID_KOP_SOFTMAX_CE_BWD, 24);
 BRAID_PIN_VALUE(BRAID_KOP_COMBINE, 25);
 BRAID_PIN_VALUE(BRAID_KOP_FUSED_ELEMENTWISE, 26);
-BRAID_PIN_VALUE(BRAID_KOP_COUNT, 27);
+BRAID_PIN_VALUE(BRAID_KOP_WHERE, 27);
+BRAID_PIN_VALUE(BRAID_KOP_COUNT, 28);
 BRAID_PIN_ASSERT(sizeof(braid_work_kind) == 4, "ABI change: sizeof(braid_work_kind)");
 BRAID_PIN_VALUE(BRAID_WORK_KERNEL, 0);
 BRAID_PIN_VALUE(BRAID_WORK_COPY, 1);

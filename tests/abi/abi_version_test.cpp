@@ -233,6 +233,8 @@ const char* const kApiFunctions[] = {
     // log (ABI 1.5)
     "braid_set_log_callback",
     "braid_log_level_name",
+    // ABI 1.7
+    "braid_where",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -259,8 +261,8 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20);  // ABI 1.1 (+10: data, +10: autograd), 1.2 (+25:
-                                                             // parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1);  // ABI 1.1 (+10: data, +10: autograd), 1.2
+  // (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

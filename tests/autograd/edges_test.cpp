@@ -1,6 +1,8 @@
-// Gradients where the formula meets 0 * inf, valued as PyTorch 1.13 does (norm and pow at zero), and
-// gradients through casts to the 16-bit storage types and back.
+// Gradients where the formula meets 0 * inf, valued as PyTorch 1.13 does (norm and pow at zero, masked
+// gradients meeting an infinite or NaN upstream gradient, NaN operands), gradients through casts to the
+// 16-bit storage types and back, where's gradient, and attach_grad on a value with a history.
 #include <cmath>
+#include <limits>
 
 #include "ops/harness.h"
 
@@ -18,7 +20,9 @@ void check_values(const std::vector<double>& got, const std::vector<double>& wan
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element ", i, ": ", got[i], ", want ", want[i]);
-    if (std::isinf(want[i]))
+    if (std::isnan(want[i]))
+      CHECK(std::isnan(got[i]));
+    else if (std::isinf(want[i]))
       CHECK(got[i] == want[i]);
     else
       CHECK(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])));
@@ -127,5 +131,154 @@ TEST_CASE("gradients: through casts to float16 and bfloat16 and back") {
         braid::backward(hh);
         check_values(grad_of(x), {2, 2}, 0);
       }
+    });
+}
+
+// A gradient masked off (relu below 0, the smaller side of maximum, pow's base where the exponent is
+// 0) is 0 even where the upstream gradient is infinite, as PyTorch selects (threshold_backward, where);
+// multiplying by a 0/1 mask made it NaN, which then reached the parameters.
+TEST_CASE("gradients: masked gradients stay 0 under an infinite upstream gradient (as PyTorch)") {
+  auto& ctx = harness::context();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, " dtype ", harness::dtype_name(dt));
+        const std::vector<double> v = {-1, 0, 2, -3, 4};
+        Tensor x = leaf(dev.index, dt, {5}, v);
+        Tensor s;
+        {
+          braid::AutogradScope rec(ctx);
+          s = braid::sum(braid::sqrt(braid::relu(x)));
+        }
+        braid::backward(s);
+        check_values(grad_of(x), {0, 0, 0.5 / std::sqrt(2.0), 0, 0.25}, 1e-6);
+        {
+          braid::AutogradScope rec(ctx);
+          s = braid::sum(braid::sqrt(braid::maximum(x, 0.0)));  // a tie at 0 shares inf: inf
+        }
+        braid::backward(s);
+        check_values(grad_of(x), {0, inf, 0.5 / std::sqrt(2.0), 0, 0.25}, 1e-6);
+        Tensor zeros = braid::cast(Tensor::from_vector(ctx, dev.index, {5}, std::vector<double>(5, 0.0)), dt);
+        {
+          braid::AutogradScope rec(ctx);
+          s = braid::sum(braid::sqrt(braid::neg(braid::minimum(x, zeros))));
+        }
+        braid::backward(s);
+        check_values(grad_of(x), {-0.5, inf, 0, -0.5 / std::sqrt(3.0), 0}, 1e-6);  // sqrt(-0): -inf, then -1
+        {
+          braid::AutogradScope rec(ctx);
+          s = braid::sum(braid::log(braid::pow(x, zeros) - 1.0));  // log(0): an infinite upstream gradient
+        }
+        braid::backward(s);
+        check_values(grad_of(x), {0, 0, 0, 0, 0}, 0);
+      }
+    });
+}
+
+// NaN compares false both ways: maximum and minimum pass the whole gradient to both operands, and
+// relu passes it at a NaN input, as PyTorch's formulas do.
+TEST_CASE("gradients: NaN operands of maximum, minimum and relu get the gradient (as PyTorch)") {
+  auto& ctx = harness::context();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, " dtype ", harness::dtype_name(dt));
+        for (bool take_max : {true, false}) {
+          Tensor a = leaf(dev.index, dt, {4}, {nan, 1, nan, 2});
+          Tensor b = leaf(dev.index, dt, {4}, {2, nan, nan, 2});
+          Tensor s;
+          {
+            braid::AutogradScope rec(ctx);
+            s = braid::sum(take_max ? braid::maximum(a, b) : braid::minimum(a, b));
+          }
+          braid::backward(s);
+          check_values(grad_of(a), {1, 1, 1, 0.5}, 0);
+          check_values(grad_of(b), {1, 1, 1, 0.5}, 0);
+        }
+        Tensor x = leaf(dev.index, dt, {3}, {nan, 1, -1});
+        Tensor s;
+        {
+          braid::AutogradScope rec(ctx);
+          s = braid::sum(braid::relu(x));
+        }
+        braid::backward(s);
+        check_values(grad_of(x), {1, 1, 0}, 0);
+      }
+    });
+}
+
+// d/dx of 0^x and (-0)^x: 0 where x >= 0, y * ln 0 elsewhere (its sign follows y's), NaN at NaN.
+TEST_CASE("gradients: the exponent's gradient of a zero base (as PyTorch)") {
+  auto& ctx = harness::context();
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, " dtype ", harness::dtype_name(dt));
+        for (double base : {0.0, -0.0}) {
+          INFO("base ", base);
+          Tensor x = leaf(dev.index, dt, {5}, {-1, -3, -2, nan, 2});
+          Tensor s;
+          {
+            braid::AutogradScope rec(ctx);
+            s = braid::sum(braid::binary(BRAID_BINARY_POW, x, base, true));
+          }
+          braid::backward(s);
+          const double odd = std::signbit(base) ? inf : -inf;
+          check_values(grad_of(x), {odd, odd, -inf, nan, 0}, 0);
+        }
+      }
+    });
+}
+
+TEST_CASE("gradients: where passes the gradient to the side it picked, summed over broadcast axes") {
+  auto& ctx = harness::context();
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, " dtype ", harness::dtype_name(dt));
+        Tensor c = Tensor::from_vector(ctx, dev.index, {2, 3}, std::vector<double>{1, 0, 1, 0, 0, 1});
+        Tensor a = leaf(dev.index, dt, {3}, {1, 2, 3});
+        Tensor b = leaf(dev.index, dt, {2, 1}, {0, 0});
+        Tensor s;
+        {
+          braid::AutogradScope rec(ctx);
+          // log(0) where b is picked: an infinite gradient, which must not reach a through the mask.
+          s = braid::sum(braid::log(braid::where(c, a, b)) * 2.0);
+        }
+        braid::backward(s);
+        check_values(grad_of(a), {2.0, 0, 2.0 / 3 * 2}, 1e-6);
+        check_values(grad_of(b), {inf, inf}, 0);
+      }
+    });
+}
+
+// attach_grad on a value with a history makes it a leaf for the ops recorded after; an op recorded
+// before keeps its path to the history, so the inputs still get its gradient (it was cut, and x kept a
+// stale gradient from the step before).
+TEST_CASE("gradients: attach_grad on an intermediate keeps the history of ops recorded before") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      Tensor x = leaf(dev.index, BRAID_FLOAT32, {3}, {1, 2, 3});
+      Tensor y, s1, s2;
+      {
+        braid::AutogradScope rec(ctx);
+        y = braid::exp(x);
+        s1 = braid::sum(y * 3.0);
+      }
+      braid::attach_grad(y);
+      braid::backward(s1);
+      check_values(grad_of(x), {3 * std::exp(1.0), 3 * std::exp(2.0), 3 * std::exp(3.0)}, 1e-5);
+      check_values(grad_of(y), {0, 0, 0}, 0);  // s1 was recorded before y became a leaf
+      {
+        braid::AutogradScope rec(ctx);
+        s2 = braid::sum(y * 2.0);
+      }
+      braid::backward(s2);
+      check_values(grad_of(y), {2, 2, 2}, 0);
     });
 }

@@ -1,5 +1,7 @@
 // Conformance: unary ops, binary ops with NumPy broadcasting, and binary ops with a scalar, in float32
 // and float64 (and the integer dtypes braid.h allows).
+#include <limits>
+
 #include "harness.h"
 
 using harness::context;
@@ -329,6 +331,65 @@ TEST_CASE("elementwise: tensors of different dtypes promote as in PyTorch, in ei
       CHECK(braid::equal(i, f).to_vector<float>() == std::vector<float>{1, 0, 1});
       CHECK(braid::less(i, f).to_vector<float>() == std::vector<float>{0, 1, 0});
       CHECK((i + f).to_vector<float>() == std::vector<float>{33554432.0f, 4.5f, -6.0f});
+    });
+  }
+}
+
+// braid_where (torch.where): cond != 0 picks a, else b, with broadcasting of all three; a condition of
+// another dtype is true where nonzero (0.5 and 2^40 too, which a truncating cast would lose); values
+// not picked never reach the result, inf and NaN included; a NaN condition is true, -0.0 false.
+TEST_CASE("elementwise: where") {
+  struct Shapes {
+    ref::Shape c, a, b;
+  };
+  const Shapes shapes[] = {{{3, 7}, {3, 7}, {3, 7}}, {{3, 1}, {1, 7}, {}},  {{7}, {3, 7}, {3, 1}},
+                           {{2, 1, 5}, {3, 1}, {5}}, {{0, 4}, {4}, {0, 1}}, {{}, {2, 2}, {2, 2}}};
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64})
+        for (braid_dtype ct : {dt, BRAID_UINT8, BRAID_FLOAT32, BRAID_INT64})
+          for (const Shapes& s : shapes) {
+            INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", condition ", harness::dtype_name(ct), ", ",
+                 ref::to_string(s.c), " ", ref::to_string(s.a), " ", ref::to_string(s.b));
+            ref::Array c = harness::random_ints(s.c, -1, 2, 5);  // -1, 0, 1
+            if (ct == BRAID_UINT8)
+              for (double& v : c.data) v = v < 0 ? 255 : v;
+            const ref::Array a = harness::sample(s.a, dt, 6), b = harness::sample(s.b, dt, 7);
+            const auto y = braid::where(harness::upload(dev.index, ct, c), harness::upload(dev.index, dt, a),
+                                        harness::upload(dev.index, dt, b));
+            CHECK(y.dtype() == dt);
+            CHECK_CLOSE(harness::download(y), ref::where(c, a, b), 0.0);
+          }
+      for (braid_dtype dt : harness::kFloatTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", special values");
+        const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+        const ref::Array c({6}, {0.0, -0.0, nan, 0.5, 1.0, 0.0});
+        const ref::Array a({6}, {inf, nan, 1.0, 2.0, -inf, 3.0});
+        const ref::Array b({6}, {4.0, 5.0, inf, nan, nan, -inf});
+        const auto y = braid::where(harness::upload(dev.index, dt, c), harness::upload(dev.index, dt, a),
+                                    harness::upload(dev.index, dt, b));
+        CHECK_CLOSE(harness::download(y), ref::Array({6}, {4.0, 5.0, 1.0, 2.0, -inf, -inf}), 0.0);
+        // A float condition that a cast to int32 would truncate, and an int64 one beyond int32.
+        const auto yi = braid::where(harness::upload(dev.index, dt, ref::Array({2}, {0.5, 0.0})),
+                                     harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {1, 2})),
+                                     harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {3, 4})));
+        CHECK_CLOSE(harness::download(yi), ref::Array({2}, {1, 4}), 0.0);
+      }
+      const auto big = braid::where(harness::upload(dev.index, BRAID_INT64, ref::Array({2}, {4294967296.0, 0})),
+                                    harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {1, 2})),
+                                    harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {3, 4})));
+      CHECK_CLOSE(harness::download(big), ref::Array({2}, {1, 4}), 0.0);
+      // Mixed dtypes promote as braid_binary does; shapes that do not broadcast are refused.
+      const auto mixed = braid::where(harness::upload(dev.index, BRAID_FLOAT32, ref::Array({2}, {1, 0})),
+                                      harness::upload(dev.index, BRAID_INT32, ref::Array({2}, {1, 2})),
+                                      harness::upload(dev.index, BRAID_FLOAT64, ref::Array({2}, {0.5, 0.25})));
+      CHECK(mixed.dtype() == BRAID_FLOAT64);
+      CHECK_CLOSE(harness::download(mixed), ref::Array({2}, {1, 0.25}), 0.0);
+      braid_tensor out = nullptr;
+      const auto c3 = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({3}, 1.0));
+      const auto a2 = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({2}, 1.0));
+      CHECK(braid_where(c3.get(), a2.get(), a2.get(), &out) == BRAID_ERR_SHAPE);
+      CHECK(out == nullptr);
     });
   }
 }

@@ -172,6 +172,15 @@ Array binary(braid_binary_op op, const Array& a, const Array& b) {
   return out;
 }
 
+Array where(const Array& cond, const Array& a, const Array& b) {
+  Array out(broadcast_shapes(broadcast_shapes(cond.shape, a.shape), b.shape));
+  for_each_index(out.shape, [&](std::span<const int64_t> idx) {
+    out.at(idx) = cond.at(broadcast_source(cond.shape, idx)) != 0.0 ? a.at(broadcast_source(a.shape, idx))
+                                                                    : b.at(broadcast_source(b.shape, idx));
+  });
+  return out;
+}
+
 Array binary_scalar(braid_binary_op op, const Array& x, double s, bool reverse) {
   Array out = x;
   for (double& v : out.data) v = reverse ? binary(op, s, v) : binary(op, v, s);

@@ -59,6 +59,7 @@ Array unary(braid_unary_op op, const Array& x);
 Shape broadcast_shapes(const Shape& a, const Shape& b);  // throws std::invalid_argument on mismatch
 Array binary(braid_binary_op op, const Array& a, const Array& b);
 Array binary_scalar(braid_binary_op op, const Array& x, double s, bool reverse);
+Array where(const Array& cond, const Array& a, const Array& b);  // cond != 0 (NaN too) picks a
 
 // ---- reductions ----
 // axes empty = all; negative axes count from the end. Without keepdims reduced axes are dropped

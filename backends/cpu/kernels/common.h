@@ -451,5 +451,6 @@ KernelResult k_batch_norm_bwd(const Call&, Exec&);
 KernelResult k_softmax_ce_bwd(const Call&, Exec&);
 KernelResult k_combine(const Call&, Exec&);            // elementwise.cpp
 KernelResult k_fused_elementwise(const Call&, Exec&);  // fused.cpp
+KernelResult k_where(const Call&, Exec&);              // elementwise.cpp
 
 }  // namespace braid::cpu::kern

@@ -51,6 +51,7 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* SOFTMAX_CE_BWD */ kFloatTypes,
     /* COMBINE */ kNumericTypes,
     /* FUSED_ELEMENTWISE */ kFloatTypes,
+    /* WHERE */ kNumericTypes,
 };
 
 using KernelFn = KernelResult (*)(const Call&, Exec&);
@@ -82,6 +83,7 @@ constexpr KernelFn kKernels[BRAID_KOP_COUNT] = {
     k_softmax_ce_bwd,
     k_combine,
     k_fused_elementwise,
+    k_where,
 };
 
 }  // namespace

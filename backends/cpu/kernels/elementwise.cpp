@@ -193,6 +193,18 @@ KernelResult k_binary(const Call& c, Exec& ex) {
   return r;
 }
 
+// out = cond != 0 ? a : b. A NaN cond is nonzero (the comparison is true); a and b are only copied.
+KernelResult k_where(const Call& c, Exec& ex) {
+  const auto& out = c.outputs[0];
+  visit_dtype(NumericTypes{}, out.dtype, [&]<class T>(Tag<T>) {
+    map(
+        ex, layout_of(out, c.inputs[0], c.inputs[1], c.inputs[2]), kGrain,
+        [](T& r, T cond, T a, T b) { r = cond != T(0) ? a : b; }, data_of<T>(out), data_of<const T>(c.inputs[0]),
+        data_of<const T>(c.inputs[1]), data_of<const T>(c.inputs[2]));
+  });
+  return {};
+}
+
 // x op s (or s op x): the scalar becomes a stride-0 operand, so this is BINARY's broadcast path.
 KernelResult k_binary_scalar(const Call& c, Exec& ex) {
   KernelResult r;
