@@ -149,8 +149,9 @@ __device__ __forceinline__ To cvt(From x) {
   }
 }
 
-// Wide accumulator: float32 and float64 accumulate in double, integers in int64 (as the CPU backend).
+// Wide accumulator of sums: float32 and float64 accumulate in double, integers in uint64 (as the CPU
+// backend: an overflow wraps, where a signed int64 overflow would be undefined).
 template <class T>
-using acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+using acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
 }  // namespace braid::cuda::kern

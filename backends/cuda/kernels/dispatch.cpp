@@ -42,6 +42,7 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* SOFTMAX_CE_BWD */ kFloatTypes,
     /* COMBINE */ 0,
     /* FUSED_ELEMENTWISE */ kFloatTypes,  // where NVRTC loads (kernel_supports)
+    /* WHERE */ kNumericTypes,
 };
 
 constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
@@ -72,6 +73,7 @@ constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
     kern::softmax_ce_bwd,
     nullptr,  // COMBINE
     kern::fused_elementwise,
+    kern::where,
 };
 
 }  // namespace

@@ -73,6 +73,66 @@ __device__ __forceinline__ Words philox(uint64_t seed, uint64_t draw, uint64_t j
 
 __device__ __forceinline__ double unit(uint32_t w) { return (double(w) + 0.5) * 0x1p-32; }
 
+// RANDOM_NORMAL must give the CPU backend's bits (a conformance test compares them exactly), so its
+// log, cos and sin are the CPU's own functions (backends/cpu/kernels/vmath.h log_f64_normal, random.cpp
+// sincos_2pi; the Vulkan backend's random_normal.comp does the same), operation for operation. Every
+// product and sum is an explicitly rounded intrinsic: nvcc never contracts those into an FMA, and the
+// CPU file is built with -ffp-contract=off, so each operation rounds once on both, in the same order.
+__device__ __forceinline__ double rn_mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double rn_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double rn_sub(double a, double b) { return __dsub_rn(a, b); }
+
+// c[0] + z (c[1] + z (... + z c[N-1])): fdlibm's Horner form, innermost product first.
+template <int N>
+__device__ __forceinline__ double horner(double z, const double (&c)[N]) {
+  double p = c[N - 1];
+  for (int k = N - 2; k >= 0; --k) p = rn_add(c[k], rn_mul(z, p));
+  return p;
+}
+
+// fdlibm's __ieee754_log for a positive normal x: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2),
+// log(1 + f) = f - hfsq + s (hfsq + R) with s = f / (2 + f). No special cases (u is in (0, 1)).
+__device__ double log_f64_normal(double x) {
+  const uint64_t bits = uint64_t(__double_as_longlong(x));
+  int32_t hx = int32_t(bits >> 32);
+  int32_t k = (hx >> 20) - 1023;
+  hx &= 0x000fffff;
+  const int32_t i = (hx + 0x95f64) & 0x100000;  // mantissa >= sqrt(2): halve it, k + 1
+  k += i >> 20;
+  const uint64_t fbits = (uint64_t(uint32_t(hx | (i ^ 0x3ff00000))) << 32) | (bits & 0xffffffffu);
+  const double f = rn_sub(__longlong_as_double((long long)fbits), 1.0);
+  const double s = __ddiv_rn(f, rn_add(2.0, f)), dk = double(k), z = rn_mul(s, s), w = rn_mul(z, z);
+  const double t1 =
+      rn_mul(w, horner(w, {3.999999999940941908e-01, 2.222219843214978396e-01, 1.531383769920937332e-01}));
+  const double t2 = rn_mul(z, horner(w, {6.666666666666735130e-01, 2.857142874366239149e-01, 1.818357216161805012e-01,
+                                         1.479819860511658591e-01}));
+  const double hfsq = rn_mul(rn_mul(0.5, f), f), R = rn_add(t1, t2);
+  // dk ln2_hi - ((hfsq - (s (hfsq + R) + dk ln2_lo)) - f)
+  return rn_sub(rn_mul(dk, 6.93147180369123816490e-01),
+                rn_sub(rn_sub(hfsq, rn_add(rn_mul(s, rn_add(hfsq, R)), rn_mul(dk, 1.90821492927058770002e-10))), f));
+}
+
+// cos and sin of 2 pi u, u in (0, 1): the quadrant exactly from u (4u is exact; rint rounds half to
+// even, as the CPU's nearbyint), then fdlibm's __kernel_sin/__kernel_cos on |a| <= pi/4.
+__device__ void sincos_2pi(double u, double& c, double& s) {
+  const double qd = rint(4.0 * u);  // 0..4; 4 wraps to 0
+  const int q = int(qd) & 3;
+  const double a = rn_mul(rn_sub(u, rn_mul(0.25, qd)), 2.0 * 3.14159265358979323846);  // 2 * (pi in double)
+  const double z = rn_mul(a, a);
+  const double sr =
+      rn_mul(z, horner(z, {8.33333333332248946124e-03, -1.98412698298579493134e-04, 2.75573137070700676789e-06,
+                           -2.50507602534068634195e-08, 1.58969099521155010221e-10}));
+  const double sn = rn_add(a, rn_mul(rn_mul(a, z), rn_add(-1.66666666666666324348e-01, sr)));
+  const double cr =
+      rn_mul(z, horner(z, {4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+                           -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11}));
+  const double hz = rn_mul(0.5, z), w = rn_sub(1.0, hz);
+  const double cs = rn_add(w, rn_add(rn_sub(rn_sub(1.0, w), hz), rn_mul(z, cr)));
+  // cos(q pi/2 + a), sin(q pi/2 + a)
+  c = q == 0 ? cs : q == 1 ? -sn : q == 2 ? -cs : sn;
+  s = q == 0 ? sn : q == 1 ? cs : q == 2 ? -sn : -cs;
+}
+
 // One thread per Philox block: 4 uniform elements or 2 normal ones.
 template <class T>
 __global__ void random_k(Idx<1> ix, int64_t n, T* o, uint64_t seed, uint64_t draw, bool normal, double a, double b) {
@@ -82,11 +142,13 @@ __global__ void random_k(Idx<1> ix, int64_t n, T* o, uint64_t seed, uint64_t dra
     const Words w = philox(seed, draw, uint64_t(j));
     double v[4];
     if (normal) {
-      const double r = sqrt(-2.0 * log(unit(w.w[0]))), t = __dmul_rn(2.0 * 3.14159265358979323846, unit(w.w[1]));
-      // Explicitly rounded operations: nvcc would otherwise fuse a + b * x into an FMA, which
-      // rounds once where the CPU backend rounds twice, and the bits would differ.
-      v[0] = __dadd_rn(a, __dmul_rn(b, __dmul_rn(r, cos(t))));
-      v[1] = __dadd_rn(a, __dmul_rn(b, __dmul_rn(r, sin(t))));
+      // As the CPU's normal_window: r = sqrt(-2 log u1) (IEEE sqrt on both), then a + b (r cos) and
+      // a + b (r sin), each operation rounded on its own.
+      const double r = __dsqrt_rn(rn_mul(-2.0, log_f64_normal(unit(w.w[0]))));
+      double cs, sn;
+      sincos_2pi(unit(w.w[1]), cs, sn);
+      v[0] = rn_add(a, rn_mul(b, rn_mul(r, cs)));
+      v[1] = rn_add(a, rn_mul(b, rn_mul(r, sn)));
     } else {
       const double span = b - a;
       for (int k = 0; k < 4; ++k) v[k] = __dadd_rn(a, __dmul_rn(span, unit(w.w[k])));
@@ -201,6 +263,18 @@ __global__ void binary_k(Idx<3> ix, int64_t n, T* o, const T* a, const T* b, T s
     const T x = scalar_side == 1 ? s : a[off[1]];
     const T y = scalar_side == 2 ? s : b[off[2]];
     o[off[0]] = binary_op<T>(op, x, y, flag);
+  }
+}
+
+// ---- WHERE: out = cond != 0 ? a : b (a NaN cond is nonzero); a and b are only copied, so an inf or
+// NaN in the operand not selected never reaches out ----
+
+template <class T>
+__global__ void where_k(Idx<4> ix, int64_t n, T* o, const T* cond, const T* a, const T* b) {
+  BRAID_GRID_LOOP(i, n) {
+    int64_t off[4];
+    ix.at(i, off);
+    o[off[0]] = cond[off[1]] != T(0) ? a[off[2]] : b[off[3]];
   }
 }
 
@@ -355,6 +429,20 @@ braid_status binary(const braid_kernel_call& c, KernelEnv& env, std::string& msg
 }
 braid_status binary_scalar(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
   return binary_any(c, env, msg, true);
+}
+
+braid_status where(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
+  const auto &cond = c.inputs[0], &a = c.inputs[1], &b = c.inputs[2], &o = c.outputs[0];
+  Idx<4> ix;
+  const int64_t* st[4] = {o.strides, cond.strides, a.strides, b.strides};
+  const int64_t n = make_idx(ix, o.ndim, o.shape, st);
+  if (n == 0) return BRAID_OK;
+  visit_numeric(cond.dtype, [&](auto t) {  // the call's dtype (call_dtype), which supports() checked
+    using T = decltype(t);
+    where_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(ix, n, ptr<T>(o), ptr<const T>(cond), ptr<const T>(a),
+                                                           ptr<const T>(b));
+  });
+  return launched("where", msg);
 }
 
 braid_status dropout(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {

@@ -15,6 +15,7 @@ braid_status copy(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status unary(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status binary(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status binary_scalar(const braid_kernel_call&, KernelEnv&, std::string&);
+braid_status where(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status dropout(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status sgd(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status sgd_momentum(const braid_kernel_call&, KernelEnv&, std::string&);

@@ -25,19 +25,42 @@ __device__ A block_reduce(A v, F combine) {
   return r;
 }
 
-template <class A>
-__device__ __forceinline__ A max_nan(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return a > b ? a : b;
+// ---- REDUCE MAX/MIN as the CPU backend's fold: an element replaces the running extremum when it beats
+// it or is NaN (NaN propagates); a tie keeps the running, earlier, element (amax([-0., 0.]) = -0) ----
+template <class T>
+__device__ __forceinline__ bool later_wins(bool is_max, T running, T x) {
+  if constexpr (std::is_integral_v<T>)
+    return is_max ? x > running : x < running;
   else
-    return (a != a || a > b) ? a : b;
+    return x != x || (is_max ? x > running : x < running);
 }
-template <class A>
-__device__ __forceinline__ A min_nan(A a, A b) {
-  if constexpr (std::is_integral_v<A>)
-    return a < b ? a : b;
-  else
-    return (a != a || a < b) ? a : b;
+
+// A candidate of the block tree: its value and its index along the reduction. Threads hold strided
+// elements, so the tree's order is not the elements' order; combining by index keeps the rule above
+// whatever the tree's shape (the earlier of the two decides, as if the later one came after it).
+template <class T>
+struct Ext {
+  T v;
+  int64_t i;
+};
+template <class T>
+__device__ __forceinline__ Ext<T> ext_combine(bool is_max, Ext<T> a, Ext<T> b) {
+  const bool a_first = a.i <= b.i;
+  const Ext<T> first = a_first ? a : b, second = a_first ? b : a;
+  return later_wins(is_max, first.v, second.v) ? second : first;
+}
+
+// SUM/MEAN/NORM accumulate in acc_t<T> (double; uint64 for integers, so an overflow wraps as on the
+// CPU); an integer sum is stored through int64 (two's complement), as the CPU backend's SumR does.
+template <class T>
+__device__ __forceinline__ T sum_result(acc_t<T> a, int op, int64_t nred) {
+  if constexpr (std::is_integral_v<T>) {
+    return T(int64_t(a));
+  } else {  // MEAN and NORM are float-only (reduce() checks)
+    if (op == BRAID_REDUCE_MEAN) a = nred > 0 ? a / acc_t<T>(nred) : acc_t<T>(NAN);
+    if (op == BRAID_REDUCE_NORM) a = sqrt(a);
+    return T(a);
+  }
 }
 
 // ---- REDUCE: one block per output element; kept = (out, in) offsets over out's shape, red = in's
@@ -45,44 +68,37 @@ __device__ __forceinline__ A min_nan(A a, A b) {
 template <class T>
 __global__ void reduce_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nred, T* o, const T* in, int op) {
   using A = acc_t<T>;
+  const bool extremum = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN, is_max = op == BRAID_REDUCE_MAX;
   for (int64_t e = blockIdx.x; e < nout; e += gridDim.x) {
     int64_t base[2];
     kept.at(e, base);
-    const bool extremum = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN;
-    A acc = A(0);
-    bool any = false;
-    for (int64_t r = threadIdx.x; r < nred; r += blockDim.x) {
-      int64_t off[1];
-      red.at(r, off);
-      const A x = A(in[base[1] + off[0]]);
-      if (!extremum) {
-        acc += op == BRAID_REDUCE_NORM ? x * x : x;
-      } else if (!any) {
-        acc = x;
-      } else {
-        acc = op == BRAID_REDUCE_MAX ? max_nan(acc, x) : min_nan(acc, x);
-      }
-      any = true;
-    }
-    A r;
     if (extremum) {
-      // Threads without elements must not win: give them the first element of the reduction.
-      if (!any && nred > 0) {
+      // Every thread starts from element 0, so threads without elements hold a real candidate; it
+      // never displaces the result (a repeat of the earliest element).
+      Ext<T> acc{T(0), 0};
+      if (nred > 0) {
         int64_t off[1];
         red.at(0, off);
-        acc = A(in[base[1] + off[0]]);
+        acc.v = in[base[1] + off[0]];
       }
-      r = op == BRAID_REDUCE_MAX ? block_reduce(acc, [](A a, A b) { return max_nan(a, b); })
-                                 : block_reduce(acc, [](A a, A b) { return min_nan(a, b); });
+      for (int64_t r = threadIdx.x; r < nred; r += blockDim.x) {
+        int64_t off[1];
+        red.at(r, off);
+        const T x = in[base[1] + off[0]];
+        if (later_wins(is_max, acc.v, x)) acc = Ext<T>{x, r};
+      }
+      acc = block_reduce(acc, [is_max](Ext<T> a, Ext<T> b) { return ext_combine(is_max, a, b); });
+      if (threadIdx.x == 0) o[base[0]] = acc.v;
     } else {
-      r = block_reduce(acc, [](A a, A b) { return a + b; });
-    }
-    if (threadIdx.x == 0) {
-      if constexpr (!std::is_integral_v<T>) {  // MEAN and NORM are float-only (reduce() checks)
-        if (op == BRAID_REDUCE_MEAN) r = nred > 0 ? r / A(nred) : A(NAN);
-        if (op == BRAID_REDUCE_NORM) r = sqrt(r);
+      A acc = A(0);
+      for (int64_t r = threadIdx.x; r < nred; r += blockDim.x) {
+        int64_t off[1];
+        red.at(r, off);
+        const A x = A(in[base[1] + off[0]]);
+        acc += op == BRAID_REDUCE_NORM ? x * x : x;
       }
-      o[base[0]] = T(r);
+      acc = block_reduce(acc, [](A a, A b) { return a + b; });
+      if (threadIdx.x == 0) o[base[0]] = sum_result<T>(acc, op, nred);
     }
   }
 }
@@ -91,26 +107,23 @@ __global__ void reduce_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nred, T*
 template <class T>
 __global__ void reduce_small_k(Idx<2> kept, int64_t nout, Idx<1> red, int64_t nred, T* o, const T* in, int op) {
   using A = acc_t<T>;
+  const bool extremum = op == BRAID_REDUCE_MAX || op == BRAID_REDUCE_MIN, is_max = op == BRAID_REDUCE_MAX;
   BRAID_GRID_LOOP(e, nout) {
     int64_t base[2];
     kept.at(e, base);
     A acc = A(0);
+    T best = T(0);
     for (int64_t r = 0; r < nred; ++r) {
       int64_t off[1];
       red.at(r, off);
-      const A x = A(in[base[1] + off[0]]);
-      if (op == BRAID_REDUCE_MAX)
-        acc = r == 0 ? x : max_nan(acc, x);
-      else if (op == BRAID_REDUCE_MIN)
-        acc = r == 0 ? x : min_nan(acc, x);
-      else
-        acc += op == BRAID_REDUCE_NORM ? x * x : x;
+      const T x = in[base[1] + off[0]];
+      if (extremum) {
+        if (r == 0 || later_wins(is_max, best, x)) best = x;
+      } else {
+        acc += op == BRAID_REDUCE_NORM ? A(x) * A(x) : A(x);
+      }
     }
-    if constexpr (!std::is_integral_v<T>) {
-      if (op == BRAID_REDUCE_MEAN) acc = nred > 0 ? acc / A(nred) : A(NAN);
-      if (op == BRAID_REDUCE_NORM) acc = sqrt(acc);
-    }
-    o[base[0]] = T(acc);
+    o[base[0]] = extremum ? best : sum_result<T>(acc, op, nred);
   }
 }
 
@@ -153,13 +166,17 @@ struct Geo {
   int64_t sh, sw, ph, pw;  // stride, padding
 };
 
-// Convolution: one thread per output; accumulates in the element type, as the CPU backend's GEMM does.
+// Convolution: one thread per output. The three convolution kernels sum one long sequential chain
+// (C R S terms here, N P Q in the weight gradient), so they accumulate in acc_t<T> (double for float32)
+// and round once at the store: in float32 the chain's rounding error would grow with its length, where
+// the CPU backend sums in short float runs and double partials.
 template <class T>
 __global__ void conv_k(T4 xs, const T* x, T4 ws, const T* w, const T* bias, int64_t bs, T4 ys, T* y, Geo g) {
+  using A = acc_t<T>;
   const int64_t n = ys.n * ys.c * ys.h * ys.w;
   BRAID_GRID_LOOP(e, n) {
     const int64_t q = e % ys.w, p = e / ys.w % ys.h, k = e / (ys.w * ys.h) % ys.c, b = e / (ys.w * ys.h * ys.c);
-    T acc = bias != nullptr ? bias[k * bs] : T(0);
+    A acc = bias != nullptr ? A(bias[k * bs]) : A(0);
     for (int64_t c = 0; c < xs.c; ++c)
       for (int64_t r = 0; r < ws.h; ++r) {
         const int64_t h = p * g.sh - g.ph + r;
@@ -167,42 +184,45 @@ __global__ void conv_k(T4 xs, const T* x, T4 ws, const T* w, const T* bias, int6
         for (int64_t s = 0; s < ws.w; ++s) {
           const int64_t wi = q * g.sw - g.pw + s;
           if (wi < 0 || wi >= xs.w) continue;
-          acc += x[at4(xs, b, c, h, wi)] * w[at4(ws, k, c, r, s)];
+          acc += A(x[at4(xs, b, c, h, wi)]) * A(w[at4(ws, k, c, r, s)]);
         }
       }
-    y[at4(ys, b, k, p, q)] = acc;
+    y[at4(ys, b, k, p, q)] = T(acc);
   }
 }
 
 // dx[n,c,h,w] = sum over k, r, s with h = p*sh - ph + r (p integral, in range) of dy[n,k,p,q] w[k,c,r,s].
 template <class T>
 __global__ void conv_bwd_data_k(T4 dys, const T* dy, T4 ws, const T* w, T4 dxs, T* dx, Geo g) {
+  using A = acc_t<T>;
   const int64_t n = dxs.n * dxs.c * dxs.h * dxs.w;
   BRAID_GRID_LOOP(e, n) {
     const int64_t wi = e % dxs.w, h = e / dxs.w % dxs.h, c = e / (dxs.w * dxs.h) % dxs.c,
                   b = e / (dxs.w * dxs.h * dxs.c);
-    T acc = T(0);
+    A acc = A(0);
     for (int64_t r = 0; r < ws.h; ++r) {
       const int64_t ph = h + g.ph - r;
       if (ph < 0 || ph % g.sh != 0 || ph / g.sh >= dys.h) continue;
       for (int64_t s = 0; s < ws.w; ++s) {
         const int64_t pw = wi + g.pw - s;
         if (pw < 0 || pw % g.sw != 0 || pw / g.sw >= dys.w) continue;
-        for (int64_t k = 0; k < dys.c; ++k) acc += dy[at4(dys, b, k, ph / g.sh, pw / g.sw)] * w[at4(ws, k, c, r, s)];
+        for (int64_t k = 0; k < dys.c; ++k)
+          acc += A(dy[at4(dys, b, k, ph / g.sh, pw / g.sw)]) * A(w[at4(ws, k, c, r, s)]);
       }
     }
-    dx[at4(dxs, b, c, h, wi)] = acc;
+    dx[at4(dxs, b, c, h, wi)] = T(acc);
   }
 }
 
 // dw[k,c,r,s] = sum over n, p, q of dy[n,k,p,q] x[n,c,p*sh-ph+r,q*sw-pw+s].
 template <class T>
 __global__ void conv_bwd_weight_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws, T* dw, Geo g) {
+  using A = acc_t<T>;
   const int64_t n = dws.n * dws.c * dws.h * dws.w;
   BRAID_GRID_LOOP(e, n) {
     const int64_t s = e % dws.w, r = e / dws.w % dws.h, c = e / (dws.w * dws.h) % dws.c,
                   k = e / (dws.w * dws.h * dws.c);
-    T acc = T(0);
+    A acc = A(0);
     for (int64_t b = 0; b < dys.n; ++b)
       for (int64_t p = 0; p < dys.h; ++p) {
         const int64_t h = p * g.sh - g.ph + r;
@@ -210,10 +230,10 @@ __global__ void conv_bwd_weight_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws
         for (int64_t q = 0; q < dys.w; ++q) {
           const int64_t wi = q * g.sw - g.pw + s;
           if (wi < 0 || wi >= xs.w) continue;
-          acc += dy[at4(dys, b, k, p, q)] * x[at4(xs, b, c, h, wi)];
+          acc += A(dy[at4(dys, b, k, p, q)]) * A(x[at4(xs, b, c, h, wi)]);
         }
       }
-    dw[at4(dws, k, c, r, s)] = acc;
+    dw[at4(dws, k, c, r, s)] = T(acc);
   }
 }
 
@@ -462,6 +482,15 @@ __global__ void softmax_ce_k(int64_t N, int64_t K, const T* x, int64_t sxn, int6
   }
 }
 
+// The operand dtypes the kernels assume and the host guarantees, checked as the CPU backend checks
+// them: a wrong one would be read or written with the wrong element size. BRAID_ERR_UNSUPPORTED with
+// the CPU backend's reason.
+braid_status refuse(const braid_kernel_call& c, braid_dtype dt, const char* detail, std::string& msg) {
+  msg = std::string("cuda backend: ") + plugin::op_name(c.op) + " is not implemented for dtype " +
+        plugin::dtype_name(dt) + " (" + detail + ")";
+  return BRAID_ERR_UNSUPPORTED;
+}
+
 // Shared by REDUCE, ARGMAX, SOFTMAX: (out, in) offsets over out's shape.
 Idx<2> kept_idx(const braid_buffer_view& o, const braid_buffer_view& in, int64_t& n) {
   Idx<2> ix;
@@ -480,6 +509,7 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
     msg = "cuda backend: reduce op " + std::to_string(op) + " is not implemented for this dtype";
     return BRAID_ERR_UNSUPPORTED;
   }
+  if (o.dtype != in.dtype) return refuse(c, in.dtype, "output dtype must match the input's", msg);
   int64_t nout;
   Idx<2> kept = kept_idx(o, in, nout);
   int64_t rshape[BRAID_MAX_DIMS], rstride[BRAID_MAX_DIMS];
@@ -511,6 +541,7 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
 braid_status argmax(const braid_kernel_call& c, KernelEnv& env, std::string& msg) {
   const auto &in = c.inputs[0], &o = c.outputs[0];
   const int axis = int(c.i[0]);
+  if (o.dtype != BRAID_INT64) return refuse(c, in.dtype, "output must be int64", msg);
   int64_t nout;
   Idx<2> kept = kept_idx(o, in, nout);
   if (nout == 0 || in.shape[axis] == 0) return BRAID_OK;
@@ -691,6 +722,8 @@ namespace {
 braid_status ce_any(const braid_kernel_call& c, KernelEnv& env, std::string& msg, bool backward) {
   const auto &x = c.inputs[0], &lab = c.inputs[1], &o = c.outputs[0];
   const int64_t N = x.shape[0], K = x.shape[1];
+  if (lab.dtype != BRAID_INT32 && lab.dtype != BRAID_INT64)
+    return refuse(c, lab.dtype, "labels must be int32 or int64", msg);
   if (N == 0) return BRAID_OK;
   const braid_buffer_view* dl = backward ? &c.inputs[2] : nullptr;
   visit_float(x.dtype, [&](auto t) {
