@@ -572,7 +572,9 @@ BRAID_API braid_status braid_split_sizes(int64_t total, int32_t count, const dou
  * may have 0 rows. x must have at least one dimension. */
 BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const braid_device* devices,
                                             const double* weights, braid_tensor* outs);
-/* Copies x to each of devices (count entries); outs receive new tensors (a copy, also on x's device). */
+/* Copies x to each of devices (count entries); outs receive new tensors (a copy, also on x's device).
+ * Both this and braid_split_and_load are recorded by autograd when x requires a gradient (as a slice
+ * and a braid_copy per part), so every part's gradient reaches x. */
 BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const braid_device* devices, braid_tensor* outs);
 
 typedef enum braid_collective_op {

@@ -3,9 +3,11 @@
 #include <numeric>
 #include <vector>
 
+#include "autograd/tape.h"
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "ops/call.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/params.h"
@@ -71,8 +73,19 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
       Device& d = a.ctx->device(devices[i], "devices[i]");
       Shape s = a.shape;
       s[0] = sizes[static_cast<size_t>(i)];
-      made.push_back(new_tensor(*a.ctx, d, a.dtype, s));
-      push_range_copy("split_and_load", a, first * row, *made.back(), 0, s.numel());
+      if (autograd::requires_grad(a)) {
+        // Ops autograd records (a slice, then a copy to the device), so the gradient of every part
+        // reaches x, as through MXNet's split_and_load (slice_axis, as_in_context) and PyTorch's
+        // scatter. The raw copy below is not recorded: only the parts on x's own device got one.
+        std::vector<int64_t> begin(static_cast<size_t>(a.shape.ndim), 0), step(begin.size(), 1);
+        std::vector<int64_t> end(a.shape.dims.begin(), a.shape.dims.begin() + a.shape.ndim);
+        begin[0] = first, end[0] = first + s[0];
+        const TensorRef rows = op::run(braid_slice, &a, begin.data(), end.data(), step.data());
+        made.push_back(op::run(braid_copy, rows.get(), devices[i]));
+      } else {
+        made.push_back(new_tensor(*a.ctx, d, a.dtype, s));
+        push_range_copy("split_and_load", a, first * row, *made.back(), 0, s.numel());
+      }
       first += s[0];
     }
     hand_out(made, outs);
@@ -87,7 +100,12 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
     if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "replicate: count must be positive, not ", count);
     std::vector<TensorRef> made;
     for (int32_t i = 0; i < count; ++i) {
-      made.push_back(new_tensor(*a.ctx, a.ctx->device(devices[i], "devices[i]"), a.dtype, a.shape));
+      Device& d = a.ctx->device(devices[i], "devices[i]");
+      if (autograd::requires_grad(a)) {  // recorded, as split_and_load's parts
+        made.push_back(op::run(braid_copy, &a, devices[i]));
+        continue;
+      }
+      made.push_back(new_tensor(*a.ctx, d, a.dtype, a.shape));
       push_range_copy("replicate", a, 0, *made.back(), 0, a.shape.numel());
     }
     hand_out(made, outs);

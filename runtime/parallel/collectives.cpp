@@ -247,15 +247,6 @@ void naive_allreduce(std::span<Tensor* const> ts, Reduction r) {
 // per device would cost more in ops and cross-device waits than it saves). Measured: docs/BENCHMARKS.md.
 constexpr uint64_t kMinDirectSliceBytes = 64u << 10;
 
-// Whether DIRECT can run over these tensors: every device reads every other's memory and has the
-// COMBINE kernel for their dtype.
-bool direct_possible(std::span<Tensor* const> ts) {
-  for (Tensor* t : ts)
-    if (!peer_readable(ts[0]->device(), t->device()) || !t->device().supports(BRAID_KOP_COMBINE, t->dtype))
-      return false;
-  return true;
-}
-
 // One COMBINE op on `on`'s comm queue over elements [off, off + count): ins[0] op ins[1] op ... written
 // to every one of outs, as a part of the partitioned write `parts`.
 void combine_part(Tensor& on, std::span<Tensor* const> ins, std::span<Tensor* const> outs, int64_t off, int64_t count,
@@ -335,6 +326,15 @@ braid_allreduce_algorithm from_env() {
 }
 
 }  // namespace
+
+// Whether DIRECT can run over these tensors: every device reads every other's memory and has the
+// COMBINE kernel for their dtype.
+bool direct_possible(std::span<Tensor* const> ts) {
+  for (Tensor* t : ts)
+    if (!peer_readable(ts[0]->device(), t->device()) || !t->device().supports(BRAID_KOP_COMBINE, t->dtype))
+      return false;
+  return true;
+}
 
 Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const char* name) {
   Reduction r;

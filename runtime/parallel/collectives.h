@@ -26,6 +26,8 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
 
 // The algorithm AUTO picks for `bytes` per tensor over these devices.
 braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes);
+// Whether the DIRECT allreduce can run over these tensors' devices.
+bool direct_possible(std::span<Tensor* const> ts);
 
 // In place: every tensor becomes the reduction of all of them.
 void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorithm algorithm);

@@ -28,23 +28,28 @@ std::vector<int64_t> split_sizes(int64_t total, int32_t count, const double* wei
   double sum = 0;
   for (size_t i = 0; i < n; ++i) sum += weights[i] / top;
   // Largest remainder: floor every exact share, then give the rows left to the largest fractions.
+  // A share of a total near INT64_MAX may round to 2^63, which no int64 holds: it is clamped to the
+  // total before the conversion, and the shares are counted unsigned (their sum may pass the total by
+  // the rounding, never by 2^63).
   std::vector<double> frac(n);
-  int64_t given = 0;
+  uint64_t given = 0;
   for (size_t i = 0; i < n; ++i) {
     const double exact = static_cast<double>(total) * (weights[i] / top / sum);
-    sizes[i] = std::min<int64_t>(total, static_cast<int64_t>(std::floor(exact)));
+    const double floored = std::floor(exact);
+    sizes[i] = floored >= static_cast<double>(total) ? total : static_cast<int64_t>(floored);
     frac[i] = exact - static_cast<double>(sizes[i]);
-    given += sizes[i];
+    given += static_cast<uint64_t>(sizes[i]);
   }
+  const auto want = static_cast<uint64_t>(total);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return frac[a] > frac[b]; });
-  for (size_t k = 0; given < total; k = (k + 1) % n) {
+  for (size_t k = 0; given < want; k = (k + 1) % n) {
     if (weights[order[k]] == 0) continue;  // a device weighted 0 gets no rows
     ++sizes[order[k]];
     ++given;
   }
-  while (given > total) {  // floating rounding gave one row too many somewhere
+  while (given > want) {  // floating rounding gave rows too many somewhere
     auto it = std::max_element(sizes.begin(), sizes.end());
     --*it;
     --given;

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "autograd/tape.h"
@@ -100,7 +101,12 @@ void look_at_grads(braid_trainer_t& tr, bool after_own_write) {
     const bool same = !seen.storage.owner_before(s) && !s.owner_before(seen.storage) && !seen.storage.expired();
     if (!same) seen.fresh = false;
     const uint32_t before = same ? seen.version : w.ag->grad_version_used;
-    if (!after_own_write && v != before) seen.fresh = true;
+    // Nothing wrote the buffer since an update used it (this trainer's or another's): stale, whatever
+    // this trainer saw before (versions only grow).
+    if (!after_own_write && v == w.ag->grad_version_used)
+      seen.fresh = false;
+    else if (!after_own_write && v != before)
+      seen.fresh = true;
     seen.storage = s;
     seen.version = v;
   }
@@ -185,6 +191,54 @@ void allreduce_grads(braid_trainer_t& tr, const std::vector<uint8_t>& skip) {
   look_at_grads(tr, true);
 }
 
+// The bytes of its storage a tensor's view spans (strides are never negative).
+std::pair<uint64_t, uint64_t> extent(const Tensor& t) {
+  const braid_buffer_view v = t.view();
+  uint64_t last = 0;
+  for (int d = 0; d < v.ndim; ++d)
+    if (v.shape[d] == 0)
+      return {v.byte_offset, v.byte_offset};
+    else
+      last += static_cast<uint64_t>(v.shape[d] - 1) * static_cast<uint64_t>(v.strides[d]);
+  return {v.byte_offset, v.byte_offset + (last + 1) * dtype_size(v.dtype)};
+}
+
+// Two parameters of one replica over the same memory would have it updated twice per step, and the
+// summed gradient would depend on how the buckets fall: refused, as PyTorch refuses a parameter
+// listed twice.
+void check_distinct(braid_trainer_t& tr) {
+  for (int32_t r = 0; r < tr.replicas; ++r)
+    for (int32_t p = 1; p < tr.count; ++p)
+      for (int32_t q = 0; q < p; ++q) {
+        const Tensor &a = tr.param(r, p), &b = tr.param(r, q);
+        if (a.storage != b.storage) continue;
+        const auto [a0, a1] = extent(a);
+        const auto [b0, b1] = extent(b);
+        if (a0 < b1 && b0 < a1)
+          fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: parameters ", q, " and ", p, " of replica ", r,
+               " share memory (a parameter listed twice, or views of one tensor)");
+      }
+}
+
+// The algorithm the step's allreduces will run, checked over every parameter before any runs: DIRECT
+// (asked for, or chosen by BRAID_ALLREDUCE) over devices that cannot run it fails here, so a refused
+// step changes no gradient (it failed after the first buckets were summed, and each retry summed
+// them again).
+void check_algorithm(braid_trainer_t& tr, const char* what) {
+  if (tr.replicas == 1) return;
+  for (int32_t p = 0; p < tr.count; ++p) {
+    std::vector<Tensor*> group;
+    for (int32_t r = 0; r < tr.replicas; ++r) group.push_back(&tr.param(r, p));
+    braid_allreduce_algorithm a = tr.options.algorithm;
+    if (a == BRAID_ALLREDUCE_AUTO) a = choose_allreduce(group, group[0]->bytes());
+    if (a == BRAID_ALLREDUCE_DIRECT && !direct_possible(group))
+      fail(BRAID_ERR_UNSUPPORTED, what,
+           ": the DIRECT allreduce needs devices that read each other's memory and have "
+           "its kernel (the CPU backend's); parameter ",
+           p, " has replicas on ", group[0]->device().id, " and others");
+  }
+}
+
 void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& skip) {
   const double scale = tr.options.optimizer.rescale_grad / batch_size;
   for (int32_t r = 0; r < tr.replicas; ++r)
@@ -250,6 +304,8 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
       t.refs.fetch_add(1, std::memory_order_relaxed);
       tr->params.emplace_back(&t);
     }
+    check_distinct(*tr);
+    if (tr->options.algorithm == BRAID_ALLREDUCE_DIRECT) check_algorithm(*tr, "trainer_create");
     tr->states.resize(total);
     tr->seen.resize(total);  // nothing seen: the first look compares against the versions at attach
     // The replicas start equal: replica 0's values are broadcast to the others, as PyTorch's
@@ -280,8 +336,9 @@ BRAID_API braid_status braid_trainer_release(braid_trainer tr) {
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
   return guard("braid_trainer_step", [&] {
     braid_trainer_t& t = checked_trainer(tr);
-    // Both checks before the allreduce: a refused step changes nothing.
+    // Every check before the allreduce: a refused step changes nothing.
     check_batch_size(batch_size);
+    check_algorithm(t, "trainer_step");
     const std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     update(t, batch_size, skip);
@@ -292,6 +349,7 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
   return guard("braid_trainer_allreduce_grads", [&] {
     braid_trainer_t& t = checked_trainer(tr);
+    check_algorithm(t, "trainer_allreduce_grads");
     std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     t.reduced_skip = std::move(skip);

@@ -83,3 +83,27 @@ TEST_CASE("allreduce, broadcast and all_gather over cpu:0 + vulkan:0") {
     braid_tensor_release(o);
   }
 }
+
+// DIRECT over devices that cannot run it is refused when the Trainer is made, and a step that finds it
+// (BRAID_ALLREDUCE=direct with AUTO) fails before any bucket is summed: a refused step changed the
+// gradients, and each retry summed them again.
+TEST_CASE("Trainer: DIRECT over cpu:0 + vulkan:0 is refused before any gradient changes") {
+  Mixed m;
+  if (!m.ready()) return;
+  test::T w0 = filled(m.ctx, m.cpu, 4, 1), w1 = filled(m.ctx, m.vk, 4, 1);
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w0.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w1.t, BRAID_GRAD_WRITE));
+  braid_tensor params[2] = {w0.t, w1.t};
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.algorithm = BRAID_ALLREDUCE_DIRECT;
+  braid_trainer tr = nullptr;
+  CHECK(braid_trainer_create(2, 1, params, &o, &tr) == BRAID_ERR_UNSUPPORTED);
+  CHECK(tr == nullptr);
+  o.algorithm = BRAID_ALLREDUCE_AUTO;
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &o, &tr));
+  setenv("BRAID_ALLREDUCE", "direct", 1);
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_UNSUPPORTED);
+  CHECK(braid_trainer_allreduce_grads(tr) == BRAID_ERR_UNSUPPORTED);
+  unsetenv("BRAID_ALLREDUCE");
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+}

@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -67,6 +68,14 @@ TEST_CASE("split sizes add up to the batch and follow the weights") {
   CHECK(braid_split_sizes(10, 2, nan, s) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_split_sizes(10, 0, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_split_sizes(-1, 2, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
+  // A total near INT64_MAX: a share rounds to 2^63, which no int64 holds (the loop that hands out the
+  // rest then ran about 2^64 times).
+  const double one[1] = {1}, two[2] = {1, 1};
+  BRAID_CHECK_OK(braid_split_sizes(INT64_MAX, 1, one, s));
+  CHECK(s[0] == INT64_MAX);
+  BRAID_CHECK_OK(braid_split_sizes(INT64_MAX, 2, two, s));
+  CHECK(static_cast<uint64_t>(s[0]) + static_cast<uint64_t>(s[1]) == static_cast<uint64_t>(INT64_MAX));
+  CHECK(std::abs(s[0] - s[1]) <= 1);
 }
 
 TEST_CASE("split_and_load puts consecutive rows on each device") {
@@ -95,6 +104,40 @@ TEST_CASE("split_and_load puts consecutive rows on each device") {
   CHECK(braid_split_and_load(zero_d.t, 3, devs, nullptr, parts) == BRAID_ERR_SHAPE);
   const braid_device bad[3] = {0, 1, 9};
   CHECK(braid_split_and_load(x.t, 3, bad, nullptr, parts) != BRAID_OK);
+}
+
+// Recorded like slices and device copies, so the gradient of every part reaches x (only the parts on
+// x's own device did).
+TEST_CASE("split_and_load and replicate pass gradients back from every device") {
+  Ctx c(2);
+  T x = tensor(c.ctx, 0, {0, 1, 2, 3, 4, 5}, {3, 2});
+  BRAID_CHECK_OK(braid_tensor_attach_grad(x.t, BRAID_GRAD_WRITE));
+  const braid_device devs[2] = {0, 1};
+  for (bool replicate : {false, true}) {
+    const std::string what = replicate ? "replicate" : "split_and_load";
+    INFO(what);
+    braid_tensor parts[2];
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+    if (replicate)
+      BRAID_CHECK_OK(braid_replicate(x.t, 2, devs, parts));
+    else
+      BRAID_CHECK_OK(braid_split_and_load(x.t, 2, devs, nullptr, parts));
+    T p0(parts[0]), p1(parts[1]);
+    std::vector<T> losses;  // sum(part^2) on each part's device, brought to cpu:0 and added
+    for (T* p : {&p0, &p1}) {
+      T sq = binary(BRAID_BINARY_MUL, *p, *p), s, here;
+      BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, sq.t, 0, nullptr, 0, s.out()));
+      BRAID_CHECK_OK(braid_copy(s.t, 0, here.out()));
+      losses.push_back(std::move(here));
+    }
+    T loss = binary(BRAID_BINARY_ADD, losses[0], losses[1]);
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+    BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+    T g;
+    BRAID_CHECK_OK(braid_tensor_grad(x.t, g.out()));
+    const float k = replicate ? 4.f : 2.f;  // d/dx of sum(x^2), once per part that holds x's row
+    CHECK(floats(g) == std::vector<float>{0, k, 2 * k, 3 * k, 4 * k, 5 * k});
+  }
 }
 
 TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store") {
@@ -443,6 +486,14 @@ TEST_CASE("Trainer: a backward before the trainer is made counts; a new gradient
   backward_through(c.ctx, w, k);
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
   CHECK(floats(w) == std::vector<float>{-2, -2});
+  // A trainer that has looked at the buffer before (a refused step) still sees that another trainer's
+  // update used the gradient since: it was taken for fresh and applied twice.
+  CHECK(braid_trainer_step(other, 1) == BRAID_ERR_INVALID_STATE);
+  backward_through(c.ctx, w, k);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  CHECK(floats(w) == std::vector<float>{-3, -3});
+  CHECK(braid_trainer_step(other, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(floats(w) == std::vector<float>{-3, -3});
   BRAID_CHECK_OK(braid_trainer_release(other));
   BRAID_CHECK_OK(braid_trainer_release(tr));
   // Unknown flag bits are refused; a caller built before ABI 1.6 (no flags field) skips what no
@@ -453,7 +504,7 @@ TEST_CASE("Trainer: a backward before the trainer is made counts; a new gradient
   o.struct_size = offsetof(braid_trainer_options, flags);
   BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &o, &tr));
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
-  CHECK(floats(w) == std::vector<float>{-2, -2});
+  CHECK(floats(w) == std::vector<float>{-3, -3});
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
@@ -481,6 +532,16 @@ TEST_CASE("Trainer refuses bad parameters") {
   CHECK(lr == 0.5);
   BRAID_CHECK_OK(braid_trainer_release(tr));
   CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_ARGUMENT);
+  // One tensor (or views over the same memory) as two parameters of a replica: updated twice a step.
+  T a2 = tensor(c.ctx, 0, {1, 2}), b2 = tensor(c.ctx, 1, {1, 2});
+  BRAID_CHECK_OK(braid_tensor_attach_grad(a2.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(b2.t, BRAID_GRAD_WRITE));
+  braid_tensor twice[4] = {a.t, a.t, b.t, b2.t};
+  CHECK(braid_trainer_create(2, 2, twice, nullptr, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("share memory") != std::string::npos);
+  braid_tensor distinct[4] = {a.t, a2.t, b.t, b2.t};
+  BRAID_CHECK_OK(braid_trainer_create(2, 2, distinct, nullptr, &tr));
+  BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
 TEST_CASE("bucketed allreduce overlaps backward (profiler timestamps)") {
