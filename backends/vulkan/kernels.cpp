@@ -779,11 +779,45 @@ constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(
 constexpr uint32_t kIntBinary =
     ((1u << BRAID_BINARY_COUNT) - 1) & ~plugin::op_bit(BRAID_BINARY_DIV) & ~plugin::op_bit(BRAID_BINARY_POW);
 
-bool call_supports(const braid_kernel_call& c) noexcept {
-  return kernel_supports(c.op, plugin::call_dtype(c)) && plugin::elementwise_call_ok(c, kIntUnary, kIntBinary);
+// The shaders index elements with 32-bit offsets and counts (common.glsl): a view whose elements lie
+// further apart is refused here, at the call, rather than when the kernel is recorded. A view
+// without elements is never read: its strides do not matter (encode_kernel zeroes them).
+bool fits_32bit(const braid_buffer_view& v) noexcept {
+  int64_t reach = 0;
+  for (int d = 0; d < v.ndim && d < BRAID_MAX_DIMS; ++d) {
+    if (v.shape[d] == 0) return true;
+    const int64_t step = v.strides[d] < 0 ? -v.strides[d] : v.strides[d];
+    if (step > INT32_MAX || v.shape[d] - 1 > INT32_MAX) return false;
+    reach += (v.shape[d] - 1) * step;  // each term below 2^62, at most 8 of them: no overflow
+    if (reach > INT32_MAX) return false;
+  }
+  return true;
 }
 
-KernelResult encode_kernel(const braid_kernel_call& c, Recorder& r) {
+bool call_supports(const braid_kernel_call& c) noexcept {
+  if (!kernel_supports(c.op, plugin::call_dtype(c)) || !plugin::elementwise_call_ok(c, kIntUnary, kIntBinary))
+    return false;
+  for (int32_t k = 0; k < c.num_inputs && k < BRAID_KERNEL_MAX_INPUTS; ++k)
+    if (!fits_32bit(c.inputs[k])) return false;
+  for (int32_t k = 0; k < c.num_outputs && k < BRAID_KERNEL_MAX_OUTPUTS; ++k)
+    if (!fits_32bit(c.outputs[k])) return false;
+  return true;
+}
+
+KernelResult encode_kernel(const braid_kernel_call& call, Recorder& r) {
+  // A view without elements is never read or written: its strides (which may be anything, 2^33 on a
+  // [0, 2^33] tensor) are zeroed so that no 32-bit check refuses a kernel that reads nothing from it
+  // (a reduction of an empty tensor is its identity, as on the CPU).
+  braid_kernel_call c = call;
+  const int32_t ins = std::clamp(c.num_inputs, 0, BRAID_KERNEL_MAX_INPUTS);
+  const int32_t outs = std::clamp(c.num_outputs, 0, BRAID_KERNEL_MAX_OUTPUTS);
+  for (int32_t k = 0; k < ins + outs; ++k) {
+    braid_buffer_view& v = k < ins ? c.inputs[k] : c.outputs[k - ins];
+    bool empty = false;
+    for (int d = 0; d < v.ndim && d < BRAID_MAX_DIMS; ++d) empty = empty || v.shape[d] == 0;
+    if (empty)
+      for (int d = 0; d < BRAID_MAX_DIMS; ++d) v.strides[d] = 0;
+  }
   const braid_dtype dt = c.num_inputs > 0 ? c.inputs[0].dtype : c.outputs[0].dtype;
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
   if (!call_supports(c)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op's sub-op and dtype");

@@ -314,6 +314,7 @@ void batch_norm_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 void where_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* c = h(n.inputs[0]);
   TensorRef z = zero_of(*dy);
+  if (n.needs[0]) dx[0] = op::full_like(*c, 0.0);  // piecewise constant in cond, as sign's gradient
   if (n.needs[1]) dx[1] = sum_to(select(c, dy, h(z)), n.inputs[1]->shape);
   if (n.needs[2]) dx[2] = sum_to(select(c, h(z), dy), n.inputs[2]->shape);
 }

@@ -175,6 +175,7 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
   braid_status st;
   {
     Running running(&h);
+    clear_last_error();  // what fn's failure says is only what failed inside it, not an earlier call's
     st = h.fn(h.user, h.num_inputs, ins.data(), h.num_outputs, outputs);
   }
   for (size_t k = 0; k < ins.size(); ++k) {
@@ -194,6 +195,7 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
     if (!tensor_is_live(ins[static_cast<size_t>(k)])) released = k;
   if (st != BRAID_OK || !filled || released >= 0) {
     std::string why = st != BRAID_OK ? braid_last_error() : "";
+    if (why.empty()) why = cat("it returned ", braid_status_name(st), " without a braid call failing");
     for (int32_t k = 0; k < h.num_outputs; ++k)
       if (outputs[k]) braid_tensor_release(std::exchange(outputs[k], nullptr));
     if (st != BRAID_OK) fail(st, "hybrid_call: the function failed: ", why);

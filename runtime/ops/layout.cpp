@@ -136,6 +136,7 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
     braid_dtype dtype = first.dtype;
     for (Tensor* p : parts) {
       dtype = promote_types(dtype, p->dtype);
+      if (p->ctx != first.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "concat: operands belong to different contexts");
       if (&p->device() != &first.device()) fail(BRAID_ERR_DEVICE, "concat: inputs are on different devices");
       if (p->shape.ndim != first.shape.ndim) fail(BRAID_ERR_SHAPE, "concat: inputs have different ranks");
       for (int d = 0; d < s.ndim; ++d)

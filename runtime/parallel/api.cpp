@@ -46,6 +46,10 @@ int32_t checked_root(int32_t root, int32_t count, const char* name) {
   return root;
 }
 
+// Whether an op reading x now is recorded by autograd: then split_and_load and replicate push ops it
+// records (slices, device copies) instead of raw copies, at the price of an extra copy per part.
+bool recorded(const Tensor& x) { return autograd::requires_grad(x) && x.ctx->recording.any() && x.ctx->recording.on(); }
+
 }  // namespace
 
 extern "C" {
@@ -73,7 +77,7 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
       Device& d = a.ctx->device(devices[i], "devices[i]");
       Shape s = a.shape;
       s[0] = sizes[static_cast<size_t>(i)];
-      if (autograd::requires_grad(a)) {
+      if (recorded(a)) {
         // Ops autograd records (a slice, then a copy to the device), so the gradient of every part
         // reaches x, as through MXNet's split_and_load (slice_axis, as_in_context) and PyTorch's
         // scatter. The raw copy below is not recorded: only the parts on x's own device got one.
@@ -101,7 +105,7 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
     std::vector<TensorRef> made;
     for (int32_t i = 0; i < count; ++i) {
       Device& d = a.ctx->device(devices[i], "devices[i]");
-      if (autograd::requires_grad(a)) {  // recorded, as split_and_load's parts
+      if (recorded(a)) {  // as split_and_load's parts
         made.push_back(op::run(braid_copy, &a, devices[i]));
         continue;
       }

@@ -55,6 +55,16 @@ TEST_CASE("gradients: binary ops with broadcasting") {
       }
 }
 
+TEST_CASE("gradients: where, with broadcasting") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    const braid::Tensor cond =
+        braid::Tensor::from_vector(harness::context(), dev.index, {2, 3}, std::vector<double>{1, 0, 0, 1, 1, 0});
+    check(dev.index, {{spread({2, 3}, -2, 2, 5)}, {spread({3}, -1.5, 1.5, 6)}},
+          [&](const Xs& x) { return braid::where(cond, x[0], x[1]); });
+  }
+}
+
 TEST_CASE("gradients: binary ops with a scalar, both orders") {
   const braid_binary_op ops[] = {BRAID_BINARY_ADD, BRAID_BINARY_SUB,     BRAID_BINARY_MUL,    BRAID_BINARY_DIV,
                                  BRAID_BINARY_POW, BRAID_BINARY_MAXIMUM, BRAID_BINARY_MINIMUM};

@@ -737,7 +737,11 @@ TEST_CASE("hostile hybrid: functions that fail, leave outputs unset, release inp
     user.mode = kError;
     Hybrid hy(c.ctx, user);
     T y;
+    // The message says what failed inside fn, not what failed on this thread before the call.
+    CHECK(braid_tensor_release(nullptr) == BRAID_ERR_INVALID_ARGUMENT);
     CHECK_STATUS(braid_hybrid_call(hy.h, &x.t, y.out()), BRAID_ERR_SHAPE);
+    CHECK(std::string(braid_last_error()).find("braid_tensor_release") == std::string::npos);
+    CHECK(std::string(braid_last_error()).find("without a braid call failing") != std::string::npos);
     CHECK(y.t == nullptr);
     CHECK(thread_traces_not(c.ctx));
     Graph none;

@@ -62,6 +62,19 @@ TEST_CASE("errors: binary and binary_scalar") {
   CHECK_FAILS(braid_binary_scalar(BRAID_BINARY_ADD, h.get(), 1.0, 0, o.p()), BRAID_ERR_DTYPE, "braid_binary_scalar");
 }
 
+// Tensors of two contexts: refused as every op refuses them (concat said "different devices").
+TEST_CASE("errors: operands of two contexts") {
+  Out o;
+  braid::Context other;
+  const auto a = tensor(0, BRAID_FLOAT32, {2});
+  const auto b = braid::Tensor::from_vector(other, 0, {2}, std::vector<float>{1, 2});
+  const braid_tensor both[2] = {a.get(), b.get()};
+  CHECK_FAILS(braid_concat(2, both, 0, o.p()), BRAID_ERR_INVALID_ARGUMENT, "different contexts");
+  CHECK_FAILS(braid_binary(BRAID_BINARY_ADD, a.get(), b.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "different contexts");
+  CHECK_FAILS(braid_where(a.get(), a.get(), b.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "different contexts");
+}
+
 TEST_CASE("errors: reduce and argmax") {
   Out o;
   const auto x = tensor(0, BRAID_FLOAT32, {3, 4});

@@ -198,3 +198,19 @@ TEST_CASE("reduce, argmax and softmax of a 0-d tensor take axis 0 or -1, as PyTo
     });
   }
 }
+
+// A tensor without elements may still have huge dimensions: its strides are never used, so a device
+// whose kernels index with 32 bits (Vulkan) reduces it to the identity too (it failed after the call).
+TEST_CASE("reduce: an empty tensor with a dimension past 2^31 sums to 0 on every device") {
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const int64_t big = int64_t{1} << 33;
+      const auto x = braid::Tensor::empty(harness::context(), dev.index, BRAID_FLOAT32, {0, big});
+      const auto s = braid::sum(x, {}, true);
+      CHECK_CLOSE(harness::download(s), ref::Array({1, 1}, 0.0), 0.0);
+      const auto n = braid::neg(x);
+      CHECK(n.shape() == std::vector<int64_t>{0, big});
+      harness::context().wait_all();  // nothing failed after the calls either
+    });
+}

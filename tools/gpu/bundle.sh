@@ -7,10 +7,11 @@
 #
 #   tools/gpu/bundle.sh            # writes .gpu-bundle/bundle.tar.xz (git ignores .gpu-bundle/)
 #
-# The archive is carried to the GPU machine with the working tree (about 40 MiB; the limit is 64).
+# git ignores .gpu-bundle/, so a copy of the working tree leaves it out: carry it explicitly (the device
+# tool's `carry: [".gpu-bundle"]`; about 48 MiB, the limit is 64).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-build=${BRAID_BUILD_DIR:-$root/build}
+build=$(cd "${BRAID_BUILD_DIR:-$root/build}" && pwd)
 out=$root/.gpu-bundle
 [[ -f $build/lib/libbraid-backend-cuda.so ]] || {
   echo "bundle.sh: $build/lib/libbraid-backend-cuda.so is missing: build with the CUDA toolkit first" >&2
@@ -19,8 +20,14 @@ out=$root/.gpu-bundle
 rm -rf "$out" && mkdir -p "$out/stage/syslib"
 # The libraries the binaries link or open that are not part of a base system image, by soname.
 for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.so.1 libOpenCL.so.1; do
-  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ {print $NF; exit}')
-  if [[ -n $path ]]; then cp -L "$path" "$out/stage/syslib/$lib"; fi
+  # awk reads to the end: exiting at the first match would kill ldconfig with SIGPIPE, which
+  # pipefail and set -e turn into a silent exit.
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}')
+  if [[ -n $path ]]; then
+    cp -L "$path" "$out/stage/syslib/$lib"
+  else
+    echo "bundle.sh: $lib is not installed here; the GPU machine must have it" >&2
+  fi
 done
 data=/usr/share/datasets/fashion-mnist
 files=(-C / "${build#/}/bin" "${build#/}/lib")

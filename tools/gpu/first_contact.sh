@@ -35,16 +35,19 @@ unxz_to_stdout() {
 
 # The build records absolute paths (RUNPATHs, source paths in tests): recreate them.
 stage=$(mktemp -d)
-unxz_to_stdout "$bundle" | tar -xf - -C "$stage" build_dir syslib
+if ! unxz_to_stdout "$bundle" | tar -xf - -C "$stage" build_dir syslib || [[ ! -s $stage/build_dir ]]; then
+  echo "first_contact.sh: $bundle is damaged (no build_dir in it); make it again with tools/gpu/bundle.sh" >&2
+  exit 1
+fi
 build=$(cat "$stage/build_dir")
 src=$(dirname "$build")
-if [[ ! -e $src ]]; then
-  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src"
+if [[ ! -e $src && ! -L $src ]]; then
+  mkdir -p "$(dirname "$src")" && ln -s "$root" "$src" || exit 1
 elif [[ $(cd "$src" && pwd -P) != $(cd "$root" && pwd -P) ]]; then
   echo "first_contact.sh: $src exists and is not this checkout; the build's paths cannot be recreated" >&2
   exit 1
 fi
-unxz_to_stdout "$bundle" | tar -xf - -C / --exclude=build_dir --exclude='syslib*'
+unxz_to_stdout "$bundle" | tar -xf - -C / --exclude=build_dir --exclude='syslib*' || exit 1
 export LD_LIBRARY_PATH=$stage/syslib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PATH=$build/bin:/usr/local/cuda/bin:$PATH
 export BRAID_BACKEND_PATH=$build/lib
@@ -60,7 +63,8 @@ run() {
   timeout --kill-after=10 "$limit" "$@" >>"$out/$name.log" 2>&1
   local rc=$?
   local verdict=ok
-  ((rc == 124 || rc == 137)) && verdict="timed out after ${limit}s"
+  ((rc == 124)) && verdict="timed out after ${limit}s"
+  ((rc == 137)) && verdict="killed (time limit or memory)"
   ((rc != 0 && rc != 124 && rc != 137)) && verdict="failed (exit $rc)"
   printf '%-22s %-28s %4ds  %s\n' "$name" "$verdict" $((SECONDS - t0)) "$*" | tee -a "$summary"
 }
@@ -70,8 +74,8 @@ stage_info() {
   run braid-info 60 braid-info
   run topology 120 braid-info --topology --measure
 }
-stage_cuda() { BRAID_BACKENDS=cpu,cuda run test-cuda 240 braid-test-cuda; }
-stage_ops() { CUDA_LAUNCH_BLOCKING=1 BRAID_BACKENDS=cpu,cuda run test-ops 240 braid-test-ops; }
+stage_cuda() { BRAID_BACKENDS=cpu,cuda run test-cuda 180 braid-test-cuda; }
+stage_ops() { CUDA_LAUNCH_BLOCKING=1 BRAID_BACKENDS=cpu,cuda run test-ops 180 braid-test-ops; }
 stage_suites() {
   for s in autograd graph parallel; do BRAID_BACKENDS=cpu,cuda run "test-$s" 150 "braid-test-$s"; done
 }
