@@ -3,6 +3,7 @@
 
 #include "context/context.h"
 #include "core/error.h"
+#include "core/in_struct.h"
 #include "core/out_struct.h"
 
 using namespace braid;
@@ -13,12 +14,8 @@ BRAID_API braid_status braid_context_create(const braid_context_options* options
   return guard("braid_context_create", [&] {
     if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = nullptr;
-    braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
-    if (options) {
-      if (options->struct_size < sizeof(uint32_t) || options->struct_size > 4096)
-        fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", options->struct_size, " is not a valid size");
-      std::memcpy(&o, options, std::min<size_t>(options->struct_size, sizeof o));
-    }
+    const braid_context_options o =
+        read_in_struct<braid_context_options>(options, BRAID_CONTEXT_OPTIONS_INIT, "options");
     // Owned through the handle's reference count; a live handle from here (core/handle_pool.h).
     *out = ContextPool::instance().publish(ContextPool::instance().make(o));
   });

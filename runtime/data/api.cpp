@@ -4,6 +4,7 @@
 
 #include "context/context.h"
 #include "core/error.h"
+#include "core/in_struct.h"
 #include "data/dataset.h"
 #include "data/iterator.h"
 
@@ -20,12 +21,7 @@ void require(const void* p, const char* what) {
 // the defaults for the fields it does not know.
 template <class T>
 T read_options(const T* in, const T& defaults) {
-  T o = defaults;
-  if (!in) return o;
-  if (in->struct_size < sizeof(uint32_t) || in->struct_size > 4096)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", in->struct_size,
-         " is not a valid size; set it to sizeof the struct (the *_INIT macro does)");
-  std::memcpy(&o, in, std::min<size_t>(in->struct_size, sizeof o));
+  T o = read_in_struct(in, defaults, "options");
   o.struct_size = sizeof o;
   return o;
 }

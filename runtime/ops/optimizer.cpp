@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/in_struct.h"
 #include "ops/op_builder.h"
 
 using namespace braid;
@@ -58,10 +59,7 @@ BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_t
                                          const braid_adam_params* params) {
   return guard("braid_adam_update", [&] {
     require(params, "params");
-    braid_adam_params p = BRAID_ADAM_PARAMS_INIT;
-    if (params->struct_size < sizeof(uint32_t) || params->struct_size > 4096)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "params->struct_size is not a valid size");
-    std::memcpy(&p, params, std::min<size_t>(params->struct_size, sizeof p));
+    const braid_adam_params p = read_in_struct<braid_adam_params>(params, BRAID_ADAM_PARAMS_INIT, "params");
     require_finite({p.lr, p.beta1, p.beta2, p.epsilon, p.weight_decay}, "adam_update");
     if (p.step < 1) fail(BRAID_ERR_INVALID_ARGUMENT, "adam_update: step must be >= 1");
     if (!(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1))

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/in_struct.h"
 #include "core/shape.h"
 
 namespace braid {
@@ -12,11 +13,7 @@ namespace braid {
 // Reads a params struct honouring the caller's struct_size: fields it does not cover keep defaults.
 template <class T>
 T read_params(const T* in, T defaults, const char* what) {
-  if (!in) return defaults;
-  if (in->struct_size < sizeof(uint32_t) || in->struct_size > 4096)
-    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", in->struct_size, " is not a valid size");
-  std::memcpy(&defaults, in, std::min<size_t>(in->struct_size, sizeof(T)));
-  return defaults;
+  return read_in_struct(in, defaults, what);
 }
 
 inline braid_conv2d_params conv2d_params(const braid_conv2d_params* params) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -45,6 +46,9 @@ TEST_CASE("errors: context creation and lifetime") {
   braid_context_options bad_size = BRAID_CONTEXT_OPTIONS_INIT;
   bad_size.struct_size = 0;
   CHECK_FAILS(braid_context_create(&bad_size, &c), BRAID_ERR_INVALID_ARGUMENT, "braid_context_create");
+  bad_size.struct_size = offsetof(braid_context_options, backends) + 4;  // half of a pointer
+  CHECK_FAILS(braid_context_create(&bad_size, &c), BRAID_ERR_INVALID_ARGUMENT, "braid_context_create");
+  CHECK(c == nullptr);
   braid_context_options bad_mode = BRAID_CONTEXT_OPTIONS_INIT;
   bad_mode.engine_mode = static_cast<braid_engine_mode>(77);
   CHECK_FAILS(braid_context_create(&bad_mode, &c), BRAID_ERR_INVALID_ARGUMENT, "braid_context_create");

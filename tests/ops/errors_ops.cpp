@@ -1,6 +1,7 @@
 // Error paths of every op function of braid.h: NULL handles and outputs, bad enum values and axes,
 // shapes that do not agree, and dtypes the op does not accept. All of them are synchronous.
 #include <cmath>
+#include <cstddef>
 
 #include "errors.h"
 
@@ -428,4 +429,26 @@ TEST_CASE("errors: shapes, sizes and enums the fuzzer found") {
   const int64_t two[] = {2};
   CHECK_FAILS(braid_random_uniform(errors::ctx(), 0, static_cast<braid_dtype>(-1), 1, two, 0.0, 1.0, o.p()),
               BRAID_ERR_INVALID_ARGUMENT, "braid_random_uniform");
+}
+
+// A struct_size that ends inside a field is no version of the struct: refused, not read as the
+// caller's first bytes of that field spliced into its default. One that ends after a whole field is
+// an older caller's: the fields after it keep their defaults.
+TEST_CASE("errors: a struct_size that ends inside a field") {
+  Out o;
+  const auto x = tensor(0, BRAID_FLOAT32, {1, 1, 4, 4}), w = tensor(0, BRAID_FLOAT32, {1, 1, 3, 3});
+  braid_conv2d_params p = BRAID_CONV2D_PARAMS_INIT;
+  p.stride[0] = p.stride[1] = 258;
+  p.struct_size = 5;  // one byte of stride[0]
+  CHECK_FAILS(braid_conv2d(x.get(), w.get(), nullptr, &p, o.p()), BRAID_ERR_INVALID_ARGUMENT, "inside a field");
+  p.stride[0] = p.stride[1] = 1, p.padding[0] = p.padding[1] = 7;
+  p.struct_size = offsetof(braid_conv2d_params, padding);  // padding keeps its default, 0
+  REQUIRE(braid_conv2d(x.get(), w.get(), nullptr, &p, o.p()) == BRAID_OK);
+  int64_t dims[BRAID_MAX_DIMS] = {};
+  REQUIRE(braid_tensor_shape(o.get(), dims) == BRAID_OK);
+  CHECK((dims[2] == 2 && dims[3] == 2));  // 4x4 by 3x3 without padding
+  const auto m = tensor(0, BRAID_FLOAT32, {4}), v = tensor(0, BRAID_FLOAT32, {4});
+  braid_adam_params a = BRAID_ADAM_PARAMS_INIT;
+  a.struct_size = offsetof(braid_adam_params, lr) + 4;
+  CHECK_FAILS(braid_adam_update(m.get(), m.get(), v.get(), v.get(), &a), BRAID_ERR_INVALID_ARGUMENT, "inside a field");
 }

@@ -1,0 +1,79 @@
+// In-structs at the C boundary (option and parameter structs the application passes): read honouring
+// the caller's struct_size, so an older caller (a shorter struct) gets the defaults for the fields it
+// does not know (docs/ABI.md). Every version of a struct ends after a whole field, so a struct_size
+// that ends inside one is no version at all: reading it would splice the caller's first bytes of a
+// field into its default (a learning rate of 0.009999997 for half a double). It is refused.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+
+#include "braid.h"
+#include "core/error.h"
+
+namespace braid {
+
+struct FieldSpan {
+  size_t offset, size;
+};
+#define BRAID_FIELD(T, f) ::braid::FieldSpan{offsetof(T, f), sizeof(T::f)}
+
+// The fields after struct_size of each in-struct, one overload per struct (a struct read without one
+// does not compile).
+#define BRAID_FIELDS(T, ...)                                                  \
+  inline std::span<const FieldSpan> fields_of(const T*) {                     \
+    static constexpr FieldSpan kFields[] = {__VA_ARGS__};                     \
+    return kFields;                                                           \
+  }
+BRAID_FIELDS(braid_context_options, BRAID_FIELD(braid_context_options, backends),
+             BRAID_FIELD(braid_context_options, backend_path), BRAID_FIELD(braid_context_options, engine_mode),
+             BRAID_FIELD(braid_context_options, max_inflight_ops),
+             BRAID_FIELD(braid_context_options, max_inflight_bytes), BRAID_FIELD(braid_context_options, profile_path),
+             BRAID_FIELD(braid_context_options, seed), BRAID_FIELD(braid_context_options, compute_queues))
+BRAID_FIELDS(braid_conv2d_params, BRAID_FIELD(braid_conv2d_params, stride), BRAID_FIELD(braid_conv2d_params, padding))
+BRAID_FIELDS(braid_pool2d_params, BRAID_FIELD(braid_pool2d_params, kind), BRAID_FIELD(braid_pool2d_params, kernel),
+             BRAID_FIELD(braid_pool2d_params, stride), BRAID_FIELD(braid_pool2d_params, padding),
+             BRAID_FIELD(braid_pool2d_params, global))
+BRAID_FIELDS(braid_batch_norm_params, BRAID_FIELD(braid_batch_norm_params, eps),
+             BRAID_FIELD(braid_batch_norm_params, momentum), BRAID_FIELD(braid_batch_norm_params, training))
+BRAID_FIELDS(braid_adam_params, BRAID_FIELD(braid_adam_params, lr), BRAID_FIELD(braid_adam_params, beta1),
+             BRAID_FIELD(braid_adam_params, beta2), BRAID_FIELD(braid_adam_params, epsilon),
+             BRAID_FIELD(braid_adam_params, weight_decay), BRAID_FIELD(braid_adam_params, step))
+BRAID_FIELDS(braid_dataset_options, BRAID_FIELD(braid_dataset_options, name), BRAID_FIELD(braid_dataset_options, dir),
+             BRAID_FIELD(braid_dataset_options, split))
+BRAID_FIELDS(braid_batch_iterator_options, BRAID_FIELD(braid_batch_iterator_options, batch_size),
+             BRAID_FIELD(braid_batch_iterator_options, shuffle), BRAID_FIELD(braid_batch_iterator_options, seed),
+             BRAID_FIELD(braid_batch_iterator_options, drop_last), BRAID_FIELD(braid_batch_iterator_options, device),
+             BRAID_FIELD(braid_batch_iterator_options, prefetch))
+BRAID_FIELDS(braid_collective_options, BRAID_FIELD(braid_collective_options, op),
+             BRAID_FIELD(braid_collective_options, algorithm))
+BRAID_FIELDS(braid_optimizer_params, BRAID_FIELD(braid_optimizer_params, kind),
+             BRAID_FIELD(braid_optimizer_params, learning_rate), BRAID_FIELD(braid_optimizer_params, momentum),
+             BRAID_FIELD(braid_optimizer_params, weight_decay), BRAID_FIELD(braid_optimizer_params, epsilon),
+             BRAID_FIELD(braid_optimizer_params, rescale_grad))
+BRAID_FIELDS(braid_trainer_options, BRAID_FIELD(braid_trainer_options, optimizer),
+             BRAID_FIELD(braid_trainer_options, bucket_bytes), BRAID_FIELD(braid_trainer_options, algorithm),
+             BRAID_FIELD(braid_trainer_options, flags))
+#undef BRAID_FIELDS
+
+// *in over defaults, up to the caller's struct_size (kept in the result); defaults when in is NULL.
+// `what` names the struct in errors ("params", "options").
+template <class T>
+T read_in_struct(const T* in, T defaults, const char* what) {
+  if (!in) return defaults;
+  const uint32_t size = in->struct_size;
+  if (size < sizeof(uint32_t) || size > 4096)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size,
+         " is not a valid size; set it to sizeof the struct (the *_INIT macro does)");
+  for (const FieldSpan& f : fields_of(static_cast<const T*>(nullptr)))
+    if (size > f.offset && size < f.offset + f.size)
+      fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", size,
+           " ends inside a field, so it is the size of no version of the struct; set it to sizeof the struct (the "
+           "*_INIT macro does)");
+  std::memcpy(&defaults, in, std::min<size_t>(size, sizeof(T)));
+  return defaults;
+}
+
+}  // namespace braid
