@@ -32,28 +32,35 @@ void matmul_chain(braid_context ctx, braid_device dev, int n, int length, std::v
 }
 }  // namespace
 
+// What is checked is that the engine lets the two chains run at once (no false dependency, no shared
+// lock): that never shows if it does not. On a loaded machine one attempt may still not show it (the
+// chains' threads time-sliced one after the other), so up to three attempts, and one overlap suffices.
 TEST_CASE("parallelism: independent work on two devices overlaps in the trace") {
   test::Ctx c(2, async_options());
   REQUIRE(c.devices() == 2);  // asked for above: the CPU backend always provides them
   std::string path = temp_path("overlap.json");
-  BRAID_CHECK_OK(braid_profiler_start(c.ctx));
-  std::vector<test::T> keep;
-  matmul_chain(c.ctx, 0, 640, 4, keep);
-  matmul_chain(c.ctx, 1, 640, 4, keep);
-  BRAID_CHECK_OK(braid_wait_all(c.ctx));
-  BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path.c_str()));
-  auto events = test::read_trace(path);
-  std::remove(path.c_str());
-  int on0 = 0, on1 = 0;
-  for (auto& e : events) {
-    on0 += e.name == "matmul" && e.pid == 0;
-    on1 += e.name == "matmul" && e.pid == 1;
+  bool overlapped = false;
+  for (int attempt = 0; attempt < 3 && !overlapped; ++attempt) {
+    BRAID_CHECK_OK(braid_profiler_start(c.ctx));
+    std::vector<test::T> keep;
+    matmul_chain(c.ctx, 0, 640, 4, keep);
+    matmul_chain(c.ctx, 1, 640, 4, keep);
+    BRAID_CHECK_OK(braid_wait_all(c.ctx));
+    BRAID_CHECK_OK(braid_profiler_stop(c.ctx, path.c_str()));
+    auto events = test::read_trace(path);
+    std::remove(path.c_str());
+    int on0 = 0, on1 = 0;
+    for (auto& e : events) {
+      on0 += e.name == "matmul" && e.pid == 0;
+      on1 += e.name == "matmul" && e.pid == 1;
+    }
+    CHECK(on0 == 4);
+    CHECK(on1 == 4);
+    overlapped = test::any_overlap(
+        events, [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 0; },
+        [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 1; });
   }
-  CHECK(on0 == 4);
-  CHECK(on1 == 4);
-  CHECK(test::any_overlap(
-      events, [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 0; },
-      [](const test::TraceEvent& e) { return e.name == "matmul" && e.pid == 1; }));
+  CHECK(overlapped);
 }
 
 TEST_CASE("parallelism: a copy on the transfer queue overlaps compute") {
