@@ -1,16 +1,19 @@
 // The unary ops (braid_unary_op) on floats, as the CPU backend computes them (NaN passes through
-// relu; sign gives 0 for NaN and for either zero, as torch.sign). Shared by UNARY and FUSED_ELEMENTWISE.
+// relu; sign gives 0 for NaN and for either zero, as torch.sign). Shared by UNARY and FUSED_ELEMENTWISE;
+// the result is `precise` for the reason binary_op.glsl gives.
 T unary_op(int op, T v) {
+  precise T r;
   switch (op) {
-    case 0: return -v;
-    case 1: return abs(v);
-    case 2: return exp_T(v);
-    case 3: return log_T(v);
-    case 4: return sqrt(v);
-    case 5: return v < 0.0 ? 0.0 : v;
-    case 6: return sigmoid_T(v);
-    case 7: return tanh_T(v);
-    case 8: return v * v;
-    default: return T(v > 0.0) - T(v < 0.0);
+    case 0: r = -v; break;
+    case 1: r = abs(v); break;
+    case 2: r = exp_T(v); break;
+    case 3: r = log_T(v); break;
+    case 4: r = sqrt(v); break;
+    case 5: r = v < 0.0 ? 0.0 : v; break;
+    case 6: r = sigmoid_T(v); break;
+    case 7: r = tanh_T(v); break;
+    case 8: r = v * v; break;
+    default: r = T(v > 0.0) - T(v < 0.0); break;
   }
+  return r;
 }

@@ -18,14 +18,15 @@ namespace braid {
 struct FieldSpan {
   size_t offset, size;
 };
-#define BRAID_FIELD(T, f) ::braid::FieldSpan{offsetof(T, f), sizeof(T::f)}
+#define BRAID_FIELD(T, f) \
+  ::braid::FieldSpan { offsetof(T, f), sizeof(T::f) }
 
 // The fields after struct_size of each in-struct, one overload per struct (a struct read without one
 // does not compile).
-#define BRAID_FIELDS(T, ...)                                                  \
-  inline std::span<const FieldSpan> fields_of(const T*) {                     \
-    static constexpr FieldSpan kFields[] = {__VA_ARGS__};                     \
-    return kFields;                                                           \
+#define BRAID_FIELDS(T, ...)                              \
+  inline std::span<const FieldSpan> fields_of(const T*) { \
+    static constexpr FieldSpan kFields[] = {__VA_ARGS__}; \
+    return kFields;                                       \
   }
 BRAID_FIELDS(braid_context_options, BRAID_FIELD(braid_context_options, backends),
              BRAID_FIELD(braid_context_options, backend_path), BRAID_FIELD(braid_context_options, engine_mode),

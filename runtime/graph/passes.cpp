@@ -67,7 +67,9 @@ int eliminate_dead_code(Graph& g) {
   std::vector<char> live(g.nodes.size(), 0);
   for (size_t i = g.nodes.size(); i-- > 0;) {
     const Node& n = g.nodes[i];
-    bool keep = false;
+    // A random kernel stays even unread: each takes the next draw of the context's generator, so
+    // removing one would shift every later kernel's draws away from what imperative execution draws.
+    bool keep = n.is_random();
     auto writes = [&](int32_t v) { keep = keep || needed[at(v)] || g.values[at(v)].kind != ValueKind::internal; };
     for (const ViewRef& r : n.out) writes(r.value);
     for (int32_t v : n.also_writes) writes(v);
@@ -151,11 +153,14 @@ int fold_constants(Graph& g) {
     folds[i] = 1;
     for (const ViewRef& r : n.out) constant[at(r.value)] = 1;
   }
-  // A constant that a later node overwrites would change between runs: then nothing is folded.
+  // A constant that a later node overwrites would change between runs: then nothing is folded. That
+  // includes a node's in-place updates beside its outputs (batch norm's running statistics).
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     if (folds[i]) continue;
     for (const ViewRef& r : g.nodes[i].out)
       if (constant[at(r.value)]) return 0;
+    for (const int32_t v : g.nodes[i].also_writes)
+      if (constant[at(v)]) return 0;
   }
   std::vector<size_t> order;
   for (size_t i = 0; i < g.nodes.size(); ++i)

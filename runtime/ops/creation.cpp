@@ -32,9 +32,7 @@ braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx,
     Shape s = Shape::from(ndim, shape, "shape");
     op.require_kernel(dtype);
     op.output(dtype, s);
-    Context& c = op.context();
-    op.call().i[0] = static_cast<int64_t>(c.seed.load());
-    op.call().i[1] = static_cast<int64_t>(c.rng_draw.fetch_add(1));
+    op.set_random_draw();
     op.call().f[0] = a;
     op.call().f[1] = b;
     op.push();

@@ -162,10 +162,8 @@ BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out
     op.require_kernel(tx.dtype);
     op.output(tx.dtype, tx.shape);
     op.output(tx.dtype, tx.shape);
-    Context& c = op.context();
     op.call().f[0] = p;
-    op.call().i[0] = static_cast<int64_t>(c.seed.load());
-    op.call().i[1] = static_cast<int64_t>(c.rng_draw.fetch_add(1));
+    op.set_random_draw();
     op.push();
     *out = op.release_output(0);
     if (mask) *mask = op.release_output(1);

@@ -113,6 +113,12 @@ void OpBuilder::require_kernel(braid_dtype dtype) {
          " kernel for this op on ", device_->id);
 }
 
+void OpBuilder::set_random_draw() {
+  node_->call.i[0] = static_cast<int64_t>(ctx_->seed.load());
+  node_->call.i[1] =
+      static_cast<int64_t>(recording_without_running() ? ctx_->rng_draw.load() : ctx_->rng_draw.fetch_add(1));
+}
+
 void OpBuilder::push(braid_queue_kind queue) { push(device_->queue(queue)); }
 
 void OpBuilder::push(Queue& queue) {

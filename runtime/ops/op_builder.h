@@ -42,6 +42,10 @@ class OpBuilder {
 
   braid_kernel_call& call() noexcept { return node_->call; }
   Context& context() noexcept { return *ctx_; }
+  // Sets a random kernel's seed and draw (i[0], i[1]): the context generator's next draw. A trace
+  // that only records (a hybrid function's first call) takes none: the graph's run draws for the
+  // kernel when it runs it (graph/run.cpp), as the imperative call would have, once.
+  void set_random_draw();
   Device& device() noexcept { return *device_; }
   // Fails with BRAID_ERR_UNSUPPORTED when the device's backend has no kernel for dtype.
   void require_kernel(braid_dtype dtype);

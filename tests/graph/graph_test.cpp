@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -276,6 +277,199 @@ TEST_CASE("graph: elementwise chains fuse into one kernel with the imperative re
         CHECK(test::to_vector(r[0]) == test::to_vector(outs[0]));
       } else {
         gtest::check_close(gtest::host_f32(r[0]), gtest::host_f32(outs[0]), 0.0);
+      }
+    }
+}
+
+// Random kernels in graphs draw as the imperative ops do: dead-code elimination keeps an unread one
+// (removing it shifted every later kernel's draw), and a hybrid function's first call, which records
+// without running, takes no draw of its own (its result was the next imperative call's).
+namespace {
+braid_status uniform_fn(void* user, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  auto ctx = static_cast<braid_context>(user);
+  const int64_t n = 4;
+  braid_tensor u = nullptr;
+  if (braid_status st = braid_random_uniform(ctx, 0, BRAID_FLOAT64, 1, &n, 0.0, 1.0, &u); st != BRAID_OK) return st;
+  const braid_status st = braid_binary(BRAID_BINARY_ADD, u, in[0], &out[0]);
+  braid_tensor_release(u);
+  return st;
+}
+}  // namespace
+
+TEST_CASE("graph: random kernels draw as imperative execution does, after every pass and in hybrids") {
+  test::Ctx c;
+  T x = test::full(c.ctx, 0, BRAID_FLOAT64, {4}, 0.0);
+  const int64_t n = 4;
+  auto two_draws = [&](T& unused, T& used) {
+    BRAID_CHECK_OK(braid_random_uniform(c.ctx, 0, BRAID_FLOAT64, 1, &n, 0.0, 1.0, unused.out()));
+    T u;
+    BRAID_CHECK_OK(braid_random_uniform(c.ctx, 0, BRAID_FLOAT64, 1, &n, 0.0, 1.0, u.out()));
+    BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, u.t, x.t, used.out()));
+  };
+  BRAID_CHECK_OK(braid_context_set_seed(c.ctx, 11));
+  T a, want;
+  two_draws(a, want);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  T b, traced;
+  two_draws(b, traced);
+  Graph g;
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));  // the first draw is read by nothing
+  BRAID_CHECK_OK(braid_context_set_seed(c.ctx, 11));
+  T got;
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, got.out()));
+  CHECK(test::to_vector(got) == test::to_vector(want));
+
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, uniform_fn, c.ctx, 1, 1, BRAID_GRAPH_PASS_ALL, &h));
+  BRAID_CHECK_OK(braid_context_set_seed(c.ctx, 11));
+  T imperative;
+  BRAID_CHECK_OK(uniform_fn(c.ctx, 1, &x.t, 1, imperative.out()));
+  for (int call = 0; call < 2; ++call) {  // the first call traces, the second runs the cached graph
+    CAPTURE(call);
+    BRAID_CHECK_OK(braid_context_set_seed(c.ctx, 11));
+    T y;
+    BRAID_CHECK_OK(braid_hybrid_call(h, &x.t, y.out()));
+    CHECK(test::to_vector(y) == test::to_vector(imperative));
+  }
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+}
+
+// An op whose empty result needed no kernel (a concat of empty parts, a copy of an empty tensor) still
+// gives the graph an output (trace_end refused it: "not computed by the traced ops").
+TEST_CASE("graph: an empty result that no kernel computed is an output") {
+  test::Ctx c;
+  T x = test::full(c.ctx, 0, BRAID_FLOAT32, {0, 5}, 0.0);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  const braid_tensor parts[2] = {x.t, x.t};
+  T cat, copy;
+  BRAID_CHECK_OK(braid_concat(2, parts, 0, cat.out()));
+  BRAID_CHECK_OK(braid_copy(x.t, 0, copy.out()));
+  Graph g;
+  braid_tensor outs[2] = {cat.t, copy.t};
+  BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 2, outs, &g.g));
+  BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+  braid_tensor got[2] = {nullptr, nullptr};
+  BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 2, got));
+  T a, b;
+  a.t = got[0], b.t = got[1];
+  for (const T* t : {&a, &b}) {
+    int64_t dims[BRAID_MAX_DIMS] = {};
+    BRAID_CHECK_OK(braid_tensor_shape(t->t, dims));
+    CHECK((dims[0] == 0 && dims[1] == 5));
+  }
+}
+
+// Constant folding must not fold a value a later kernel updates in place besides its outputs: batch
+// norm's running statistics, made by a fill inside the traced step, became a parameter that every run
+// kept updating (the running mean drifted 0.2, 0.38, 0.542 over three runs).
+TEST_CASE("graph: constant folding leaves alone what batch norm updates in place") {
+  test::Ctx c;
+  std::vector<double> xv = {1, 2, 3, 3, 6, 9};
+  T x = test::from_vector(c.ctx, 0, xv, {2, 3});
+  T gamma = test::full(c.ctx, 0, BRAID_FLOAT64, {3}, 1.0), beta = test::full(c.ctx, 0, BRAID_FLOAT64, {3}, 0.0);
+  auto step = [&] {
+    T rm = test::full(c.ctx, 0, BRAID_FLOAT64, {3}, 0.0), rv = test::full(c.ctx, 0, BRAID_FLOAT64, {3}, 1.0), y, m;
+    braid_batch_norm_params p = BRAID_BATCH_NORM_PARAMS_INIT;
+    p.training = 1;
+    BRAID_CHECK_OK(braid_batch_norm(x.t, gamma.t, beta.t, rm.t, rv.t, &p, y.out(), nullptr, nullptr));
+    BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, rm.t, 1.0, 0, m.out()));  // read after the update
+    return m;
+  };
+  const std::vector<double> want = test::to_vector(step());
+  for (uint32_t passes : {0u, uint32_t{BRAID_GRAPH_PASS_FOLD_CONSTANTS}, uint32_t{BRAID_GRAPH_PASS_ALL}}) {
+    CAPTURE(passes);
+    BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+    T traced = step();
+    Graph g;
+    BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
+    BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
+    for (int run = 0; run < 3; ++run) {
+      CAPTURE(run);
+      T got;
+      BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, got.out()));
+      CHECK(test::to_vector(got) == want);
+    }
+  }
+}
+
+// A fused chain must not be simplified as algebra: (x + y) - y is not x in floating point (1 + 1e8 - 1e8
+// is 0 in float32), (x / y) * y is NaN at y = 0, and a - a is NaN at inf. The Vulkan shader compiler
+// folded these across the inlined instructions until the element functions' results were `precise`.
+TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on every device") {
+  for (const std::string& backend : gtest::backends())
+    for (braid_dtype dtype : {BRAID_FLOAT32, BRAID_FLOAT64}) {
+      CAPTURE(backend);
+      CAPTURE(dtype);
+      gtest::BackendCtx c(backend);
+      if (!c.ctx) continue;
+      const double big = dtype == BRAID_FLOAT32 ? 1e8 : 1e17;
+      const double inf = std::numeric_limits<double>::infinity();
+      auto make = [&](const std::vector<double>& v) {
+        T d = test::from_vector(c.ctx, 0, v), t;
+        BRAID_CHECK_OK(braid_cast(d.t, dtype, t.out()));
+        return t;
+      };
+      auto values = [](const T& t) {
+        T d;
+        BRAID_CHECK_OK(braid_cast(t.t, BRAID_FLOAT64, d.out()));
+        return test::to_vector(d);
+      };
+      T x = make({1.0, 5.0, 0.0, inf, 3.0});
+      T y = make({big, 0.0, 0.0, 2.0, -big});
+      auto run = [&](const std::function<T()>& chain, bool traced) {
+        if (!traced) return chain();
+        braid_tensor ins[2] = {x.t, y.t};
+        BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 2, ins));
+        T out = chain();
+        Graph g;
+        BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &out.t, &g.g));
+        BRAID_CHECK_OK(braid_graph_optimize(g.g, BRAID_GRAPH_PASS_ALL));
+        T got;
+        BRAID_CHECK_OK(braid_graph_run(g.g, 2, ins, 1, got.out()));
+        return got;
+      };
+      const std::vector<std::pair<const char*, std::function<T()>>> chains = {
+          {"(x + y) - y",
+           [&] {
+             T a, b;
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_ADD, x.t, y.t, a.out()));
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, y.t, b.out()));
+             return b;
+           }},
+          {"(x / y) * y",
+           [&] {
+             T a, b;
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_DIV, x.t, y.t, a.out()));
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, a.t, y.t, b.out()));
+             return b;
+           }},
+          {"(x + s) - s",
+           [&] {
+             T a, b;
+             BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, x.t, big, 0, a.out()));
+             BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_SUB, a.t, big, 0, b.out()));
+             return b;
+           }},
+          {"abs(x) - abs(x)",
+           [&] {
+             T a, b;
+             BRAID_CHECK_OK(braid_unary(BRAID_UNARY_ABS, x.t, a.out()));
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, a.t, b.out()));
+             return b;
+           }},
+      };
+      for (const auto& [what, chain] : chains) {
+        CAPTURE(what);
+        const std::vector<double> want = values(run(chain, false)), got = values(run(chain, true));
+        REQUIRE(want.size() == got.size());
+        for (size_t i = 0; i < want.size(); ++i) {
+          CAPTURE(i);
+          if (std::isnan(want[i]))
+            CHECK(std::isnan(got[i]));
+          else
+            CHECK(got[i] == want[i]);
+        }
       }
     }
 }
