@@ -40,7 +40,7 @@ std::vector<Tensor*> checked_tensors(int32_t count, const braid_tensor* ts, cons
   if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": count is negative");
   if (count > 0) require(ts, what);
   std::vector<Tensor*> out;
-  for (int32_t i = 0; i < count; ++i) out.push_back(&checked_tensor(ts[i], what));
+  for (int32_t i = 0; i < count; ++i) out.push_back(&checked_tensor(ts[i], cat(what, "[", i, "]").c_str()));
   return out;
 }
 
@@ -518,6 +518,8 @@ BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* in
     *out = nullptr;
     braid_hybrid_t& hy = checked_hybrid(h);
     const std::vector<Tensor*> ins = checked_tensors(hy.num_inputs, inputs, "inputs");
+    for (const Tensor* t : ins)
+      if (t->ctx != hy.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_graph: an input belongs to another context");
     std::lock_guard lock(hy.mu);
     braid_graph g = find_locked(hy, signature(ins));
     if (!g) fail(BRAID_ERR_NOT_FOUND, "hybrid_graph: no call with this input signature has been made yet");

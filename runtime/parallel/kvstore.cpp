@@ -51,15 +51,15 @@ braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name
 
 // The values of one push or pull: live tensors of the store's context with the stored shape and dtype.
 std::vector<Tensor*> checked_values(braid_kvstore_t& kv, const Tensor& stored, int32_t count,
-                                    const braid_tensor* values, const char* name) {
+                                    const braid_tensor* values, const char* name, const char* param) {
   if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": count must be positive, not ", count);
-  require(values, "values");
+  require(values, param);
   std::vector<Tensor*> ts;
   for (int32_t i = 0; i < count; ++i) {
-    Tensor& t = checked_tensor(values[i], "values[i]");
-    if (t.ctx != kv.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": values[", i, "] belongs to another context");
+    Tensor& t = checked_tensor(values[i], cat(param, "[", i, "]").c_str());
+    if (t.ctx != kv.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": ", param, "[", i, "] belongs to another context");
     if (t.dtype != stored.dtype || !(t.shape == stored.shape))  // a dtype first, as the collectives report it
-      fail(t.dtype != stored.dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE, name, ": values[", i, "] is ",
+      fail(t.dtype != stored.dtype ? BRAID_ERR_DTYPE : BRAID_ERR_SHAPE, name, ": ", param, "[", i, "] is ",
            dtype_name(t.dtype), " ", t.shape.str(), ", the key holds ", dtype_name(stored.dtype), " ",
            stored.shape.str());
     ts.push_back(&t);
@@ -103,7 +103,7 @@ void push(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* v
   std::lock_guard lock(kv.mu);
   braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_push");
   Tensor& stored = *e.value;
-  const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push");
+  const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push", "values");
   TensorRef sum = merged(kv, stored, vs);
   if (kv.optimizer)
     apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
@@ -115,7 +115,7 @@ void pull(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* o
   std::lock_guard lock(kv.mu);
   braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_pull");
   Tensor& stored = *e.value;
-  for (Tensor* o : checked_values(kv, stored, count, outs, "kvstore_pull"))
+  for (Tensor* o : checked_values(kv, stored, count, outs, "kvstore_pull", "outs"))
     if (o->storage != stored.storage) push_range_copy("kvstore_pull", stored, 0, *o, 0, stored.shape.numel());
 }
 

@@ -104,7 +104,9 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     Device& d = c.device(device, "device");
-    const uint64_t need = static_cast<uint64_t>(s.numel()) * dtype_size(dtype);
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(s.numel()), dtype_size(dtype), &need))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "shape ", s.str(), " of ", dtype_name(dtype), " has more bytes than 2^64");
     if (bytes != need)
       fail(BRAID_ERR_INVALID_ARGUMENT, "data is ", bytes, " bytes but shape ", s.str(), " of ", dtype_name(dtype),
            " needs ", need);

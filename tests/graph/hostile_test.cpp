@@ -746,6 +746,9 @@ TEST_CASE("hostile hybrid: functions that fail, leave outputs unset, release inp
     CHECK(thread_traces_not(c.ctx));
     Graph none;
     CHECK_STATUS(braid_hybrid_graph(hy.h, &x.t, &none.g), BRAID_ERR_NOT_FOUND);
+    test::Ctx other;  // an input of another context is a bad argument, not a signature never seen
+    T foreign = f32(other.ctx, 0, iota(4), {4});
+    CHECK_STATUS(braid_hybrid_graph(hy.h, &foreign.t, &none.g), BRAID_ERR_INVALID_ARGUMENT);
   }
   SUBCASE("no outputs, or some of them") {
     user.mode = kNoOutputs;

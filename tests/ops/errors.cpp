@@ -176,6 +176,10 @@ TEST_CASE("errors: tensor_empty and tensor_from_host validate every argument") {
               BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_from_host");
   CHECK_FAILS(braid_tensor_from_host(ctx(), 0, BRAID_FLOAT32, 2, negative, data, sizeof data, &t),
               BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_from_host");
+  // 2^62 float32 elements are 2^64 bytes: the count wrapped to 0 and a 0-byte call got past the check.
+  const int64_t huge[1] = {int64_t{1} << 62};
+  CHECK_FAILS(braid_tensor_from_host(ctx(), 0, BRAID_FLOAT32, 1, huge, data, 0, &t), BRAID_ERR_INVALID_ARGUMENT,
+              "more bytes than 2^64");
   CHECK_FAILS(braid_tensor_from_host(ctx(), 0, BRAID_FLOAT32, 2, shape, data, sizeof data, nullptr),
               BRAID_ERR_INVALID_ARGUMENT, "braid_tensor_from_host");
 }
