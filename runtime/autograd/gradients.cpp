@@ -28,12 +28,7 @@ TensorRef sum_to(TensorRef g, const Shape& target) {
 }
 
 // A zero of t's dtype and device, 0-d: where() broadcasts it.
-TensorRef zero_of(const Tensor& t) {
-  const bool storage_only = t.dtype == BRAID_FLOAT16 || t.dtype == BRAID_BFLOAT16;
-  TensorRef z = op::run(braid_full, t.ctx, t.storage->device->index, storage_only ? BRAID_FLOAT32 : t.dtype, 0,
-                        static_cast<const int64_t*>(nullptr), 0.0);
-  return storage_only ? op::cast(h(z), t.dtype) : std::move(z);
-}
+TensorRef zero_of(const Tensor& t) { return op::full_as(t, Shape{}, 0.0); }
 
 // cond ? a : b. On a device whose backend has no WHERE kernel (a plugin older than ABI 1.5), a
 // product with the 0/1 condition instead: the same values, except an inf or NaN that is masked off.

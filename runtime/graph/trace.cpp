@@ -247,18 +247,23 @@ class Tracer final : public TraceHook {
 
   // An output that is an input, a parameter or another output: the graph copies it into a value of
   // its own, as the function returned a separate tensor.
-  int32_t copy_of(Tensor& t, int32_t v) {
-    // An empty result of a traced op that needed no kernel (a concat of empty parts, a copy of an
-    // empty tensor): the graph makes it with an empty fill, as there is nothing to compute.
-    if (v < 0 && t.shape.numel() == 0 && made_here(t.storage.get())) return empty_value(t);
-    if (v < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: an output was not computed by the traced ops");
+  // A new internal value with t's bytes, dtype and shape, for a node the graph adds to make an output.
+  int32_t output_value(const Tensor& t) {
     Value nv;
     nv.kind = ValueKind::internal;
     nv.bytes = t.storage->bytes;
     nv.dtype = t.dtype;
     nv.shape = t.shape;
-    const auto id = static_cast<int32_t>(graph_values_.size());
     graph_values_.push_back(std::move(nv));
+    return static_cast<int32_t>(graph_values_.size() - 1);
+  }
+
+  int32_t copy_of(Tensor& t, int32_t v) {
+    // An empty result of a traced op that needed no kernel (a concat of empty parts, a copy of an
+    // empty tensor): the graph makes it with an empty fill, as there is nothing to compute.
+    if (v < 0 && t.shape.numel() == 0 && made_here(t.storage.get())) return empty_value(t);
+    if (v < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_end: an output was not computed by the traced ops");
+    const int32_t id = output_value(t);
     Node n;
     n.name = "copy";
     n.kop = BRAID_KOP_COPY;
@@ -272,13 +277,7 @@ class Tracer final : public TraceHook {
   }
 
   int32_t empty_value(Tensor& t) {
-    Value nv;
-    nv.kind = ValueKind::internal;
-    nv.bytes = t.storage->bytes;
-    nv.dtype = t.dtype;
-    nv.shape = t.shape;
-    const auto id = static_cast<int32_t>(graph_values_.size());
-    graph_values_.push_back(std::move(nv));
+    const int32_t id = output_value(t);
     Node n;
     n.name = "full";
     n.kop = BRAID_KOP_FILL;

@@ -41,14 +41,16 @@ inline TensorRef reshape(Tensor* x, const Shape& s) { return run(braid_reshape, 
 inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) { return run(braid_matmul, a, b, ta, tb); }
 inline TensorRef cast(Tensor* x, braid_dtype d) { return run(braid_cast, x, d); }
 inline TensorRef where(Tensor* cond, Tensor* a, Tensor* b) { return run(braid_where, cond, a, b); }
-// A tensor like x filled with v. float16 and bfloat16 are storage types (casts only, no fill kernel on
-// every backend): filled in float32 and cast.
-inline TensorRef full_like(const Tensor& x, double v) {
+// A tensor of x's dtype and device, of shape s, filled with v. float16 and bfloat16 are storage types
+// (casts only, no fill kernel on every backend): filled in float32 and cast.
+inline TensorRef full_as(const Tensor& x, const Shape& s, double v) {
   const bool storage_only = x.dtype == BRAID_FLOAT16 || x.dtype == BRAID_BFLOAT16;
-  TensorRef t = run(braid_full, x.ctx, x.storage->device->index, storage_only ? BRAID_FLOAT32 : x.dtype, x.shape.ndim,
-                    x.shape.dims.data(), v);
+  TensorRef t = run(braid_full, x.ctx, x.storage->device->index, storage_only ? BRAID_FLOAT32 : x.dtype, s.ndim,
+                    s.dims.data(), v);
   return storage_only ? cast(t.get(), x.dtype) : std::move(t);
 }
+// A tensor like x filled with v.
+inline TensorRef full_like(const Tensor& x, double v) { return full_as(x, x.shape, v); }
 inline void copy_into(Tensor* src, Tensor* dst) {
   if (braid_status st = braid_copy_into(src, dst); st != BRAID_OK) fail(st, braid_last_error());
 }
