@@ -143,6 +143,9 @@ class Backward {
     for (Meta* m : rest) write_leaf(m);
     if (!retain)
       for (Node* n : order) {
+        // A reshape keeps nothing a backward frees (its handles share the output's memory): a view
+        // kept past this backward (of a leaf parameter, used again next step) still leads to its input.
+        if (is_reshape(*n)) continue;
         n->freed = true;
         n->inputs.clear();
         n->in_meta.clear();

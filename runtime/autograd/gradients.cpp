@@ -428,7 +428,7 @@ void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) 
   dx.clear();
   dx.resize(n.inputs.size());
   Tensor* g = dy[0];
-  if (std::string_view(n.name) == "reshape") {
+  if (is_reshape(n)) {
     dx[0] = op::reshape(g, n.inputs[0]->shape);
     return;
   }

@@ -59,10 +59,26 @@ bool disjoint(const Tensor& t, const braid_buffer_view& a, const braid_buffer_vi
   return false;
 }
 
+// Whether m's history is a reshape (or a chain of them) of a leaf: the handle is then another name for
+// the leaf's memory, and like the leaf it holds whatever was last written there (an optimizer's update
+// of the leaf, a copy into the alias), never a stale value, as a view of a leaf parameter in PyTorch.
+bool aliases_leaf(const Meta& m) {
+  const Meta* at = &m;
+  while (at->producers.size() == 1) {
+    const Node& n = *at->producers[0].node;
+    if (!is_reshape(n) || n.in_meta.size() != 1 || !n.in_meta[0]) return false;
+    at = n.in_meta[0].get();
+    if (at->leaf) return true;
+  }
+  return false;
+}
+
 // Whether a reader of t now reads the value t's history made: its storage has the version that history
 // accounts for (Meta::accounted). Another version means something autograd does not record wrote it
 // since, through this handle in part or through another handle over the same storage.
-bool stale(const Tensor& t) { return t.ag && !t.ag->leaf && !t.ag->producers.empty() && version(t) != t.ag->accounted; }
+bool stale(const Tensor& t) {
+  return t.ag && !t.ag->leaf && !t.ag->producers.empty() && version(t) != t.ag->accounted && !aliases_leaf(*t.ag);
+}
 
 void add_producer(Meta& m, const std::shared_ptr<Node>& node, int k) {
   m.producers.push_back({node, k});
@@ -74,7 +90,7 @@ void add_producer(Meta& m, const std::shared_ptr<Node>& node, int k) {
 // clearing its own: ops recorded before the write hold the old one (Node::in_meta), and their
 // gradients still reach the history of the value they read. A leaf stays a leaf, with its gradient.
 void drop_history(Tensor& t) {
-  if (t.ag && !t.ag->leaf && !t.ag->producers.empty()) t.ag = std::make_shared<Meta>();
+  if (t.ag && !t.ag->leaf && !t.ag->producers.empty() && !aliases_leaf(*t.ag)) t.ag = std::make_shared<Meta>();
 }
 
 // An op autograd does not record wrote output k into an existing tensor. Whole: a value without

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "braid_backend.h"
@@ -69,6 +70,11 @@ struct Meta {
 };
 
 inline bool requires_grad(const Tensor& t) noexcept { return t.ag && t.ag->requires_grad(); }
+
+// A reshape's node (record_reshape): a view, whose gradient needs no value, only the input's shape.
+inline bool is_reshape(const Node& n) noexcept {
+  return n.kop == BRAID_KOP_COUNT && std::string_view(n.name) == "reshape";
+}
 
 using PushedOp = braid::PushedOp;
 

@@ -38,6 +38,9 @@ struct Value {
   int32_t input = -1;                 // input: its index among the graph's inputs
   std::string name;                   // param: its name in exported files ("param0", ...)
   TensorRef tensor;                   // param: a handle over it (whole storage, the root for autograd)
+  // The traced handle that is the value's own tensor in an interpreted run (run.cpp): the input, the
+  // parameter's root, the first writer's output; -1 when unknown (a loaded graph).
+  int32_t base_handle = -1;
 };
 
 // A kernel operand or result: a view into a value, the byte offset relative to the value's start.
@@ -49,6 +52,10 @@ struct ViewRef {
   int64_t shape[BRAID_MAX_DIMS] = {};
   int64_t strides[BRAID_MAX_DIMS] = {};
   Shape tshape;  // the shape of the tensor handle the op was given (autograd's view of the operand)
+  // That handle, numbered per trace: an interpreted run gives each traced handle one tensor, so that a
+  // write through a reshaped alias is seen through that alias and not through the others, as in
+  // imperative autograd. -1 when unknown (a loaded graph, a node a pass made).
+  int32_t handle = -1;
 
   bool same_as(const ViewRef& o) const noexcept;
   bool same_shape(const ViewRef& o) const noexcept;  // ndim and sizes
@@ -75,6 +82,7 @@ struct Output {
   int32_t value = -1;
   braid_dtype dtype = BRAID_FLOAT32;
   Shape shape;
+  int32_t handle = -1;  // the traced handle returned (ViewRef::handle)
 };
 
 // Where one run puts each internal value: a slot of the run's workspace (several values whose

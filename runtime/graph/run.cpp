@@ -4,6 +4,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "autograd/tape.h"
 #include "core/dtype.h"
@@ -154,17 +155,31 @@ class Interpreter {
 
   std::vector<TensorRef>& values() noexcept { return val_; }
 
-  // The tensor of a value as an op saw it: the value's own handle, or a reshaped handle over it
-  // (recorded for autograd like braid_reshape).
+  // The tensor of a value as an op saw it: the value's own tensor, or a reshaped handle over it
+  // (recorded for autograd like braid_reshape). Each traced handle keeps one tensor for the run, made
+  // when first used, so that a write through an alias changes that alias's history and leaves the
+  // value's other handles stale, as imperative autograd sees them; a ref without a traced handle (a
+  // loaded graph) gets a fresh view each time.
   Tensor& handle(const ViewRef& r, bool reading) {
     TensorRef& base = val_[at(r.value)];
     if (!base.get())
       fail(BRAID_ERR_INTERNAL, "graph: value ", r.value, reading ? " read" : " written", " before it has storage");
-    if (r.tshape.ndim == 0 && base->shape.numel() != 1) return *base;
-    if (base->shape == r.tshape || r.tshape.numel() != base->shape.numel()) return *base;
-    views_.push_back(view_tensor(*base, r.tshape));
-    if (record_) autograd::record_reshape(ctx_, *base, *views_.back());
-    return *views_.back();
+    if (r.handle >= 0) {
+      auto it = by_handle_.find(r.handle);
+      if (it != by_handle_.end() && it->second.value == r.value) return *it->second.tensor;
+    }
+    Tensor* t = base.get();
+    const bool viewable = r.tshape.numel() == base->shape.numel() && !(r.tshape.ndim == 0 && base->shape.numel() != 1);
+    // Without a traced handle the shape tells the value's own tensor; with one, an alias of the same
+    // shape is a handle of its own too.
+    const bool own = r.handle >= 0 ? r.handle == g_.values[at(r.value)].base_handle : true;
+    if (viewable && !(own && base->shape == r.tshape)) {
+      views_.push_back(view_tensor(*base, r.tshape));
+      if (record_) autograd::record_reshape(ctx_, *base, *views_.back());
+      t = views_.back().get();
+    }
+    if (r.handle >= 0) by_handle_[r.handle] = {r.value, t};
+    return *t;
   }
 
  private:
@@ -173,6 +188,11 @@ class Interpreter {
   bool record_;
   std::vector<TensorRef> val_;
   std::vector<TensorRef> views_;
+  struct Bound {
+    int32_t value;
+    Tensor* tensor;  // held by val_ or views_
+  };
+  std::unordered_map<int32_t, Bound> by_handle_;
 };
 
 std::vector<TensorRef> run_interpreted(Graph& g, std::span<Tensor* const> inputs) {
@@ -184,6 +204,7 @@ std::vector<TensorRef> run_interpreted(Graph& g, std::span<Tensor* const> inputs
     ViewRef r;
     r.value = o.value;
     r.tshape = o.shape;
+    r.handle = o.handle;
     outs.push_back(op::retain(&it.handle(r, true)));
   }
   return outs;

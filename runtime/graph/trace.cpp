@@ -50,6 +50,7 @@ class Tracer final : public TraceHook {
     v.shape = t.shape;
     v.input = static_cast<int32_t>(inputs_.size());
     const int32_t id = add_value(*t.storage, std::move(v));
+    graph_values_[static_cast<size_t>(id)].base_handle = handle_of(t, id);
     inputs_.push_back(id);
   }
 
@@ -63,7 +64,8 @@ class Tracer final : public TraceHook {
 
   bool runs_kernels() const noexcept override { return run_kernels_; }
 
-  void reshaped(Tensor& x, Tensor&) override {
+  void reshaped(Tensor& x, Tensor& y) override {
+    handles_.erase(&y);  // a new handle, wherever an earlier one lived
     // A parameter reshaped before use: remember the handle it came from, the better root for autograd.
     if (x.ctx != &ctx_ || made_here(x.storage.get())) return;
     auto& slot = reshape_roots_[x.storage.get()];
@@ -102,10 +104,12 @@ class Tracer final : public TraceHook {
     for (size_t j = 0; j < k.operands.size(); ++j) {
       Tensor& t = *k.operands[j];
       n.in.push_back(view_ref(read_value(t, k.call->inputs[j]), *t.storage, k.call->inputs[j], t));
+      n.in.back().handle = handle_of(t, n.in.back().value);
     }
     for (size_t j = 0; j < k.outputs.size(); ++j) {
       Tensor& t = *k.outputs[j];
       n.out.push_back(view_ref(write_value(t, k.call->outputs[j]), *t.storage, k.call->outputs[j], t));
+      n.out.back().handle = handle_of(t, n.out.back().value);
     }
     for (Storage* s : k.writes) {
       bool is_output = false;
@@ -132,9 +136,13 @@ class Tracer final : public TraceHook {
              device_->id);
       int32_t v = seen(t.storage.get());
       const bool computed = v >= 0 && graph_values_[static_cast<size_t>(v)].kind == ValueKind::internal;
-      if (!computed || taken.count(v)) v = copy_of(t, v);
+      int32_t handle = -1;  // a copy made here is its value's own tensor
+      if (!computed || taken.count(v))
+        v = copy_of(t, v);
+      else
+        handle = handle_of(t, v);
       taken.insert(v);
-      outs.push_back({v, t.dtype, t.shape});
+      outs.push_back({v, t.dtype, t.shape, handle});
     }
     g.device = device_;
     g.values = std::move(graph_values_);
@@ -218,7 +226,7 @@ class Tracer final : public TraceHook {
     v.kind = ValueKind::param;
     describe(v, t, view);
     v.tensor = root_for(t);
-    return add_value(*s, std::move(v));
+    return with_base(add_value(*s, std::move(v)), t);
   }
 
   // A storage written: a value already seen, a new one made during tracing, or a parameter.
@@ -233,7 +241,24 @@ class Tracer final : public TraceHook {
       v.kind = ValueKind::param;
       v.tensor = root_for(t);
     }
-    return add_value(*s, std::move(v));
+    return with_base(add_value(*s, std::move(v)), t);
+  }
+
+  // The number of handle t over value v: the same for as long as the handle lives (an address seen
+  // again with another value, or made anew by a reshape, is another handle).
+  int32_t handle_of(Tensor& t, int32_t v) {
+    auto [it, added] = handles_.try_emplace(&t, Handle{next_handle_, v});
+    if (!added && it->second.value != v) it->second = Handle{next_handle_, v};
+    if (it->second.id == next_handle_) ++next_handle_;
+    return it->second.id;
+  }
+
+  // A new value's own tensor in an interpreted run: a parameter's root, else the handle that
+  // brought the value in.
+  int32_t with_base(int32_t v, Tensor& t) {
+    Value& value = graph_values_[static_cast<size_t>(v)];
+    value.base_handle = handle_of(value.tensor.get() ? *value.tensor : t, v);
+    return v;
   }
 
   // The handle a parameter is known by: a leaf (whose gradient autograd fills) when there is one.
@@ -297,6 +322,12 @@ class Tracer final : public TraceHook {
   std::unordered_map<Storage*, Seen> value_;
   std::unordered_map<Storage*, std::weak_ptr<Storage>> created_;
   std::unordered_map<Storage*, TensorRef> reshape_roots_;
+  struct Handle {
+    int32_t id = -1;
+    int32_t value = -1;
+  };
+  std::unordered_map<const Tensor*, Handle> handles_;
+  int32_t next_handle_ = 0;
   std::vector<Value> graph_values_;
   std::vector<Node> nodes_;
   std::vector<int32_t> inputs_;

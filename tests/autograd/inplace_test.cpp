@@ -277,3 +277,39 @@ TEST_CASE("autograd: a head overwritten through another handle is refused") {
     CHECK(values(braid::grad(x)) == std::vector<float>{0, 0});
   }
 }
+
+// A reshape of a leaf parameter is another name for the leaf's memory: kept across an optimizer's
+// in-place update (and across a backward without retain_graph), it reads the updated values and its
+// gradient reaches the leaf, as a view of a parameter in PyTorch. A copy into it keeps the link too.
+TEST_CASE("autograd: a reshape of a leaf kept across an update and a backward still leads to the leaf") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor w = Tensor::from_vector(ctx, dev.index, {2, 2}, std::vector<float>{1, 2, 3, 4});
+    braid::attach_grad(w);
+    Tensor v, s;
+    {
+      braid::AutogradScope rec(ctx);
+      v = braid::reshape(w, {4});
+      s = braid::sum(v * v);
+    }
+    braid::backward(s);  // without retain_graph
+    CHECK(values(braid::grad(w)) == std::vector<float>{2, 4, 6, 8});
+    braid::sgd_update(w, braid::grad(w), 0.25);  // w = [0.5, 1, 1.5, 2]
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(v * 3.0);
+    }
+    braid::backward(s);
+    CHECK(values(s) == std::vector<float>{15});
+    CHECK(values(braid::grad(w)) == std::vector<float>{3, 3, 3, 3});
+    braid::copy_into(vec(dev.index, {1, 1, 1, 1}), v);  // into the alias: w is [1, 1, 1, 1]
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(v * v);
+    }
+    braid::backward(s);
+    CHECK(values(s) == std::vector<float>{4});
+    CHECK(values(braid::grad(w)) == std::vector<float>{2, 2, 2, 2});
+  }
+}

@@ -628,6 +628,92 @@ TEST_CASE("graph: an input's gradient through matmul, a reduction without keepdi
   }
 }
 
+namespace {
+// Writes through a reshaped alias (braid_copy_into: the value written has no history). In the first,
+// v is a of another shape, overwritten and then read through v: imperative backward accepts it (x's
+// gradient is v's new value). In the second, the alias has a's own shape and a is read after the write
+// through the alias: a's history is stale, and imperative backward refuses it.
+T read_through_alias(braid_tensor x) {
+  T a, v, twice, xr, y;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, x, a.out()));
+  const int64_t shape[] = {2, 4};
+  BRAID_CHECK_OK(braid_reshape(a.t, 2, shape, v.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, v.t, 2.0, 0, twice.out()));
+  BRAID_CHECK_OK(braid_copy_into(twice.t, v.t));
+  BRAID_CHECK_OK(braid_reshape(x, 2, shape, xr.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, v.t, xr.t, y.out()));
+  return y;
+}
+
+T read_past_alias(braid_tensor x) {
+  T a, alias, shifted, r, y;
+  BRAID_CHECK_OK(braid_unary(BRAID_UNARY_EXP, x, a.out()));
+  const int64_t flat[] = {-1};
+  BRAID_CHECK_OK(braid_reshape(a.t, 1, flat, alias.out()));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_ADD, alias.t, 0.25, 0, shifted.out()));
+  BRAID_CHECK_OK(braid_copy_into(shifted.t, alias.t));
+  BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, a.t, 3.0, 0, r.out()));
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, r.t, x, y.out()));
+  return y;
+}
+
+// backward(sum(forward())) under recording: its status, and x's gradient when it ran.
+braid_status backward_of_sum(braid_context ctx, const std::function<T()>& forward, braid_tensor x,
+                             std::vector<float>* grad) {
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 1, nullptr));
+  T y = forward(), loss;
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(ctx, 0, nullptr));
+  const braid_status st = braid_backward(1, &loss.t, nullptr, 0);
+  if (st == BRAID_OK) {
+    T g;
+    BRAID_CHECK_OK(braid_tensor_grad(x, g.out()));
+    *grad = gtest::host_f32(g);
+  }
+  return st;
+}
+}  // namespace
+
+TEST_CASE("graph: a write through a reshaped alias is seen through that handle alone, as imperative autograd sees it") {
+  for (const std::string& backend : gtest::backends()) {
+    CAPTURE(backend);
+    gtest::BackendCtx c(backend);
+    if (!c.ctx) continue;
+    for (int accepted = 1; accepted >= 0; --accepted) {
+      CAPTURE(accepted);
+      const std::vector<int64_t> shape = accepted ? std::vector<int64_t>{4, 2} : std::vector<int64_t>{8};
+      T x = gtest::random(c.ctx, 0, BRAID_FLOAT32, shape, 1.0);
+      BRAID_CHECK_OK(braid_tensor_attach_grad(x.t, BRAID_GRAD_WRITE));
+      auto program = [&](braid_tensor in) { return accepted ? read_through_alias(in) : read_past_alias(in); };
+      std::vector<float> want, got;
+      const braid_status imperative = backward_of_sum(
+          c.ctx, [&] { return program(x.t); }, x.t, &want);
+      CHECK(imperative == (accepted ? BRAID_OK : BRAID_ERR_INVALID_STATE));
+      for (uint32_t passes : kPassSets) {
+        CAPTURE(passes);
+        BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+        T traced = program(x.t);
+        Graph g;
+        BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &traced.t, &g.g));
+        BRAID_CHECK_OK(braid_graph_optimize(g.g, passes));
+        T ran;
+        BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, ran.out()));
+        gtest::check_close(gtest::host_f32(ran), gtest::host_f32(traced), 1e-6);
+        const braid_status run = backward_of_sum(
+            c.ctx,
+            [&] {
+              T y;
+              BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, y.out()));
+              return y;
+            },
+            x.t, &got);
+        CHECK(run == imperative);
+        if (run == BRAID_OK && imperative == BRAID_OK) gtest::check_close(got, want, 1e-5);
+      }
+    }
+  }
+}
+
 TEST_CASE("graph: a traced training step updates the parameters in place on every run") {
   test::Ctx c;
   T w = test::from_vector(c.ctx, 0, {1, 2, 3, 4});
