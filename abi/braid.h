@@ -250,16 +250,17 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
                                   const int64_t* shape, double value, braid_tensor* out);
 /* 1-D [start, stop) with step (ceil((stop-start)/step) elements). In an integer dtype the values are
  * start + i * step with start and step truncated to integers first, as torch.arange: (-3, 3, 2.5)
- * gives [-3, -1, 1]; a step that truncates to 0, or values outside the dtype, are
- * BRAID_ERR_INVALID_ARGUMENT. Every dtype: uint8 is computed in int32, float16 and bfloat16 in float32,
- * then cast. */
+ * gives [-3, -1, 1]; int64 truncates stop too before the length is taken, as torch.arange does for
+ * int64 ((-0.9, 3, 1) gives [0, 1, 2] in int64, [0, 1, 2, 3] in int32); int64 values are exact past
+ * 2^53. A step that truncates to 0, or values outside the dtype, are BRAID_ERR_INVALID_ARGUMENT. Every
+ * dtype: uint8 is computed in int32, float16 and bfloat16 in float32, then cast. */
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
                                     double stop, double step, braid_tensor* out);
 /* Counter-based (Philox-4x32-10) RNG: element i of the n-th draw depends only on (seed, n, i), so
  * results do not depend on the device or thread count. float32/float64 only. As PyTorch's uniform_ and
  * normal_, the parameters are checked at the call (BRAID_ERR_INVALID_ARGUMENT, naming the argument):
- * low, high, mean and stddev must be finite, low <= high (low == high gives a constant), high - low
- * must be finite, and stddev >= 0. */
+ * low, high, mean and stddev must be finite (in float32: within float32's range), low <= high (low ==
+ * high gives a constant), high - low must be finite (in the dtype), and stddev >= 0. */
 BRAID_API braid_status braid_random_uniform(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
                                             const int64_t* shape, double low, double high, braid_tensor* out);
 BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
@@ -418,9 +419,9 @@ BRAID_API braid_status braid_softmax(braid_tensor x, int32_t axis, int32_t log, 
  * [0, K) fails the op (an asynchronous error on the output). */
 BRAID_API braid_status braid_softmax_cross_entropy(braid_tensor logits, braid_tensor labels, braid_tensor* out);
 /* Inverted dropout: y = x * mask / (1 - p), mask ~ Bernoulli(1 - p) from the context RNG. mask may be
- * NULL; it has x's dtype and holds 0 or 1. p in [0, 1]: p = 1 gives y and mask all zero (as PyTorch;
- * zero even where x is inf or NaN) and a zero gradient; p outside [0, 1] or NaN is
- * BRAID_ERR_INVALID_ARGUMENT. */
+ * NULL; it has x's dtype and holds 0 or 1. A dropped element is x * 0, as PyTorch multiplies: NaN where
+ * x is inf or NaN, -0 where x is negative. p in [0, 1]: p = 1 drops every element (mask all zero) and
+ * gives a zero gradient; p outside [0, 1] or NaN is BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out, braid_tensor* mask);
 
 /* ---- ops: optimizer updates (in place) -------------------------------------------------------- */

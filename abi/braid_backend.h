@@ -54,7 +54,10 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  * trust its call. Attribute slots (ints = i[], floats = f[]) per op:
  *
  *  FILL            out[0]            f0 = value
- *  ARANGE          out[0] (1-D)      f0 = start, f1 = step            out[k] = start + k*step
+ *  ARANGE          out[0] (1-D)      f0 = start, f1 = step            out[k] = start + k*step (in an
+ *                                                                     integer dtype start and step are
+ *                                                                     integers and every value fits:
+ *                                                                     exact, not rounded through double)
  *  RANDOM_UNIFORM  out[0]            i0 = seed, i1 = draw, f0 = low, f1 = high
  *  RANDOM_NORMAL   out[0]            i0 = seed, i1 = draw, f0 = mean, f1 = stddev
  *  COPY            in[0] -> out[0]   same shape, any strides, dtype conversion allowed (cast)

@@ -3,8 +3,8 @@
 // backend. MODE 0 fill (value in extra[0..1] as int64 bits), 1 unary (iattr[0] = neg, abs, relu,
 // square or sign), 2 binary (iattr[0] = add, sub, mul, max, min, equal, less, greater; the runtime
 // refuses integer div and pow), 3 binary with a scalar (extra[0..1], iattr[1] = reverse), 4 arange
-// (start and step as doubles in dattr; start + k * step in double without contraction, then truncated
-// toward zero and saturated, NaN -> 0, as the CPU backend converts; needs shaderFloat64).
+// (start and step, integers the runtime checked every value against, as doubles in dattr; start + k *
+// step in integers, wrapping, exact past 2^53 as the CPU backend; needs shaderFloat64).
 #extension GL_GOOGLE_include_directive : require
 #ifdef I64
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
@@ -57,12 +57,10 @@ void main() {
   y[o] = binary_op(P.iattr[0], a[offset_of(0, i)], b[offset_of(1, i)]);
 #elif MODE == 4
   double start = packDouble2x32(uvec2(P.dattr[0], P.dattr[1])), step = packDouble2x32(uvec2(P.dattr[2], P.dattr[3]));
-  precise double v = start + double(i) * step;
 #ifdef I64
-  const double lim = 9223372036854775808.0;  // 2^63
-  y[o] = isnan(v) ? I(0) : v >= lim ? I(0x7fffffffffffffffl) : v <= -lim ? I(0x8000000000000000l) : I(v);
+  y[o] = I(uint64_t(int64_t(start)) + uint64_t(i) * uint64_t(int64_t(step)));
 #else
-  y[o] = isnan(v) ? 0 : v >= 2147483647.0 ? 0x7fffffff : v <= -2147483648.0 ? int(0x80000000u) : int(v);
+  y[o] = int(uint(int(start)) + i * uint(int(step)));
 #endif
 #else
   I v = a[offset_of(0, i)], s = scalar_i();

@@ -362,6 +362,8 @@ T pow_T(T a, T b) {
     return odd && sign_bit(a) ? -r : r;
   }
   if (a < T(0) && floor(b) != b) return nan_T();  // no real root
-  T r = pow_abs(abs(a), b);
+  // |a| = 1 exactly: log2 is 0, so pow_abs's range checks pass any b and its split of a huge b would
+  // overflow (inf - inf); the power is 1, signed below.
+  T r = a == T(-1) ? T(1) : pow_abs(abs(a), b);
   return a < T(0) && odd ? -r : r;
 }

@@ -1,5 +1,6 @@
 // Creation ops: full, arange and the counter-based random generators.
 #include <cmath>
+#include <limits>
 
 #include "ops/call.h"
 #include "ops/op_builder.h"
@@ -29,6 +30,15 @@ braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx,
     if (uniform && a > b) fail(BRAID_ERR_INVALID_ARGUMENT, "low (", a, ") must not exceed high (", b, ")");
     if (uniform && !std::isfinite(b - a))
       fail(BRAID_ERR_INVALID_ARGUMENT, "high - low overflows (low ", a, ", high ", b, ")");
+    // In float32 the parameters must be float32 values too (torch's "from is out of bounds for
+    // float"): -1e300 and 1e300 would draw nothing but infinities.
+    if (dtype == BRAID_FLOAT32) {
+      const double most = std::numeric_limits<float>::max();
+      if (std::abs(a) > most) fail(BRAID_ERR_INVALID_ARGUMENT, a_name, " (", a, ") is out of float32's range");
+      if (std::abs(b) > most) fail(BRAID_ERR_INVALID_ARGUMENT, b_name, " (", b, ") is out of float32's range");
+      if (uniform && b - a > most)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "high - low overflows float32 (low ", a, ", high ", b, ")");
+    }
     Shape s = Shape::from(ndim, shape, "shape");
     op.require_kernel(dtype);
     op.output(dtype, s);
@@ -76,25 +86,42 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
                                                                                       : dtype;
     if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
       fail(BRAID_ERR_INVALID_ARGUMENT, "start, stop and step must be finite and step non-zero");
+    if (dtype == BRAID_INT64) {
+      // As torch.arange in int64: start, stop and step are truncated first, then the length taken, so
+      // every value lies in [start, stop) ((-0.9, 3, 1) is [0, 1, 2]). The narrower integer dtypes take
+      // the length from the arguments as given, as torch does for them ((-0.9, 3, 1) is [0, 1, 2, 3]).
+      const double given_step = step;
+      start = std::trunc(start);
+      stop = std::trunc(stop);
+      step = std::trunc(step);
+      if (step == 0)
+        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
+             " (as torch.arange)");
+    }
     double count = std::ceil((stop - start) / step);
     if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     if (dtype_is_integer(dtype)) {
-      // As torch.arange: the length comes from the arguments as given, the values from start and step
-      // converted to the integer dtype (arange(-3, 3, 2.5) is [-3, -1, 1]); a step that converts to 0
-      // is refused, and so is a last value outside the dtype (it would be clamped).
+      // The values come from start and step converted to the integer dtype (arange(-3, 3, 2.5) is
+      // [-3, -1, 1]); a step that converts to 0 is refused, and so is a value outside the dtype (it
+      // would be clamped). The check is exact: int64 values pass 2^53, where doubles skip integers.
       const double given_step = step;
       start = std::trunc(start);
       step = std::trunc(step);
       if (step == 0)
         fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
              " (as torch.arange)");
-      const double limit = dtype == BRAID_INT32 ? 2147483648.0 : dtype == BRAID_UINT8 ? 256.0 : 9223372036854775808.0;
-      const double low = dtype == BRAID_UINT8 ? 0.0 : -limit;
-      const double last = n > 0 ? start + double(n - 1) * step : start;
-      if (n > 0 && !(start >= low && start < limit && last >= low && last < limit))
-        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: values from ", start, " to ", last, " do not fit ",
-             dtype_name(dtype));
+      const __int128 limit = dtype == BRAID_INT32   ? __int128{INT32_MAX} + 1
+                             : dtype == BRAID_UINT8 ? __int128{256}
+                                                    : __int128{INT64_MAX} + 1;
+      const __int128 low = dtype == BRAID_UINT8 ? 0 : -limit;
+      const bool start_fits = start >= -9223372036854775808.0 && start < 9223372036854775808.0;
+      const bool step_fits = step >= -9223372036854775808.0 && step < 9223372036854775808.0;
+      const __int128 first = start_fits ? __int128{static_cast<int64_t>(start)} : limit;
+      const __int128 last = n > 0 && step_fits ? first + __int128{n - 1} * static_cast<int64_t>(step) : first;
+      if (n > 0 && !(start_fits && step_fits && first >= low && first < limit && last >= low && last < limit))
+        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: values from ", start, " to ", start + double(n - 1) * step,
+             " do not fit ", dtype_name(dtype));
     }
     op.require_kernel(computed);
     op.output(computed, Shape::of({&n, 1}));

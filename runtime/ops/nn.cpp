@@ -156,8 +156,8 @@ BRAID_API braid_status braid_dropout(braid_tensor x, double p, braid_tensor* out
     OpBuilder op("dropout", BRAID_KOP_DROPOUT);
     Tensor& tx = op.input(x, "x");
     require_float(tx, "dropout", "x");
-    // p = 1 drops everything: y and mask are all zero (as PyTorch); the kernels' threshold for p >= 1
-    // keeps nothing and their scale is 0, so no 0/0 is ever computed.
+    // p = 1 drops everything: y is x * 0 and the mask all zero (as PyTorch); the kernels' threshold for
+    // p >= 1 keeps nothing and their scale is 0, so no 0/0 is ever computed.
     if (!(p >= 0 && p <= 1)) fail(BRAID_ERR_INVALID_ARGUMENT, "dropout: p must be in [0, 1], got ", p);
     op.require_kernel(tx.dtype);
     op.output(tx.dtype, tx.shape);

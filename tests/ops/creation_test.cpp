@@ -59,15 +59,19 @@ TEST_CASE("creation: arange has ceil((stop-start)/step) elements start + k*step"
   }
 }
 
-TEST_CASE("creation: arange in an integer dtype truncates start and step first, as torch.arange") {
+// torch.arange's two integer rules (1.13): int64 truncates start, stop and step and then takes the
+// length, so every value lies in [start, stop); int32 (and braid's uint8, computed in int32) takes the
+// length from the arguments as given and the values from start and step truncated.
+TEST_CASE("creation: arange in an integer dtype truncates as torch.arange does") {
   struct Case {
     double start, stop, step;
-    std::vector<int64_t> want;
+    std::vector<int64_t> int32, int64;
   };
   const Case cases[] = {
-      {-3, 3, 2.5, {-3, -1, 1}},  // 3 elements (ceil(6 / 2.5)), from -3 by 2
-      {0.5, 4, 1.5, {0, 1, 2}},   // start 0, step 1
-      {2.9, -3, -1.7, {2, 1, 0, -1}},
+      {-3, 3, 2.5, {-3, -1, 1}, {-3, -1, 1}},
+      {0.5, 4, 1.5, {0, 1, 2}, {0, 1, 2, 3}},
+      {2.9, -3, -1.7, {2, 1, 0, -1}, {2, 1, 0, -1, -2}},
+      {-0.9, 3, 1, {0, 1, 2, 3}, {0, 1, 2}},
   };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
@@ -77,7 +81,7 @@ TEST_CASE("creation: arange in an integer dtype truncates start and step first, 
                ")");
           const auto t = braid::Tensor::arange(context(), dev.index, dt, c.start, c.stop, c.step);
           const auto got = braid::cast(t, BRAID_INT64).to_vector<int64_t>();
-          CHECK(got == c.want);
+          CHECK(got == (dt == BRAID_INT64 ? c.int64 : c.int32));
         }
         braid_tensor out = nullptr;
         CHECK(braid_arange(context().get(), dev.index, dt, 0.5, 3.2, 0.7, &out) == BRAID_ERR_INVALID_ARGUMENT);
@@ -86,6 +90,29 @@ TEST_CASE("creation: arange in an integer dtype truncates start and step first, 
       braid_tensor out = nullptr;  // values past int32
       CHECK(braid_arange(context().get(), dev.index, BRAID_INT32, 2147483640.0, 2147483650.0, 1, &out) ==
             BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(braid_arange(context().get(), dev.index, BRAID_INT64, 9223372036854771712.0, 9223372036854779904.0, 1024,
+                         &out) == BRAID_ERR_INVALID_ARGUMENT);  // 2^63 - 4096 to 2^63 + 3072
+      CHECK(out == nullptr);
+    });
+  }
+}
+
+// int64 values past 2^53, where doubles hold only every other integer, are exact.
+TEST_CASE("creation: int64 arange is exact past 2^53") {
+  const int64_t two53 = int64_t{1} << 53;
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto t = braid::Tensor::arange(context(), dev.index, BRAID_INT64, double(two53), double(two53) + 8, 1);
+      std::vector<int64_t> want;
+      for (int64_t k = 0; k < 8; ++k) want.push_back(two53 + k);
+      CHECK(t.to_vector<int64_t>() == want);
+      const auto down = braid::Tensor::arange(context(), dev.index, BRAID_INT64, 9223372036854771712.0,
+                                              9223372036854771712.0 - 2048, -3);  // 683 values
+      const auto v = down.to_vector<int64_t>();
+      REQUIRE(v.size() == 683);
+      CHECK(v[1] == 9223372036854771709);
+      CHECK(v[682] == 9223372036854771712 - 682 * 3);
     });
   }
 }

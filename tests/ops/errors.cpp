@@ -269,6 +269,13 @@ TEST_CASE("errors: creation ops validate their arguments") {
               "low must be finite");
   CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT64, 2, shape, -1.5e308, 1.5e308, o.p()),
               BRAID_ERR_INVALID_ARGUMENT, "high - low overflows");
+  // In float32, bounds past float32's range (they drew only infinities).
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, -1e300, 1e300, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "low (-1e+300) is out of float32's range");
+  CHECK_FAILS(braid_random_uniform(ctx(), 0, BRAID_FLOAT32, 2, shape, -3e38, 3e38, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "high - low overflows float32");
+  CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, 1e300, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "mean (1e+300) is out of float32's range");
   CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, NAN, 1, o.p()), BRAID_ERR_INVALID_ARGUMENT,
               "mean must be finite");
   CHECK_FAILS(braid_random_normal(ctx(), 0, BRAID_FLOAT32, 2, shape, 0, -1, o.p()), BRAID_ERR_INVALID_ARGUMENT,

@@ -290,7 +290,7 @@ TEST_CASE("nn: dropout draws its mask from the Philox stream") {
   }
 }
 
-TEST_CASE("nn: dropout with p = 1 gives zeros and an all-zero mask, whatever x holds (as PyTorch)") {
+TEST_CASE("nn: dropout with p = 1 gives x * 0 and an all-zero mask (as PyTorch: NaN where x is inf or NaN)") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       for (braid_dtype dt : harness::kFloatTypes) {
@@ -301,7 +301,11 @@ TEST_CASE("nn: dropout with p = 1 gives zeros and an all-zero mask, whatever x h
         x.data[2] = NAN;
         const auto r = braid::dropout(harness::upload(dev.index, dt, x), 1.0);
         const ref::Array zeros(x.shape);
-        CHECK_CLOSE(harness::download(r.y), zeros, 0.0);
+        const auto y = harness::download(r.y);
+        CHECK(std::isnan(y.data[0]));
+        CHECK(std::isnan(y.data[1]));
+        CHECK(std::isnan(y.data[2]));
+        for (size_t i = 3; i < y.data.size(); ++i) CHECK(y.data[i] == 0.0);
         CHECK_CLOSE(harness::download(r.mask), zeros, 0.0);
       }
     });

@@ -61,7 +61,8 @@ DropoutResult dropout(const Array& x, double p, uint64_t seed, uint64_t draw) {
     const auto ui = static_cast<size_t>(i);
     const double keep = rng_uniform01(seed, draw, i) >= p ? 1.0 : 0.0;
     r.mask.data[ui] = keep;
-    r.y.data[ui] = keep != 0.0 ? x.data[ui] / (1.0 - p) : 0.0;  // p = 1 keeps nothing: zeros, never 0/0
+    // A dropped element is x * 0 (NaN at inf or NaN, as PyTorch); p = 1 keeps nothing, never 0/0.
+    r.y.data[ui] = keep != 0.0 ? x.data[ui] / (1.0 - p) : x.data[ui] * 0.0;
   }
   return r;
 }

@@ -55,9 +55,16 @@ KernelResult k_arange(const Call& c, Exec& ex) {
   const int64_t n = numel(out), s = out.ndim > 0 ? out.strides[out.ndim - 1] : 1;
   visit_dtype(NumericTypes{}, out.dtype, [&]<class T>(Tag<T>) {
     T* o = data_of<T>(out);
-    // Each element from its index (no running sum), so chunks agree with a serial loop.
+    // Each element from its index (no running sum), so chunks agree with a serial loop. Integers
+    // exactly (a double holds only 53 bits), with wrapping arithmetic: the host checked every value fits.
     parallel(ex, n, kGrain, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) o[k * s] = convert<T>(start + double(k) * step);
+      if constexpr (std::is_integral_v<T>) {
+        const auto first = static_cast<uint64_t>(static_cast<int64_t>(start));
+        const auto stride = static_cast<uint64_t>(static_cast<int64_t>(step));
+        for (int64_t k = b; k < e; ++k) o[k * s] = static_cast<T>(first + static_cast<uint64_t>(k) * stride);
+      } else {
+        for (int64_t k = b; k < e; ++k) o[k * s] = convert<T>(start + double(k) * step);
+      }
     });
   });
   return {};

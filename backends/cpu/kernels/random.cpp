@@ -164,14 +164,14 @@ BRAID_HOT void dropout_run(T* __restrict y, T* __restrict m, const T* __restrict
       const bool keep = uint64_t(w[i]) >= thr;
       const T xv = x[i];  // read before writing: y may alias x (in-place dropout)
       if (m) m[i] = keep ? T(1) : T(0);
-      y[i] = keep ? T(double(xv) * scale) : T(0);
+      y[i] = keep ? T(double(xv) * scale) : xv * T(0);  // x * 0, as PyTorch: NaN where x is inf or NaN
     }
   } else {
     for (int64_t i = 0; i < n; ++i) {
       const bool keep = uint64_t(w[i]) >= thr;
       const T xv = x[i * sx];
       if (m) m[i * sm] = keep ? T(1) : T(0);
-      y[i * sy] = keep ? T(double(xv) * scale) : T(0);
+      y[i * sy] = keep ? T(double(xv) * scale) : xv * T(0);
     }
   }
 }

@@ -26,7 +26,13 @@ __global__ void arange_k(Idx<1> ix, int64_t n, T* o, double start, double step) 
   BRAID_GRID_LOOP(i, n) {
     int64_t off[1];
     ix.at(i, off);
-    o[off[0]] = cvt<T>(__dadd_rn(start, __dmul_rn(double(i), step)));  // unfused, as the CPU backend
+    if constexpr (std::is_integral_v<T>) {  // exactly, wrapping: the host checked every value fits
+      const auto first = static_cast<unsigned long long>(static_cast<long long>(start));
+      const auto stride = static_cast<unsigned long long>(static_cast<long long>(step));
+      o[off[0]] = static_cast<T>(first + static_cast<unsigned long long>(i) * stride);
+    } else {
+      o[off[0]] = cvt<T>(__dadd_rn(start, __dmul_rn(double(i), step)));  // unfused, as the CPU backend
+    }
   }
 }
 
@@ -178,7 +184,7 @@ __global__ void dropout_k(Idx<3> ix, int64_t n, T* y, T* m, const T* x, uint64_t
       const bool keep = uint64_t(w.w[k]) >= thr;
       const T xv = x[off[2]];
       if (m != nullptr) m[off[1]] = keep ? T(1) : T(0);
-      y[off[0]] = keep ? T(double(xv) * scale) : T(0);
+      y[off[0]] = keep ? T(double(xv) * scale) : T(__dmul_rn(double(xv), 0.0));  // NaN at inf/NaN, as PyTorch
     }
   }
 }
