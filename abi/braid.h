@@ -171,7 +171,7 @@ typedef struct braid_device_info {
   int32_t backend_index; /* index of the device within its backend */
   uint8_t uuid[16];      /* all zero if unknown */
   uint64_t memory_bytes; /* memory the device can allocate */
-  int32_t compute_units; /* cores / SMs / CUs */
+  int32_t compute_units; /* cores / SMs / CUs; 0 if the device does not say (Vulkan has no such query) */
   int32_t compute_queues;
   int32_t transfer_queues;
   uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
@@ -655,7 +655,8 @@ typedef struct braid_optimizer_params {
  * (in place; any devices). Keys are int64. A KVStore handle is thread-safe; its calls are ordered like
  * the ops they push. */
 typedef struct braid_kvstore_t* braid_kvstore;
-/* type: "local" or "device"; NULL means "local". */
+/* type: "local" or "device"; NULL means "local". MXNet's "dist_*" types (several machines) are
+ * BRAID_ERR_UNSUPPORTED, other names BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type, braid_kvstore* out);
 BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv);
 BRAID_API braid_status braid_kvstore_release(braid_kvstore kv);
@@ -665,7 +666,8 @@ BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out);
 BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_tensor value);
 BRAID_API braid_status braid_kvstore_push(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values);
 BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* outs);
-/* push then pull (outs may be the values themselves). */
+/* push then pull as one unit (outs may be the values themselves): no other thread's push to the key
+ * lands between them, as MXNet's pushpull; outs are checked before anything is pushed. */
 BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
                                               const braid_tensor* outs);
 /* Sets the updater run on every later push (float keys only); optimizer state is per key. NULL

@@ -675,48 +675,47 @@ inline std::vector<Tensor> adopt_all(const std::vector<braid_tensor>& hs) {
 }  // namespace detail
 
 // Sizes of the parts of `total` rows over count devices (weights empty: even).
-inline std::vector<int64_t> split_sizes(int64_t total, int32_t count, std::span<const double> weights = {}) {
+inline std::vector<int64_t> split_sizes(int64_t total, int32_t count, List<double> weights = {}) {
   std::vector<int64_t> sizes(static_cast<size_t>(count));
   check(braid_split_sizes(total, count, weights.empty() ? nullptr : weights.data(), sizes.data()));
   return sizes;
 }
 // x split along axis 0 over devices (even, or by weights), one part per device: Gluon's split_and_load.
-inline std::vector<Tensor> split_and_load(const Tensor& x, std::span<const Device> devices,
-                                          std::span<const double> weights = {}) {
+inline std::vector<Tensor> split_and_load(const Tensor& x, List<Device> devices, List<double> weights = {}) {
   std::vector<braid_tensor> outs(devices.size());
   check(braid_split_and_load(x.get(), static_cast<int32_t>(devices.size()), devices.data(),
                              weights.empty() ? nullptr : weights.data(), outs.data()));
   return detail::adopt_all(outs);
 }
 // A copy of x on each device.
-inline std::vector<Tensor> replicate(const Tensor& x, std::span<const Device> devices) {
+inline std::vector<Tensor> replicate(const Tensor& x, List<Device> devices) {
   std::vector<braid_tensor> outs(devices.size());
   check(braid_replicate(x.get(), static_cast<int32_t>(devices.size()), devices.data(), outs.data()));
   return detail::adopt_all(outs);
 }
 // In place over same-shape tensors on several devices.
-inline void allreduce(std::span<const Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM,
+inline void allreduce(List<Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM,
                       braid_allreduce_algorithm algorithm = BRAID_ALLREDUCE_AUTO) {
   const braid_collective_options o{sizeof(braid_collective_options), op, algorithm};
   const auto hs = detail::handles(ts);
   check(braid_allreduce(static_cast<int32_t>(hs.size()), hs.data(), &o));
 }
-inline void broadcast(std::span<const Tensor> ts, int32_t root = 0) {
+inline void broadcast(List<Tensor> ts, int32_t root = 0) {
   const auto hs = detail::handles(ts);
   check(braid_broadcast(static_cast<int32_t>(hs.size()), hs.data(), root));
 }
-inline void reduce_to(std::span<const Tensor> ts, int32_t root = 0, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
+inline void reduce_to(List<Tensor> ts, int32_t root = 0, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
   const braid_collective_options o{sizeof(braid_collective_options), op, BRAID_ALLREDUCE_AUTO};
   const auto hs = detail::handles(ts);
   check(braid_reduce_to(static_cast<int32_t>(hs.size()), hs.data(), root, &o));
 }
-inline std::vector<Tensor> all_gather(std::span<const Tensor> ts) {
+inline std::vector<Tensor> all_gather(List<Tensor> ts) {
   const auto hs = detail::handles(ts);
   std::vector<braid_tensor> outs(hs.size());
   check(braid_all_gather(static_cast<int32_t>(hs.size()), hs.data(), outs.data()));
   return detail::adopt_all(outs);
 }
-inline std::vector<Tensor> reduce_scatter(std::span<const Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
+inline std::vector<Tensor> reduce_scatter(List<Tensor> ts, braid_collective_op op = BRAID_COLLECTIVE_SUM) {
   const braid_collective_options o{sizeof(braid_collective_options), op, BRAID_ALLREDUCE_AUTO};
   const auto hs = detail::handles(ts);
   std::vector<braid_tensor> outs(hs.size());
@@ -740,18 +739,24 @@ class KVStore {
     return t;
   }
   void init(int64_t key, const Tensor& value) const { check(braid_kvstore_init(h_, key, value.get())); }
-  void push(int64_t key, std::span<const Tensor> values) const {
+  void push(int64_t key, List<Tensor> values) const {
     const auto hs = detail::handles(values);
     check(braid_kvstore_push(h_, key, static_cast<int32_t>(hs.size()), hs.data()));
   }
-  void pull(int64_t key, std::span<const Tensor> outs) const {
+  void pull(int64_t key, List<Tensor> outs) const {
     const auto hs = detail::handles(outs);
     check(braid_kvstore_pull(h_, key, static_cast<int32_t>(hs.size()), hs.data()));
   }
-  void pushpull(int64_t key, std::span<const Tensor> values, std::span<const Tensor> outs) const {
+  void pushpull(int64_t key, List<Tensor> values, List<Tensor> outs) const {
     const auto hv = detail::handles(values), ho = detail::handles(outs);
     if (hv.size() != ho.size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "pushpull: one out per value");
     check(braid_kvstore_pushpull(h_, key, static_cast<int32_t>(hv.size()), hv.data(), ho.data()));
+  }
+  // One value or out, as MXNet's kv.push(3, a) and kv.pull(3, out=a).
+  void push(int64_t key, const Tensor& value) const { push(key, List<Tensor>(&value, 1)); }
+  void pull(int64_t key, const Tensor& out) const { pull(key, List<Tensor>(&out, 1)); }
+  void pushpull(int64_t key, const Tensor& value, const Tensor& out) const {
+    pushpull(key, List<Tensor>(&value, 1), List<Tensor>(&out, 1));
   }
   void set_optimizer(const braid_optimizer_params& p) const { check(braid_kvstore_set_optimizer(h_, &p)); }
 

@@ -2,12 +2,15 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string_view>
+#include <utility>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -122,6 +125,17 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
   if (compute_queues < 1 || compute_queues > 16)
     fail(BRAID_ERR_INVALID_ARGUMENT, "compute queues per device must be 1 to 16, not ", compute_queues,
          " (options.compute_queues or BRAID_COMPUTE_QUEUES)");
+  if (const char* a = env("BRAID_ALLREDUCE")) {
+    const std::string_view s(a);
+    const std::pair<std::string_view, braid_allreduce_algorithm> names[] = {
+        {"auto", BRAID_ALLREDUCE_AUTO}, {"naive", BRAID_ALLREDUCE_NAIVE},   {"tree", BRAID_ALLREDUCE_TREE},
+        {"ring", BRAID_ALLREDUCE_RING}, {"biring", BRAID_ALLREDUCE_BIRING}, {"direct", BRAID_ALLREDUCE_DIRECT}};
+    const auto* found = std::find_if(std::begin(names), std::end(names), [&](const auto& n) { return n.first == s; });
+    if (found == std::end(names))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ALLREDUCE='", s,
+           "' is not one of auto, naive, tree, ring, biring, direct");
+    allreduce_override = found->second;
+  }
   engine = std::make_unique<Engine>(eo, profiler);
   seed = o.seed ? o.seed : env_u64("BRAID_SEED", 0, "a seed");
   if (o.profile_path)

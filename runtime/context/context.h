@@ -34,6 +34,8 @@ struct braid_context_t {
   std::unique_ptr<braid::Engine> engine;
   braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
   int32_t compute_queues = 1;                 // per device (options.compute_queues)
+  // BRAID_ALLREDUCE, read with the other variables when the context is made: the algorithm AUTO runs.
+  braid_allreduce_algorithm allreduce_override = BRAID_ALLREDUCE_AUTO;
   // The tensor handles (tensor/tensor.h), made by the tensor layer on first use: this layer, below
   // it, only names the pool.
   std::once_flag tensors_made;

@@ -2,10 +2,15 @@
 // section on one thread never changes what another thread records. It lives with the context, which
 // owns it, below autograd/ (the layers point one way: docs/ARCHITECTURE.md). Checked on every op push, so the common
 // case (no thread records) is one relaxed atomic load.
+//
+// A thread is known by a serial number of its own, never reused (a new thread can have the id of one
+// that ended, and must not inherit its switch), and a thread that ends while recording leaves every
+// context it recorded in (recording.cpp), so the switch neither passes on nor stays counted.
 #pragma once
 #include <atomic>
+#include <cstdint>
+#include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 namespace braid {
@@ -13,6 +18,17 @@ struct OpRecorder;
 }
 
 namespace braid::autograd {
+
+// The threads recording in one context. Shared with those threads, which leave it when they end,
+// whether or not the context is still there.
+struct RecordingThreads {
+  std::atomic<int> count{0};
+  std::mutex mu;
+  std::vector<uint64_t> serials;  // threads recording now (a handful at most)
+
+  bool has(uint64_t serial);
+  bool leave(uint64_t serial);  // whether it was there
+};
 
 class Recording {
  public:
@@ -22,41 +38,15 @@ class Recording {
   const OpRecorder* recorder() const noexcept { return recorder_.load(std::memory_order_acquire); }
 
   // Whether any thread records (a hint: the hot-path check before on()).
-  bool any() const noexcept { return count_.load(std::memory_order_relaxed) != 0; }
+  bool any() const noexcept { return threads_->count.load(std::memory_order_relaxed) != 0; }
   // Whether the calling thread records.
-  bool on() const {
-    if (count_.load(std::memory_order_relaxed) == 0) return false;
-    const auto self = std::this_thread::get_id();
-    std::lock_guard lock(mu_);
-    for (auto id : threads_)
-      if (id == self) return true;
-    return false;
-  }
+  bool on() const;
   // Sets the calling thread's switch; returns the previous value.
-  bool set(bool enable) {
-    const auto self = std::this_thread::get_id();
-    std::lock_guard lock(mu_);
-    for (size_t i = 0; i < threads_.size(); ++i)
-      if (threads_[i] == self) {
-        if (!enable) {
-          threads_[i] = threads_.back();
-          threads_.pop_back();
-          count_.fetch_sub(1, std::memory_order_relaxed);
-        }
-        return true;
-      }
-    if (enable) {
-      threads_.push_back(self);
-      count_.fetch_add(1, std::memory_order_relaxed);
-    }
-    return false;
-  }
+  bool set(bool enable);
 
  private:
   std::atomic<const OpRecorder*> recorder_{nullptr};
-  std::atomic<int> count_{0};
-  mutable std::mutex mu_;
-  std::vector<std::thread::id> threads_;  // threads recording now (a handful at most)
+  std::shared_ptr<RecordingThreads> threads_ = std::make_shared<RecordingThreads>();
 };
 
 // Turns the calling thread's recording off for a scope (backward never records its own ops).

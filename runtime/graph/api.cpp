@@ -16,6 +16,7 @@
 #include "graph/run.h"
 #include "graph/trace.h"
 #include "ops/op_builder.h"
+#include "tensor/handle_watch.h"
 
 using namespace braid;
 using namespace braid::graph;
@@ -170,21 +171,23 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
   };
   // An input handed back as an output must come with a reference of its own (braid_tensor_retain);
   // one that came without is retained on fn's behalf, so the caller's reference survives the call.
-  std::vector<uint32_t> refs_before;
-  for (braid_tensor t : ins) refs_before.push_back(t->refs.load(std::memory_order_relaxed));
+  // fn's own retains are counted as it makes them (a reference count would also count what other
+  // threads, or braid's own handles, take and drop meanwhile).
   braid_status st;
+  std::vector<int64_t> retained(ins.size(), 0);
   {
+    HandleWatch watch(std::vector<const Tensor*>(ins.begin(), ins.end()));
     Running running(&h);
     clear_last_error();  // what fn's failure says is only what failed inside it, not an earlier call's
     st = h.fn(h.user, h.num_inputs, ins.data(), h.num_outputs, outputs);
+    for (size_t k = 0; k < ins.size(); ++k) retained[k] = watch.net(k);
   }
   for (size_t k = 0; k < ins.size(); ++k) {
     if (!tensor_is_live(ins[k]) ||
         std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
       continue;  // released (refused below), or counted at its first position
     const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
-    const auto rise = int64_t(ins[k]->refs.load(std::memory_order_relaxed)) - int64_t(refs_before[k]);
-    for (int64_t r = rise; r < returned; ++r) braid_tensor_retain(ins[k]);
+    for (int64_t r = retained[k]; r < returned; ++r) braid_tensor_retain(ins[k]);
   }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;

@@ -56,6 +56,8 @@ extern "C" {
 
 BRAID_API braid_status braid_split_sizes(int64_t total, int32_t count, const double* weights, int64_t* sizes) {
   return guard("braid_split_sizes", [&] {
+    // The count first: an empty list's data() is NULL in C++, and "count must be positive" is the news.
+    check_count(count, "split_sizes");
     require(sizes, "sizes");
     const std::vector<int64_t> s = split_sizes(total, count, weights);
     std::copy(s.begin(), s.end(), sizes);
@@ -65,6 +67,7 @@ BRAID_API braid_status braid_split_sizes(int64_t total, int32_t count, const dou
 BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const braid_device* devices,
                                             const double* weights, braid_tensor* outs) {
   return guard("braid_split_and_load", [&] {
+    check_count(count, "split_and_load");
     require(outs, "outs");
     require(devices, "devices");
     Tensor& a = checked_tensor(x, "x");
@@ -98,10 +101,10 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
 
 BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const braid_device* devices, braid_tensor* outs) {
   return guard("braid_replicate", [&] {
+    check_count(count, "replicate");
     require(outs, "outs");
     require(devices, "devices");
     Tensor& a = checked_tensor(x, "x");
-    if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "replicate: count must be positive, not ", count);
     std::vector<TensorRef> made;
     for (int32_t i = 0; i < count; ++i) {
       Device& d = a.ctx->device(devices[i], "devices[i]");
@@ -145,6 +148,7 @@ BRAID_API braid_status braid_broadcast(int32_t count, const braid_tensor* tensor
 
 BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* inputs, braid_tensor* outs) {
   return guard("braid_all_gather", [&] {
+    check_count(count, "all_gather");
     require(outs, "outs");
     const std::vector<Tensor*> ins = checked_group(count, inputs, "all_gather");
     Shape s = ins[0]->shape;
@@ -159,6 +163,7 @@ BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* input
 BRAID_API braid_status braid_reduce_scatter(int32_t count, const braid_tensor* inputs,
                                             const braid_collective_options* options, braid_tensor* outs) {
   return guard("braid_reduce_scatter", [&] {
+    check_count(count, "reduce_scatter");
     require(outs, "outs");
     const braid_collective_options o = collective_options(options);
     const std::vector<Tensor*> ins = checked_group(count, inputs, "reduce_scatter");

@@ -312,19 +312,6 @@ void direct_allreduce(std::span<Tensor* const> ts, Reduction r) {
   ts[0]->ctx->engine->push_partitioned(storages, std::move(parts), ts[0]->device().comm, "allreduce_join");
 }
 
-braid_allreduce_algorithm from_env() {
-  const char* v = std::getenv("BRAID_ALLREDUCE");
-  if (v == nullptr || *v == '\0') return BRAID_ALLREDUCE_AUTO;
-  const std::string_view s(v);
-  if (s == "auto") return BRAID_ALLREDUCE_AUTO;
-  if (s == "naive") return BRAID_ALLREDUCE_NAIVE;
-  if (s == "tree") return BRAID_ALLREDUCE_TREE;
-  if (s == "ring") return BRAID_ALLREDUCE_RING;
-  if (s == "biring") return BRAID_ALLREDUCE_BIRING;
-  if (s == "direct") return BRAID_ALLREDUCE_DIRECT;
-  fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_ALLREDUCE='", s, "' is not one of auto, naive, tree, ring, biring, direct");
-}
-
 }  // namespace
 
 // Whether DIRECT can run over these tensors: every device reads every other's memory and has the
@@ -357,8 +344,12 @@ Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const
   return r;
 }
 
-std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, const char* name) {
+void check_count(int32_t count, const char* name) {
   if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": count must be positive, not ", count);
+}
+
+std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, const char* name) {
+  check_count(count, name);
   if (tensors == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors is NULL");
   std::vector<Tensor*> ts;
   ts.reserve(static_cast<size_t>(count));
@@ -382,7 +373,7 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
 }
 
 braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes) {
-  if (braid_allreduce_algorithm a = from_env(); a != BRAID_ALLREDUCE_AUTO) return a;
+  if (braid_allreduce_algorithm a = ts[0]->ctx->allreduce_override; a != BRAID_ALLREDUCE_AUTO) return a;
   // Devices that read each other's memory (the CPU backend's) have no links to keep busy: what costs
   // is the bytes each kernel reads and writes. DIRECT reads every tensor once and writes it once, in
   // one pass, with the devices' slices at once. Measured (braid-bench allreduce, docs/BENCHMARKS.md).

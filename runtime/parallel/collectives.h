@@ -23,6 +23,9 @@ Reduction make_reduction(const braid_collective_op& op, braid_dtype dtype, const
 // Checks a collective's tensor list: count >= 1, valid live handles of one context, one dtype and
 // shape, distinct storages. Returns the tensors.
 std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, const char* name);
+// A device or tensor count of a call: positive (checked before its arrays: an empty C++ list's data()
+// is NULL, and the count is what is wrong).
+void check_count(int32_t count, const char* name);
 
 // The algorithm AUTO picks for `bytes` per tensor over these devices.
 braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t bytes);

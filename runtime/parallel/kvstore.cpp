@@ -99,11 +99,14 @@ TensorRef merged(braid_kvstore_t& kv, Tensor& stored, const std::vector<Tensor*>
   return result;
 }
 
-void push(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* values) {
-  std::lock_guard lock(kv.mu);
+// push and pull with kv.mu held by the caller.
+void push_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* values) {
   braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_push");
   Tensor& stored = *e.value;
   const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push", "values");
+  if (kv.optimizer && !dtype_is_float(stored.dtype))
+    fail(BRAID_ERR_DTYPE, "kvstore_push: key ", key, " holds ", dtype_name(stored.dtype),
+         " values; the optimizer updates float32 or float64 ones (set no optimizer to store the sum)");
   TensorRef sum = merged(kv, stored, vs);
   if (kv.optimizer)
     apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
@@ -111,8 +114,7 @@ void push(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* v
     push_range_copy("kvstore_push", *sum, 0, stored, 0, stored.shape.numel());
 }
 
-void pull(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
-  std::lock_guard lock(kv.mu);
+void pull_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
   braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_pull");
   Tensor& stored = *e.value;
   for (Tensor* o : checked_values(kv, stored, count, outs, "kvstore_pull", "outs"))
@@ -129,6 +131,10 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
     *out = nullptr;
     checked_context(ctx, "ctx");
     const std::string_view t = type ? type : "local";
+    if (t.starts_with("dist"))
+      fail(BRAID_ERR_UNSUPPORTED, "kvstore_create: type '", t,
+           "' trains across machines, which needs a communicator plugin braid does not have yet; \"local\" and "
+           "\"device\" reduce across this process's devices");
     if (t != "local" && t != "device")
       fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t,
            "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
@@ -172,19 +178,31 @@ BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_t
 }
 
 BRAID_API braid_status braid_kvstore_push(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values) {
-  return guard("braid_kvstore_push", [&] { push(checked_store(kv), key, count, values); });
+  return guard("braid_kvstore_push", [&] {
+    braid_kvstore_t& k = checked_store(kv);
+    std::lock_guard lock(k.mu);
+    push_locked(k, key, count, values);
+  });
 }
 
 BRAID_API braid_status braid_kvstore_pull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* outs) {
-  return guard("braid_kvstore_pull", [&] { pull(checked_store(kv), key, count, outs); });
+  return guard("braid_kvstore_pull", [&] {
+    braid_kvstore_t& k = checked_store(kv);
+    std::lock_guard lock(k.mu);
+    pull_locked(k, key, count, outs);
+  });
 }
 
 BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int32_t count, const braid_tensor* values,
                                               const braid_tensor* outs) {
   return guard("braid_kvstore_pushpull", [&] {
     braid_kvstore_t& k = checked_store(kv);
-    push(k, key, count, values);
-    pull(k, key, count, outs);
+    // One unit, as MXNet's pushpull: no other thread's push lands between this push and its pull,
+    // and outs are checked before anything is pushed.
+    std::lock_guard lock(k.mu);
+    checked_values(k, *entry(k, key, "kvstore_pushpull").value, count, outs, "kvstore_pushpull", "outs");
+    push_locked(k, key, count, values);
+    pull_locked(k, key, count, outs);
   });
 }
 

@@ -7,6 +7,7 @@
 #include "core/trace_hook.h"
 #include "ops/op_builder.h"
 #include "ops/recorder.h"
+#include "tensor/handle_watch.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -124,14 +125,19 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
 }
 
 BRAID_API braid_status braid_tensor_retain(braid_tensor t) {
-  return guard("braid_tensor_retain", [&] { checked_tensor(t, "t").refs.fetch_add(1); });
+  return guard("braid_tensor_retain", [&] {
+    checked_tensor(t, "t").refs.fetch_add(1);
+    HandleWatch::note(t, +1);
+  });
 }
 
 BRAID_API braid_status braid_tensor_release(braid_tensor t) {
   return guard("braid_tensor_release", [&] {
     // The last tensor of a context the application already released destroys it: report a
     // configured profile that could not be written, as braid_context_release would have.
-    if (std::string error = release_tensor(&checked_tensor(t, "t")); !error.empty()) fail(BRAID_ERR_IO, error);
+    Tensor& x = checked_tensor(t, "t");
+    HandleWatch::note(&x, -1);
+    if (std::string error = release_tensor(&x); !error.empty()) fail(BRAID_ERR_IO, error);
   });
 }
 

@@ -112,6 +112,30 @@ TEST_CASE("autograd: no-grad sections are not recorded, and recording is per thr
   CHECK(prev == 1);
 }
 
+// A thread that ends while recording takes its switch with it: a new thread (which the system may
+// give the ended one's id) starts with recording off, as the header promises.
+TEST_CASE("autograd: a thread that ends while recording passes nothing to the threads after it") {
+  auto& ctx = harness::context();
+  const auto dev = harness::each_device().at(0);
+  for (int round = 0; round < 20; ++round) {
+    CAPTURE(round);
+    std::thread([&] { REQUIRE(braid_autograd_set_recording(ctx.get(), 1, nullptr) == BRAID_OK); }).join();
+    bool records = true;
+    braid_status backward_status = BRAID_OK;
+    std::thread([&] {
+      records = braid::is_recording(ctx);
+      Tensor w = vec(dev.index, {1, 2});
+      braid::attach_grad(w);
+      Tensor s = braid::sum(w * 2.0);  // not recorded: backward from it is refused
+      braid_tensor h = s.get();
+      backward_status = braid_backward(1, &h, nullptr, 0);
+    }).join();
+    CHECK_FALSE(records);
+    CHECK(backward_status == BRAID_ERR_INVALID_STATE);
+  }
+  CHECK_FALSE(braid::is_recording(ctx));
+}
+
 TEST_CASE("autograd: head gradients, several heads, non-scalar heads") {
   auto& ctx = harness::context();
   for (const auto& dev : harness::each_device()) {

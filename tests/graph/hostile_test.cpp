@@ -369,6 +369,40 @@ TEST_CASE("hostile graph: the output array may be the input array") {
   CHECK(gtest::host_f32(o1) == affine_host({1, 2, 3, 4}));
 }
 
+namespace {
+// Returns its input as it is (no retain of its own), while another thread takes a reference to it.
+braid_status identity_while_shared(void* shared, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  std::thread([&] { *static_cast<braid_status*>(shared) = braid_tensor_retain(in[0]); }).join();
+  out[0] = in[0];
+  return BRAID_OK;
+}
+}  // namespace
+
+// "An input returned as it is, without braid_tensor_retain, is retained on fn's behalf": whatever
+// other threads (or braid's own handles) retain and release meanwhile. Counting the handle's
+// references before and after fn took another thread's reference for fn's, and the caller's release
+// then killed a tensor that thread still held.
+TEST_CASE("hostile graph: a hybrid returning its input keeps the count right while others share it") {
+  test::Ctx c;
+  braid_tensor x = nullptr;
+  const float v[4] = {1, 2, 3, 4};
+  const int64_t n = 4;
+  BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, 0, BRAID_FLOAT32, 1, &n, v, sizeof v, &x));
+  braid_status shared = BRAID_ERR_INTERNAL;
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, identity_while_shared, &shared, 1, 1, BRAID_GRAPH_PASS_ALL, &h));
+  braid_tensor o = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_call(h, &x, &o));  // the first call runs fn (and traces it)
+  CHECK(shared == BRAID_OK);
+  BRAID_CHECK_OK(braid_tensor_release(o));
+  BRAID_CHECK_OK(braid_tensor_release(x));  // the other thread lets go of its reference
+  int64_t count = 0;
+  CHECK(braid_tensor_numel(x, &count) == BRAID_OK);  // the caller's reference is still there
+  BRAID_CHECK_OK(braid_tensor_release(x));
+  CHECK(braid_tensor_numel(x, &count) == BRAID_ERR_INVALID_ARGUMENT);  // and was the last
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+}
+
 TEST_CASE("hostile graph: struct_size zero, too small and larger than known") {
   test::Ctx c;
   T x = f32(c.ctx, 0, iota(6), {2, 3});

@@ -76,3 +76,28 @@ TEST_CASE("braid.hpp: version_string names the release and the ABI") {
   CHECK(v == braid_version_string());
   CHECK(v.find("ABI " + std::to_string(BRAID_ABI_MAJOR) + "." + std::to_string(BRAID_ABI_MINOR)) != std::string::npos);
 }
+
+// The several-device helpers take braced lists like the rest of the wrapper, and the KVStore one
+// value as MXNet's kv.push(3, a) / kv.pull(3, out=a).
+TEST_CASE("braid.hpp: collectives, split_and_load and KVStore take braced lists and single tensors") {
+  auto& ctx = context();
+  const auto dev = harness::each_device().at(0).index;
+  const auto a = braid::Tensor::from_vector(ctx, dev, {2}, std::vector<float>{1, 2});
+  const auto b = braid::Tensor::from_vector(ctx, dev, {2}, std::vector<float>{10, 20});
+  braid::allreduce({a, b});
+  CHECK(a.to_vector<float>() == std::vector<float>{11, 22});
+  CHECK(b.to_vector<float>() == std::vector<float>{11, 22});
+  const auto parts = braid::split_and_load(braid::Tensor::from_vector(ctx, dev, {4}, std::vector<float>{1, 2, 3, 4}),
+                                           {dev, dev}, {1.0, 3.0});
+  REQUIRE(parts.size() == 2);
+  CHECK(parts[1].to_vector<float>() == std::vector<float>{2, 3, 4});
+  CHECK(braid::replicate(a, {dev}).size() == 1);
+  braid::KVStore kv(ctx);
+  kv.init(3, a);
+  kv.push(3, {a, b});
+  const auto out = braid::Tensor::zeros(ctx, dev, BRAID_FLOAT32, {2});
+  kv.pull(3, out);
+  CHECK(out.to_vector<float>() == std::vector<float>{22, 44});
+  kv.pushpull(3, b, out);
+  CHECK(out.to_vector<float>() == std::vector<float>{11, 22});
+}

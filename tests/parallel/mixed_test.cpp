@@ -99,11 +99,25 @@ TEST_CASE("Trainer: DIRECT over cpu:0 + vulkan:0 is refused before any gradient 
   braid_trainer tr = nullptr;
   CHECK(braid_trainer_create(2, 1, params, &o, &tr) == BRAID_ERR_UNSUPPORTED);
   CHECK(tr == nullptr);
-  o.algorithm = BRAID_ALLREDUCE_AUTO;
-  BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &o, &tr));
+  // BRAID_ALLREDUCE is read when a context is made: a context made under "direct" runs DIRECT where
+  // a call asks for AUTO, and a step over these devices is refused.
   setenv("BRAID_ALLREDUCE", "direct", 1);
+  Mixed under_direct;
+  unsetenv("BRAID_ALLREDUCE");
+  REQUIRE(under_direct.ready());
+  test::T v0 = filled(under_direct.ctx, under_direct.cpu, 4, 1), v1 = filled(under_direct.ctx, under_direct.vk, 4, 1);
+  BRAID_CHECK_OK(braid_tensor_attach_grad(v0.t, BRAID_GRAD_WRITE));
+  BRAID_CHECK_OK(braid_tensor_attach_grad(v1.t, BRAID_GRAD_WRITE));
+  braid_tensor direct_params[2] = {v0.t, v1.t};
+  o.algorithm = BRAID_ALLREDUCE_AUTO;
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, direct_params, &o, &tr));
   CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_UNSUPPORTED);
   CHECK(braid_trainer_allreduce_grads(tr) == BRAID_ERR_UNSUPPORTED);
-  unsetenv("BRAID_ALLREDUCE");
   BRAID_CHECK_OK(braid_trainer_release(tr));
+  // A bad value is an error of braid_context_create, as for every variable.
+  setenv("BRAID_ALLREDUCE", "bogus", 1);
+  braid_context bad = nullptr;
+  CHECK(braid_context_create(nullptr, &bad) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("BRAID_ALLREDUCE='bogus'") != std::string::npos);
+  unsetenv("BRAID_ALLREDUCE");
 }

@@ -2,11 +2,13 @@
 // batch b from the same start), gradients through cross-device copies, mixed cpu+vulkan device
 // lists, and the overlap of bucketed allreduce with backward (from the profiler's timestamps).
 #include <unistd.h>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/support.h"
@@ -67,6 +69,15 @@ TEST_CASE("split sizes add up to the batch and follow the weights") {
   CHECK(braid_split_sizes(10, 2, zero, s) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_split_sizes(10, 2, nan, s) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_split_sizes(10, 0, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
+  // An empty list (count 0, its arrays NULL, as an empty std::vector's data()) is named by its count.
+  CHECK(braid_split_sizes(10, 0, nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("count must be positive") != std::string::npos);
+  CHECK(braid_split_and_load(nullptr, 0, nullptr, nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("count must be positive") != std::string::npos);
+  CHECK(braid_replicate(nullptr, 0, nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("count must be positive") != std::string::npos);
+  CHECK(braid_all_gather(0, nullptr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("count must be positive") != std::string::npos);
   CHECK(braid_split_sizes(-1, 2, nullptr, s) == BRAID_ERR_INVALID_ARGUMENT);
   // A total near INT64_MAX: a share rounds to 2^63, which no int64 holds (the loop that hands out the
   // rest then ran about 2^64 times).
@@ -193,8 +204,46 @@ TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store"
   }
   Ctx c(1);
   braid_kvstore kv = nullptr;
-  CHECK(braid_kvstore_create(c.ctx, "dist", &kv) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_kvstore_create(c.ctx, "dist_sync", &kv) == BRAID_ERR_UNSUPPORTED);  // MXNet's, across machines
+  CHECK(braid_kvstore_create(c.ctx, "lokal", &kv) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(kv == nullptr);
+}
+
+// pushpull is one unit (MXNet's is one engine op): four threads pushing their own value to one key
+// each get their own back, never another thread's push that landed between push and pull. Outs are
+// checked before the push, and an optimizer refuses an integer key by name.
+TEST_CASE("KVStore: pushpull is one unit across threads; bad outs push nothing") {
+  Ctx c(1);
+  braid_kvstore kv = nullptr;
+  BRAID_CHECK_OK(braid_kvstore_create(c.ctx, "local", &kv));
+  T init = tensor(c.ctx, 0, {0, 0});
+  BRAID_CHECK_OK(braid_kvstore_init(kv, 7, init.t));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      T mine = tensor(c.ctx, 0, {float(t), float(t)}), out = tensor(c.ctx, 0, {-1, -1});
+      for (int i = 0; i < 300; ++i) {
+        if (braid_kvstore_pushpull(kv, 7, 1, &mine.t, &out.t) != BRAID_OK) ++wrong;
+        if (floats(out) != std::vector<float>{float(t), float(t)}) ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong.load() == 0);
+  T value = tensor(c.ctx, 0, {5, 5}), bad_out = tensor(c.ctx, 0, {1, 2, 3}), now = tensor(c.ctx, 0, {0, 0});
+  CHECK(braid_kvstore_pushpull(kv, 7, 1, &value.t, &bad_out.t) == BRAID_ERR_SHAPE);
+  BRAID_CHECK_OK(braid_kvstore_pull(kv, 7, 1, &now.t));
+  CHECK(floats(now) != std::vector<float>{5, 5});  // the refused call pushed nothing
+  T ints;
+  const int32_t two[2] = {1, 2};
+  const int64_t n2 = 2;
+  BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, 0, BRAID_INT32, 1, &n2, two, sizeof two, ints.out()));
+  BRAID_CHECK_OK(braid_kvstore_init(kv, 8, ints.t));
+  braid_optimizer_params sgd = BRAID_OPTIMIZER_PARAMS_INIT;
+  BRAID_CHECK_OK(braid_kvstore_set_optimizer(kv, &sgd));
+  CHECK(braid_kvstore_push(kv, 8, 1, &ints.t) == BRAID_ERR_DTYPE);
+  CHECK(std::string(braid_last_error()).find("key 8 holds int32") != std::string::npos);
+  BRAID_CHECK_OK(braid_kvstore_release(kv));
 }
 
 TEST_CASE("gradients flow back through copies between devices") {
