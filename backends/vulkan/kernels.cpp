@@ -367,6 +367,8 @@ KernelResult reduce(const braid_kernel_call& c, Recorder& r) {
   e.p.extra[1] = rnd;
   const bool sg = r.physical().subgroup_arithmetic;
   if (in.dtype == BRAID_FLOAT64) return dispatch_groups(e, r, ShaderId::reduce_f64);  // tree only
+  if (in.dtype == BRAID_INT32) return dispatch_groups(e, r, ShaderId::reduce_i32);
+  if (in.dtype == BRAID_INT64) return dispatch_groups(e, r, ShaderId::reduce_i64);
   return dispatch_groups(e, r, sg ? ShaderId::reduce_f32_subgroup : ShaderId::reduce_f32);
 }
 
@@ -741,14 +743,18 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
       return dtype == BRAID_FLOAT32 || dtype == BRAID_FLOAT64 || dtype == BRAID_INT32 || dtype == BRAID_INT64;
     case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs, each its own shader compiled with shaderc
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
+    case BRAID_KOP_REDUCE:
+      // Integer sum, max and min: int32 always, int64 where every device has shaderInt64.
+      if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
+        return dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64);
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_ARANGE:
-      // Integer arange computes in double: int32 where every device has shaderFloat64, int64 where
-      // every device also has shaderInt64.
+      // Integer arange takes start and step as doubles: int32 where every device has shaderFloat64,
+      // int64 where every device also has shaderInt64.
       if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
         return all_devices_have(&PhysicalDevice::float64) &&
                (dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64));
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
-    case BRAID_KOP_REDUCE:
     case BRAID_KOP_ARGMAX:
     case BRAID_KOP_MATMUL:
     case BRAID_KOP_SOFTMAX:
@@ -797,6 +803,10 @@ bool fits_32bit(const braid_buffer_view& v) noexcept {
 
 bool call_supports(const braid_kernel_call& c) noexcept {
   if (!kernel_supports(c.op, plugin::call_dtype(c)) || !plugin::elementwise_call_ok(c, kIntUnary, kIntBinary))
+    return false;
+  // Integer reductions: sum, max and min (an integer mean or norm has no float result to give).
+  if (c.op == BRAID_KOP_REDUCE && (plugin::call_dtype(c) == BRAID_INT32 || plugin::call_dtype(c) == BRAID_INT64) &&
+      c.i[0] != BRAID_REDUCE_SUM && c.i[0] != BRAID_REDUCE_MAX && c.i[0] != BRAID_REDUCE_MIN)
     return false;
   for (int32_t k = 0; k < c.num_inputs && k < BRAID_KERNEL_MAX_INPUTS; ++k)
     if (!fits_32bit(c.inputs[k])) return false;

@@ -61,8 +61,19 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
     *out = nullptr;
     OpBuilder op("full", BRAID_KOP_FILL);
     op.on_device(ctx, device);
+    Device& dev = op.device();
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
+    // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
+    // float64 (float32 without it) and cast, which rounds the value once, as a fill in it would.
+    if ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && !dev.supports(BRAID_KOP_FILL, dtype)) {
+      const braid_dtype wide =
+          dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64) ? BRAID_FLOAT64
+                                                                                                     : BRAID_FLOAT32;
+      const TensorRef filled = braid::op::run(braid_full, ctx, device, wide, ndim, shape, value);
+      *out = braid::op::cast(filled.get(), dtype).release();
+      return;
+    }
     op.require_kernel(dtype);
     op.output(dtype, s);
     op.call().f[0] = value;

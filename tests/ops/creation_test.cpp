@@ -139,6 +139,36 @@ TEST_CASE("creation: arange in the storage types uint8, float16 and bfloat16") {
   }
 }
 
+// torch.full takes float16 and bfloat16: every device gives the value rounded once to the dtype (the
+// Vulkan backend, which has no 16-bit fill, refused it).
+TEST_CASE("creation: full in float16 and bfloat16 on every device") {
+  struct Case {
+    double value;
+    uint16_t f16, bf16;
+  };
+  const Case cases[] = {{1.5, 0x3e00, 0x3fc0},
+                        {65520.0, 0x7c00, 0x4780},
+                        {-0.0, 0x8000, 0x8000},
+                        {1e5, 0x7c00, 0x47c3},
+                        {1.0 + 0x1p-10 + 0x1p-12, 0x3c01, 0x3f80}};
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (const Case& c : cases)
+        for (braid_dtype dt : {BRAID_FLOAT16, BRAID_BFLOAT16}) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", value ", c.value);
+          braid_tensor out = nullptr;
+          const int64_t n = 3;
+          REQUIRE(braid_full(context().get(), dev.index, dt, 1, &n, c.value, &out) == BRAID_OK);
+          const auto t = braid::Tensor::adopt(out);
+          CHECK(t.dtype() == dt);
+          uint16_t bits[3] = {};
+          REQUIRE(braid_tensor_to_host(t.get(), bits, sizeof bits) == BRAID_OK);
+          for (uint16_t b : bits) CHECK(b == (dt == BRAID_FLOAT16 ? c.f16 : c.bf16));
+        }
+    });
+  }
+}
+
 // The n-th random op after set_seed uses draw n (braid.h: "later random ops draw from counter 0 of the
 // new seed"); each random_uniform, random_normal and dropout call is one draw.
 TEST_CASE("creation: random_uniform and random_normal follow the Philox scheme bit for bit") {
