@@ -1,10 +1,21 @@
 #version 450
 // ARGMAX along one axis: one workgroup per output element; extra[0] = axis length, extra[1] = input
 // stride along it. The first maximum wins (smallest index among equals). Output int64 as (low, high).
+// -DINTEGER: int32 (-DI64: int64, needs shaderInt64) values.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#ifdef INTEGER
+#ifdef I64
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define T int64_t
+#else
+#define T int
+#endif
+bool isnan(T v) { return false; }
+#else
 #include "real.glsl"
+#endif
 #include "group_id.glsl"
 layout(std430, binding = 1) readonly buffer In0 { T x[]; };
 layout(std430, binding = 7) writeonly buffer Out0 { uvec2 y[]; };
@@ -26,7 +37,7 @@ void main() {
   uint len = P.extra[0];
   int stride = int(P.extra[1]);
   uint t = gl_LocalInvocationID.x;
-  T best = neg_inf_T();
+  T best = T(0);  // besti marks it unset
   uint besti = 0xffffffffu;
   for (uint k = t; k < len; k += 256) {
     T v = x[int(base) + int(k) * stride];

@@ -381,6 +381,8 @@ KernelResult argmax(const braid_kernel_call& c, Recorder& r) {
   e.operand(6, out);
   e.p.extra[0] = static_cast<uint32_t>(in.shape[axis]);
   e.p.extra[1] = static_cast<uint32_t>(static_cast<int32_t>(in.strides[axis]));
+  if (in.dtype == BRAID_INT32) return dispatch_groups(e, r, ShaderId::argmax_i32);
+  if (in.dtype == BRAID_INT64) return dispatch_groups(e, r, ShaderId::argmax_i64);
   return dispatch_groups(e, r, pick(in.dtype, ShaderId::argmax_f32, ShaderId::argmax_f64));
 }
 
@@ -744,7 +746,8 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
     case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs, each its own shader compiled with shaderc
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_REDUCE:
-      // Integer sum, max and min: int32 always, int64 where every device has shaderInt64.
+    case BRAID_KOP_ARGMAX:
+      // Integer sum, max, min and argmax: int32 always, int64 where every device has shaderInt64.
       if (dtype == BRAID_INT32 || dtype == BRAID_INT64)
         return dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64);
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
@@ -755,7 +758,6 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
         return all_devices_have(&PhysicalDevice::float64) &&
                (dtype == BRAID_INT32 || all_devices_have(&PhysicalDevice::int64));
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
-    case BRAID_KOP_ARGMAX:
     case BRAID_KOP_MATMUL:
     case BRAID_KOP_SOFTMAX:
     case BRAID_KOP_RANDOM_UNIFORM:

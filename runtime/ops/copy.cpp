@@ -26,17 +26,19 @@ bool backend_casts(const Backend& backend, braid_dtype from, braid_dtype to) {
 
 }  // namespace
 
-void require_castable(const Device& dev, braid_dtype from, braid_dtype to, const char* name) {
-  if (from != to && !backend_casts(*dev.backend, from, to))
-    fail(BRAID_ERR_UNSUPPORTED, name, ": the ", dev.backend->name, " backend has no ", dtype_name(from), " -> ",
-         dtype_name(to), " cast on ", dev.id, "; cast through float32");
+bool casts_directly(const Device& dev, braid_dtype from, braid_dtype to) {
+  return from == to || backend_casts(*dev.backend, from, to);
 }
 
 namespace {
-// A cast needs a COPY kernel for both ends, and the pair itself.
+// A cast needs a COPY kernel for both ends, and the pair itself (braid_cast and concat go through a
+// float where the backend lacks the pair).
 void require_cast(OpBuilder& op, braid_dtype from, braid_dtype to) {
   op.require_kernel(to);
-  require_castable(op.device(), from, to, op.name());
+  const Device& dev = op.device();
+  if (!casts_directly(dev, from, to))
+    fail(BRAID_ERR_UNSUPPORTED, op.name(), ": the ", dev.backend->name, " backend has no ", dtype_name(from), " -> ",
+         dtype_name(to), " cast on ", dev.id, "; cast through float32");
 }
 }  // namespace
 

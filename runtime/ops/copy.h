@@ -14,9 +14,8 @@ struct Queue;
 // Pushes a strided COPY kernel from view `from` of src into view `to` of dst (same device). dst is
 // only written: a copy into a whole tensor (or into a fresh one, part by part) needs no old value.
 // queue: where it runs (NULL: the device's compute queue).
-// Refuses (BRAID_ERR_UNSUPPORTED) a cast the device's backend does not make, for an op that casts
-// several inputs and must refuse before pushing any (concat).
-void require_castable(const Device& dev, braid_dtype from, braid_dtype to, const char* name);
+// Whether dev's backend has a kernel for the cast from -> to itself (docs/ABI.md, "Casts").
+bool casts_directly(const Device& dev, braid_dtype from, braid_dtype to);
 
 void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
                       const braid_buffer_view& to, Queue* queue = nullptr);

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/trace_hook.h"
+#include "ops/call.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/recorder.h"
@@ -146,7 +147,14 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
         fail(BRAID_ERR_SHAPE, "concat: the result has more elements along axis ", ax, " than int64 can count");
     }
     if (!s.fits()) fail(BRAID_ERR_SHAPE, "concat: the result ", s.str(), " has more elements than int64 can count");
-    for (Tensor* p : parts) require_castable(first.device(), p->dtype, dtype, "concat");  // before any push
+    // A part the backend cannot cast straight into the result (Vulkan's integers into float16) is cast
+    // first, as braid_cast does it (through float64 or float32); casts are ops autograd records.
+    std::vector<TensorRef> cast_parts;
+    for (Tensor*& p : parts)
+      if (!casts_directly(first.device(), p->dtype, dtype)) {
+        cast_parts.push_back(braid::op::cast(p, dtype));
+        p = cast_parts.back().get();
+      }
     TensorRef y = new_tensor(*first.ctx, first.device(), dtype, s);
     braid_buffer_view to = y->view();
     int64_t offset = 0;
@@ -167,7 +175,19 @@ BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tenso
     *out = nullptr;
     Tensor& a = checked_tensor(x, "x");
     check_dtype(dtype, "dtype");
-    TensorRef y = new_tensor(*a.ctx, a.device(), dtype, a.shape);
+    // A pair the backend has no kernel for (Vulkan's float16/bfloat16 <-> integers) goes through a
+    // float that holds the source exactly where it can: float64 (an int32, a uint8, a 16-bit float
+    // exactly; an int64 to 53 bits), float32 without it. Truncating from it gives the same integer.
+    Device& dev = a.device();
+    if (!casts_directly(dev, a.dtype, dtype)) {
+      for (braid_dtype mid : {BRAID_FLOAT64, BRAID_FLOAT32})
+        if (dev.supports(BRAID_KOP_COPY, mid) && casts_directly(dev, a.dtype, mid) && casts_directly(dev, mid, dtype)) {
+          const TensorRef wide = braid::op::cast(&a, mid);
+          *out = braid::op::cast(wide.get(), dtype).release();
+          return;
+        }
+    }
+    TensorRef y = new_tensor(*a.ctx, dev, dtype, a.shape);
     push_copy_kernel("cast", a, a.view(), *y, y->view());
     *out = y.release();
   });

@@ -131,6 +131,23 @@ TEST_CASE("reduce: argmax returns the first of tied maxima") {
   }
 }
 
+// torch.argmax takes integer tensors; ties give the first index (the Vulkan backend refused integers).
+TEST_CASE("reduce: argmax of int32 and int64 along each axis, first of ties") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const ref::Array x({2, 5}, {3, -7, 3, 2, -7, -9, -8, -8, -9, -8});
+        const auto t = harness::upload(dev.index, dt, x);
+        CHECK(braid::argmax(t, 1).to_vector<int64_t>() == std::vector<int64_t>{0, 1});
+        CHECK(braid::argmax(t, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 0, 0, 0, 0});
+        const ref::Array wide({300}, std::vector<double>(300, 5.0));
+        CHECK(braid::argmax(harness::upload(dev.index, dt, wide), 0).to_vector<int64_t>() == std::vector<int64_t>{0});
+      }
+    });
+  }
+}
+
 // NumPy and PyTorch sum integers into int64: torch.tensor([2**30] * 4, dtype=torch.int32).sum() is
 // 4294967296 (int64), not the int32 wrap-around 0. max and min keep the input dtype.
 TEST_CASE("reduce: integer sums are int64 and do not wrap; max and min keep the dtype") {
