@@ -897,7 +897,8 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
 /* A hybrid function, MXNet's hybridize: fn is traced the first time it is called with an input
  * signature (device, dtypes, shapes) and its graph is run for that call and later ones with that
  * signature. fn receives the inputs and must set every outputs[i] to a new tensor handle (an input
- * returned as it is, without braid_tensor_retain, is retained on fn's behalf); returning
+ * returned as it is, without braid_tensor_retain on the thread that runs fn, is retained on fn's
+ * behalf); returning
  * non-zero aborts the call with that status. It must compute only with braid ops (what it does on the
  * host runs only when it is traced). It is traced without running its kernels, so inside it reading a
  * value on the host is BRAID_ERR_INVALID_STATE, and a tensor it made and kept has no value after the

@@ -8,6 +8,7 @@
 #include "core/dtype.h"
 #include "ops/call.h"
 #include "ops/op_builder.h"
+#include "tensor/handle_watch.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -263,6 +264,7 @@ BRAID_API braid_status braid_tensor_grad(braid_tensor t, braid_tensor* out) {
     if (!x.ag || !x.ag->grad.get())
       fail(BRAID_ERR_INVALID_STATE, "no gradient is attached to this tensor (braid_tensor_attach_grad)");
     *out = op::retain(x.ag->grad.get()).release();
+    HandleWatch::note(*out, +1);  // an existing handle handed out: a retain of it, as a hybrid's fn sees
   });
 }
 

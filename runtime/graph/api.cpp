@@ -187,7 +187,7 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
         std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
       continue;  // released (refused below), or counted at its first position
     const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
-    for (int64_t r = retained[k]; r < returned; ++r) braid_tensor_retain(ins[k]);
+    for (int64_t r = std::max<int64_t>(retained[k], 0); r < returned; ++r) braid_tensor_retain(ins[k]);
   }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;

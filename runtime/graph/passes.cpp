@@ -94,9 +94,17 @@ int eliminate_common_subexpressions(Graph& g) {
   std::unordered_map<std::string, size_t> seen;
   std::vector<char> removed(g.nodes.size(), 0);
   int merged = 0;
+  // A read of a merged value reads the one kept; through the removed value's own handle, it reads the
+  // kept value's own handle (an interpreted run then makes no alias of it: run.cpp).
+  auto redirect = [&](int32_t& value, int32_t& handle) {
+    const int32_t old = value;
+    value = alias[at(old)];
+    if (value != old && handle >= 0 && handle == g.values[at(old)].base_handle)
+      handle = g.values[at(value)].base_handle;
+  };
   for (size_t i = 0; i < g.nodes.size(); ++i) {
     Node& n = g.nodes[i];
-    for (ViewRef& r : n.in) r.value = alias[at(r.value)];
+    for (ViewRef& r : n.in) redirect(r.value, r.handle);
     bool eligible = !n.is_random() && !has_side_effects(n) && !n.out.empty();
     for (const ViewRef& r : n.out) {
       const Value& v = g.values[at(r.value)];
@@ -129,7 +137,7 @@ int eliminate_common_subexpressions(Graph& g) {
     for (int32_t v : n.also_writes) ++version[at(v)];
   }
   if (!merged) return 0;
-  for (Output& o : g.outputs) o.value = alias[at(o.value)];
+  for (Output& o : g.outputs) redirect(o.value, o.handle);
   std::vector<Node> kept;
   for (size_t i = 0; i < g.nodes.size(); ++i)
     if (!removed[i]) kept.push_back(std::move(g.nodes[i]));

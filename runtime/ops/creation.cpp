@@ -65,7 +65,8 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
-    // float64 (float32 without it) and cast, which rounds the value once, as a fill in it would.
+    // float64 and cast, which rounds the value once, as a fill in it would (in float32 on a device
+    // without float64, which rounds twice: a value between two float32s can round otherwise).
     if ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && !dev.supports(BRAID_KOP_FILL, dtype)) {
       const braid_dtype wide =
           dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64) ? BRAID_FLOAT64

@@ -186,18 +186,6 @@ BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, 
         fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: the scalar ", scalar, " does not fit ", dtype_name(tx.dtype),
              " (cast x to a wider dtype first)");
     }
-    // x ** s in float32 with an exponent float32 cannot hold (1e-50, 2^24 + 1): as PyTorch, the power
-    // takes the exponent as given (0 ** 1e-50 is 0, not 1; (-8) ** (2^24 + 1) is -inf, an odd power),
-    // so it is computed in float64 where the device has it, then rounded once.
-    if (bop == BRAID_BINARY_POW && reverse == 0 && tx.dtype == BRAID_FLOAT32 && std::isfinite(scalar) &&
-        static_cast<double>(static_cast<float>(scalar)) != scalar &&
-        tx.device().supports(BRAID_KOP_BINARY_SCALAR, BRAID_FLOAT64) &&
-        tx.device().supports(BRAID_KOP_COPY, BRAID_FLOAT64)) {
-      const TensorRef wide = braid::op::cast(&tx, BRAID_FLOAT64);
-      const TensorRef power = braid::op::scalar(bop, wide.get(), scalar, false);
-      *out = braid::op::cast(power.get(), BRAID_FLOAT32).release();
-      return;
-    }
     OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);
     Tensor& a = op.input(x, "x");
     check_binary(bop, a.dtype, "binary_scalar");

@@ -25,7 +25,8 @@ class HandleWatch {
   // Retains minus releases of handle k through the C API on this thread since the watch opened.
   int64_t net(size_t k) const noexcept { return net_[k]; }
 
-  // Called by braid_tensor_retain (+1) and braid_tensor_release (-1).
+  // Called by braid_tensor_retain (+1), braid_tensor_release (-1), and every call that hands the
+  // application another reference to an existing handle (+1: braid_tensor_grad).
   static void note(const Tensor* t, int delta) noexcept {
     for (HandleWatch* w = current(); w != nullptr; w = w->outer_)
       for (size_t k = 0; k < w->handles_.size(); ++k)

@@ -403,6 +403,41 @@ TEST_CASE("hostile graph: a hybrid returning its input keeps the count right whi
   BRAID_CHECK_OK(braid_hybrid_release(h));
 }
 
+namespace {
+// Takes and drops another reference to its second input through braid_tensor_grad (a call that hands
+// out an existing handle), then returns 2 * its first.
+braid_status grad_then_double(void*, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  braid_tensor g = nullptr;
+  if (braid_status st = braid_tensor_grad(in[0], &g); st != BRAID_OK) return st;
+  if (braid_status st = braid_tensor_release(g); st != BRAID_OK) return st;
+  return braid_binary_scalar(BRAID_BINARY_MUL, in[0], 2.0, 0, &out[0]);
+}
+}  // namespace
+
+// A reference fn got from braid_tensor_grad and released is no retain of an input it returned: the
+// call retained the input once more and its memory was never freed (4 MiB here).
+TEST_CASE("hostile graph: a hybrid's fn may take and drop references braid hands out") {
+  test::Ctx c;
+  braid_memory_stats before{sizeof before}, after{sizeof after};
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_memory_stats_get(c.ctx, 0, &before));
+  {
+    const int64_t n = 1 << 20;
+    T w, gw, y;
+    BRAID_CHECK_OK(braid_full(c.ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, w.out()));
+    BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+    BRAID_CHECK_OK(braid_tensor_grad(w.t, gw.out()));
+    braid_hybrid h = nullptr;
+    BRAID_CHECK_OK(braid_hybrid_create(c.ctx, grad_then_double, nullptr, 2, 1, 0, &h));
+    braid_tensor ins[2] = {w.t, gw.t};
+    BRAID_CHECK_OK(braid_hybrid_call(h, ins, y.out()));
+    BRAID_CHECK_OK(braid_hybrid_release(h));
+  }
+  BRAID_CHECK_OK(braid_wait_all(c.ctx));
+  BRAID_CHECK_OK(braid_memory_stats_get(c.ctx, 0, &after));
+  CHECK(after.allocated_bytes == before.allocated_bytes);
+}
+
 TEST_CASE("hostile graph: struct_size zero, too small and larger than known") {
   test::Ctx c;
   T x = f32(c.ctx, 0, iota(6), {2, 3});

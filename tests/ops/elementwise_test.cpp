@@ -271,24 +271,14 @@ TEST_CASE("elementwise: an integer tensor with a non-integral scalar, or divided
   }
 }
 
-// A float32 power whose exponent float32 cannot hold takes the exponent as given, as PyTorch: rounded
-// to float32 first, 1e-50 became 0 (0 ** 0 = 1, (-8) ** 0 = 1) and 2^24 + 1 became even (a positive
-// power of a negative base).
-TEST_CASE("elementwise: a float32 power takes a scalar exponent float32 cannot hold as given") {
+// The scalar of braid_binary_scalar is rounded to the tensor's dtype first, as PyTorch's vectorised
+// path rounds it (its one-element path keeps the double): 0 ** 1e-50 is 0 ** 0 = 1 in float32.
+TEST_CASE("elementwise: a power's scalar exponent is rounded to the tensor's dtype; (-1) ** huge is 1") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       INFO("device ", dev.id);
       const auto x = braid::Tensor::from_vector(context(), dev.index, {3}, std::vector<float>{-8, 0, 2});
-      const auto tiny = braid::binary(BRAID_BINARY_POW, x, 1e-50).to_vector<float>();
-      CHECK(std::isnan(tiny[0]));
-      CHECK(tiny[1] == 0.0f);
-      CHECK(tiny[2] == 1.0f);
-      const auto odd = braid::binary(BRAID_BINARY_POW, x, 16777217.0).to_vector<float>();
-      CHECK(odd[0] == -std::numeric_limits<float>::infinity());
-      CHECK(odd[1] == 0.0f);
-      CHECK(odd[2] == std::numeric_limits<float>::infinity());
-      const auto y = braid::binary(BRAID_BINARY_POW, x, 1e-50);
-      CHECK(y.dtype() == BRAID_FLOAT32);
+      CHECK(braid::binary(BRAID_BINARY_POW, x, 1e-50).to_vector<float>() == std::vector<float>{1, 1, 1});
       // (-1) ** y for a huge y (an even integer): 1 (Vulkan's pow gave NaN, its split of y overflowing).
       const auto minus1 = braid::Tensor::from_vector(context(), dev.index, {2}, std::vector<float>{-1, -1});
       const auto huge = braid::Tensor::from_vector(context(), dev.index, {2}, std::vector<float>{1e38f, -1e35f});

@@ -157,7 +157,8 @@ void random_typed(Exec& ex, const Call& c) {
 // Dropout keeps element i when u_i >= p, i.e. (w + 0.5) 2^-32 >= p, i.e. w >= ceil(p 2^32 - 0.5):
 // an exact integer threshold (p 2^32 - 0.5 is exact in double for p <= 1).
 template <class T>
-BRAID_HOT void dropout_run(T* __restrict y, T* __restrict m, const T* __restrict x, int64_t sy, int64_t sm, int64_t sx,
+// y may be x (in place: a planned graph reuses the input's bytes), so neither is __restrict.
+BRAID_HOT void dropout_run(T* y, T* __restrict m, const T* x, int64_t sy, int64_t sm, int64_t sx,
                            const uint32_t* __restrict w, int64_t n, uint64_t thr, double scale) {
   if (sy == 1 && sm == 1 && sx == 1) {
     for (int64_t i = 0; i < n; ++i) {
