@@ -4,6 +4,7 @@
 // (a + b) - b into a or a - a into 0 across instructions (the separate kernels store every result).
 T binary_op(int op, T a, T b) {
   precise T r;
+  const T zero = T(runtime_zero());  // comparisons' 0 and 1: see common.glsl
   switch (op) {
     case 0: r = a + b; break;
     case 1: r = a - b; break;
@@ -12,9 +13,9 @@ T binary_op(int op, T a, T b) {
     case 4: r = pow_T(a, b); break;
     case 5: r = isnan(a) || isnan(b) ? a + b : (b > a ? b : a); break;
     case 6: r = isnan(a) || isnan(b) ? a + b : (b < a ? b : a); break;
-    case 7: r = a == b ? 1.0 : 0.0; break;
-    case 8: r = a < b ? 1.0 : 0.0; break;
-    default: r = a > b ? 1.0 : 0.0; break;
+    case 7: r = a == b ? T(1.0) + zero : zero; break;
+    case 8: r = a < b ? T(1.0) + zero : zero; break;
+    default: r = a > b ? T(1.0) + zero : zero; break;
   }
   return r;
 }

@@ -32,3 +32,9 @@ uint offset_of(uint op, uint idx) {
   }
   return uint(o);
 }
+
+// 0.0, as a value the shader compiler cannot see: the runtime leaves extra[31] zero in every call.
+// Drivers' compilers fold x * 0.0 to 0 and 0.0 - x to -x even in precise arithmetic (lavapipe does,
+// after sinking a subtraction into both sides of a select), which loses NaN and the sign of zero;
+// a result built from this zero is computed as written.
+float runtime_zero() { return uintBitsToFloat(P.extra[31]); }

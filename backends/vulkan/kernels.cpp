@@ -508,7 +508,6 @@ KernelResult dropout(const braid_kernel_call& c, Recorder& r) {
   philox_params(e, c);
   put_u64(&e.p.extra[4], thr);
   put_double(&e.p.extra[6], scale);
-  e.p.f[0] = 0.0f;  // the factor of a dropped element: a zero the shader compiler cannot fold away
   return e.dispatch_flat(r, pick(c.inputs[0].dtype, ShaderId::dropout_f32, ShaderId::dropout_f64));
 }
 

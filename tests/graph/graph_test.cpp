@@ -417,6 +417,12 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
       };
       T x = make({1.0, 5.0, 0.0, inf, 3.0});
       T y = make({big, 0.0, 0.0, 2.0, -big});
+      // [0, 0.25, 0.5, 0.75, 1], made inside a chain: a constant the graph folds.
+      auto ramp = [&](T& z) {
+        T r;
+        BRAID_CHECK_OK(braid_arange(c.ctx, 0, dtype, 0, 5, 1, r.out()));
+        BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, r.t, 0.25, 0, z.out()));
+      };
       auto run = [&](const std::function<T()>& chain, bool traced) {
         if (!traced) return chain();
         braid_tensor ins[2] = {x.t, y.t};
@@ -458,6 +464,34 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
              BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, a.t, b.out()));
              return b;
            }},
+          // A comparison's, relu's or sign's 0 minus a folded constant's 0 is +0: lavapipe's compiler
+          // knew x > x false, and turned 0.0 - c into -c (-0).
+          {"(x > x) - ramp",
+           [&] {
+             T a, z, b;
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_GREATER, x.t, x.t, a.out()));
+             ramp(z);
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
+             return b;
+           }},
+          {"relu(-x) - ramp",
+           [&] {
+             T m, a, z, b;
+             BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, m.out()));
+             BRAID_CHECK_OK(braid_unary(BRAID_UNARY_RELU, m.t, a.out()));
+             ramp(z);
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
+             return b;
+           }},
+          {"sign(x - x) - ramp",
+           [&] {
+             T d, a, z, b;
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, x.t, x.t, d.out()));
+             BRAID_CHECK_OK(braid_unary(BRAID_UNARY_SIGN, d.t, a.out()));
+             ramp(z);
+             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
+             return b;
+           }},
       };
       for (const auto& [what, chain] : chains) {
         CAPTURE(what);
@@ -465,10 +499,12 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
         REQUIRE(want.size() == got.size());
         for (size_t i = 0; i < want.size(); ++i) {
           CAPTURE(i);
-          if (std::isnan(want[i]))
+          if (std::isnan(want[i])) {
             CHECK(std::isnan(got[i]));
-          else
+          } else {
             CHECK(got[i] == want[i]);
+            CHECK(std::signbit(got[i]) == std::signbit(want[i]));  // -0 is not +0 here
+          }
         }
       }
     }
