@@ -9,6 +9,7 @@
 #define BRAID_HPP_
 
 #include <array>
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -752,10 +753,18 @@ class KVStore {
     if (hv.size() != ho.size()) throw Error(BRAID_ERR_INVALID_ARGUMENT, "pushpull: one out per value");
     check(braid_kvstore_pushpull(h_, key, static_cast<int32_t>(hv.size()), hv.data(), ho.data()));
   }
-  // One value or out, as MXNet's kv.push(3, a) and kv.pull(3, out=a).
-  void push(int64_t key, const Tensor& value) const { push(key, List<Tensor>(&value, 1)); }
-  void pull(int64_t key, const Tensor& out) const { pull(key, List<Tensor>(&out, 1)); }
-  void pushpull(int64_t key, const Tensor& value, const Tensor& out) const {
+  // One value or out, as MXNet's kv.push(3, a) and kv.pull(3, out=a). Templates, so that a braced
+  // list ({}, {a}) binds only to the List overloads above.
+  template <std::same_as<Tensor> T>
+  void push(int64_t key, const T& value) const {
+    push(key, List<Tensor>(&value, 1));
+  }
+  template <std::same_as<Tensor> T>
+  void pull(int64_t key, const T& out) const {
+    pull(key, List<Tensor>(&out, 1));
+  }
+  template <std::same_as<Tensor> T>
+  void pushpull(int64_t key, const T& value, const T& out) const {
     pushpull(key, List<Tensor>(&value, 1), List<Tensor>(&out, 1));
   }
   void set_optimizer(const braid_optimizer_params& p) const { check(braid_kvstore_set_optimizer(h_, &p)); }

@@ -59,16 +59,17 @@ bool disjoint(const Tensor& t, const braid_buffer_view& a, const braid_buffer_vi
   return false;
 }
 
-// Whether m's history is a reshape (or a chain of them) of a leaf: the handle is then another name for
-// the leaf's memory, and like the leaf it holds whatever was last written there (an optimizer's update
-// of the leaf, a copy into the alias), never a stale value, as a view of a leaf parameter in PyTorch.
+// Whether m's history is a reshape (or a chain of them) of a leaf, or of a leaf since detached
+// (attach_grad NULL: no history of its own): the handle is then another name for that memory, and
+// like the leaf it holds whatever was last written there (an optimizer's update of the leaf, a copy
+// into the alias), never a stale value, as a view of a parameter in PyTorch.
 bool aliases_leaf(const Meta& m) {
   const Meta* at = &m;
   while (at->producers.size() == 1) {
     const Node& n = *at->producers[0].node;
     if (!is_reshape(n) || n.in_meta.size() != 1 || !n.in_meta[0]) return false;
     at = n.in_meta[0].get();
-    if (at->leaf) return true;
+    if (at->leaf || at->producers.empty()) return true;
   }
   return false;
 }

@@ -182,20 +182,24 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
     st = h.fn(h.user, h.num_inputs, ins.data(), h.num_outputs, outputs);
     for (size_t k = 0; k < ins.size(); ++k) retained[k] = watch.net(k);
   }
+  // The inputs are the caller's references: fn released one if it let go of more references than it
+  // took (a dead handle, or one whose other holders lose a reference). Those it still can be are given
+  // back, with one for each time fn returned the input (released below if the call fails).
+  // Tensor handles are quarantined, so asking whether one is still live reads no freed memory.
+  int32_t released = -1;
   for (size_t k = 0; k < ins.size(); ++k) {
-    if (!tensor_is_live(ins[k]) ||
-        std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
-      continue;  // released (refused below), or counted at its first position
+    if (std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
+      continue;  // counted at its first position
+    if (retained[k] < 0 && released < 0) released = static_cast<int32_t>(k);
+    if (!tensor_is_live(ins[k])) {
+      if (released < 0) released = static_cast<int32_t>(k);
+      continue;
+    }
     const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
-    for (int64_t r = std::max<int64_t>(retained[k], 0); r < returned; ++r) braid_tensor_retain(ins[k]);
+    for (int64_t r = retained[k]; r < returned; ++r) braid_tensor_retain(ins[k]);
   }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;
-  // The inputs are the caller's references: a fn that released one left the caller a dead handle.
-  // Tensor handles are quarantined, so asking whether one is still live reads no freed memory.
-  int32_t released = -1;
-  for (int32_t k = 0; k < h.num_inputs && released < 0; ++k)
-    if (!tensor_is_live(ins[static_cast<size_t>(k)])) released = k;
   if (st != BRAID_OK || !filled || released >= 0) {
     std::string why = st != BRAID_OK ? braid_last_error() : "";
     if (why.empty()) why = cat("it returned ", braid_status_name(st), " without a braid call failing");

@@ -65,12 +65,15 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
-    // float64 and cast, which rounds the value once, as a fill in it would (in float32 on a device
-    // without float64, which rounds twice: a value between two float32s can round otherwise).
+    // a wider float and cast, which rounds the value once, as a fill in it would. float32 (twice the
+    // result's bytes) where it holds the value exactly, else float64 where the device has it (four
+    // times: 0.1 would round to float32 first); float32 rounds twice there on a device without it.
     if ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && !dev.supports(BRAID_KOP_FILL, dtype)) {
+      const bool exact32 = static_cast<double>(static_cast<float>(value)) == value || std::isnan(value);
       const braid_dtype wide =
-          dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64) ? BRAID_FLOAT64
-                                                                                                     : BRAID_FLOAT32;
+          !exact32 && dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64)
+              ? BRAID_FLOAT64
+              : BRAID_FLOAT32;
       const TensorRef filled = braid::op::run(braid_full, ctx, device, wide, ndim, shape, value);
       *out = braid::op::cast(filled.get(), dtype).release();
       return;
@@ -98,37 +101,47 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
                                                                                       : dtype;
     if (step == 0 || !std::isfinite(start) || !std::isfinite(stop) || !std::isfinite(step))
       fail(BRAID_ERR_INVALID_ARGUMENT, "start, stop and step must be finite and step non-zero");
+    // A step that truncates to 0 in an integer dtype is refused first (the length it would give, from
+    // the step as given, may be huge: that is not what is wrong).
+    if (dtype_is_integer(dtype) && std::trunc(step) == 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", step, " is 0 in ", dtype_name(dtype), " (as torch.arange)");
+    double count = 0;
+    const double int64_end = 9223372036854775808.0;  // 2^63
     if (dtype == BRAID_INT64) {
       // As torch.arange in int64: start, stop and step are truncated first, then the length taken, so
       // every value lies in [start, stop) ((-0.9, 3, 1) is [0, 1, 2]). The narrower integer dtypes take
       // the length from the arguments as given, as torch does for them ((-0.9, 3, 1) is [0, 1, 2, 3]).
-      const double given_step = step;
+      // In integers where they fit int64 ((-1, 2^60, 2^40) has 2^20 + 1 values; in doubles, 2^20).
       start = std::trunc(start);
       stop = std::trunc(stop);
       step = std::trunc(step);
-      if (step == 0)
-        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
-             " (as torch.arange)");
+      const auto fits = [&](double v) { return v >= -int64_end && v < int64_end; };
+      if (fits(start) && fits(stop) && fits(step)) {
+        const __int128 span = __int128{static_cast<int64_t>(stop)} - static_cast<int64_t>(start);
+        const __int128 by = static_cast<int64_t>(step);
+        __int128 q = span / by;
+        if (span % by != 0 && (span > 0) == (by > 0)) ++q;  // the ceiling
+        count = static_cast<double>(q);
+      } else {
+        count = std::ceil((stop - start) / step);
+      }
+    } else {
+      count = std::ceil((stop - start) / step);
     }
-    double count = std::ceil((stop - start) / step);
     if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
     if (dtype_is_integer(dtype)) {
       // The values come from start and step converted to the integer dtype (arange(-3, 3, 2.5) is
-      // [-3, -1, 1]); a step that converts to 0 is refused, and so is a value outside the dtype (it
-      // would be clamped). The check is exact: int64 values pass 2^53, where doubles skip integers.
-      const double given_step = step;
+      // [-3, -1, 1]); a value outside the dtype is refused (it would be clamped). The check is exact:
+      // int64 values pass 2^53, where doubles skip integers.
       start = std::trunc(start);
       step = std::trunc(step);
-      if (step == 0)
-        fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", given_step, " is 0 in ", dtype_name(dtype),
-             " (as torch.arange)");
       const __int128 limit = dtype == BRAID_INT32   ? __int128{INT32_MAX} + 1
                              : dtype == BRAID_UINT8 ? __int128{256}
                                                     : __int128{INT64_MAX} + 1;
       const __int128 low = dtype == BRAID_UINT8 ? 0 : -limit;
-      const bool start_fits = start >= -9223372036854775808.0 && start < 9223372036854775808.0;
-      const bool step_fits = step >= -9223372036854775808.0 && step < 9223372036854775808.0;
+      const bool start_fits = start >= -int64_end && start < int64_end;
+      const bool step_fits = step >= -int64_end && step < int64_end;
       const __int128 first = start_fits ? __int128{static_cast<int64_t>(start)} : limit;
       const __int128 last = n > 0 && step_fits ? first + __int128{n - 1} * static_cast<int64_t>(step) : first;
       if (n > 0 && !(start_fits && step_fits && first >= low && first < limit && last >= low && last < limit))

@@ -176,11 +176,16 @@ BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tenso
     Tensor& a = checked_tensor(x, "x");
     check_dtype(dtype, "dtype");
     // A pair the backend has no kernel for (Vulkan's float16/bfloat16 <-> integers) goes through a
-    // float that holds the source exactly where it can: float64 (an int32, a uint8, a 16-bit float
-    // exactly; an int64 to 53 bits), float32 without it. Truncating from it gives the same integer.
+    // float, so that the result is the one rounding or truncation a direct cast makes: float32 holds
+    // a 16-bit float and a uint8 exactly, and an integer rounds through it to float16 as it would
+    // directly (float32 is exact to 2^24, and float16 ends at 65504); int32 and int64 go to bfloat16
+    // through float64 (exact for int32; an int64 past 2^53 rounds twice), on a device with it.
     Device& dev = a.device();
     if (!casts_directly(dev, a.dtype, dtype)) {
-      for (braid_dtype mid : {BRAID_FLOAT64, BRAID_FLOAT32})
+      const bool wide_first = dtype == BRAID_BFLOAT16 && (a.dtype == BRAID_INT32 || a.dtype == BRAID_INT64);
+      const braid_dtype order[2] = {wide_first ? BRAID_FLOAT64 : BRAID_FLOAT32,
+                                    wide_first ? BRAID_FLOAT32 : BRAID_FLOAT64};
+      for (braid_dtype mid : order)
         if (dev.supports(BRAID_KOP_COPY, mid) && casts_directly(dev, a.dtype, mid) && casts_directly(dev, mid, dtype)) {
           const TensorRef wide = braid::op::cast(&a, mid);
           *out = braid::op::cast(wide.get(), dtype).release();

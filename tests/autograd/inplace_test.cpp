@@ -313,3 +313,30 @@ TEST_CASE("autograd: a reshape of a leaf kept across an update and a backward st
     CHECK(values(braid::grad(w)) == std::vector<float>{2, 2, 2, 2});
   }
 }
+
+// A parameter trained, then frozen (attach_grad NULL), used through a reshape made while it trained:
+// the view is a constant now, not an overwritten value; the other parameters still get gradients.
+TEST_CASE("autograd: a reshape of a parameter frozen after an update is a constant, not stale") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    Tensor a = vec(dev.index, {1, 2, 3, 4}), b = vec(dev.index, {1, 1, 2, 2});
+    braid::attach_grad(a);
+    braid::attach_grad(b);
+    Tensor bv, s;
+    {
+      braid::AutogradScope rec(ctx);
+      bv = braid::reshape(b, {2, 2});
+      s = braid::sum(braid::reshape(a, {2, 2}) * bv);
+    }
+    braid::backward(s);
+    braid::sgd_update(b, braid::grad(b), 0.5);  // b = [0.5, 0, 0.5, 0]
+    REQUIRE(braid_tensor_attach_grad(b.get(), BRAID_GRAD_NULL) == BRAID_OK);
+    {
+      braid::AutogradScope rec(ctx);
+      s = braid::sum(braid::reshape(a, {2, 2}) * bv);
+    }
+    braid::backward(s);
+    CHECK(values(braid::grad(a)) == std::vector<float>{0.5, 0, 0.5, 0});
+  }
+}

@@ -438,6 +438,35 @@ TEST_CASE("hostile graph: a hybrid's fn may take and drop references braid hands
   CHECK(after.allocated_bytes == before.allocated_bytes);
 }
 
+namespace {
+braid_status release_input(void*, int32_t, const braid_tensor* in, int32_t, braid_tensor* out) {
+  if (braid_status st = braid_tensor_release(in[0]); st != BRAID_OK) return st;
+  return braid_unary(BRAID_UNARY_NEG, in[0], &out[0]);
+}
+}  // namespace
+
+// fn releasing an input the caller holds twice (the handle stays live) is refused as when it dies, and
+// the caller keeps both references (the release went unnoticed and took one of them).
+TEST_CASE("hostile graph: a hybrid fn that releases an input is refused whatever else holds it") {
+  test::Ctx c;
+  braid_tensor x = nullptr;
+  const float v[2] = {1, 2};
+  const int64_t n = 2;
+  BRAID_CHECK_OK(braid_tensor_from_host(c.ctx, 0, BRAID_FLOAT32, 1, &n, v, sizeof v, &x));
+  BRAID_CHECK_OK(braid_tensor_retain(x));  // the caller holds two
+  braid_hybrid h = nullptr;
+  BRAID_CHECK_OK(braid_hybrid_create(c.ctx, release_input, nullptr, 1, 1, 0, &h));
+  braid_tensor o = nullptr;
+  CHECK(braid_hybrid_call(h, &x, &o) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("released inputs[0]") != std::string::npos);
+  CHECK(o == nullptr);
+  BRAID_CHECK_OK(braid_tensor_release(x));
+  int64_t count = 0;
+  CHECK(braid_tensor_numel(x, &count) == BRAID_OK);  // one reference left
+  BRAID_CHECK_OK(braid_tensor_release(x));
+  BRAID_CHECK_OK(braid_hybrid_release(h));
+}
+
 TEST_CASE("hostile graph: struct_size zero, too small and larger than known") {
   test::Ctx c;
   T x = f32(c.ctx, 0, iota(6), {2, 3});

@@ -113,6 +113,12 @@ TEST_CASE("creation: int64 arange is exact past 2^53") {
       REQUIRE(v.size() == 683);
       CHECK(v[1] == 9223372036854771709);
       CHECK(v[682] == 9223372036854771712 - 682 * 3);
+      // The length in integers too: (2^60 + 1) / 2^40 rounds to 2^20 in doubles, one value short.
+      const auto wide = braid::Tensor::arange(context(), dev.index, BRAID_INT64, -1, 0x1p60, 0x1p40);
+      CHECK(wide.shape() == std::vector<int64_t>{(int64_t{1} << 20) + 1});
+      // A step that truncates to 0 is that, not a length too large to allocate.
+      braid_tensor out = nullptr;
+      CHECK(braid_arange(context().get(), dev.index, BRAID_INT32, 0, 10, 1e-300, &out) == BRAID_ERR_INVALID_ARGUMENT);
     });
   }
 }

@@ -100,4 +100,7 @@ TEST_CASE("braid.hpp: collectives, split_and_load and KVStore take braced lists 
   CHECK(out.to_vector<float>() == std::vector<float>{22, 44});
   kv.pushpull(3, b, out);
   CHECK(out.to_vector<float>() == std::vector<float>{11, 22});
+  // An empty list compiles, and is refused at the call as the C API refuses a count of 0.
+  CHECK_THROWS_AS(kv.push(3, {}), braid::Error);
+  CHECK_THROWS_AS(kv.pull(3, {}), braid::Error);
 }
