@@ -116,10 +116,10 @@ void binary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       break;
     case BRAID_BINARY_DIV:
       if (n.needs[0]) ga = op::div(dy, b);
-      if (n.needs[1]) {  // -dy * a / b^2 = -(dy * y) / b
-        TensorRef t = op::mul(dy, h(n.outputs[0]));
-        TensorRef u = op::div(h(t), b);
-        gb = op::unary(BRAID_UNARY_NEG, h(u));
+      if (n.needs[1]) {  // -dy * a / b^2 = -dy * (y / b), in PyTorch's order (dy * y overflowed first)
+        TensorRef u = op::div(h(n.outputs[0]), b);
+        TensorRef t = op::mul(dy, h(u));
+        gb = op::unary(BRAID_UNARY_NEG, h(t));
       }
       break;
     case BRAID_BINARY_POW:
@@ -172,10 +172,10 @@ void binary_scalar_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
     case BRAID_BINARY_DIV:
       if (!rev) {
         dx[0] = op::scalar(BRAID_BINARY_MUL, dy, 1.0 / s);
-      } else {  // s / x: -dy * y / x
-        TensorRef t = op::mul(dy, y);
-        TensorRef u = op::div(h(t), x);
-        dx[0] = op::unary(BRAID_UNARY_NEG, h(u));
+      } else {  // s / x: -dy * (y / x), as for a / b
+        TensorRef u = op::div(y, x);
+        TensorRef t = op::mul(dy, h(u));
+        dx[0] = op::unary(BRAID_UNARY_NEG, h(t));
       }
       break;
     case BRAID_BINARY_POW:
@@ -239,11 +239,16 @@ void reduce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       dx[0] = op::mul(h(m), h(share));
       break;
     }
-    case BRAID_REDUCE_NORM: {  // x * g / y, and 0 where y == 0 (as PyTorch): there x is 0, so g / 1
+    case BRAID_REDUCE_NORM: {
+      // (x / y) * g, and 0 where y == 0, as PyTorch (there x is 0, or so small its squares underflowed).
+      // x / y is at most 1 in size: g / y first overflowed where y is tiny (a subnormal norm gave inf,
+      // and 0 * inf NaN, where the gradient is [1, 0]).
       TensorRef y0 = op::scalar(BRAID_BINARY_EQUAL, h(y), 0.0);
       TensorRef d = op::add(h(y), h(y0));
-      TensorRef t = op::div(h(g), h(d));
-      dx[0] = op::mul(x, h(t));
+      TensorRef u = op::div(x, h(d));
+      TensorRef t = op::mul(h(u), h(g));
+      TensorRef z = zero_of(*t);
+      dx[0] = select(h(y0), h(z), h(t));
       break;
     }
     default: fail(BRAID_ERR_INTERNAL, "autograd: reduce op ", n.i[0], " has no gradient");

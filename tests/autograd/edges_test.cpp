@@ -53,7 +53,37 @@ TEST_CASE("gradients: norm at zero is 0, not NaN (as PyTorch)") {
         }
         braid::backward(s);
         check_values(grad_of(m), {0, 0, 0.6, 0.8}, 1e-6);
+        // A norm so small it is subnormal (the CPU accumulates in float64) or 0 (its squares underflow):
+        // x / ||x|| or 0, never g / ||x|| overflowing (it gave [inf, nan] for [1e-40, 0] in float32).
+        const double tiny = dt == BRAID_FLOAT32 ? 1e-40 : 1e-310;
+        Tensor t = leaf(dev.index, dt, {2}, {tiny, 0});
+        Tensor tn;
+        {
+          braid::AutogradScope rec(ctx);
+          tn = braid::norm(t);
+        }
+        braid::backward(tn);
+        const double norm = braid::cast(tn, BRAID_FLOAT64).to_vector<double>()[0];
+        check_values(grad_of(t), norm > 0 ? std::vector<double>{1, 0} : std::vector<double>{0, 0}, 1e-6);
       }
+    });
+}
+
+// d(a / b)/db = -dy * (a / b) / b, in PyTorch's order: -(dy * y) / b overflowed to -inf for a = 3e38,
+// b = 10, dy = 20 in float32 (the gradient is -6e37).
+TEST_CASE("gradients: the divisor's gradient does not overflow where it is finite") {
+  auto& ctx = harness::context();
+  for (const auto& dev : harness::each_device())
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      Tensor a = leaf(dev.index, BRAID_FLOAT32, {1}, {3e38}), b = leaf(dev.index, BRAID_FLOAT32, {1}, {10});
+      Tensor y;
+      {
+        braid::AutogradScope rec(ctx);
+        y = a / b;
+      }
+      braid::backward(y, braid::Tensor::from_vector(ctx, dev.index, {1}, std::vector<float>{20}));
+      check_values(grad_of(b), {-6e37}, 1e-6);
     });
 }
 

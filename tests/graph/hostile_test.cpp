@@ -418,7 +418,8 @@ braid_status grad_then_double(void*, int32_t, const braid_tensor* in, int32_t, b
 // call retained the input once more and its memory was never freed (4 MiB here).
 TEST_CASE("hostile graph: a hybrid's fn may take and drop references braid hands out") {
   test::Ctx c;
-  braid_memory_stats before{sizeof before}, after{sizeof after};
+  braid_memory_stats before{}, after{};
+  before.struct_size = after.struct_size = sizeof(braid_memory_stats);
   BRAID_CHECK_OK(braid_wait_all(c.ctx));
   BRAID_CHECK_OK(braid_memory_stats_get(c.ctx, 0, &before));
   {
