@@ -190,11 +190,9 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
   for (size_t k = 0; k < ins.size(); ++k) {
     if (std::find(ins.begin(), ins.begin() + ptrdiff_t(k), ins[k]) != ins.begin() + ptrdiff_t(k))
       continue;  // counted at its first position
-    if (retained[k] < 0 && released < 0) released = static_cast<int32_t>(k);
-    if (!tensor_is_live(ins[k])) {
-      if (released < 0) released = static_cast<int32_t>(k);
-      continue;
-    }
+    const bool live = tensor_is_live(ins[k]);
+    if ((retained[k] < 0 || !live) && released < 0) released = static_cast<int32_t>(k);
+    if (!live) continue;
     const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
     for (int64_t r = retained[k]; r < returned; ++r) braid_tensor_retain(ins[k]);
   }

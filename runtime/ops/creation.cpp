@@ -105,28 +105,23 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
     // the step as given, may be huge: that is not what is wrong).
     if (dtype_is_integer(dtype) && std::trunc(step) == 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "arange: step ", step, " is 0 in ", dtype_name(dtype), " (as torch.arange)");
-    double count = 0;
-    const double int64_end = 9223372036854775808.0;  // 2^63
+    const auto fits_int64 = [](double v) { return v >= -0x1p63 && v < 0x1p63; };
+    // As torch.arange in int64: start, stop and step are truncated first, then the length taken, so
+    // every value lies in [start, stop) ((-0.9, 3, 1) is [0, 1, 2]). The narrower integer dtypes take
+    // the length from the arguments as given, as torch does for them ((-0.9, 3, 1) is [0, 1, 2, 3]).
     if (dtype == BRAID_INT64) {
-      // As torch.arange in int64: start, stop and step are truncated first, then the length taken, so
-      // every value lies in [start, stop) ((-0.9, 3, 1) is [0, 1, 2]). The narrower integer dtypes take
-      // the length from the arguments as given, as torch does for them ((-0.9, 3, 1) is [0, 1, 2, 3]).
-      // In integers where they fit int64 ((-1, 2^60, 2^40) has 2^20 + 1 values; in doubles, 2^20).
       start = std::trunc(start);
       stop = std::trunc(stop);
       step = std::trunc(step);
-      const auto fits = [&](double v) { return v >= -int64_end && v < int64_end; };
-      if (fits(start) && fits(stop) && fits(step)) {
-        const __int128 span = __int128{static_cast<int64_t>(stop)} - static_cast<int64_t>(start);
-        const __int128 by = static_cast<int64_t>(step);
-        __int128 q = span / by;
-        if (span % by != 0 && (span > 0) == (by > 0)) ++q;  // the ceiling
-        count = static_cast<double>(q);
-      } else {
-        count = std::ceil((stop - start) / step);
-      }
-    } else {
-      count = std::ceil((stop - start) / step);
+    }
+    double count = std::ceil((stop - start) / step);
+    if (dtype == BRAID_INT64 && fits_int64(start) && fits_int64(stop) && fits_int64(step)) {
+      // In integers: (-1, 2^60, 2^40) has 2^20 + 1 values, 2^20 in doubles.
+      const __int128 span = __int128{static_cast<int64_t>(stop)} - static_cast<int64_t>(start);
+      const __int128 by = static_cast<int64_t>(step);
+      __int128 q = span / by;
+      if (span % by != 0 && (span > 0) == (by > 0)) ++q;  // the ceiling
+      count = static_cast<double>(q);
     }
     if (count > 1e15) fail(BRAID_ERR_OUT_OF_MEMORY, "arange of ", count, " elements is too large");
     int64_t n = count > 0 ? static_cast<int64_t>(count) : 0;
@@ -140,8 +135,7 @@ BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, brai
                              : dtype == BRAID_UINT8 ? __int128{256}
                                                     : __int128{INT64_MAX} + 1;
       const __int128 low = dtype == BRAID_UINT8 ? 0 : -limit;
-      const bool start_fits = start >= -int64_end && start < int64_end;
-      const bool step_fits = step >= -int64_end && step < int64_end;
+      const bool start_fits = fits_int64(start), step_fits = fits_int64(step);
       const __int128 first = start_fits ? __int128{static_cast<int64_t>(start)} : limit;
       const __int128 last = n > 0 && step_fits ? first + __int128{n - 1} * static_cast<int64_t>(step) : first;
       if (n > 0 && !(start_fits && step_fits && first >= low && first < limit && last >= low && last < limit))

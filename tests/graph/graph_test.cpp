@@ -417,11 +417,13 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
       };
       T x = make({1.0, 5.0, 0.0, inf, 3.0});
       T y = make({big, 0.0, 0.0, 2.0, -big});
-      // [0, 0.25, 0.5, 0.75, 1], made inside a chain: a constant the graph folds.
-      auto ramp = [&](T& z) {
-        T r;
+      // a - [0, 0.25, 0.5, 0.75, 1], the ramp made inside the chain: a constant the graph folds.
+      auto minus_ramp = [&](const T& a) {
+        T r, z, b;
         BRAID_CHECK_OK(braid_arange(c.ctx, 0, dtype, 0, 5, 1, r.out()));
         BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, r.t, 0.25, 0, z.out()));
+        BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
+        return b;
       };
       auto run = [&](const std::function<T()>& chain, bool traced) {
         if (!traced) return chain();
@@ -468,29 +470,23 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
           // knew x > x false, and turned 0.0 - c into -c (-0).
           {"(x > x) - ramp",
            [&] {
-             T a, z, b;
+             T a;
              BRAID_CHECK_OK(braid_binary(BRAID_BINARY_GREATER, x.t, x.t, a.out()));
-             ramp(z);
-             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
-             return b;
+             return minus_ramp(a);
            }},
           {"relu(-x) - ramp",
            [&] {
-             T m, a, z, b;
+             T m, a;
              BRAID_CHECK_OK(braid_unary(BRAID_UNARY_NEG, x.t, m.out()));
              BRAID_CHECK_OK(braid_unary(BRAID_UNARY_RELU, m.t, a.out()));
-             ramp(z);
-             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
-             return b;
+             return minus_ramp(a);
            }},
           {"sign(x - x) - ramp",
            [&] {
-             T d, a, z, b;
+             T d, a;
              BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, x.t, x.t, d.out()));
              BRAID_CHECK_OK(braid_unary(BRAID_UNARY_SIGN, d.t, a.out()));
-             ramp(z);
-             BRAID_CHECK_OK(braid_binary(BRAID_BINARY_SUB, a.t, z.t, b.out()));
-             return b;
+             return minus_ramp(a);
            }},
       };
       for (const auto& [what, chain] : chains) {
