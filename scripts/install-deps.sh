@@ -25,6 +25,7 @@ packages=(
   libshaderc-dev glslang-dev spirv-tools               # Vulkan backend: shaderc, glslang, SPIRV-Tools (static:
                                                        # fused kernels compiled at run time)
   mesa-vulkan-drivers vulkan-validationlayers          # lavapipe (CPU Vulkan device) for CI, validation layer
+  elfutils                                             # eu-stack: tools/gpu dumps a hung test's threads
 )
 # No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
 # machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).

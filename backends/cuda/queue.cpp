@@ -1,6 +1,8 @@
 #include "queue.h"
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <stdexcept>
@@ -22,6 +24,34 @@ namespace {
 // host that would signal it is tearing down), but a producer on another queue that is still running
 // may also be about to record it, so it gets this long rather than nothing.
 constexpr auto kCloseGrace = std::chrono::seconds(1);
+
+// BRAID_CUDA_TRACE=1: a debug log line (BRAID_LOG=debug prints it) at each step of each submission -
+// taken, waits resolved, launched, synchronised, ended - naming the queue, the value it signals and
+// what it waits for. With a stack dump this is what a hang on a GPU needs to be read (docs/CUDA.md).
+bool tracing() {
+  static const bool on = [] {
+    const char* v = std::getenv("BRAID_CUDA_TRACE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+void trace(const void* queue, const char* what, uint64_t value, const std::string& more = {}) {
+  char head[96];
+  std::snprintf(head, sizeof head, "trace q%p %s v=%llu", queue, what, static_cast<unsigned long long>(value));
+  braid::cuda::host::log(BRAID_LOG_DEBUG, more.empty() ? std::string(head) : std::string(head) + " " + more);
+}
+
+std::string waits_text(const braid_work& w) {
+  std::string out;
+  char one[64];
+  for (uint32_t k = 0; k < w.num_waits; ++k) {
+    std::snprintf(one, sizeof one, "%swait s%p>=%llu", k ? " " : "", static_cast<const void*>(w.waits[k]),
+                  static_cast<unsigned long long>(w.wait_values[k]));
+    out += one;
+  }
+  return out;
+}
 }  // namespace
 
 braid_backend_queue_t::braid_backend_queue_t(braid_backend_device_t& device, braid_queue_kind kind)
@@ -142,6 +172,14 @@ void braid_backend_queue_t::submit_loop() {
       s = std::move(pending_.front());
       pending_.pop_front();
     }
+    if (tracing()) {
+      char sem[32];
+      std::snprintf(sem, sizeof sem, "s%p", static_cast<const void*>(s.work.signal));
+      trace(this, "take", s.work.signal_value,
+            std::string(sem) + " kind " + std::to_string(int(s.work.kind)) +
+                (s.work.kind == BRAID_WORK_KERNEL ? std::string(" ") + braid::plugin::op_name(s.call.op) : "") + " " +
+                waits_text(s.work));
+    }
     Completion c;
     c.token = s.work.token;
     c.signal = s.work.signal;
@@ -171,6 +209,14 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
   }
   for (uint32_t k = 0; k < s.work.num_waits; ++k) {
     if (s.work.waits[k] == nullptr) continue;
+    if (tracing()) {
+      uint64_t now = 0;
+      s.work.waits[k]->query(&now);
+      char what[96];
+      std::snprintf(what, sizeof what, "s%p>=%llu (at %llu)", static_cast<const void*>(s.work.waits[k]),
+                    static_cast<unsigned long long>(s.work.wait_values[k]), static_cast<unsigned long long>(now));
+      trace(this, "stream_wait", c.value, what);
+    }
     braid_status st = s.work.waits[k]->stream_wait(stream(), s.work.wait_values[k], stop_waits_);
     if (st != BRAID_OK) {
       c.status = st;
@@ -180,6 +226,7 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
       return;
     }
   }
+  if (tracing()) trace(this, "waits met", c.value);
   if (s.work.kind == BRAID_WORK_KERNEL) {
     c.op = s.call.op;
     c.status = launch(s.call, c.flag, c.message);
@@ -202,6 +249,7 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
   }
   if (c.event != nullptr && c.signal != nullptr)
     c.event_in_semaphore = c.signal->add_event(c.value, c.event, device_.events());
+  if (tracing()) trace(this, "launched", c.value, "status " + std::to_string(int(c.status)) + " " + c.message);
   if (c.event == nullptr) {
     // No event to mark the end (pool empty and creation failed, or the record failed): the completion
     // must not be announced before the work ends, or its buffers would be freed under it. Wait here.
@@ -299,6 +347,7 @@ void braid_backend_queue_t::complete_loop() {
       done_.pop_front();
     }
     if (c.stop) break;
+    if (tracing()) trace(this, "completing", c.value);
     if (c.event != nullptr) {
       cudaError_t e = cudaEventSynchronize(c.event);  // blocking-sync event: sleeps, no spinning
       if (e != cudaSuccess) {
@@ -336,7 +385,9 @@ void braid_backend_queue_t::complete_loop() {
         c.message = "a semaphore this work waited on failed";
       }
     }
+    if (tracing()) trace(this, "work_end", c.value, "status " + std::to_string(int(c.status)));
     braid::cuda::host::work_end(c.token, c.status, c.message.empty() ? nullptr : c.message.c_str());
+    if (tracing()) trace(this, "signal", c.value);
     if (c.signal != nullptr) c.signal->signal(c.value);  // recycles the event if it holds it
     if (c.event != nullptr && !c.event_in_semaphore) device_.events()->put(c.event);
   }

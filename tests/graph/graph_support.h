@@ -69,9 +69,10 @@ inline std::string node_name(braid_graph g, int i) {
   return n.name;
 }
 
-// The backends to check a graph on: cpu and vulkan, each left out where BRAID_BACKENDS leaves it out
-// (ctest runs the suite once per backend: tests/CMakeLists.txt) or reported skipped without a device.
-inline std::vector<std::string> backends() { return {"cpu", "vulkan"}; }
+// The backends to check a graph on: cpu, vulkan and cuda, each left out where BRAID_BACKENDS leaves it
+// out (ctest runs the suite once per backend: tests/CMakeLists.txt) or reported skipped without a
+// device (cuda everywhere but a GPU machine: tools/gpu/first_contact.sh runs it there).
+inline std::vector<std::string> backends() { return {"cpu", "vulkan", "cuda"}; }
 
 // A context of one backend, or none (ctx NULL, reported) when it has no device here or BRAID_BACKENDS
 // leaves it out (the sanitizer runs load the CPU plugin alone: a GPU driver's own leaks are not

@@ -14,7 +14,7 @@ struct Mixed {
   Mixed() {
     if (const char* only = std::getenv("BRAID_BACKENDS"); only && *only) {
       if ((std::string(",") + only + ",").find(",vulkan,") == std::string::npos) {
-        MESSAGE("skipped: BRAID_BACKENDS=" << only << " excludes the vulkan plugin");
+        MESSAGE("skipped: BRAID_BACKENDS=", std::string(only), " excludes the vulkan plugin");
         return;
       }
     }

@@ -19,7 +19,8 @@ out=$root/.gpu-bundle
 }
 rm -rf "$out" && mkdir -p "$out/stage/syslib"
 # The libraries the binaries link or open that are not part of a base system image, by soname.
-for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.so.1 libOpenCL.so.1; do
+for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.so.1 libOpenCL.so.1 libdw.so.1 \
+  libelf.so.1; do
   # awk reads to the end: exiting at the first match would kill ldconfig with SIGPIPE, which
   # pipefail and set -e turn into a silent exit.
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}')
@@ -29,6 +30,12 @@ for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.
     echo "bundle.sh: $lib is not installed here; the GPU machine must have it" >&2
   fi
 done
+# eu-stack (Debian's elfutils, with libdw/libelf above) dumps a hung test's threads there.
+if command -v eu-stack >/dev/null; then
+  cp -L "$(command -v eu-stack)" "$out/stage/syslib/eu-stack"
+else
+  echo "bundle.sh: no eu-stack here (apt-get install elfutils); a hang there will be killed without its stacks" >&2
+fi
 data=/usr/share/datasets/fashion-mnist
 files=(-C / "${build#/}/bin" "${build#/}/lib")
 if [[ -d $data ]]; then files+=("${data#/}"); fi

@@ -124,8 +124,12 @@ bool visit_all(braid_dtype dt, F&& f) {
 // NaN -> 0; int -> narrower int wraps) ----
 using plugin::float_to_int;  // backends/common/float_to_int.h
 
+// Host and device: launchers convert a call's scalar attribute with it too. A __device__-only function
+// called from host code inside a template is not diagnosed by nvcc; its host-side body is exit(1)
+// (the BINARY_SCALAR launcher hung every process that way; tests/cuda checks the plugin imports no
+// exit).
 template <class To, class From>
-__device__ __forceinline__ To cvt(From x) {
+__host__ __device__ __forceinline__ To cvt(From x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
   } else if constexpr (std::is_same_v<From, h16>) {

@@ -98,7 +98,7 @@ __device__ __forceinline__ double horner(double z, const double (&c)[N]) {
 
 // fdlibm's __ieee754_log for a positive normal x: x = 2^k (1 + f), sqrt(1/2) <= 1 + f < sqrt(2),
 // log(1 + f) = f - hfsq + s (hfsq + R) with s = f / (2 + f). No special cases (u is in (0, 1)).
-__device__ double log_f64_normal(double x) {
+__device__ __forceinline__ double log_f64_normal(double x) {
   const uint64_t bits = uint64_t(__double_as_longlong(x));
   int32_t hx = int32_t(bits >> 32);
   int32_t k = (hx >> 20) - 1023;
@@ -120,7 +120,7 @@ __device__ double log_f64_normal(double x) {
 
 // cos and sin of 2 pi u, u in (0, 1): the quadrant exactly from u (4u is exact; rint rounds half to
 // even, as the CPU's nearbyint), then fdlibm's __kernel_sin/__kernel_cos on |a| <= pi/4.
-__device__ void sincos_2pi(double u, double& c, double& s) {
+__device__ __forceinline__ void sincos_2pi(double u, double& c, double& s) {
   const double qd = rint(4.0 * u);  // 0..4; 4 wraps to 0
   const int q = int(qd) & 3;
   const double a = rn_mul(rn_sub(u, rn_mul(0.25, qd)), 2.0 * 3.14159265358979323846);  // 2 * (pi in double)
