@@ -98,7 +98,17 @@ std::string fused_cuda_source(const plugin::FusedProgram& p, braid_dtype dtype) 
   return s;
 }
 
-bool nvrtc_available() { return nvrtc().loaded; }
+// Loading libnvrtc is not enough: compiling also needs its builtins library (libnvrtc-builtins), which
+// a machine may lack. One trivial program is compiled once, so that the host is told "no fusion"
+// rather than every fused chain failing at run time.
+bool nvrtc_available() {
+  static const bool works = [] {
+    if (!nvrtc().loaded) return false;
+    std::string error;
+    return !compile_fused_ptx("extern \"C\" __global__ void braid_probe() {}\n", "compute_90", error).empty();
+  }();
+  return works;
+}
 
 std::string compile_fused_ptx(const std::string& source, const std::string& arch, std::string& error) {
   const Nvrtc& nv = nvrtc();

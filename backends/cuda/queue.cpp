@@ -268,6 +268,10 @@ void braid_backend_queue_t::run(Submission& s, Completion& c) {
 }
 
 braid_status braid_backend_queue_t::launch(const braid_kernel_call& call, int& flag, std::string& message) {
+  // Launchers read cudaGetLastError() after their launch: an error an earlier runtime call on this
+  // thread left behind (a failed cuBLAS or NVRTC-library call) must not be taken for this kernel's.
+  // A sticky error (a faulted context) is returned again by the launch itself.
+  (void)cudaGetLastError();
   braid::cuda::KernelEnv env;
   env.stream = stream();
   env.device = &device_;

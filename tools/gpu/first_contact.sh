@@ -99,7 +99,8 @@ run_suite() {
     run "$name" "$limit" "${args[@]}"
     (($? == 124)) || return 0
     # doctest names the case SIGTERM interrupted; ',' separates its filters and '?' matches one character.
-    hung=$(grep -B3 "CRASHED: SIGTERM" "$out/$name.log" | sed -n 's/^TEST CASE:  //p' | tail -1 | tr ',' '?')
+    hung=$(awk '/^TEST CASE:  /{case = substr($0, 13)} /CRASHED: SIGTERM/{hung = case} END{print hung}' \
+      "$out/$name.log" | tr ',' '?')
     [[ -n $hung ]] || return 0
     echo "== $name: '$hung' hung; again without it" >>"$out/$name.log"
     # The hung case alone once more, with the CUDA backend's trace (docs/CUDA.md) beside its stacks.

@@ -46,6 +46,7 @@ braid_status fused_elementwise(const braid_kernel_call& c, KernelEnv& env, std::
   const int ordinal = env.device->ordinal();
   if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, ordinal) != cudaSuccess ||
       cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();  // or the thread's next launch would report this failure as its own
     msg = "cuda backend: fused_elementwise: cannot read the device's compute capability";
     return BRAID_ERR_DEVICE;
   }
@@ -68,10 +69,12 @@ braid_status fused_elementwise(const braid_kernel_call& c, KernelEnv& env, std::
     Cached made;
     if (cudaError_t e = cudaLibraryLoadData(&made.library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0);
         e != cudaSuccess) {
+      (void)cudaGetLastError();
       msg = std::string("cuda backend: fused_elementwise: cudaLibraryLoadData: ") + cudaGetErrorString(e);
       return BRAID_ERR_KERNEL;
     }
     if (cudaError_t e = cudaLibraryGetKernel(&made.kernel, made.library, "braid_fused"); e != cudaSuccess) {
+      (void)cudaGetLastError();
       msg = std::string("cuda backend: fused_elementwise: cudaLibraryGetKernel: ") + cudaGetErrorString(e);
       (void)cudaLibraryUnload(made.library);
       return BRAID_ERR_KERNEL;
@@ -107,6 +110,7 @@ braid_status fused_elementwise(const braid_kernel_call& c, KernelEnv& env, std::
   };
   const cudaError_t e = dtype == BRAID_FLOAT64 ? launch(double{}) : launch(float{});
   if (e == cudaSuccess) return BRAID_OK;
+  (void)cudaGetLastError();
   msg = std::string("fused_elementwise: ") + cudaGetErrorString(e);
   return BRAID_ERR_KERNEL;
 }
