@@ -453,6 +453,8 @@ void Engine::record_error(const OpNode& n) {
   }
 }
 
+bool Engine::may_wait() noexcept { return t_engine_callback_depth == 0; }
+
 WaitResult Engine::wait(const std::shared_ptr<OpNode>& node) {
   if (!node) return {};
   if (!is_done(node)) {

@@ -95,6 +95,8 @@ class Engine {
   bool begin_host_read(Storage& storage);
   void end_host_read(Storage& storage);
 
+  // Whether this thread may wait (it is not running an engine callback for a backend).
+  static bool may_wait() noexcept;
   // Waits for the op to end; returns its status and message. Errors with BRAID_ERR_INVALID_STATE when
   // called from an engine/backend thread instead of deadlocking.
   WaitResult wait(const std::shared_ptr<OpNode>& node);

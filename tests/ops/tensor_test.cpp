@@ -93,6 +93,42 @@ TEST_CASE("tensor: upload, metadata, download and overwrite in every dtype") {
   }
 }
 
+// Past 1 MiB an upload to device memory the host cannot write (vulkan, cuda) reads the caller's buffer
+// from the transfer queue and the call waits for it; with an op still reading the tensor, write_host
+// copies the data first and returns at once. Either way the caller may reuse its buffer on return.
+TEST_CASE("tensor: large uploads are copied before the call returns, also while an op reads the tensor") {
+  constexpr int64_t n = int64_t{1} << 19;  // 2 MiB of float32
+  std::vector<float> data(static_cast<size_t>(n)), next(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    data[static_cast<size_t>(i)] = static_cast<float>(i % 1000) - 500.0f;
+    next[static_cast<size_t>(i)] = static_cast<float>(i % 777);
+  }
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      std::vector<float> buffer = data;
+      braid::Tensor t = braid::Tensor::from_vector(context(), dev.index, {n}, buffer);
+      std::fill(buffer.begin(), buffer.end(), -1.0f);  // the call returned: the buffer is the caller's
+      CHECK(t.to_vector<float>() == data);
+      // A queued reader of t: write_host must not change what it reads, nor wait to return for it.
+      const braid::Tensor doubled = t * 2.0;
+      buffer = next;
+      t.write_host(std::as_bytes(std::span(buffer)));
+      std::fill(buffer.begin(), buffer.end(), -2.0f);
+      CHECK(t.to_vector<float>() == next);
+      const std::vector<float> twice = doubled.to_vector<float>();
+      bool all = true;
+      for (int64_t i = 0; i < n; ++i) all = all && twice[static_cast<size_t>(i)] == 2.0f * data[static_cast<size_t>(i)];
+      CHECK(all);
+      // No op in flight on t: the direct path where the device has one.
+      buffer = data;
+      t.write_host(std::as_bytes(std::span(buffer)));
+      std::fill(buffer.begin(), buffer.end(), -3.0f);
+      CHECK(t.to_vector<float>() == data);
+    });
+  }
+}
+
 TEST_CASE("tensor: a 0-d tensor has shape {} and one element") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
