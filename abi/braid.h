@@ -753,7 +753,8 @@ BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device devi
 /* Writes tensors[i] under names[i] (unique, non-empty UTF-8, not "__metadata__"). Waits for each tensor
  * (an asynchronous error of one is returned, and nothing is written). Atomic: the file is written
  * beside `path`, synced, and renamed over it, so `path` holds the old file or the new one; an existing
- * `path` that is not a regular file (symlink, FIFO, device) is refused. Since 1.4. */
+ * `path` that is not a regular file (symlink, FIFO, device) is refused. A new file gets mode 0666 less
+ * the umask, a replaced one keeps its mode. Since 1.4. */
 BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, const char* const* names,
                                               const braid_tensor* tensors);
 /* The names of a file's tensors, each NUL-terminated, back to back, in data order. *size gets the
@@ -882,8 +883,9 @@ BRAID_API braid_status braid_graph_get_output(braid_graph g, int32_t index, brai
 
 /* Writes the graph as JSON (format "braid.graph", version 1.0: values, kernels with typed attributes,
  * inputs, outputs) to json_path and its parameters to params_path as safetensors, both atomically.
- * Waits for the parameters. NULL or empty paths, one path for both, or a path that exists and is not
- * a regular file (a directory): BRAID_ERR_INVALID_ARGUMENT; a folder that does not exist: BRAID_ERR_IO.
+ * Waits for the parameters. NULL or empty paths, one file for both (however spelled), or a path that
+ * exists and is not a regular file (a directory): BRAID_ERR_INVALID_ARGUMENT; a folder that does not
+ * exist: BRAID_ERR_IO. New files get mode 0666 less the umask; a replaced file keeps its mode.
  * json_path is checked first, so nothing is written when it cannot be. Since 1.5. */
 BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, const char* params_path);
 /* Loads a saved graph onto `device` of ctx with its parameters. A file of a newer major format version

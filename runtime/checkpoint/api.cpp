@@ -70,7 +70,10 @@ Opened open_file(const char* path) {
   read_at(f.get(), len, 8, 0, path);
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | len[i];
-  if (n > kMaxHeaderBytes || n > file_bytes - 8)
+  if (n > kMaxHeaderBytes)
+    fail(BRAID_ERR_IO, path, ": not a valid safetensors file: a header of ", n, " bytes, more than the format's ",
+         kMaxHeaderBytes);
+  if (n > file_bytes - 8)
     fail(BRAID_ERR_IO, path, ": not a valid safetensors file: a header of ", n, " bytes in a file of ", file_bytes);
   std::vector<char> json(static_cast<size_t>(n));
   read_at(f.get(), json.data(), json.size(), 8, path);

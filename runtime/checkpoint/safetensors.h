@@ -25,9 +25,9 @@ struct Header {
   uint64_t data_start = 0;     // file offset of the data: 8 + N
 };
 
-// The largest header accepted (the format's own limit): a file claiming more is refused before
-// anything is allocated for it.
-inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;
+// The largest header accepted, the reference implementation's 100 MB (10^8 bytes): a file claiming
+// more is refused before anything is allocated for it.
+inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 // Checks a header read from a file of `file_bytes` bytes: `json` is its N bytes. Throws braid::Error
 // (BRAID_ERR_IO, naming what is wrong) for JSON that is not a safetensors header: unknown dtypes, a

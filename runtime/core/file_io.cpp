@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
+#include <utility>
 
 #include "core/error.h"
 
@@ -16,6 +19,27 @@ std::string os_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
 }
 
+// The process's umask, read without changing it (umask(2) can only set it, which would race with
+// other threads creating files): Linux reports it in /proc/self/status since 4.7.
+mode_t process_umask() {
+  if (FILE* f = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    unsigned mask = 022;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "Umask: %o", &mask) == 1) break;
+    std::fclose(f);
+    return static_cast<mode_t>(mask);
+  }
+  return 022;
+}
+
+// A path's folder and last name: "d/e/a" -> ("d/e", "a"), "a" -> (".", "a"), "/a" -> ("/", "a").
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(const char* path) {
@@ -24,9 +48,25 @@ AtomicFile::AtomicFile(const char* path) {
   struct stat st {};
   if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
     fail(BRAID_ERR_INVALID_ARGUMENT, path_, " exists and is not a regular file; it is not replaced");
+  const bool replacing = ::lstat(path, &st) == 0;
   tmp_ = path_ + ".tmp-XXXXXX";
   fd_ = ::mkstemp(tmp_.data());
   if (fd_ < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path_));
+  // mkstemp makes the file 0600; the result gets what a plain creat() would have given it (0666 less
+  // the umask), or keeps the mode of the file it replaces, as np.save and the profiler's traces do.
+  const mode_t mode = replacing ? (st.st_mode & 07777) : (0666 & ~process_umask());
+  if (::fchmod(fd_, mode) != 0) fail(BRAID_ERR_IO, os_error("cannot set the mode of", tmp_));
+}
+
+bool same_file_path(const char* a, const char* b) {
+  if (!a || !b) return false;
+  const auto [dir_a, name_a] = split_path(a);
+  const auto [dir_b, name_b] = split_path(b);
+  if (name_a != name_b || name_a.empty()) return false;
+  struct stat sa {
+  }, sb{};
+  if (::stat(dir_a.c_str(), &sa) != 0 || ::stat(dir_b.c_str(), &sb) != 0) return std::strcmp(a, b) == 0;
+  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 AtomicFile::~AtomicFile() {

@@ -25,6 +25,10 @@ class AtomicFile {
   int fd_ = -1;
 };
 
+// Whether two paths name one file: the same name in the same folder, however each path reaches the
+// folder ("d/a", "d/./a", "link-to-d/a"). A folder that does not exist names no file.
+bool same_file_path(const char* a, const char* b);
+
 // The whole file, refused (BRAID_ERR_IO) when it is not a regular file or holds more than max_bytes;
 // a missing file is BRAID_ERR_NOT_FOUND.
 std::string read_whole_file(const char* path, uint64_t max_bytes);

@@ -126,6 +126,18 @@ struct braid_hybrid_t {
 
 namespace {
 
+// A parameter's file shape against its value's: equal once dims of 1 are dropped. The value may carry
+// the kernel's view of it ([1, 4, 3] for a [4, 3] weight a batched matmul reads); a transposed [3, 4]
+// of the same size is another layout, refused rather than read wrongly.
+bool same_dims_ignoring_ones(const Shape& a, const Shape& b) {
+  std::vector<int64_t> da, db;
+  for (int64_t d : a.span())
+    if (d != 1) da.push_back(d);
+  for (int64_t d : b.span())
+    if (d != 1) db.push_back(d);
+  return da == db;
+}
+
 using HybridPool = HandlePool<braid_hybrid_t>;
 
 braid_hybrid_t& checked_hybrid(braid_hybrid h) { return HybridPool::instance().checked(h, "h", "hybrid"); }
@@ -351,8 +363,8 @@ BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, co
   return guard("braid_graph_save", [&] {
     Graph& gr = checked_graph(g, "g").g;
     check_paths(json_path, params_path, "graph_save");
-    // One path for both files would leave only the JSON there.
-    if (std::strcmp(json_path, params_path) == 0)
+    // One file for both would leave only the JSON there: "d/a.json" and "d/./a.json" are one.
+    if (same_file_path(json_path, params_path))
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_save: json_path and params_path are the same file");
     std::vector<const char*> names;
     std::vector<braid_tensor> tensors;
@@ -413,7 +425,7 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
     for (size_t k = 0; k < params.size(); ++k) {
       TensorRef t(loaded[k]);
       Value& v = *params[k];
-      if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
+      if (t->dtype != v.dtype || !same_dims_ignoring_ones(t->shape, v.shape) || t->storage->bytes != v.bytes)
         fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(),
              ", the graph needs ", dtype_name(v.dtype), " ", v.shape.str());
       v.tensor = std::move(t);

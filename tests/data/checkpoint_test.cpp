@@ -193,6 +193,12 @@ TEST_CASE("checkpoints: damaged files and bad arguments are refused with a reaso
   CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
   dtest::write_plain(path, std::vector<uint8_t>(5, 0));
   CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
+  // The limit is the reference implementation's 10^8 bytes, not 100 MiB, and the message says so.
+  std::vector<uint8_t> over(8, 0);
+  for (int i = 0; i < 8; ++i) over[size_t(i)] = static_cast<uint8_t>(uint64_t{100'000'001} >> (8 * i));
+  dtest::write_plain(path, over);
+  CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("more than the format's 100000000") != std::string::npos);
   // A valid file without the name; a missing file; a directory.
   write_safetensors(path, R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", four);
   CHECK(load_one(c.ctx, path, "zz", &t) == BRAID_ERR_NOT_FOUND);
@@ -235,6 +241,24 @@ TEST_CASE("checkpoints: damaged files and bad arguments are refused with a reaso
 }
 
 #include <braid.hpp>
+
+TEST_CASE("checkpoints: a saved file gets the mode creat() would give it, or keeps the one it replaces") {
+  test::Ctx c(1);
+  TempDir dir;
+  const std::string path = dir.file("m.safetensors");
+  test::T x = test::full(c.ctx, 0, BRAID_FLOAT32, {2}, 1.0);
+  const char* name = "w";
+  const mode_t old_mask = umask(027);
+  BRAID_CHECK_OK(braid_save_safetensors(path.c_str(), 1, &name, &x.t));
+  umask(old_mask);
+  struct stat st {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0640);  // 0666 less the umask, not mkstemp's 0600
+  REQUIRE(chmod(path.c_str(), 0604) == 0);
+  BRAID_CHECK_OK(braid_save_safetensors(path.c_str(), 1, &name, &x.t));
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0604);
+}
 
 TEST_CASE("checkpoints: braid.hpp save_safetensors, safetensors_names, load_safetensors") {
   braid::Context ctx;

@@ -736,6 +736,15 @@ TEST_CASE("hostile graph: save and load with bad paths") {
   CHECK_STATUS(braid_graph_save(g.g, "", params.c_str()), BRAID_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(braid_graph_save(g.g, json.c_str(), ""), BRAID_ERR_INVALID_ARGUMENT);
   CHECK_STATUS(braid_graph_save(g.g, json.c_str(), json.c_str()), BRAID_ERR_INVALID_ARGUMENT);
+  // The same file by other spellings, or through a link to its folder.
+  const std::string dotted = dir.path.string() + "/./g.json", doubled = dir.path.string() + "//g.json";
+  const std::string linked_dir = dir.file("alias");
+  REQUIRE(symlink(dir.path.c_str(), linked_dir.c_str()) == 0);
+  const std::string linked = linked_dir + "/g.json";
+  for (const std::string& other : {dotted, doubled, linked}) {
+    CAPTURE(other);
+    CHECK_STATUS(braid_graph_save(g.g, json.c_str(), other.c_str()), BRAID_ERR_INVALID_ARGUMENT);
+  }
   CHECK_FALSE(std::filesystem::exists(json));
   CHECK_FALSE(std::filesystem::exists(params));
   BRAID_CHECK_OK(braid_graph_save(g.g, json.c_str(), params.c_str()));
@@ -772,6 +781,36 @@ TEST_CASE("hostile graph: save and load with bad paths") {
   BRAID_CHECK_OK(braid_graph_run(l.g, 1, &x1.t, 1, out.out()));
   CHECK(gtest::host_f32(out) == std::vector<float>{1, 2, 3, 8, 10, 12});
   CHECK_STATUS(braid_graph_run(l.g, 1, &x.t, 1, out.out()), BRAID_ERR_DEVICE);  // x is on cpu:0
+
+  // A parameter of the graph's dtype and size in another shape (a [3, 2] weight for a [2, 3] one, as
+  // a transposed export would give) is refused, not read in the wrong layout.
+  const std::string transposed = dir.file("t.safetensors");
+  T wt = f32(c.ctx, 0, iota(6, 1), {3, 2});
+  const char* wname = nullptr;
+  {
+    size_t size = 0;
+    REQUIRE(braid_safetensors_names(params.c_str(), nullptr, 0, &size) == BRAID_OK);
+    std::string names(size, '\0');
+    REQUIRE(braid_safetensors_names(params.c_str(), names.data(), names.size(), &size) == BRAID_OK);
+    static std::string first;
+    first = names.c_str();
+    wname = first.c_str();
+  }
+  BRAID_CHECK_OK(braid_save_safetensors(transposed.c_str(), 1, &wname, &wt.t));
+  Graph bad;
+  CHECK_STATUS(braid_graph_load(c.ctx, 0, json.c_str(), transposed.c_str(), &bad.g), BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("[3, 2]") != std::string::npos);
+  // An output whose dtype is not its value's (the bytes would be read as another type).
+  std::string text = gtest::read_text(json);
+  const size_t outputs = text.find("\"outputs\"");
+  REQUIRE(outputs != std::string::npos);
+  const size_t f32_at = text.find("\"float32\"", outputs);
+  REQUIRE(f32_at != std::string::npos);
+  text.replace(f32_at, std::string("\"float32\"").size(), "\"int32\"");
+  const std::string retyped = dir.file("retyped.json");
+  gtest::write_text(retyped, text);
+  CHECK_STATUS(braid_graph_load(c.ctx, 0, retyped.c_str(), params.c_str(), &bad.g), BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("dtype is not its value's") != std::string::npos);
 }
 
 namespace {
