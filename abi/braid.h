@@ -711,7 +711,9 @@ BRAID_API braid_status braid_trainer_release(braid_trainer tr);
  * before anything changes (see BRAID_TRAINER_IGNORE_STALE_GRAD; a caller built before 1.6 gets that
  * flag). Unknown flag bits are BRAID_ERR_INVALID_ARGUMENT at create. */
 BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
-/* Sums every parameter's gradients over the replicas (in place), bucket by bucket. */
+/* Sums every parameter's gradients over the replicas (in place), bucket by bucket. Gradients it
+ * summed, with nothing written into them since, are not summed again: a step after it only updates,
+ * and a second call does nothing. */
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
 /* Updates every replica from its gradient scaled by rescale_grad / batch_size. */
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size);

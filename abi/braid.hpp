@@ -677,12 +677,18 @@ inline std::vector<Tensor> adopt_all(const std::vector<braid_tensor>& hs) {
 
 // Sizes of the parts of `total` rows over count devices (weights empty: even).
 inline std::vector<int64_t> split_sizes(int64_t total, int32_t count, List<double> weights = {}) {
-  std::vector<int64_t> sizes(static_cast<size_t>(count));
+  // The C function reads `count` weights and writes `count` sizes: a shorter list, or a count the
+  // vector cannot take, is refused here rather than read past.
+  if (!weights.empty() && weights.size() != static_cast<size_t>(count < 0 ? 0 : count))
+    throw Error(BRAID_ERR_INVALID_ARGUMENT, "split_sizes: one weight per part, or none");
+  std::vector<int64_t> sizes(static_cast<size_t>(count > 0 ? count : 0));
   check(braid_split_sizes(total, count, weights.empty() ? nullptr : weights.data(), sizes.data()));
   return sizes;
 }
 // x split along axis 0 over devices (even, or by weights), one part per device: Gluon's split_and_load.
 inline std::vector<Tensor> split_and_load(const Tensor& x, List<Device> devices, List<double> weights = {}) {
+  if (!weights.empty() && weights.size() != devices.size())
+    throw Error(BRAID_ERR_INVALID_ARGUMENT, "split_and_load: one weight per device, or none");
   std::vector<braid_tensor> outs(devices.size());
   check(braid_split_and_load(x.get(), static_cast<int32_t>(devices.size()), devices.data(),
                              weights.empty() ? nullptr : weights.data(), outs.data()));

@@ -205,14 +205,13 @@ BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_ten
     Tensor& a = checked_tensor(x, "x");
     Device& to = a.ctx->device(device, "device");
     TensorRef y = new_tensor(*a.ctx, to, a.dtype, a.shape);
-    if (a.bytes() > 0) {
-      if (&to == &a.device()) {
-        push_copy_kernel("copy", a, a.view(), *y, y->view());
-      } else {
-        push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
-        // A byte copy: OpBuilder's hook does not see it.
-        if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->device_copy(*a.ctx, a, *y);
-      }
+    if (a.bytes() > 0 && &to == &a.device()) {
+      push_copy_kernel("copy", a, a.view(), *y, y->view());
+    } else {
+      if (a.bytes() > 0) push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
+      // A byte copy, or none (an empty tensor, whose copy is still an op autograd sees, as PyTorch's
+      // x[3:3].to(device) is: an empty part of split_and_load must pass its gradient on too).
+      if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->device_copy(*a.ctx, a, *y);
     }
     *out = y.release();
   });

@@ -153,8 +153,12 @@ BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* input
     const std::vector<Tensor*> ins = checked_group(count, inputs, "all_gather");
     Shape s = ins[0]->shape;
     if (s.ndim < 1) fail(BRAID_ERR_SHAPE, "all_gather: inputs must have an axis 0 to concatenate along");
-    s[0] *= count;
+    if (__builtin_mul_overflow(s[0], int64_t{count}, &s[0]) || !s.fits())
+      fail(BRAID_ERR_SHAPE, "all_gather: ", count, " inputs of ", ins[0]->shape.str(), " have more rows than int64");
     std::vector<TensorRef> made = outputs_like(ins, s);
+    // Collectives are not recorded (docs/AUTOGRAD.md): their outputs are constants, whichever devices
+    // take part (the same-device copies inside are ops that would otherwise record a partial history).
+    const autograd::PauseRecording pause(ins[0]->ctx->recording);
     all_gather(ins, raw(made));
     hand_out(made, outs);
   });
@@ -173,6 +177,7 @@ BRAID_API braid_status braid_reduce_scatter(int32_t count, const braid_tensor* i
       fail(BRAID_ERR_SHAPE, "reduce_scatter: axis 0 of ", s.str(), " must be divisible by count ", count);
     s[0] /= count;
     std::vector<TensorRef> made = outputs_like(ins, s);
+    const autograd::PauseRecording pause(ins[0]->ctx->recording);  // not recorded, as all_gather
     reduce_scatter(ins, raw(made), r);
     hand_out(made, outs);
   });

@@ -210,7 +210,10 @@ BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid
   return guard("braid_kvstore_set_optimizer", [&] {
     braid_kvstore_t& k = checked_store(kv);
     std::optional<braid_optimizer_params> p;
-    if (params) p = checked_optimizer(params, "params");
+    if (params) {
+      p = checked_optimizer(params, "params");
+      check_scale(*p, p->rescale_grad, "kvstore_set_optimizer");  // every push scales by rescale_grad
+    }
     std::lock_guard lock(k.mu);
     // Another kind of optimizer starts from fresh state, as a new MXNet updater or PyTorch optimizer
     // does (Adam after SGD took SGD's step count); new hyperparameters of the same kind (a learning

@@ -22,7 +22,20 @@ braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, c
   if (p.momentum < 0 || p.momentum >= 1) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": momentum must be in [0, 1)");
   if (p.kind == BRAID_OPTIMIZER_ADAM && !(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1))
     fail(BRAID_ERR_INVALID_ARGUMENT, what, ": Adam's betas must be in [0, 1)");
+  // sqrt(v) + epsilon with a negative epsilon divides by 0 or flips the step's sign (torch.optim.Adam
+  // refuses it too).
+  if (p.kind == BRAID_OPTIMIZER_ADAM && p.epsilon < 0)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": Adam's epsilon must not be negative");
   return p;
+}
+
+void check_scale(const braid_optimizer_params& p, double scale, const char* what) {
+  if (!std::isfinite(scale) || !(scale > 0))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": rescale_grad / batch_size is ", scale, ", not a positive finite number");
+  if (p.kind == BRAID_OPTIMIZER_SGD &&
+      (!std::isfinite(p.learning_rate * scale) || !std::isfinite(p.weight_decay / scale)))
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": learning_rate * rescale_grad / batch_size (", p.learning_rate * scale,
+         ") or weight_decay * batch_size / rescale_grad (", p.weight_decay / scale, ") is not finite");
 }
 
 namespace {

@@ -17,6 +17,11 @@ struct OptimizerState {
 // The struct read honouring struct_size, with every field checked (finite, in range).
 braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what);
 
+// Refuses (BRAID_ERR_INVALID_ARGUMENT) a step whose hyper-parameters, once `scale` is folded in, are
+// not finite (an SGD step's lr * scale and weight_decay / scale), so that callers check before they
+// change anything (the Trainer before its allreduce).
+void check_scale(const braid_optimizer_params& p, double scale, const char* what);
+
 // One step of w from g scaled by `scale` (rescale_grad / batch size). The state tensors are made on
 // w's device on the first step.
 void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, OptimizerState& state, double scale);

@@ -239,6 +239,20 @@ void check_algorithm(braid_trainer_t& tr, const char* what) {
   }
 }
 
+// Whether braid_trainer_allreduce_grads reduced the gradients and nothing has written them since (its
+// own write is what look_at_grads saw last). Then they are sums already: reducing them again (a step
+// after allreduce_grads, or allreduce_grads twice; Gluon would) would multiply them by the replicas.
+bool reduced_and_unchanged(braid_trainer_t& tr) {
+  if (!tr.reduced_skip) return false;
+  for (size_t i = 0; i < tr.params.size(); ++i) {
+    TensorRef g = grad_of(*tr.params[i]);
+    const braid_trainer_t::GradSeen& seen = tr.seen[i];
+    const bool same = !seen.storage.owner_before(g->storage) && !g->storage.owner_before(seen.storage);
+    if (!same || g->storage->version.load(std::memory_order_relaxed) != seen.version) return false;
+  }
+  return true;
+}
+
 void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& skip) {
   const double scale = tr.options.optimizer.rescale_grad / batch_size;
   for (int32_t r = 0; r < tr.replicas; ++r)
@@ -338,10 +352,15 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
     braid_trainer_t& t = checked_trainer(tr);
     // Every check before the allreduce: a refused step changes nothing.
     check_batch_size(batch_size);
+    check_scale(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_step");
     check_algorithm(t, "trainer_step");
-    const std::vector<uint8_t> skip = stale_params(t);
-    allreduce_grads(t, skip);
-    update(t, batch_size, skip);
+    if (reduced_and_unchanged(t)) {
+      update(t, batch_size, *t.reduced_skip);  // allreduce_grads did the reduction
+    } else {
+      const std::vector<uint8_t> skip = stale_params(t);
+      allreduce_grads(t, skip);
+      update(t, batch_size, skip);
+    }
     t.reduced_skip.reset();
   });
 }
@@ -350,6 +369,7 @@ BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
   return guard("braid_trainer_allreduce_grads", [&] {
     braid_trainer_t& t = checked_trainer(tr);
     check_algorithm(t, "trainer_allreduce_grads");
+    if (reduced_and_unchanged(t)) return;  // already sums
     std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
     t.reduced_skip = std::move(skip);
@@ -360,6 +380,7 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
   return guard("braid_trainer_update", [&] {
     braid_trainer_t& t = checked_trainer(tr);
     check_batch_size(batch_size);
+    check_scale(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_update");
     update(t, batch_size, t.reduced_skip ? *t.reduced_skip : stale_params(t));
     t.reduced_skip.reset();
   });

@@ -91,6 +91,19 @@ TEST_CASE("braid.hpp: collectives, split_and_load and KVStore take braced lists 
                                            {dev, dev}, {1.0, 3.0});
   REQUIRE(parts.size() == 2);
   CHECK(parts[1].to_vector<float>() == std::vector<float>{2, 3, 4});
+  // A weight list of another length than the devices (or parts) is refused, not read past its end.
+  auto status_of = [](auto&& call) {
+    try {
+      call();
+    } catch (const braid::Error& e) {
+      return e.status();
+    }
+    return BRAID_OK;
+  };
+  CHECK(status_of([&] { braid::split_and_load(a, {dev, dev, dev}, {1.0, 1.0}); }) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(status_of([&] { braid::split_sizes(8, 3, {1.0, 2.0}); }) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(status_of([&] { braid::split_sizes(8, -1); }) == BRAID_ERR_INVALID_ARGUMENT);  // not std::length_error
+  CHECK(braid::split_sizes(8, 2, {1.0, 3.0}) == std::vector<int64_t>{2, 6});
   CHECK(braid::replicate(a, {dev}).size() == 1);
   braid::KVStore kv(ctx);
   kv.init(3, a);

@@ -375,6 +375,46 @@ TEST_CASE("collectives refuse bad input at the call") {
   braid_tensor odd[2] = {odd0.t, odd1.t};
   CHECK(braid_reduce_scatter(2, odd, nullptr, outs) == BRAID_ERR_SHAPE);
   CHECK(outs[0] == nullptr);
+  // More rows than int64 once gathered: refused (the shape wrapped to a negative size).
+  T e0, e1;
+  const int64_t huge[2] = {INT64_MAX, 0};
+  BRAID_CHECK_OK(braid_tensor_empty(c.ctx, 0, BRAID_FLOAT32, 2, huge, e0.out()));
+  BRAID_CHECK_OK(braid_tensor_empty(c.ctx, 1, BRAID_FLOAT32, 2, huge, e1.out()));
+  braid_tensor empties[2] = {e0.t, e1.t};
+  CHECK(braid_all_gather(2, empties, outs) == BRAID_ERR_SHAPE);
+  CHECK(outs[0] == nullptr);
   // The tensors are untouched by the refused calls.
   CHECK(read(a, BRAID_FLOAT32) == std::vector<double>{value(0, 0), value(0, 1), value(0, 2), value(0, 3)});
+}
+
+// Collectives are not recorded: all_gather's and reduce_scatter's outputs are constants, on one device
+// as on several (same-device copies inside once recorded a partial history, which backward then
+// refused with messages about ops the caller never made).
+TEST_CASE("all_gather and reduce_scatter while recording give constants") {
+  for (int n : {1, 2}) {
+    CAPTURE(n);
+    Ctx c(n);
+    std::vector<T> ins;
+    for (int i = 0; i < 2; ++i) {
+      ins.push_back(make_any(c.ctx, i % n, BRAID_FLOAT32, i, 4));
+      BRAID_CHECK_OK(braid_tensor_attach_grad(ins.back().t, BRAID_GRAD_WRITE));
+    }
+    std::vector<braid_tensor> h = handles(ins);
+    std::vector<braid_tensor> gathered(2), scattered(2);
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+    const braid_status g = braid_all_gather(2, h.data(), gathered.data());
+    const braid_status r = braid_reduce_scatter(2, h.data(), nullptr, scattered.data());
+    BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+    REQUIRE(g == BRAID_OK);
+    REQUIRE(r == BRAID_OK);
+    for (braid_tensor out : {gathered[0], gathered[1], scattered[0], scattered[1]}) {
+      T head(out);
+      T loss;
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+      BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, head.t, 0, nullptr, 0, loss.out()));
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+      CHECK(braid_backward(1, &loss.t, nullptr, 0) == BRAID_ERR_INVALID_STATE);
+      CHECK(std::string(braid_last_error()).find("does not require a gradient") != std::string::npos);
+    }
+  }
 }

@@ -149,6 +149,25 @@ TEST_CASE("split_and_load and replicate pass gradients back from every device") 
     const float k = replicate ? 4.f : 2.f;  // d/dx of sum(x^2), once per part that holds x's row
     CHECK(floats(g) == std::vector<float>{0, k, 2 * k, 3 * k, 4 * k, 5 * k});
   }
+  // A part with no rows (weights {1, 0}) still passes its (empty) gradient on: its copy is recorded,
+  // as PyTorch records x[3:3].to(device), so a backward over every part's loss goes through.
+  const double weights[2] = {1, 0};
+  braid_tensor parts[2];
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+  BRAID_CHECK_OK(braid_split_and_load(x.t, 2, devs, weights, parts));
+  T p0(parts[0]), p1(parts[1]);
+  std::vector<T> losses;
+  for (T* p : {&p0, &p1}) {
+    T sq = binary(BRAID_BINARY_MUL, *p, *p), s;
+    BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, sq.t, 0, nullptr, 0, s.out()));
+    losses.push_back(std::move(s));
+  }
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+  braid_tensor heads[2] = {losses[0].t, losses[1].t};
+  BRAID_CHECK_OK(braid_backward(2, heads, nullptr, 0));
+  T g;
+  BRAID_CHECK_OK(braid_tensor_grad(x.t, g.out()));
+  CHECK(floats(g) == std::vector<float>{0, 2, 4, 6, 8, 10});
 }
 
 TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store") {
@@ -514,6 +533,57 @@ TEST_CASE("Trainer: a gradient no backward wrote since the last update is refuse
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 
+// A step refused for its hyper-parameters (lr * rescale / batch overflows) is refused before the
+// allreduce, so the gradients are not summed twice by the retry; a step (or another allreduce_grads)
+// after allreduce_grads with nothing written since reduces nothing again.
+TEST_CASE("Trainer: a refused step leaves the gradients alone; after allreduce_grads a step reduces once") {
+  Ctx c(2);
+  T a0 = tensor(c.ctx, 0, {0, 0}), a1 = tensor(c.ctx, 1, {0, 0});
+  T k0 = tensor(c.ctx, 0, {1, 1}), k1 = tensor(c.ctx, 1, {2, 2});
+  for (T* t : {&a0, &a1}) BRAID_CHECK_OK(braid_tensor_attach_grad(t->t, BRAID_GRAD_WRITE));
+  braid_tensor params[2] = {a0.t, a1.t};
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer.learning_rate = 1e308;
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &o, &tr));
+  auto grad0 = [&] {
+    T g;
+    BRAID_CHECK_OK(braid_tensor_grad(a0.t, g.out()));
+    return floats(g);
+  };
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  CHECK(braid_trainer_step(tr, 0.5) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("not finite") != std::string::npos);
+  CHECK(grad0() == std::vector<float>{1, 1});  // not yet summed
+  BRAID_CHECK_OK(braid_trainer_set_learning_rate(tr, 1));
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  CHECK(floats(a0) == std::vector<float>{-3, -3});
+  // allreduce_grads, then step: the step is the update.
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-6, -6});
+  // allreduce_grads twice: summed once.
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  CHECK(grad0() == std::vector<float>{3, 3});
+  BRAID_CHECK_OK(braid_trainer_update(tr, 1));
+  for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-9, -9});
+  // A backward after allreduce_grads writes new gradients: the step reduces those.
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+  for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-12, -12});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+}
+
 // Freshness belongs to the gradient, as Gluon's flag: a backward before the trainer is made counts, a
 // gradient another trainer's update used does not, and a buffer attached anew (zeros) does not.
 TEST_CASE("Trainer: a backward before the trainer is made counts; a new gradient buffer is stale") {
@@ -591,6 +661,20 @@ TEST_CASE("Trainer refuses bad parameters") {
   braid_tensor distinct[4] = {a.t, a2.t, b.t, b2.t};
   BRAID_CHECK_OK(braid_trainer_create(2, 2, distinct, nullptr, &tr));
   BRAID_CHECK_OK(braid_trainer_release(tr));
+  // Adam's epsilon may not be negative (torch.optim.Adam refuses it too); a KVStore optimizer whose
+  // learning rate overflows once scaled by rescale_grad is refused when set, not at every push.
+  braid_trainer_options adam = BRAID_TRAINER_OPTIONS_INIT;
+  adam.optimizer.kind = BRAID_OPTIMIZER_ADAM;
+  adam.optimizer.epsilon = -1;
+  CHECK(braid_trainer_create(2, 2, distinct, &adam, &tr) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("epsilon") != std::string::npos);
+  braid_kvstore kv = nullptr;
+  BRAID_CHECK_OK(braid_kvstore_create(c.ctx, "local", &kv));
+  braid_optimizer_params big = BRAID_OPTIMIZER_PARAMS_INIT;
+  big.learning_rate = 1e308;
+  big.rescale_grad = 10;
+  CHECK(braid_kvstore_set_optimizer(kv, &big) == BRAID_ERR_INVALID_ARGUMENT);
+  BRAID_CHECK_OK(braid_kvstore_release(kv));
 }
 
 TEST_CASE("bucketed allreduce overlaps backward (profiler timestamps)") {
