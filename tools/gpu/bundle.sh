@@ -2,7 +2,7 @@
 # Packs what a bare GPU machine needs to run braid's CUDA checks into one archive: the built binaries
 # and plugins (build/bin, build/lib, kept at the absolute path they were built at, which their RUNPATHs
 # name), the shared libraries this machine has and a GPU machine may lack (oneTBB, oneDNN, OpenBLAS,
-# libgomp), and the Fashion-MNIST files. tools/gpu/first_contact.sh unpacks it there. Run it here,
+# libgomp, the Vulkan loader, eu-stack's libdw), and the Fashion-MNIST files. tools/gpu/first_contact.sh unpacks it there. Run it here,
 # after `scripts/build.sh`, with the CUDA plugin built:
 #
 #   tools/gpu/bundle.sh            # writes .gpu-bundle/bundle.tar.xz (git ignores .gpu-bundle/)
@@ -20,7 +20,7 @@ out=$root/.gpu-bundle
 rm -rf "$out" && mkdir -p "$out/stage/syslib"
 # The libraries the binaries link or open that are not part of a base system image, by soname.
 for lib in libtbb.so.12 libtbbmalloc.so.2 libdnnl.so.2 libopenblas.so.0 libgomp.so.1 libOpenCL.so.1 libdw.so.1 \
-  libelf.so.1; do
+  libelf.so.1 libvulkan.so.1; do
   # awk reads to the end: exiting at the first match would kill ldconfig with SIGPIPE, which
   # pipefail and set -e turn into a silent exit.
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ && !found {print $NF; found = 1}')

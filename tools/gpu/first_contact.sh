@@ -11,6 +11,8 @@
 #   memcheck   compute-sanitizer memcheck, then racecheck, on the plugin's GPU cases
 #   bench      braid-bench gemm, hw and fusion on cuda:0; the chapter's MLP on cuda:0
 #   lenet      LeNet on cuda:0 one epoch, imperative then hybridized; on cuda:0 and cpu:0 together
+#   vulkan     the Vulkan backend on the GPU (NVIDIA's Vulkan driver, the bundled loader): braid-info,
+#              braid-test-vulkan, the op suite on cpu and vulkan, the graph suite on vulkan
 #
 #   tools/gpu/first_contact.sh                 # every stage
 #   tools/gpu/first_contact.sh ops memcheck    # some
@@ -137,8 +139,18 @@ stage_lenet() {
   run lenet-cuda-cpu 150 braid-lenet --devices cuda:0,cpu:0 --weights auto --epochs 1
 }
 
+stage_vulkan() {
+  # The NVIDIA driver's Vulkan ICD, where the image keeps it and nothing else names one.
+  local icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  if [[ -z ${VK_DRIVER_FILES:-} && -z ${VK_ICD_FILENAMES:-} && -f $icd ]]; then export VK_DRIVER_FILES=$icd; fi
+  BRAID_BACKENDS=cpu,vulkan run vulkan-info 60 braid-info
+  BRAID_BACKENDS=vulkan run_suite test-vulkan 60 braid-test-vulkan
+  BRAID_BACKENDS=cpu,vulkan run_suite test-ops-vulkan 150 braid-test-ops
+  BRAID_BACKENDS=vulkan run_suite test-graph-vulkan 120 braid-test-graph
+}
+
 stages=("$@")
-((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet)
+((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet vulkan)
 for s in "${stages[@]}"; do
   if ! declare -F "stage_$s" >/dev/null; then
     echo "first_contact.sh: no stage '$s'" >&2
