@@ -188,7 +188,15 @@ IdxReader::IdxReader(const std::string& path, const IdxExpect& expect, const std
   const uint64_t header_bytes = 4 + 4u * expect.ndims, whole = header_bytes + total;
   if (const std::optional<uint64_t> stated = in.stated_length()) {
     const uint64_t want = in.gzip() ? whole & 0xffffffffu : whole;  // ISIZE is mod 2^32
-    const char* what = in.gzip() ? "the gzip trailer records " : "the file holds ";
+    // The last 4 bytes of a .gz are its length only if the file is whole: a cut one ends in arbitrary
+    // data, so the message cannot say which side is wrong.
+    if (in.gzip() && *stated != want)
+      in.corrupt(cat(*stated < want ? "truncated or damaged" : "trailing data, or a damaged file",
+                     ": the header describes ", total, " data bytes (", whole,
+                     " in all), but the gzip trailer's length field (the file's last 4 bytes, its length if the "
+                     "file is whole) says ",
+                     *stated));
+    const char* what = "the file holds ";
     if (*stated < want)
       in.corrupt(cat("truncated: the header describes ", total, " data bytes but ", what, *stated, " bytes in all (",
                      whole, " expected)"));
