@@ -46,6 +46,19 @@ class TraceHook {
 // The calling thread's hook, null when it does not trace (one thread-local load per op otherwise).
 inline thread_local TraceHook* t_trace_hook = nullptr;
 
+// Stops the calling thread's trace for a scope: what runs meanwhile runs now, for real, and the graph
+// sees none of it (state a step keeps across runs, such as an optimizer's momentum, made on first use).
+class TracePause {
+ public:
+  TracePause() noexcept : saved_(t_trace_hook) { t_trace_hook = nullptr; }
+  ~TracePause() { t_trace_hook = saved_; }
+  TracePause(const TracePause&) = delete;
+  TracePause& operator=(const TracePause&) = delete;
+
+ private:
+  TraceHook* saved_;
+};
+
 // Whether the calling thread records kernels without running them.
 inline bool recording_without_running() noexcept {
   const TraceHook* hook = t_trace_hook;

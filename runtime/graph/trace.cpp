@@ -81,6 +81,13 @@ class Tracer final : public TraceHook {
     const int32_t v = seen(&dst);
     if (v >= 0 && graph_values_[static_cast<size_t>(v)].kind != ValueKind::param)
       error("an upload or copy into a value the graph computes (only kernels are captured)");
+    // A tensor that existed before the trace (a parameter, a gradient buffer) written from the host or
+    // from another device: the graph would not repeat the write, so its runs would read whatever is
+    // there then (a gradient buffer zeroed with write_host once, then accumulated into on every run).
+    else if (!made_here(&dst))
+      error(
+          "an upload (write_host) or a copy from another device into a tensor made before the trace: only kernels "
+          "are captured; write it with braid_copy_into from a tensor on the graph's device, or outside the trace");
     // Otherwise a constant made during tracing (from host data): captured as a parameter when read.
   }
 

@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/trace_hook.h"
 #include "ops/params.h"
 
 namespace braid::parallel {
@@ -39,7 +40,11 @@ void check_scale(const braid_optimizer_params& p, double scale, const char* what
 }
 
 namespace {
+// Optimizer state (momentum, Adam's moments), made on a parameter's first step. Made outside any trace:
+// in a traced step the zeros would be a kernel of the graph, refilled on every run (momentum would
+// restart each step), and a hybrid function's first call would leave the state without memory.
 TensorRef zeros_like(const Tensor& w) {
+  const TracePause untraced;
   braid_tensor t = nullptr;
   check(braid_full(w.ctx, w.device().index, w.dtype, w.shape.ndim, w.shape.dims.data(), 0.0, &t));
   return TensorRef(t);
@@ -47,6 +52,12 @@ TensorRef zeros_like(const Tensor& w) {
 }  // namespace
 
 void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, OptimizerState& state, double scale) {
+  // Adam's bias correction depends on the step number, a value of the call: a graph would repeat the
+  // traced step's forever.
+  if (p.kind == BRAID_OPTIMIZER_ADAM && t_trace_hook != nullptr)
+    fail(BRAID_ERR_INVALID_STATE,
+         "an Adam step cannot be captured in a graph: its bias correction depends on the step number, which the "
+         "graph would freeze; trace the forward and backward and step outside the trace, or use SGD");
   ++state.step;
   if (p.kind == BRAID_OPTIMIZER_SGD) {
     // lr * (scale * g + wd * w) == (lr * scale) * (g + (wd / scale) * w): the scale folds into the

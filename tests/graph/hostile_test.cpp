@@ -1241,3 +1241,76 @@ TEST_CASE("hostile log: bad levels, NULL callbacks, replacement while another th
   else
     setenv("BRAID_CPU_DEVICES", saved.c_str(), 1);
 }
+
+// A traced training step with the Trainer: its momentum is made outside the trace on the first step,
+// so graph runs carry it on as imperative steps do (it was a kernel of the graph, zeroed on every run);
+// an Adam step, whose bias correction the graph would freeze, is refused; and an upload into a tensor
+// made before the trace (write_host zeroing a gradient buffer) ends the trace instead of being dropped.
+TEST_CASE("hostile graph: a traced Trainer step keeps its momentum; Adam and write_host are refused") {
+  auto run_steps = [](bool traced) {
+    test::Ctx c(1);
+    T w = f32(c.ctx, 0, {1, -2, 3}, {3});
+    BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+    braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+    o.optimizer.learning_rate = 0.05;
+    o.optimizer.momentum = 0.9;
+    braid_trainer tr = nullptr;
+    BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &o, &tr));
+    auto step = [&](braid_tensor x) {
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+      T p, sq, loss;
+      BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, w.t, x, p.out()));
+      BRAID_CHECK_OK(braid_unary(BRAID_UNARY_SQUARE, p.t, sq.out()));
+      BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, sq.t, 0, nullptr, 0, loss.out()));
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+      BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+      BRAID_CHECK_OK(braid_trainer_step(tr, 1));
+      return loss;
+    };
+    T x = f32(c.ctx, 0, {1, 2, 0.5f}, {3});
+    if (!traced) {
+      for (int k = 0; k < 4; ++k) step(x.t);
+    } else {
+      BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+      T loss = step(x.t);
+      Graph g;
+      BRAID_CHECK_OK(braid_graph_trace_end(c.ctx, 1, &loss.t, &g.g));
+      for (int k = 0; k < 3; ++k) {
+        T out;
+        BRAID_CHECK_OK(braid_graph_run(g.g, 1, &x.t, 1, out.out()));
+      }
+    }
+    std::vector<float> got = gtest::host_f32(w);
+    BRAID_CHECK_OK(braid_trainer_release(tr));
+    return got;
+  };
+  const std::vector<float> imperative = run_steps(false), traced = run_steps(true);
+  for (size_t i = 0; i < imperative.size(); ++i) CHECK(traced[i] == doctest::Approx(imperative[i]).epsilon(1e-6));
+
+  test::Ctx c(1);
+  T w = f32(c.ctx, 0, {1, -2, 3}, {3});
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+  braid_trainer_options adam = BRAID_TRAINER_OPTIONS_INIT;
+  adam.optimizer.kind = BRAID_OPTIMIZER_ADAM;
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, &adam, &tr));
+  T x = f32(c.ctx, 0, {1, 2, 0.5f}, {3});
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 1, &x.t));
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+  T p, loss;
+  BRAID_CHECK_OK(braid_binary(BRAID_BINARY_MUL, w.t, x.t, p.out()));
+  BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, p.t, 0, nullptr, 0, loss.out()));
+  BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+  BRAID_CHECK_OK(braid_backward(1, &loss.t, nullptr, 0));
+  CHECK_STATUS(braid_trainer_step(tr, 1), BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("Adam") != std::string::npos);
+  // The gradient buffer, made before the trace, zeroed from the host inside it: not captured, refused.
+  T g;
+  BRAID_CHECK_OK(braid_tensor_grad(w.t, g.out()));
+  const std::vector<float> zeros(3, 0.0f);
+  BRAID_CHECK_OK(braid_tensor_write_host(g.t, zeros.data(), zeros.size() * sizeof(float)));
+  Graph graph;
+  CHECK_STATUS(braid_graph_trace_end(c.ctx, 1, &loss.t, &graph.g), BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("made before the trace") != std::string::npos);
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+}
