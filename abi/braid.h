@@ -240,7 +240,9 @@ BRAID_API braid_status braid_tensor_numel(braid_tensor t, int64_t* out);
 BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t);
 /* Waits, then copies the contents (row-major) to host memory; bytes must equal numel*dtype size. */
 BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes);
-/* Overwrites the tensor's contents from host memory (copied before return; ordered after earlier ops).
+/* Overwrites the tensor's contents from host memory (copied before return; ordered after earlier ops;
+ * a write of 1 MiB or more into device memory the host cannot map, with no op in flight on the tensor,
+ * waits for its copy and returns the copy's error, if any).
  * It does not read the old contents, so it clears an asynchronous error (poison) the tensor carried:
  * once it has run, waits on the tensor return BRAID_OK and read the new data. */
 BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);

@@ -54,8 +54,10 @@ AtomicFile::AtomicFile(const char* path) {
   if (fd_ < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path_));
   // mkstemp makes the file 0600; the result gets what a plain creat() would have given it (0666 less
   // the umask), or keeps the mode of the file it replaces, as np.save and the profiler's traces do.
-  const mode_t mode = replacing ? (st.st_mode & 07777) : (0666 & ~process_umask());
-  if (::fchmod(fd_, mode) != 0) fail(BRAID_ERR_IO, os_error("cannot set the mode of", tmp_));
+  // Best effort: a file system without modes (vfat, some FUSE mounts) refuses, and the file is still
+  // written; setuid/setgid bits of a replaced file are not carried over.
+  const mode_t mode = replacing ? (st.st_mode & 0777) : (0666 & ~process_umask());
+  (void)::fchmod(fd_, mode);
 }
 
 bool same_file_path(const char* a, const char* b) {

@@ -26,7 +26,7 @@ class AtomicFile {
 };
 
 // Whether two paths name one file: the same name in the same folder, however each path reaches the
-// folder ("d/a", "d/./a", "link-to-d/a"). A folder that does not exist names no file.
+// folder ("d/a", "d/./a", "link-to-d/a"). Where a folder does not exist, the two strings are compared.
 bool same_file_path(const char* a, const char* b);
 
 // The whole file, refused (BRAID_ERR_IO) when it is not a regular file or holds more than max_bytes;

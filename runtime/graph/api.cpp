@@ -126,18 +126,6 @@ struct braid_hybrid_t {
 
 namespace {
 
-// A parameter's file shape against its value's: equal once dims of 1 are dropped. The value may carry
-// the kernel's view of it ([1, 4, 3] for a [4, 3] weight a batched matmul reads); a transposed [3, 4]
-// of the same size is another layout, refused rather than read wrongly.
-bool same_dims_ignoring_ones(const Shape& a, const Shape& b) {
-  std::vector<int64_t> da, db;
-  for (int64_t d : a.span())
-    if (d != 1) da.push_back(d);
-  for (int64_t d : b.span())
-    if (d != 1) db.push_back(d);
-  return da == db;
-}
-
 using HybridPool = HandlePool<braid_hybrid_t>;
 
 braid_hybrid_t& checked_hybrid(braid_hybrid h) { return HybridPool::instance().checked(h, "h", "hybrid"); }
@@ -425,7 +413,7 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
     for (size_t k = 0; k < params.size(); ++k) {
       TensorRef t(loaded[k]);
       Value& v = *params[k];
-      if (t->dtype != v.dtype || !same_dims_ignoring_ones(t->shape, v.shape) || t->storage->bytes != v.bytes)
+      if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
         fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(),
              ", the graph needs ", dtype_name(v.dtype), " ", v.shape.str());
       v.tensor = std::move(t);

@@ -126,6 +126,7 @@ BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensor
     const std::vector<Tensor*> ts = checked_group(count, tensors, "allreduce");
     if (int32_t a = enum_int(o.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
       fail(BRAID_ERR_INVALID_ARGUMENT, "allreduce: invalid braid_allreduce_algorithm ", a);
+    const autograd::PauseRecording pause(ts[0]->ctx->recording);  // collectives are not recorded
     allreduce(ts, make_reduction(o.op, ts[0]->dtype, "allreduce"), o.algorithm);
   });
 }
@@ -135,6 +136,7 @@ BRAID_API braid_status braid_reduce_to(int32_t count, const braid_tensor* tensor
   return guard("braid_reduce_to", [&] {
     const braid_collective_options o = collective_options(options);
     const std::vector<Tensor*> ts = checked_group(count, tensors, "reduce_to");
+    const autograd::PauseRecording pause(ts[0]->ctx->recording);  // collectives are not recorded
     reduce(ts, checked_root(root, count, "reduce_to"), make_reduction(o.op, ts[0]->dtype, "reduce_to"));
   });
 }
@@ -142,6 +144,7 @@ BRAID_API braid_status braid_reduce_to(int32_t count, const braid_tensor* tensor
 BRAID_API braid_status braid_broadcast(int32_t count, const braid_tensor* tensors, int32_t root) {
   return guard("braid_broadcast", [&] {
     const std::vector<Tensor*> ts = checked_group(count, tensors, "broadcast");
+    const autograd::PauseRecording pause(ts[0]->ctx->recording);  // collectives are not recorded
     broadcast(ts, checked_root(root, count, "broadcast"));
   });
 }

@@ -212,7 +212,7 @@ BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid
     std::optional<braid_optimizer_params> p;
     if (params) {
       p = checked_optimizer(params, "params");
-      check_scale(*p, p->rescale_grad, "kvstore_set_optimizer");  // every push scales by rescale_grad
+      check_step(*p, p->rescale_grad, "kvstore_set_optimizer");  // every push scales by rescale_grad
     }
     std::lock_guard lock(k.mu);
     // Another kind of optimizer starts from fresh state, as a new MXNet updater or PyTorch optimizer

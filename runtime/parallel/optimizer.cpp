@@ -30,7 +30,13 @@ braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, c
   return p;
 }
 
-void check_scale(const braid_optimizer_params& p, double scale, const char* what) {
+void check_step(const braid_optimizer_params& p, double scale, const char* what) {
+  // Adam's bias correction depends on the step number, a value of the call: a graph would repeat the
+  // traced step's forever.
+  if (p.kind == BRAID_OPTIMIZER_ADAM && t_trace_hook != nullptr)
+    fail(BRAID_ERR_INVALID_STATE, what,
+         ": an Adam step cannot be captured in a graph: its bias correction depends on the step number, which the "
+         "graph would freeze; trace the forward and backward and step outside the trace, or use SGD");
   if (!std::isfinite(scale) || !(scale > 0))
     fail(BRAID_ERR_INVALID_ARGUMENT, what, ": rescale_grad / batch_size is ", scale, ", not a positive finite number");
   if (p.kind == BRAID_OPTIMIZER_SGD &&
@@ -52,12 +58,7 @@ TensorRef zeros_like(const Tensor& w) {
 }  // namespace
 
 void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, OptimizerState& state, double scale) {
-  // Adam's bias correction depends on the step number, a value of the call: a graph would repeat the
-  // traced step's forever.
-  if (p.kind == BRAID_OPTIMIZER_ADAM && t_trace_hook != nullptr)
-    fail(BRAID_ERR_INVALID_STATE,
-         "an Adam step cannot be captured in a graph: its bias correction depends on the step number, which the "
-         "graph would freeze; trace the forward and backward and step outside the trace, or use SGD");
+  check_step(p, scale, "optimizer step");  // callers checked before changing anything; this is the rule
   ++state.step;
   if (p.kind == BRAID_OPTIMIZER_SGD) {
     // lr * (scale * g + wd * w) == (lr * scale) * (g + (wd / scale) * w): the scale folds into the

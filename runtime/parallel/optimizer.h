@@ -17,10 +17,11 @@ struct OptimizerState {
 // The struct read honouring struct_size, with every field checked (finite, in range).
 braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what);
 
-// Refuses (BRAID_ERR_INVALID_ARGUMENT) a step whose hyper-parameters, once `scale` is folded in, are
-// not finite (an SGD step's lr * scale and weight_decay / scale), so that callers check before they
-// change anything (the Trainer before its allreduce).
-void check_scale(const braid_optimizer_params& p, double scale, const char* what);
+// What apply_update would refuse, checked before a caller changes anything (the Trainer before its
+// allreduce): hyper-parameters that are not finite once `scale` is folded in (an SGD step's
+// lr * scale and weight_decay / scale; BRAID_ERR_INVALID_ARGUMENT), and an Adam step while the thread
+// traces a graph, which would freeze its step number (BRAID_ERR_INVALID_STATE).
+void check_step(const braid_optimizer_params& p, double scale, const char* what);
 
 // One step of w from g scaled by `scale` (rescale_grad / batch size). The state tensors are made on
 // w's device on the first step.

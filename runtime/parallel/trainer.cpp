@@ -352,7 +352,7 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size) {
     braid_trainer_t& t = checked_trainer(tr);
     // Every check before the allreduce: a refused step changes nothing.
     check_batch_size(batch_size);
-    check_scale(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_step");
+    check_step(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_step");
     check_algorithm(t, "trainer_step");
     if (reduced_and_unchanged(t)) {
       update(t, batch_size, *t.reduced_skip);  // allreduce_grads did the reduction
@@ -372,6 +372,11 @@ BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
     if (reduced_and_unchanged(t)) return;  // already sums
     std::vector<uint8_t> skip = stale_params(t);
     allreduce_grads(t, skip);
+    // The sums are not new gradients: a backward on some replicas only before the step must be refused
+    // as mixed, not reduced again into the sums the others still hold.
+    for (int32_t r = 0; r < t.replicas; ++r)
+      for (int32_t p = 0; p < t.count; ++p)
+        if (!skip[static_cast<size_t>(p)]) t.seen[static_cast<size_t>(r * t.count + p)].fresh = false;
     t.reduced_skip = std::move(skip);
   });
 }
@@ -380,7 +385,7 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
   return guard("braid_trainer_update", [&] {
     braid_trainer_t& t = checked_trainer(tr);
     check_batch_size(batch_size);
-    check_scale(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_update");
+    check_step(t.options.optimizer, t.options.optimizer.rescale_grad / batch_size, "trainer_update");
     update(t, batch_size, t.reduced_skip ? *t.reduced_skip : stale_params(t));
     t.reduced_skip.reset();
   });

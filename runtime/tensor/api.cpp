@@ -63,7 +63,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   // the transfer queue's own work has that queue read the caller's memory, and the call waits for the
   // copy. The queued upload below first copies the data into a fresh host buffer so that the call can
   // return at once, and faulting that buffer in made 64 MiB to vulkan:0 (lavapipe) go at 1.4 GB/s
-  // instead of 11.7. Not from an engine thread (it cannot wait), nor while a trace records.
+  // instead of 11.5. Not from an engine thread (it cannot wait), nor while a trace records.
   constexpr size_t kWaitMinBytes = size_t{1} << 20;
   const bool whole = bytes == s->bytes;
   Device& dev = t.device();

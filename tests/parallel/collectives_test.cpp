@@ -390,6 +390,39 @@ TEST_CASE("collectives refuse bad input at the call") {
 // Collectives are not recorded: all_gather's and reduce_scatter's outputs are constants, on one device
 // as on several (same-device copies inside once recorded a partial history, which backward then
 // refused with messages about ops the caller never made).
+// allreduce, reduce_to and broadcast overwrite their tensors without a record: a backward through an
+// overwritten value is refused, as after any overwrite (it named a copy_backward across devices the
+// caller never made, or passed a gradient through the broadcast on one device).
+TEST_CASE("allreduce, reduce_to and broadcast while recording are not recorded") {
+  for (int n : {1, 2}) {
+    CAPTURE(n);
+    Ctx c(n);
+    for (int which = 0; which < 3; ++which) {
+      CAPTURE(which);
+      T x0 = make_any(c.ctx, 0, BRAID_FLOAT32, 0, 4), x1 = make_any(c.ctx, (n - 1), BRAID_FLOAT32, 1, 4);
+      for (T* x : {&x0, &x1}) BRAID_CHECK_OK(braid_tensor_attach_grad(x->t, BRAID_GRAD_WRITE));
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 1, nullptr));
+      T y0, y1;
+      BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, x0.t, 2.0, 0, y0.out()));
+      BRAID_CHECK_OK(braid_binary_scalar(BRAID_BINARY_MUL, x1.t, 5.0, 0, y1.out()));
+      braid_tensor ys[2] = {y0.t, y1.t};
+      if (which == 0) BRAID_CHECK_OK(braid_allreduce(2, ys, nullptr));
+      if (which == 1) BRAID_CHECK_OK(braid_reduce_to(2, ys, 1, nullptr));
+      if (which == 2) BRAID_CHECK_OK(braid_broadcast(2, ys, 0));
+      T loss;
+      BRAID_CHECK_OK(braid_reduce(BRAID_REDUCE_SUM, y1.t, 0, nullptr, 0, loss.out()));
+      BRAID_CHECK_OK(braid_autograd_set_recording(c.ctx, 0, nullptr));
+      CHECK(braid_backward(1, &loss.t, nullptr, 0) == BRAID_ERR_INVALID_STATE);
+      const std::string why = braid_last_error();
+      INFO(why);
+      // Overwritten in place (allreduce, reduce_to: its history no longer made it) or by a copy
+      // (broadcast to cpu: a constant from then on, as after braid_copy_into).
+      CHECK((why.find("overwritten") != std::string::npos ||
+             why.find("does not require a gradient") != std::string::npos));
+    }
+  }
+}
+
 TEST_CASE("all_gather and reduce_scatter while recording give constants") {
   for (int n : {1, 2}) {
     CAPTURE(n);

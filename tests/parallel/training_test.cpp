@@ -581,6 +581,28 @@ TEST_CASE("Trainer: a refused step leaves the gradients alone; after allreduce_g
   backward_through(c.ctx, a1, k1);
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
   for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-12, -12});
+  // A backward on one replica only after allreduce_grads: the other still holds the sum, which is
+  // no new gradient; refused as mixed, not summed again.
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
+  backward_through(c.ctx, a0, k0);
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  CHECK(floats(a0) == std::vector<float>{-12, -12});
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  // An Adam step while tracing is refused before the allreduce: the gradients are still each
+  // replica's own.
+  braid_trainer_options adam = BRAID_TRAINER_OPTIONS_INIT;
+  adam.optimizer.kind = BRAID_OPTIMIZER_ADAM;
+  BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &adam, &tr));
+  backward_through(c.ctx, a0, k0);
+  backward_through(c.ctx, a1, k1);
+  BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 0, nullptr));
+  CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
+  braid_graph none = nullptr;
+  (void)braid_graph_trace_end(c.ctx, 0, nullptr, &none);
+  if (none) braid_graph_release(none);
+  CHECK(grad0() == std::vector<float>{1, 1});
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
 

@@ -68,18 +68,22 @@ run() {
   shift 2
   local t0=$SECONDS
   echo "== $name: $*" | tee -a "$out/$name.log" >/dev/null
-  "$@" >>"$out/$name.log" 2>&1 &
-  local pid=$! rc timed_out=0
+  # A process group of its own, so that a wrapper's child (compute-sanitizer's target) is dumped and
+  # stopped with it.
+  setsid "$@" >>"$out/$name.log" 2>&1 &
+  local pid=$! rc timed_out=0 p
   while kill -0 "$pid" 2>/dev/null && ((SECONDS - t0 < limit)); do sleep 0.5; done
   if kill -0 "$pid" 2>/dev/null; then
     timed_out=1
     if [[ -n $stack_dump ]]; then
-      echo "== $name: threads after ${limit}s (eu-stack)" >>"$out/$name.log"
-      timeout 60 "$stack_dump" -p "$pid" >>"$out/$name.log" 2>&1
+      for p in $(pgrep -g "$pid" 2>/dev/null || echo "$pid"); do
+        echo "== $name: threads of process $p after ${limit}s (eu-stack)" >>"$out/$name.log"
+        timeout 60 "$stack_dump" -p "$p" >>"$out/$name.log" 2>&1
+      done
     fi
-    kill -TERM "$pid" 2>/dev/null
+    kill -TERM -- "-$pid" 2>/dev/null
     for _ in $(seq 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-    kill -KILL "$pid" 2>/dev/null
+    kill -KILL -- "-$pid" 2>/dev/null
   fi
   wait "$pid"
   rc=$?
@@ -90,19 +94,20 @@ run() {
   return $((timed_out ? 124 : rc))
 }
 # run_suite NAME SECONDS BINARY [ARGS...]: a doctest suite; when a test case hangs, the suite runs
-# again without it (at most 4 times), so one hang does not hide the cases after it.
+# again without it (at most 4 reruns), so one hang does not hide the cases after it.
 run_suite() {
   local name=$1 limit=$2
   shift 2
   local exclude="" hung try
   for try in 1 2 3 4 5; do
-    local args=("$@")
+    local args=("$@") from
     [[ -n $exclude ]] && args+=("--test-case-exclude=$exclude")
+    from=$(($(stat -c %s "$out/$name.log" 2>/dev/null || echo 0) + 1))  # this run's part of the log
     run "$name" "$limit" "${args[@]}"
     (($? == 124)) || return 0
     # doctest names the case SIGTERM interrupted; ',' separates its filters and '?' matches one character.
-    hung=$(awk '/^TEST CASE:  /{case = substr($0, 13)} /CRASHED: SIGTERM/{hung = case} END{print hung}' \
-      "$out/$name.log" | tr ',' '?')
+    hung=$(tail -c "+$from" "$out/$name.log" |
+      awk '/^TEST CASE:  /{case = substr($0, 13)} /CRASHED: SIGTERM/{hung = case} END{print hung}' | tr ',' '?')
     [[ -n $hung ]] || return 0
     echo "== $name: '$hung' hung; again without it" >>"$out/$name.log"
     # The hung case alone once more, with the CUDA backend's trace (docs/CUDA.md) beside its stacks.
