@@ -546,13 +546,16 @@ TEST_CASE("Trainer: a refused step leaves the gradients alone; after allreduce_g
   o.optimizer.learning_rate = 1e308;
   braid_trainer tr = nullptr;
   BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &o, &tr));
+  auto both_backward = [&] {  // each replica's own gradient: 1 on replica 0, 2 on replica 1
+    backward_through(c.ctx, a0, k0);
+    backward_through(c.ctx, a1, k1);
+  };
   auto grad0 = [&] {
     T g;
     BRAID_CHECK_OK(braid_tensor_grad(a0.t, g.out()));
     return floats(g);
   };
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   CHECK(braid_trainer_step(tr, 0.5) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(std::string(braid_last_error()).find("not finite") != std::string::npos);
   CHECK(grad0() == std::vector<float>{1, 1});  // not yet summed
@@ -560,31 +563,26 @@ TEST_CASE("Trainer: a refused step leaves the gradients alone; after allreduce_g
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
   CHECK(floats(a0) == std::vector<float>{-3, -3});
   // allreduce_grads, then step: the step is the update.
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
   for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-6, -6});
   // allreduce_grads twice: summed once.
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
   BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
   CHECK(grad0() == std::vector<float>{3, 3});
   BRAID_CHECK_OK(braid_trainer_update(tr, 1));
   for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-9, -9});
   // A backward after allreduce_grads writes new gradients: the step reduces those.
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_trainer_step(tr, 1));
   for (T* t : {&a0, &a1}) CHECK(floats(*t) == std::vector<float>{-12, -12});
   // A backward on one replica only after allreduce_grads: the other still holds the sum, which is
   // no new gradient; refused as mixed, not summed again.
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_trainer_allreduce_grads(tr));
   backward_through(c.ctx, a0, k0);
   CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
@@ -595,8 +593,7 @@ TEST_CASE("Trainer: a refused step leaves the gradients alone; after allreduce_g
   braid_trainer_options adam = BRAID_TRAINER_OPTIONS_INIT;
   adam.optimizer.kind = BRAID_OPTIMIZER_ADAM;
   BRAID_CHECK_OK(braid_trainer_create(2, 1, params, &adam, &tr));
-  backward_through(c.ctx, a0, k0);
-  backward_through(c.ctx, a1, k1);
+  both_backward();
   BRAID_CHECK_OK(braid_graph_trace_begin(c.ctx, 0, nullptr));
   CHECK(braid_trainer_step(tr, 1) == BRAID_ERR_INVALID_STATE);
   braid_graph none = nullptr;
