@@ -19,6 +19,7 @@
 #include "enum_value.h"
 #include "guarded.h"
 #include "host.h"
+#include "kernels/gemm_onednn.h"
 #include "kernels/kernels.h"
 #include "queue.h"
 #include "semaphore_api.h"
@@ -119,13 +120,15 @@ braid_status queue_create(braid_backend_device device, braid_queue_kind kind, br
 // this plugin's types.
 
 // What braid_device_info cannot say about a CPU device: the vector ISA the kernels use, the gemm
-// library's kernels (blas_library.h), and the CPUs the device's threads are pinned to (core_pinning.h).
-// The string lives until the next call for the same index (the host copies it at once).
+// library's kernels (blas_library.h), which library runs float32 gemms (kernels/gemm_onednn.h), and the CPUs the
+// device's threads are pinned to (core_pinning.h). The string lives until the next call for the same index (the host
+// copies it at once).
 const char* device_props_json(int32_t index) {
   static const std::string common = [] {
     const BlasLibrary& b = blas();
     return std::string("{\"vector_isa\": \"") + vector_isa(cpu_features()) + "\", \"blas\": \"openblas\", " +
-           "\"blas_core\": \"" + b.core + "\", \"blas_coretype_requested\": \"" + b.requested + "\"";
+           "\"blas_core\": \"" + b.core + "\", \"blas_coretype_requested\": \"" + b.requested + "\", " +
+           "\"sgemm\": \"" + (kern::onednn::sgemm_in_use() ? "onednn" : "openblas") + "\"";
   }();
   static std::mutex mu;
   static std::array<std::string, kMaxDevices> json;

@@ -137,8 +137,8 @@ void suite_gemm(Run& run) {
   std::vector<float> hc(ha.size());
   const DirectBlas direct = open_direct_blas();
   run.out->note("gemm", "OpenBLAS kernels: " + direct.core +
-                            " (braid_device_info's properties_json says what the "
-                            "CPU backend chose)");
+                            " (braid_device_info's properties_json says what the CPU backend chose, and "
+                            "which library runs its float32 gemms: \"sgemm\")");
   auto blas_run = [&] {
     const int previous_threads = direct.get_num_threads();
     if (previous_threads != threads) direct.set_num_threads(threads);

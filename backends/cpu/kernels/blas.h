@@ -1,14 +1,17 @@
-// Typed OpenBLAS gemm (row-major) shared by MATMUL and CONV2D, and its split over the device's cores.
+// Typed gemm (row-major; float32 on oneDNN where built in, see gemm_onednn.h, else OpenBLAS) shared by
+// MATMUL and CONV2D, and its split over the device's cores.
 // OpenBLAS is opened at run time (blas_library.h), so it runs the kernels for this CPU's vector ISA.
 #pragma once
 #include "common.h"
 // (common.h first: see the note at its top)
 #include "blas_library.h"
+#include "gemm_onednn.h"
 
 namespace braid::cpu::kern {
 
 inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const float* a,
                       blasint lda, const float* b, blasint ldb, float beta, float* c, blasint ldc) {
+  if (onednn::sgemm(ta == CblasTrans, tb == CblasTrans, m, n, k, a, lda, b, ldb, beta, c, ldc)) return;
   blas().sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 inline void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const double* a,

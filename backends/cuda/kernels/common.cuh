@@ -83,6 +83,12 @@ inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(b < 1 ? 1 : b > 65535 * 8 ? 65535 * 8 : b);
 }
 
+// The grid of a kernel that gives each of n outputs a block of its own (reduce_k, conv_bwd_weight_k),
+// looping over them past the cap.
+inline unsigned blocks_per_output(int64_t n) {
+  return static_cast<unsigned>(n < 1 ? 1 : n < 65535 * 8 ? n : 65535 * 8);
+}
+
 #define BRAID_GRID_LOOP(i, n) \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 

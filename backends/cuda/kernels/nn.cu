@@ -1,7 +1,7 @@
 // REDUCE, ARGMAX, CONV2D (+ backward), POOL2D (+ backward), BATCH_NORM (+ backward), SOFTMAX,
-// SOFTMAX_CE (+ backward). Own kernels, written for clarity and exactness first (direct convolution,
-// one thread per output element; one block per reduced output): see backends/cuda/README.md for why
-// not cuDNN, and for what is not yet verified on hardware.
+// SOFTMAX_CE (+ backward). Own kernels, written for clarity and exactness first (direct convolution:
+// a thread per output element, a block per weight for the weight gradient; a block per reduced
+// output): see backends/cuda/README.md for why not cuDNN, and for what is not yet verified on hardware.
 #include "common.cuh"
 #include "device.h"
 #include "launch.h"
@@ -214,26 +214,26 @@ __global__ void conv_bwd_data_k(T4 dys, const T* dy, T4 ws, const T* w, T4 dxs, 
   }
 }
 
-// dw[k,c,r,s] = sum over n, p, q of dy[n,k,p,q] x[n,c,p*sh-ph+r,q*sw-pw+s].
+// dw[k,c,r,s] = sum over n, p, q of dy[n,k,p,q] x[n,c,p*sh-ph+r,q*sw-pw+s]: one block per weight, as
+// REDUCE does, its threads striding over (n, p, q) and summed by block_reduce's fixed tree, so the
+// result repeats run to run. One thread per weight was LeNet's bottleneck on an H100: its first layer
+// has 180 weights, each a chain of 173,056 terms, on a device that wants tens of thousands of threads.
 template <class T>
 __global__ void conv_bwd_weight_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws, T* dw, Geo g) {
   using A = acc_t<T>;
-  const int64_t n = dws.n * dws.c * dws.h * dws.w;
-  BRAID_GRID_LOOP(e, n) {
+  const int64_t n = dws.n * dws.c * dws.h * dws.w, terms = dys.n * dys.h * dys.w;
+  for (int64_t e = blockIdx.x; e < n; e += gridDim.x) {
     const int64_t s = e % dws.w, r = e / dws.w % dws.h, c = e / (dws.w * dws.h) % dws.c,
                   k = e / (dws.w * dws.h * dws.c);
     A acc = A(0);
-    for (int64_t b = 0; b < dys.n; ++b)
-      for (int64_t p = 0; p < dys.h; ++p) {
-        const int64_t h = p * g.sh - g.ph + r;
-        if (h < 0 || h >= xs.h) continue;
-        for (int64_t q = 0; q < dys.w; ++q) {
-          const int64_t wi = q * g.sw - g.pw + s;
-          if (wi < 0 || wi >= xs.w) continue;
-          acc += A(dy[at4(dys, b, k, p, q)]) * A(x[at4(xs, b, c, h, wi)]);
-        }
-      }
-    dw[at4(dws, k, c, r, s)] = T(acc);
+    for (int64_t t = threadIdx.x; t < terms; t += blockDim.x) {
+      const int64_t q = t % dys.w, p = t / dys.w % dys.h, b = t / (dys.w * dys.h);
+      const int64_t h = p * g.sh - g.ph + r, wi = q * g.sw - g.pw + s;
+      if (h < 0 || h >= xs.h || wi < 0 || wi >= xs.w) continue;
+      acc += A(dy[at4(dys, b, k, p, q)]) * A(x[at4(xs, b, c, h, wi)]);
+    }
+    acc = block_reduce(acc, [](A a, A b) { return a + b; });
+    if (threadIdx.x == 0) dw[at4(dws, k, c, r, s)] = T(acc);
   }
 }
 
@@ -524,7 +524,6 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   const int64_t* rs[1] = {rstride};
   const int64_t nred = make_idx(red, nr, rshape, rs);
   if (nout == 0) return BRAID_OK;
-  const unsigned grid = static_cast<unsigned>(nout < 65535 * 8 ? nout : 65535 * 8);
   // A block per output only pays when each output has enough elements to share among its threads.
   const bool small = nred <= 64;
   visit_numeric(in.dtype, [&](auto t) {
@@ -533,7 +532,8 @@ braid_status reduce(const braid_kernel_call& c, KernelEnv& env, std::string& msg
       reduce_small_k<T>
           <<<blocks_for(nout), kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
     else
-      reduce_k<T><<<grid, kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o), ptr<const T>(in), op);
+      reduce_k<T><<<blocks_per_output(nout), kThreads, 0, env.stream>>>(kept, nout, red, nred, ptr<T>(o),
+                                                                        ptr<const T>(in), op);
   });
   return launched("reduce", msg);
 }
@@ -588,8 +588,8 @@ braid_status conv2d_bwd_weight(const braid_kernel_call& c, KernelEnv& env, std::
   if (n == 0) return BRAID_OK;
   visit_float(dy.dtype, [&](auto t) {
     using T = decltype(t);
-    conv_bwd_weight_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(t4(dy), ptr<const T>(dy), t4(x), ptr<const T>(x),
-                                                                     t4(dw), ptr<T>(dw), g);
+    conv_bwd_weight_k<T><<<blocks_per_output(n), kThreads, 0, env.stream>>>(t4(dy), ptr<const T>(dy), t4(x),
+                                                                            ptr<const T>(x), t4(dw), ptr<T>(dw), g);
   });
   return launched("conv2d_bwd_weight", msg);
 }

@@ -1,0 +1,41 @@
+// float32 gemm through oneDNN (see gemm_onednn.h).
+#include "common.h"
+// (common.h first: see the note at its top)
+#include "gemm_onednn.h"
+
+#ifdef BRAID_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "host.h"
+
+extern "C" void omp_set_num_threads(int);  // libgomp: oneDNN's threading runtime in Debian's build
+
+namespace braid::cpu::kern::onednn {
+
+// BRAID_CPU_GEMM: onednn (the default where oneDNN is built in) or openblas.
+bool sgemm_in_use() {
+  static const bool on = [] {
+    const char* v = std::getenv("BRAID_CPU_GEMM");
+    if (v == nullptr || *v == '\0' || std::strcmp(v, "onednn") == 0) return true;
+    if (std::strcmp(v, "openblas") == 0) return false;
+    host::log(BRAID_LOG_WARNING,
+              std::string("cpu backend: BRAID_CPU_GEMM=") + v + " is neither onednn nor openblas; using onednn");
+    return true;
+  }();
+  return on;
+}
+
+bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+           float beta, float* c, int64_t ldc) {
+  if (!sgemm_in_use()) return false;
+  thread_local const bool team_of_one = (omp_set_num_threads(1), true);
+  (void)team_of_one;
+  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+}
+
+}  // namespace braid::cpu::kern::onednn
+#endif  // BRAID_HAVE_ONEDNN
