@@ -14,6 +14,7 @@
 #include "common.h"
 // (common.h first: see the note at its top)
 #include "conv_onednn.h"
+#include "gemm_onednn.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -26,8 +27,6 @@
 #include <unordered_map>
 
 #include "host.h"
-
-extern "C" void omp_set_num_threads(int);  // libgomp: oneDNN's threading runtime in Debian's build
 
 namespace braid::cpu::kern::onednn {
 namespace {
@@ -50,12 +49,6 @@ Mode mode() {
     return Mode::builtin;
   }();
   return m;
-}
-
-// See the top of this file: oneDNN on this thread runs as an OpenMP team of one.
-void single_threaded() {
-  thread_local const bool once = (omp_set_num_threads(1), true);
-  (void)once;
 }
 
 const dnnl::engine& engine() {

@@ -29,11 +29,15 @@ bool sgemm_in_use() {
   return on;
 }
 
+void single_threaded() {
+  thread_local const bool once = (omp_set_num_threads(1), true);
+  (void)once;
+}
+
 bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float beta, float* c, int64_t ldc) {
   if (!sgemm_in_use()) return false;
-  thread_local const bool team_of_one = (omp_set_num_threads(1), true);
-  (void)team_of_one;
+  single_threaded();
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
 }
 

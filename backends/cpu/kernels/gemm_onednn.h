@@ -10,6 +10,9 @@ namespace braid::cpu::kern::onednn {
 // for its convolutions). Returns false when it did not run (no oneDNN, BRAID_CPU_GEMM=openblas, or an
 // error): the caller then runs OpenBLAS.
 #ifdef BRAID_HAVE_ONEDNN
+// Makes oneDNN on the calling thread an OpenMP team of one (once per thread), so that it never starts
+// a thread pool beside the device's arena; every oneDNN call (gemms, convolutions) runs after it.
+void single_threaded();
 bool sgemm_in_use();  // whether float32 gemms run here: BRAID_CPU_GEMM, read once
 bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float beta, float* c, int64_t ldc);
