@@ -5,8 +5,9 @@
 
 --step NAME splits the ops into steps at each occurrence of op NAME (e.g. softmax_cross_entropy for a
 training step) and labels an op by its occurrence within its step (conv2d#1, conv2d#2, ...), so two
-layers that run the same kernel are told apart. Durations are the kernel spans the profiler recorded
-(queue time excluded); a trace taken on a loaded machine inflates them all.
+layers that run the same kernel are told apart. Durations are the spans the profiler recorded: on the
+CPU the kernels themselves; on Vulkan and CUDA from the end of the op before on the same queue to the
+op's reported end (docs/ARCHITECTURE.md, "Profiler"). A trace taken on a loaded machine inflates them all.
 """
 import argparse
 import collections

@@ -39,12 +39,19 @@ void Profiler::start() {
   std::lock_guard lock(mu_);
   events_.clear();
   host_threads_.clear();
+  queue_ends_.clear();
   enabled_.store(true);
 }
 
 void Profiler::record_op(const OpNode& n) {
   std::lock_guard lock(mu_);
-  events_.push_back({n.name, n.queue, n.queue->track, n.t_begin, n.t_end, n.status});
+  // A queue runs its work in order, so an op starts no earlier than the one before it on its queue
+  // ended. Backends that launch without asking work_begin (GPU queues) give no start of their own, and
+  // t_begin is then the op's push; without this, each op of a deep queue would span the whole queue.
+  int64_t& queue_end = queue_ends_[n.queue];
+  const int64_t begin = std::max(n.t_begin, queue_end);
+  queue_end = std::max(queue_end, n.t_end);
+  events_.push_back({n.name, n.queue, n.queue->track, std::min(begin, n.t_end), n.t_end, n.status});
 }
 
 void Profiler::record_wait(const char* what, int64_t begin_ns, int64_t end_ns) {

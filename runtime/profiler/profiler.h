@@ -68,6 +68,7 @@ class Profiler {
   std::atomic<bool> enabled_{false};
   mutable std::mutex mu_;
   std::vector<Event> events_;
+  std::unordered_map<const Queue*, int64_t> queue_ends_;  // the end of the last op recorded per queue
   // The threads that recorded host events, by a per-thread serial number that, unlike a thread id,
   // is never reused by a later thread.
   std::unordered_map<uint64_t, HostThread> host_threads_;
