@@ -22,7 +22,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 supp="$root/tests/sanitizers"
-sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|data|autograd|cpu|parallel|graph)$'
+sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|ops-openblas-gemm|data|autograd|cpu|parallel|graph)$'
 failed=()
 start=$SECONDS
 
@@ -97,6 +97,25 @@ vulkan_validation() {
   return "$rc"
 }
 
+# without_onednn: the CPU plugin built without oneDNN (OpenBLAS gemms, builtin convolutions; option
+# BRAID_CPU_ONEDNN=OFF, or no libdnnl-dev) must still build and pass the op suite's matmul and
+# convolution cases; that configuration once stopped compiling unnoticed. Only the plugin is built
+# (build-nodnnl/); it runs beside build/'s libbraid, from a copy of build/lib where it replaces the
+# oneDNN one (libbraid loads the plugins next to itself first).
+without_onednn() {
+  local run=build-nodnnl/run
+  cmake -S . -B build-nodnnl -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WERROR=ON -DBRAID_CPU_ONEDNN=OFF \
+    -DBRAID_BUILD_TOOLS=OFF -DBRAID_BUILD_SAMPLES=OFF -DBRAID_BACKEND_VULKAN=OFF -DBRAID_BACKEND_CUDA=OFF >/dev/null &&
+    cmake --build build-nodnnl --target braid-backend-cpu || return 1
+  rm -rf "$run" && cp -r build/lib "$run" && cp build-nodnnl/lib/libbraid-backend-cpu.so "$run/" || return 1
+  # The plugin that ran must be the one without oneDNN: it says so in its device's properties.
+  LD_LIBRARY_PATH="$PWD/$run" BRAID_BACKENDS=cpu build/bin/braid-info | grep -q '"sgemm": "openblas"' || {
+    echo "without_onednn: the plugin in $run does not report \"sgemm\": \"openblas\""
+    return 1
+  }
+  LD_LIBRARY_PATH="$PWD/$run" BRAID_BACKENDS=cpu build/bin/braid-test-ops '--test-case=*matmul*,*conv*'
+}
+
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
 step "include directions in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
 step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
@@ -104,6 +123,7 @@ if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
   step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2
   step "ctest, BRAID_ENGINE=sync" run_ctest build BRAID_ENGINE=sync
+  step "the CPU plugin without oneDNN (build-nodnnl/)" without_onednn
   if [[ -e build/lib/libbraid-backend-vulkan.so ]]; then
     step "Vulkan suites under VK_LAYER_KHRONOS_validation" vulkan_validation
   fi

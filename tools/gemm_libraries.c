@@ -41,6 +41,10 @@ static void* run(void* p) {
   return 0;
 }
 int main(int argc, char** argv) {
+  if (argc != 5 || atoi(argv[3]) < 1 || atoi(argv[3]) > 64 || (strcmp(argv[4], "split") && strcmp(argv[4], "lib"))) {
+    fprintf(stderr, "usage: gemm_libraries openblas|dnnl LIBRARY THREADS(1-64) split|lib\n");
+    return 2;
+  }
   const char* kind = argv[1];
   const char* path = argv[2];
   int threads = atoi(argv[3]);
@@ -61,14 +65,22 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(kind, "dnnl")) {
     ds = (dnnl_sgemm_t)dlsym(h, "dnnl_sgemm");
+    if (!ds) {
+      printf("%s: no dnnl_sgemm in %s\n", kind, path);
+      return 1;
+    }
     void (*omp)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "omp_set_num_threads");
     if (!omp) {
       void* g = dlopen("libgomp.so.1", RTLD_NOW);
-      omp = (void (*)(int))dlsym(g, "omp_set_num_threads");
+      omp = g ? (void (*)(int))dlsym(g, "omp_set_num_threads") : 0;
     }
-    if (!split) omp(threads);
+    if (!split && omp) omp(threads);
   } else {
     cs = (cblas_sgemm_t)dlsym(h, "cblas_sgemm");
+    if (!cs || !dlsym(h, "openblas_set_num_threads")) {
+      printf("%s: no cblas_sgemm / openblas_set_num_threads in %s\n", kind, path);
+      return 1;
+    }
     ((void (*)(int))dlsym(h, "openblas_set_num_threads"))(split ? 1 : threads);
   }
   double best = 1e9, sum = 0;

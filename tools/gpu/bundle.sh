@@ -40,6 +40,9 @@ data=/usr/share/datasets/fashion-mnist
 files=(-C / "${build#/}/bin" "${build#/}/lib")
 if [[ -d $data ]]; then files+=("${data#/}"); fi
 printf '%s\n' "$build" >"$out/stage/build_dir"
+# The gemm libraries' comparison of first_contact.sh's cpu stage (standalone, opens them at run time).
+cc -O2 -o "$out/gemm_libraries" "$root/tools/gemm_libraries.c" -ldl -lpthread ||
+  echo "bundle.sh: tools/gemm_libraries.c did not build; the cpu stage will skip the gemm libraries" >&2
 tar --exclude='*.a' -cf - "${files[@]}" -C "$out/stage" syslib build_dir | xz -T0 -6 >"$out/bundle.tar.xz"
 rm -rf "$out/stage"
 echo "bundle.sh: $(du -h "$out/bundle.tar.xz" | cut -f1) in $out/bundle.tar.xz (built at $build)"

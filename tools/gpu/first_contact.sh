@@ -185,7 +185,7 @@ stage_cpu() {
   run torch 30 "$py" -c 'import torch; print("torch", torch.__version__, torch.backends.mkldnn.is_available())'
   run cpu-gemm 120 taskset -c 0,1 braid-bench gemm
   BRAID_CPU_GEMM=openblas run cpu-gemm-openblas 120 taskset -c 0,1 braid-bench gemm
-  # The candidate libraries as braid runs a gemm (tools/gemm_libraries.c, when the bundle carries it).
+  # The candidate libraries as braid runs a gemm (tools/gemm_libraries.c, which bundle.sh builds).
   if [[ -x $root/.gpu-bundle/gemm_libraries ]]; then
     for c in Cooperlake SkylakeX Haswell; do
       OPENBLAS_CORETYPE=$c run "gemm-openblas-$c" 60 taskset -c 0,1 "$root/.gpu-bundle/gemm_libraries" openblas libopenblas.so.0 2 split
@@ -207,7 +207,7 @@ print("torch.mm 2000^2 2 threads: best %.1f GFLOP/s" % (16e9 / min(ts[2:]) / 1e9
 }
 
 stages=("$@")
-((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet vulkan)
+((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet profile vulkan cpu)
 for s in "${stages[@]}"; do
   if ! declare -F "stage_$s" >/dev/null; then
     echo "first_contact.sh: no stage '$s'" >&2

@@ -16,6 +16,8 @@
 #include "conv_onednn.h"
 #include "gemm_onednn.h"
 
+// Without oneDNN the header's inline stubs stand in for all of this file.
+#ifdef BRAID_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include <atomic>
@@ -383,3 +385,5 @@ bool conv_backward_weight(Exec& ex, const ConvGeom& G, const float* dy, const fl
 }
 
 }  // namespace braid::cpu::kern::onednn
+
+#endif  // BRAID_HAVE_ONEDNN

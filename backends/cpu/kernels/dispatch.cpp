@@ -117,8 +117,8 @@ KernelResult run_kernel(const braid_kernel_call& call, Exec& exec) {
     all_empty = empty;
   }
   if (all_empty) return {};
-  // Kernels only throw for failed scratch allocations (std::vector), or if the arena rethrows one
-  // from a worker; nothing crosses the ABI.
+  // Kernels only throw for failed scratch allocations (std::vector), a oneDNN gemm that failed midway
+  // (gemm_onednn.cpp), or if the arena rethrows one from a worker; nothing crosses the ABI.
   try {
     return kern::kKernels[call.op](call, exec);
   } catch (const std::bad_alloc&) {

@@ -8,6 +8,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "host.h"
@@ -38,7 +41,19 @@ bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
            float beta, float* c, int64_t ldc) {
   if (!sgemm_in_use()) return false;
   single_threaded();
-  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) == dnnl_success;
+  const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  if (s == dnnl_success) return true;
+  // Only a call oneDNN refused before computing goes to OpenBLAS: one that failed midway may have
+  // written part of C, and a rerun with beta = 1 (an accumulating gradient) would add that part twice.
+  if (s == dnnl_out_of_memory) throw std::bad_alloc();
+  if (s != dnnl_invalid_arguments && s != dnnl_unimplemented)
+    throw std::runtime_error("oneDNN sgemm failed (dnnl_status " + std::to_string(int(s)) + ")");
+  static std::once_flag logged;
+  std::call_once(logged, [s] {
+    host::log(BRAID_LOG_WARNING, "cpu backend: oneDNN refused an sgemm (dnnl_status " + std::to_string(int(s)) +
+                                     "); such calls run on OpenBLAS");
+  });
+  return false;
 }
 
 }  // namespace braid::cpu::kern::onednn
