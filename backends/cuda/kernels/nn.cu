@@ -214,10 +214,36 @@ __global__ void conv_bwd_data_k(T4 dys, const T* dy, T4 ws, const T* w, T4 dxs, 
   }
 }
 
-// dw[k,c,r,s] = sum over n, p, q of dy[n,k,p,q] x[n,c,p*sh-ph+r,q*sw-pw+s]: one block per weight, as
-// REDUCE does, its threads striding over (n, p, q) and summed by block_reduce's fixed tree, so the
-// result repeats run to run. One thread per weight was LeNet's bottleneck on an H100: its first layer
-// has 180 weights, each a chain of 173,056 terms, on a device that wants tens of thousands of threads.
+// dw[k,c,r,s] = sum over n, p, q of dy[n,k,p,q] x[n,c,p*sh-ph+r,q*sw-pw+s]. Two kernels, as REDUCE
+// has: a long chain (more than kWeightChainPerThread terms) gets a block per weight, its threads
+// striding over (n, p, q) and summed by block_reduce's fixed tree, so the result repeats run to run;
+// one thread per weight was LeNet's bottleneck on an H100, where its first layer has 180 weights of
+// 173,056 terms each. A short chain keeps a thread per weight (a block would leave most of its threads
+// idle: a 512x512x3x3 layer over one 7x7 image has 2.4 million weights of 49 terms).
+inline constexpr int64_t kWeightChainPerThread = 4 * kThreads;
+
+template <class T>
+__global__ void conv_bwd_weight_thread_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws, T* dw, Geo g) {
+  using A = acc_t<T>;
+  const int64_t n = dws.n * dws.c * dws.h * dws.w;
+  BRAID_GRID_LOOP(e, n) {
+    const int64_t s = e % dws.w, r = e / dws.w % dws.h, c = e / (dws.w * dws.h) % dws.c,
+                  k = e / (dws.w * dws.h * dws.c);
+    A acc = A(0);
+    for (int64_t b = 0; b < dys.n; ++b)
+      for (int64_t p = 0; p < dys.h; ++p) {
+        const int64_t h = p * g.sh - g.ph + r;
+        if (h < 0 || h >= xs.h) continue;
+        for (int64_t q = 0; q < dys.w; ++q) {
+          const int64_t wi = q * g.sw - g.pw + s;
+          if (wi < 0 || wi >= xs.w) continue;
+          acc += A(dy[at4(dys, b, k, p, q)]) * A(x[at4(xs, b, c, h, wi)]);
+        }
+      }
+    dw[at4(dws, k, c, r, s)] = T(acc);
+  }
+}
+
 template <class T>
 __global__ void conv_bwd_weight_k(T4 dys, const T* dy, T4 xs, const T* x, T4 dws, T* dw, Geo g) {
   using A = acc_t<T>;
@@ -588,8 +614,12 @@ braid_status conv2d_bwd_weight(const braid_kernel_call& c, KernelEnv& env, std::
   if (n == 0) return BRAID_OK;
   visit_float(dy.dtype, [&](auto t) {
     using T = decltype(t);
-    conv_bwd_weight_k<T><<<blocks_per_output(n), kThreads, 0, env.stream>>>(t4(dy), ptr<const T>(dy), t4(x),
-                                                                            ptr<const T>(x), t4(dw), ptr<T>(dw), g);
+    if (dy.shape[0] * dy.shape[2] * dy.shape[3] > kWeightChainPerThread)
+      conv_bwd_weight_k<T><<<blocks_per_output(n), kThreads, 0, env.stream>>>(t4(dy), ptr<const T>(dy), t4(x),
+                                                                              ptr<const T>(x), t4(dw), ptr<T>(dw), g);
+    else
+      conv_bwd_weight_thread_k<T><<<blocks_for(n), kThreads, 0, env.stream>>>(t4(dy), ptr<const T>(dy), t4(x),
+                                                                              ptr<const T>(x), t4(dw), ptr<T>(dw), g);
   });
   return launched("conv2d_bwd_weight", msg);
 }
