@@ -47,6 +47,8 @@ braid_status device_count(int32_t* out, const char** reason) {
       if (reason != nullptr) *reason = b.error.c_str();
       return BRAID_OK;
     }
+    static std::once_flag onednn_prepared;
+    std::call_once(onednn_prepared, kern::onednn::prepare);
     *out = static_cast<int32_t>(split.cores.size());  // the CPU is always there
     if (reason != nullptr) *reason = "";
     return BRAID_OK;

@@ -39,9 +39,9 @@ bool try_retain(Context& ctx) {
 }
 
 // At exit(), the work still queued on live contexts runs to its end before the libraries' own
-// destructors run (they are called after the atexit handlers): a CPU worker was still inside OpenBLAS
-// while OpenBLAS's destructor freed its buffers (a crash at exit of a program that queued matmuls and
-// did not wait). The contexts themselves stay: the application may still hold and release them.
+// destructors run: a CPU worker was still inside OpenBLAS while OpenBLAS's destructor freed its
+// buffers (a crash at exit of a program that queued matmuls and did not wait). The contexts themselves
+// stay: the application may still hold and release them.
 void finish_queued_work_at_exit() {
   const std::vector<Context*> live = ContextPool::instance().select_live(try_retain);
   for (Context* ctx : live) {
@@ -51,9 +51,20 @@ void finish_queued_work_at_exit() {
   }
 }
 
-void register_exit_handler() {
-  static std::once_flag once;
-  std::call_once(once, [] { (void)std::atexit(finish_queued_work_at_exit); });
+// exit() runs atexit handlers and C++ static destructors together, newest registration first. A
+// library's static objects register their destructors as the library is loaded, so the handler is
+// registered after the plugins are loaded and their devices opened (which loads OpenBLAS and oneDNN),
+// and again whenever a later context maps a plugin for the first time (one unloaded with an earlier
+// context is loaded afresh): registered before them, it ran after oneDNN's destructors, and a worker
+// that then entered oneDNN for queued work crashed. Running the handler twice is harmless: each run
+// waits for whatever work is still queued.
+void register_exit_handler(bool plugins_newly_mapped) {
+  static std::mutex mu;
+  static bool registered = false;
+  const std::lock_guard lock(mu);
+  if (registered && !plugins_newly_mapped) return;
+  (void)std::atexit(finish_queued_work_at_exit);
+  registered = true;
 }
 
 const char* env(const char* name) {
@@ -98,7 +109,6 @@ using namespace braid;
 
 braid_context_t::braid_context_t(const braid_context_options& o) {
   register_fork_handler();
-  register_exit_handler();
   fork_generation = g_fork_generation.load();
 
   if (std::string why = log_env_error(); !why.empty()) fail(BRAID_ERR_INVALID_ARGUMENT, why);
@@ -160,6 +170,7 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
     close_devices();
     throw;
   }
+  register_exit_handler(std::any_of(backends.begin(), backends.end(), [](const auto& b) { return b->newly_mapped; }));
   if (!profile_path.empty()) profiler.start();
 }
 

@@ -127,6 +127,11 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   auto b = std::make_unique<Backend>();
   b->name = name;
   b->path = path;
+  if (void* mapped = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+    dlclose(mapped);  // only asked whether it was mapped
+  } else {
+    b->newly_mapped = true;
+  }
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char* err = dlerror();

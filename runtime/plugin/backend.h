@@ -35,6 +35,9 @@ struct Backend {
   std::string reason;  // why it did not load or has zero devices
   uint32_t abi_major = 0, abi_minor = 0;
   bool loaded = false;
+  // This load mapped the library into the process (it was not mapped already): its static objects, and
+  // those of the libraries it pulled in, were constructed just now (see the context's exit handler).
+  bool newly_mapped = false;
   int32_t device_count = 0;
   // The table the host calls through (&table once loaded, else NULL). Every entry with a host default
   // (docs/ABI.md, "Required and optional entries") is set: the plugin's own function where its table

@@ -372,16 +372,25 @@ Choice::~Choice() {
   if (t.calls >= 2 + 2 * kTrials && t.best[0] < 1e300 && t.best[1] < 1e300) t.decided = t.best[1] < t.best[0] ? 1 : 0;
 }
 
+// Each entry is one Call (gemm_onednn.h): refused once the process is exiting.
+template <class F>
+bool guarded(F&& conv) {
+  Call call;
+  if (!call.admitted() || !conv()) return false;
+  call.succeeded(Call::conv);
+  return true;
+}
+
 bool conv_forward(Exec& ex, const ConvGeom& G, const float* x, const float* w, const float* bias, float* y) {
-  return run(ex, Pass::forward, G, x, G.C * G.hw(), w, 0, bias, y, G.K * G.pq());
+  return guarded([&] { return run(ex, Pass::forward, G, x, G.C * G.hw(), w, 0, bias, y, G.K * G.pq()); });
 }
 
 bool conv_backward_data(Exec& ex, const ConvGeom& G, const float* dy, const float* w, float* dx) {
-  return run(ex, Pass::backward_data, G, dy, G.K * G.pq(), w, 0, nullptr, dx, G.C * G.hw());
+  return guarded([&] { return run(ex, Pass::backward_data, G, dy, G.K * G.pq(), w, 0, nullptr, dx, G.C * G.hw()); });
 }
 
 bool conv_backward_weight(Exec& ex, const ConvGeom& G, const float* dy, const float* x, float* dw) {
-  return run(ex, Pass::backward_weight, G, dy, G.K * G.pq(), x, G.C * G.hw(), nullptr, dw, 0);
+  return guarded([&] { return run(ex, Pass::backward_weight, G, dy, G.K * G.pq(), x, G.C * G.hw(), nullptr, dw, 0); });
 }
 
 }  // namespace braid::cpu::kern::onednn

@@ -6,18 +6,49 @@
 #ifdef BRAID_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "host.h"
 
 extern "C" void omp_set_num_threads(int);  // libgomp: oneDNN's threading runtime in Debian's build
 
 namespace braid::cpu::kern::onednn {
+namespace {
+
+std::atomic<bool> g_exiting{false};
+std::atomic<int> g_calls_in_flight{0};
+
+void exit_guard() {
+  g_exiting.store(true);
+  while (g_calls_in_flight.load() != 0) std::this_thread::yield();
+}
+
+}  // namespace
+
+// In flight first, exiting second (both sequentially consistent): a call the guard did not wait for
+// sees g_exiting set.
+Call::Call() {
+  g_calls_in_flight.fetch_add(1);
+  admitted_ = !g_exiting.load();
+  if (!admitted_) g_calls_in_flight.fetch_sub(1);
+}
+
+Call::~Call() {
+  if (admitted_) g_calls_in_flight.fetch_sub(1);
+}
+
+void Call::succeeded(Kind kind) {
+  static std::once_flag registered[2];
+  std::call_once(registered[kind], [] { (void)std::atexit(exit_guard); });
+}
 
 // BRAID_CPU_GEMM: onednn (the default where oneDNN is built in) or openblas.
 bool sgemm_in_use() {
@@ -37,12 +68,31 @@ void single_threaded() {
   (void)once;
 }
 
+void prepare() {
+  if (!sgemm_in_use()) return;
+  try {
+    std::thread([] {
+      try {
+        float a[64 * 64] = {}, c[64 * 64];
+        (void)sgemm(false, false, 64, 64, 64, a, 64, a, 64, 0.0f, c, 64);
+      } catch (...) {  // a failed set-up is retried by the first real gemm, which reports it
+      }
+    }).join();
+  } catch (const std::system_error&) {  // no thread to spare: the first gemm sets oneDNN up instead
+  }
+}
+
 bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float beta, float* c, int64_t ldc) {
   if (!sgemm_in_use()) return false;
+  Call call;
+  if (!call.admitted()) return false;
   single_threaded();
   const dnnl_status_t s = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
-  if (s == dnnl_success) return true;
+  if (s == dnnl_success) {
+    call.succeeded(Call::gemm);
+    return true;
+  }
   // Only a call oneDNN refused before computing goes to OpenBLAS: one that failed midway may have
   // written part of C, and a rerun with beta = 1 (an accumulating gradient) would add that part twice.
   if (s == dnnl_out_of_memory) throw std::bad_alloc();

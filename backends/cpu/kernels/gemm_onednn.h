@@ -13,10 +13,39 @@ namespace braid::cpu::kern::onednn {
 // Makes oneDNN on the calling thread an OpenMP team of one (once per thread), so that it never starts
 // a thread pool beside the device's arena; every oneDNN call (gemms, convolutions) runs after it.
 void single_threaded();
+
+// One call into oneDNN (a gemm, or a convolution over the arena), admitted unless the process is
+// exiting. At exit() the destructors registered with atexit run newest first, and oneDNN registers
+// some of its own during its first calls, after braid's exit handler (which finishes the work still
+// queued): they would run first, under a worker still inside oneDNN (matmuls queued on two CPU devices
+// at exit crashed in about one run of three). So after its first successful call of each kind, a call
+// registers a guard, which then runs before them: it waits for the calls in flight, and every later
+// call is refused (admitted() false: OpenBLAS or the builtin kernels run it).
+class Call {
+ public:
+  enum Kind { gemm, conv };
+  Call();
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+  bool admitted() const { return admitted_; }
+  void succeeded(Kind kind);  // registers the exit guard after the first success of this kind
+
+ private:
+  bool admitted_;
+};
+
 bool sgemm_in_use();  // whether float32 gemms run here: BRAID_CPU_GEMM, read once
+// oneDNN's one-time set-up (its sgemm's JIT kernels, and the state they are made with), done at the
+// plugin's first enumeration, on a thread of its own (the set-up is process-wide; a team of one stays
+// with that thread). Made lazily by the first gemm instead, the set-up's static objects would be
+// newer than the host's exit handler, and exit() would destroy them before that handler lets the
+// queued work finish: a first gemm run by that work crashed inside oneDNN.
+void prepare();
 bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float beta, float* c, int64_t ldc);
 #else
+inline void prepare() {}
 inline bool sgemm_in_use() { return false; }
 inline bool sgemm(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float, float*,
                   int64_t) {
