@@ -18,10 +18,16 @@ struct Guard {
   bool forking = false;
 };
 
-Guard& guard() {
-  static Guard g;
+// Never destroyed, and replaced in the child: a child inherits the parent's threads that were waiting
+// on `idle` (a BLAS section waiting out the fork) as waiters that will never wake, and glibc's
+// pthread_cond_destroy waits for its waiters, so destroying it at exit hung the child (a fork with
+// GEMMs queued on two CPU devices, then exit() in the child: 5 runs in 6).
+Guard*& guard_slot() {
+  static Guard* g = new Guard();
   return g;
 }
+
+Guard& guard() { return *guard_slot(); }
 
 void prepare() {
   Guard& g = guard();
@@ -34,18 +40,21 @@ void prepare() {
   }
 }
 
-void after_fork() {
+void after_fork_parent() {
   Guard& g = guard();
   g.forking = false;
   g.mu.unlock();
   g.idle.notify_all();
 }
 
+// The child has one thread and no section running: a fresh guard (the parent's copy is left as is).
+void after_fork_child() { guard_slot() = new Guard(); }
+
 }  // namespace
 
 void install_fork_guard() {
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(prepare, after_fork, after_fork); });
+  std::call_once(once, [] { pthread_atfork(prepare, after_fork_parent, after_fork_child); });
 }
 
 BlasSection::BlasSection(bool active) : active_(active) {

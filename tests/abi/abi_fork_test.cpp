@@ -246,6 +246,48 @@ TEST_CASE("fork: cpu backend with an OpenBLAS GEMM in flight" * doctest::skip(!k
   check_child_result(code, "the driver process");
 }
 
+// A child forked while GEMMs are queued on two CPU devices, exiting through exit() (its atexit
+// handlers and static destructors run): the CPU plugin's fork guard, a condition variable the parent's
+// waiting workers were counted on, hung the child's exit in 5 runs of 6 when it was destroyed there.
+TEST_CASE("fork: a child forked with GEMMs queued on two CPU devices exits through exit()" *
+          doctest::skip(!kHaveCpu || kUnderTsan)) {
+  CleanPluginEnv env;
+  for (int round = 0; round < 3; ++round) {
+    CAPTURE(round);
+    const int code = run_forked(60, [] {
+      setenv("BRAID_CPU_DEVICES", "2", 1);
+      Context c("cpu");
+      if (!c.ctx) return int{kDriverSetupFailed};
+      const int64_t shape[2] = {400, 400};
+      std::vector<braid_tensor> keep;
+      for (braid_device dev : {0, 1}) {
+        braid_tensor a = nullptr;
+        if (braid_full(c.ctx, dev, BRAID_FLOAT32, 2, shape, 1.0, &a) != BRAID_OK) return int{kDriverSetupFailed};
+        keep.push_back(a);
+        for (int i = 0; i < 30; ++i) {
+          braid_tensor y = nullptr;
+          if (braid_matmul(a, a, 0, 0, &y) != BRAID_OK) return int{kDriverSetupFailed};
+          keep.push_back(y);
+        }
+      }
+      std::fflush(nullptr);
+      const pid_t pid = fork();
+      if (pid < 0) return int{kDriverForkFailed};
+      if (pid == 0) {
+        alarm(10);
+        std::exit(kChildOk);  // not _exit: this is the path that hung
+      }
+      int status = 0;
+      if (waitpid(pid, &status, 0) != pid) return int{kDriverForkFailed};
+      if (WIFSIGNALED(status)) return WTERMSIG(status) == SIGALRM ? int{kDriverChildHung} : int{kDriverChildFailed};
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != kChildOk) return int{kDriverChildFailed};
+      for (braid_tensor t : keep) braid_tensor_release(t);
+      return braid_wait_all(c.ctx) == BRAID_OK ? int{kChildOk} : int{kDriverWaitFailed};
+    });
+    check_child_result(code, "the driver process");
+  }
+}
+
 // exit() with matmuls still queued on the CPU devices: the libraries' destructors (OpenBLAS's frees
 // its buffers) run after the atexit handlers, so braid finishes the queued work in one of those first.
 // A CPU worker was still inside OpenBLAS's sgemm when its destructor ran: a crash at exit in about 4
