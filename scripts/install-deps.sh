@@ -13,7 +13,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config  # toolchain (CMake >= 3.25, Ninja)
   libopenblas-dev libtbb-dev                           # CPU backend: gemm and the per-device thread pools
-  libdnnl-dev                                          # CPU backend: float32 convolutions (oneDNN)
+  libdnnl-dev                                          # CPU backend: float32 gemms and convolutions (oneDNN)
   doctest-dev                                          # unit and conformance tests
   clang                                                # libFuzzer (tests/fuzz: the fuzzers CI runs)
   clang-format                                         # the format check (tools/check_format.sh)

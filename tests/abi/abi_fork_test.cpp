@@ -115,6 +115,28 @@ int child_checks(braid_context parent_ctx, braid_tensor parent_tensor, const cha
   return kChildOk;
 }
 
+// Queues `per_device` matmuls of a 400x400 tensor of ones by itself on cpu:0 and cpu:1 (the process
+// sets BRAID_CPU_DEVICES=2 before the context) without waiting for them. Every tensor made goes to
+// `keep`, or with no `keep` stays alive to the end of the process (live tensors hold the context past
+// its release). False if a call failed.
+bool queue_gemms_on_two_cpu_devices(braid_context ctx, int per_device, std::vector<braid_tensor>* keep) {
+  const int64_t shape[2] = {400, 400};
+  std::vector<float> ones(400 * 400, 1.0f);
+  for (braid_device dev : {0, 1}) {
+    braid_tensor a = nullptr;
+    if (braid_tensor_from_host(ctx, dev, BRAID_FLOAT32, 2, shape, ones.data(), ones.size() * sizeof(float), &a) !=
+        BRAID_OK)
+      return false;
+    if (keep) keep->push_back(a);
+    for (int i = 0; i < per_device; ++i) {
+      braid_tensor y = nullptr;
+      if (braid_matmul(a, a, 0, 0, &y) != BRAID_OK) return false;
+      if (keep) keep->push_back(y);
+    }
+  }
+  return true;
+}
+
 // Runs body in a forked process bounded by alarm(seconds); returns its exit code, or -signal.
 template <class F>
 int run_forked(unsigned seconds, F&& body) {
@@ -257,19 +279,8 @@ TEST_CASE("fork: a child forked with GEMMs queued on two CPU devices exits throu
     const int code = run_forked(60, [] {
       setenv("BRAID_CPU_DEVICES", "2", 1);
       Context c("cpu");
-      if (!c.ctx) return int{kDriverSetupFailed};
-      const int64_t shape[2] = {400, 400};
       std::vector<braid_tensor> keep;
-      for (braid_device dev : {0, 1}) {
-        braid_tensor a = nullptr;
-        if (braid_full(c.ctx, dev, BRAID_FLOAT32, 2, shape, 1.0, &a) != BRAID_OK) return int{kDriverSetupFailed};
-        keep.push_back(a);
-        for (int i = 0; i < 30; ++i) {
-          braid_tensor y = nullptr;
-          if (braid_matmul(a, a, 0, 0, &y) != BRAID_OK) return int{kDriverSetupFailed};
-          keep.push_back(y);
-        }
-      }
+      if (!c.ctx || !queue_gemms_on_two_cpu_devices(c.ctx, 30, &keep)) return int{kDriverSetupFailed};
       std::fflush(nullptr);
       const pid_t pid = fork();
       if (pid < 0) return int{kDriverForkFailed};
@@ -301,18 +312,7 @@ TEST_CASE("exit: work still queued on two CPU devices when the process exits" *
       setenv("BRAID_CPU_DEVICES", "2", 1);
       Context c("cpu");
       if (!c.ctx) std::exit(kNewContextFailed);
-      const int64_t shape[2] = {400, 400};
-      std::vector<float> ones(400 * 400, 1.0f);
-      for (braid_device dev : {0, 1}) {
-        braid_tensor a = nullptr;
-        if (braid_tensor_from_host(c.ctx, dev, BRAID_FLOAT32, 2, shape, ones.data(), ones.size() * sizeof(float), &a) !=
-            BRAID_OK)
-          std::exit(kNewWorkFailed);
-        for (int i = 0; i < 50; ++i) {  // kept: live tensors hold the context past its release
-          braid_tensor y = nullptr;
-          if (braid_matmul(a, a, 0, 0, &y) != BRAID_OK) std::exit(kNewWorkFailed);
-        }
-      }
+      if (!queue_gemms_on_two_cpu_devices(c.ctx, 50, nullptr)) std::exit(kNewWorkFailed);
       if (braid_context_release(c.ctx) != BRAID_OK) std::exit(kNewReleaseFailed);
       c.ctx = nullptr;
       std::exit(kChildOk);  // not _exit: the atexit handlers and the libraries' destructors run
