@@ -24,6 +24,14 @@ TEST_CASE("nn: conv2d with stride, padding, with and without bias") {
       // CPU direct path (stride 1, few taps): rows wider than one register block, and tiny rows
       {2, 1, 9, 41, 5, 3, 3, {1, 1}, {1, 1}, true},
       {1, 2, 4, 5, 3, 2, 2, {1, 1}, {0, 0}, false},
+      // CPU channel-lane path (float32, more than 8 output channels, stride 1 along rows, at least
+      // two images per core): partial last block, lone last block, tiles of several widths, rows of 1
+      {4, 3, 9, 13, 9, 3, 3, {1, 1}, {1, 1}, true},
+      {4, 5, 13, 13, 50, 5, 5, {1, 1}, {0, 0}, true},
+      {4, 2, 6, 30, 17, 3, 2, {2, 1}, {1, 0}, false},
+      {4, 2, 5, 40, 33, 2, 3, {1, 1}, {0, 2}, true},
+      {4, 1, 3, 3, 64, 3, 3, {1, 1}, {1, 1}, true},
+      {4, 3, 7, 1, 12, 3, 1, {3, 1}, {1, 0}, true},
   };
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {

@@ -200,6 +200,9 @@ print("torch.mm 2000^2 2 threads: best %.1f GFLOP/s" % (16e9 / min(ts[2:]) / 1e9
   BRAID_BENCH_PYTHON=$py run cpu-async 200 taskset -c 0,1 braid-bench async --repeat 3
   run cpu-conv 200 taskset -c 0,1 "$py" "$root/tools/conv_layers_compare.py" --braid "$build/bin/braid-lenet-layers" \
     --rounds 2 --runs 10
+  # oneDNN's own convolutions (backends/cpu/README.md, "Convolutions"), which no Intel run has timed yet.
+  BRAID_CPU_CONV=onednn run cpu-conv-onednn 200 taskset -c 0,1 "$py" "$root/tools/conv_layers_compare.py" \
+    --braid "$build/bin/braid-lenet-layers" --rounds 2 --runs 10
   BRAID_CPU_GEMM=openblas run cpu-conv-openblas 200 taskset -c 0,1 "$py" "$root/tools/conv_layers_compare.py" \
     --braid "$build/bin/braid-lenet-layers" --rounds 2 --runs 10
   run cpu-lenet 200 taskset -c 0,1 "$py" "$root/samples/lenet/compare.py" --braid "$build/bin/braid-lenet" \

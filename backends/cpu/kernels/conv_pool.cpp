@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "blas.h"
+#include "conv_lanes.h"
 #include "conv_onednn.h"
 #include "im2col.h"
 
@@ -104,7 +105,14 @@ void conv_typed(Exec& ex, const Call& c) {
     }
 
   const int64_t Hp = H + 2 * ph, Wq = std::max(W + 2 * pw, (Q + kQBlock<T> - 1) / kQBlock<T> * kQBlock<T> + S - 1);
-  if (sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad) {
+  const bool direct = sh == 1 && sw == 1 && (K <= kDirectMaxK || CRS <= kDirectMaxTaps) && C * Hp * Wq <= kDirectMaxPad;
+  if constexpr (std::is_same_v<T, float>)
+    if (!direct && lanes::forward_fits(geom, ex.concurrency())) {
+      lanes::conv_forward(ex, geom, x, w, bias, y);
+      Y.finish(ex);
+      return;
+    }
+  if (direct) {
     parallel(ex, N, std::max<int64_t>(1, kGrain / std::max<int64_t>(1, K * PQ * CRS / 8)), [&](int64_t b, int64_t e) {
       std::vector<T> xpad(static_cast<size_t>(C * Hp * Wq));  // per chunk: small, on this worker
       for (int64_t n = b; n < e; ++n)
