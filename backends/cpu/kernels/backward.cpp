@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "blas.h"
+#include "conv_lanes.h"
 #include "conv_onednn.h"
 #include "fold.h"
 #include "im2col.h"
@@ -283,6 +284,12 @@ void conv_bwd_weight_typed(Exec& ex, const Call& c) {
     DW.finish(ex);
     return;
   }
+  if constexpr (std::is_same_v<T, float>)
+    if (lanes::backward_weight_fits(G, ex.concurrency())) {
+      lanes::conv_backward_weight(ex, G, DY.get(), X.get(), dw);
+      DW.finish(ex);
+      return;
+    }
   // Each run of groups sums its gemms into its own [K, CRS] (run 0 straight into dw); the runs then
   // add up in a fixed order, so the result repeats run to run.
   const GroupPlan plan = plan_groups(ex, G);

@@ -13,4 +13,10 @@ bool forward_fits(const ConvGeom& G, int cores);
 // y = conv(x, w) + bias (bias may be null); NCHW / KCRS / NKPQ, dense.
 void conv_forward(Exec& ex, const ConvGeom& G, const float* x, const float* w, const float* bias, float* y);
 
+// Whether the weight-gradient kernel runs here and takes this geometry; then
+// dw = sum over images of dy (x) x, NKPQ / NCHW / KCRS, dense, overwritten. The images are summed in
+// fixed runs (two per core), so the result depends on the core count, not on the scheduling.
+bool backward_weight_fits(const ConvGeom& G, int cores);
+void conv_backward_weight(Exec& ex, const ConvGeom& G, const float* dy, const float* x, float* dw);
+
 }  // namespace braid::cpu::kern::lanes
