@@ -58,6 +58,19 @@ const dnnl::engine& engine() {
   return eng;
 }
 
+// Every primitive here takes its scratchpad from the caller. oneDNN's own (library) scratchpad is, in
+// Debian's build, one buffer per thread that a primitive may only use from the thread that made it;
+// plans are made on one thread and run on the arena's workers, several at once, and a padded 1x1
+// weight gradient (im2col into that scratchpad) crashed that way. Each run carves its own instead.
+const dnnl::primitive_attr& user_scratchpad() {
+  static const dnnl::primitive_attr attr = [] {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }();
+  return attr;
+}
+
 // One operand of a primitive: braid's layout, the primitive's, and the reorder between them (plain to
 // the primitive's for inputs, back for the output), absent when they agree.
 struct Operand {
@@ -65,15 +78,24 @@ struct Operand {
   dnnl::reorder convert;
   int arg = 0;
   bool reorders = false;
+  memory::desc scratchpad;  // the reorder's
 
   Operand() = default;
   Operand(const memory::desc& p, const memory::desc& u, int a, bool is_output) : plain(p), used(u), arg(a) {
     reorders = plain != used;
-    if (reorders)
-      convert = is_output ? dnnl::reorder(dnnl::reorder::primitive_desc(engine(), used, engine(), plain))
-                          : dnnl::reorder(dnnl::reorder::primitive_desc(engine(), plain, engine(), used));
+    if (!reorders) return;
+    const auto pd = is_output ? dnnl::reorder::primitive_desc(engine(), used, engine(), plain, user_scratchpad())
+                              : dnnl::reorder::primitive_desc(engine(), plain, engine(), used, user_scratchpad());
+    convert = dnnl::reorder(pd);
+    scratchpad = pd.scratchpad_desc();
   }
   size_t used_bytes() const { return reorders ? used.get_size() : 0; }
+  // Reorders `from` into `to` on s, with `pad` (at least scratchpad's size) as its scratchpad.
+  void reorder(dnnl::stream& s, const memory& from, const memory& to, void* pad) const {
+    std::unordered_map<int, memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    if (scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, memory(scratchpad, engine(), pad));
+    convert.execute(s, args);
+  }
 };
 
 // A pass over one run of `n` images: in0 and the output are per image (x or dy; y, dx), in1 is the
@@ -81,7 +103,13 @@ struct Operand {
 struct Plan {
   bool usable = false;
   dnnl::primitive prim;
+  memory::desc prim_scratchpad;
   Operand in0, in1, out;
+  // One run's scratchpad: the primitive and its reorders run one after another, so they share it.
+  size_t scratchpad_bytes() const {
+    return std::max(
+        {prim_scratchpad.get_size(), in0.scratchpad.get_size(), in1.scratchpad.get_size(), out.scratchpad.get_size()});
+  }
 };
 
 using Key = std::tuple<Pass, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t,
@@ -97,11 +125,12 @@ Plan make_plan(Pass pass, bool bias, int64_t n, const ConvGeom& G) {
       b(memory::dims{G.K}, kF32, Tag::x);
   using dnnl::algorithm, dnnl::prop_kind;
   namespace d = dnnl;
+  const dnnl::primitive_attr& attr = user_scratchpad();
   const auto fwd_desc = bias ? d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
                                                             x_any, w_any, b, y_any, strides, pad_l, pad_r)
                              : d::convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct,
                                                             x_any, w_any, y_any, strides, pad_l, pad_r);
-  const d::convolution_forward::primitive_desc fwd(fwd_desc, engine());
+  const d::convolution_forward::primitive_desc fwd(fwd_desc, attr, engine());
   const char* impl = nullptr;
   switch (pass) {
     case Pass::forward:
@@ -110,28 +139,31 @@ Plan make_plan(Pass pass, bool bias, int64_t n, const ConvGeom& G) {
       plan.in1 = Operand(w_plain, fwd.weights_desc(), DNNL_ARG_WEIGHTS, false);
       plan.out = Operand(y_plain, fwd.dst_desc(), DNNL_ARG_DST, true);
       impl = fwd.impl_info_str();
+      plan.prim_scratchpad = fwd.scratchpad_desc();
       break;
     case Pass::backward_data: {
       const d::convolution_backward_data::primitive_desc pd(
           d::convolution_backward_data::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad_l, pad_r),
-          engine(), fwd);
+          attr, engine(), fwd);
       plan.prim = d::convolution_backward_data(pd);
       plan.in0 = Operand(y_plain, pd.diff_dst_desc(), DNNL_ARG_DIFF_DST, false);
       plan.in1 = Operand(w_plain, pd.weights_desc(), DNNL_ARG_WEIGHTS, false);
       plan.out = Operand(x_plain, pd.diff_src_desc(), DNNL_ARG_DIFF_SRC, true);
       impl = pd.impl_info_str();
+      plan.prim_scratchpad = pd.scratchpad_desc();
       break;
     }
     case Pass::backward_weight: {
       const d::convolution_backward_weights::primitive_desc pd(
           d::convolution_backward_weights::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad_l,
                                                 pad_r),
-          engine(), fwd);
+          attr, engine(), fwd);
       plan.prim = d::convolution_backward_weights(pd);
       plan.in0 = Operand(y_plain, pd.diff_dst_desc(), DNNL_ARG_DIFF_DST, false);
       plan.in1 = Operand(x_plain, pd.src_desc(), DNNL_ARG_SRC, false);
       plan.out = Operand(w_plain, pd.diff_weights_desc(), DNNL_ARG_DIFF_WEIGHTS, true);
       impl = pd.impl_info_str();
+      plan.prim_scratchpad = pd.scratchpad_desc();
       break;
     }
   }
@@ -205,8 +237,8 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
   const bool shared_in1 = in1_image == 0, summed_out = pass == Pass::backward_weight;
   const int64_t out_elems = G.K * G.crs();  // the weight gradient's size
 
-  // Scratch: the shared in1 in each plan's layout; per run the reordered in0, in1, out; and the weight
-  // gradient's partial sums of runs 1..parts-1.
+  // Scratch: the shared in1 in each plan's layout; per run the reordered in0, in1, out, oneDNN's
+  // scratchpad, and the weight gradient's partial sums of runs 1..parts-1.
   Carver carve;
   for (const auto& pl : plans) carve.reserve(shared_in1 ? pl->in1.used_bytes() : 0);
   for (int64_t p = 0; p < parts; ++p) {
@@ -214,12 +246,13 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
     carve.reserve(pl.in0.used_bytes());
     carve.reserve(shared_in1 ? 0 : pl.in1.used_bytes());
     carve.reserve(pl.out.used_bytes());
+    carve.reserve(pl.scratchpad_bytes());
     if (summed_out && p > 0) carve.reserve(size_t(out_elems) * sizeof(float));
   }
   const Scratch<std::byte> scratch(0, carve.total());
   carve.bind(scratch.get());
   struct RunBuffers {
-    void *in0 = nullptr, *in1 = nullptr, *out = nullptr;
+    void *in0 = nullptr, *in1 = nullptr, *out = nullptr, *pad = nullptr;
     float* partial = nullptr;
   };
   void* shared[2] = {};
@@ -231,6 +264,7 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
     b.in0 = carve.take(pl.in0.used_bytes());
     b.in1 = shared_in1 ? nullptr : carve.take(pl.in1.used_bytes());
     b.out = carve.take(pl.out.used_bytes());
+    b.pad = carve.take(pl.scratchpad_bytes());
     b.partial =
         summed_out ? (p == 0 ? out : static_cast<float*>(carve.take(size_t(out_elems) * sizeof(float)))) : nullptr;
   }
@@ -254,7 +288,8 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
           continue;
         }
         w_used[i] = memory(o.used, eng, shared[i]);
-        o.convert.execute(s, plain, w_used[i]);
+        // Before the runs start, so run 0's scratchpad is free (plan i is run 0's or the last run's).
+        o.reorder(s, plain, w_used[i], bufs[i == 0 ? 0 : size_t(parts - 1)].pad);
       }
       s.wait();
     }
@@ -272,7 +307,7 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
             memory plain(o.plain, eng, const_cast<float*>(src));
             if (!o.reorders) return args.emplace(o.arg, plain), void();
             memory used(o.used, eng, buf);
-            o.convert.execute(s, plain, used);
+            o.reorder(s, plain, used, rb.pad);
             args.emplace(o.arg, used);
           };
           input(pl.in0, in0 + first * in0_image, rb.in0);
@@ -286,8 +321,10 @@ bool run(Exec& ex, Pass pass, const ConvGeom& G, const float* in0, int64_t in0_i
           memory out_plain(pl.out.plain, eng, dst);
           memory out_used = pl.out.reorders ? memory(pl.out.used, eng, rb.out) : out_plain;
           args.emplace(pl.out.arg, out_used);
+          if (pl.prim_scratchpad.get_size() > 0)
+            args.emplace(DNNL_ARG_SCRATCHPAD, memory(pl.prim_scratchpad, eng, rb.pad));
           pl.prim.execute(s, args);
-          if (pl.out.reorders) pl.out.convert.execute(s, out_used, out_plain);
+          if (pl.out.reorders) pl.out.reorder(s, out_used, out_plain, rb.pad);
         }
         s.wait();
       } catch (const std::exception&) {
