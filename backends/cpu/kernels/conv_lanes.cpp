@@ -43,6 +43,21 @@ struct Pass {
   int64_t N, C, H, W, K, R, S, P, Q, sh, ph, pw, Hp, Wp, Kb;
 };
 
+// acc[kt][i] += v[kt] * x[i] for i < N: each x element broadcast once, shared by the KT blocks (the
+// inner step of both passes: N output pixels of a tile, or N taps of a kernel row).
+template <class V, int KT, int N>
+[[gnu::always_inline]] inline void broadcast_fma(V (&acc)[KT][N], const V (&v)[KT], const float* __restrict x) {
+#if defined(__clang__)
+#pragma unroll
+#else
+#pragma GCC unroll 16
+#endif
+  for (int i = 0; i < N; ++i) {
+    const float xv = x[i];
+    for (int kt = 0; kt < KT; ++kt) acc[kt][i] += v[kt] * xv;
+  }
+}
+
 // A tile: KT blocks of L channels x T consecutive output pixels of one row. xs: the padded image at
 // the tile's first input column of row p*sh; out: [KT][T][L].
 template <int L, int KT, int T>
@@ -63,15 +78,7 @@ template <int L, int KT, int T>
       for (int64_t s = 0; s < p.S; ++s) {
         V wv[KT];
         for (int kt = 0; kt < KT; ++kt) std::memcpy(&wv[kt], wr + kt * blk + s * L, sizeof(V));
-#if defined(__clang__)
-#pragma unroll
-#else
-#pragma GCC unroll 16
-#endif
-        for (int t = 0; t < T; ++t) {
-          const float xv = xr[s + t];
-          for (int kt = 0; kt < KT; ++kt) acc[kt][t] += wv[kt] * xv;
-        }
+        broadcast_fma(acc, wv, xr + s);
       }
     }
   std::memcpy(out, acc, sizeof(acc));
@@ -175,15 +182,7 @@ template <int L, int KT, int S>
     for (int64_t q = 0; q < p.Q; ++q) {
       V dv[KT];
       for (int kt = 0; kt < KT; ++kt) std::memcpy(&dv[kt], dr + kt * pql + q * L, sizeof(V));
-#if defined(__clang__)
-#pragma unroll
-#else
-#pragma GCC unroll 16
-#endif
-      for (int s = 0; s < S; ++s) {
-        const float xv = xr[q + s];
-        for (int kt = 0; kt < KT; ++kt) acc[kt][s] += dv[kt] * xv;
-      }
+      broadcast_fma(acc, dv, xr + q);
     }
   }
   for (int kt = 0; kt < KT; ++kt)
