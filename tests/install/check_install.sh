@@ -6,11 +6,13 @@
 #      pkg-config files, the tools, the docs; no RPATH of an installed file points into the build or
 #      source tree, and libbraid exports nothing but braid_* symbols;
 #   2. cmake/: an outside CMake project, find_package(braid) + braid::braid, C++ over braid.hpp;
-#   3. pkgconfig/: an outside Makefile project, `pkg-config --cflags --libs braid`, C over braid.h.
+#   3. the Python package (lib/python3/dist-packages/braid): imported from the prefix, it computes with
+#      the prefix's libbraid;
+#   4. pkgconfig/: an outside Makefile project, `pkg-config --cflags --libs braid`, C over braid.h.
 #
 # Each program lists the backends, fails unless every plugin this build made was found in the
 # prefix's lib folder (so from the installed libbraid, with no BRAID_BACKEND_PATH), and computes on
-# cpu:0. Without pkg-config, step 3 is skipped and the test reports so (exit 77, ctest "Skipped").
+# cpu:0. Without pkg-config, step 4 is skipped and the test reports so (exit 77, ctest "Skipped").
 #
 #   check_install.sh BUILD_DIR SOURCE_DIR LIBDIR CMAKE C_COMPILER CXX_COMPILER [BACKEND...]
 set -euo pipefail
@@ -71,6 +73,27 @@ quiet "$work/cmake-configure.log" "$cmake" -S "$here/cmake" -B "$work/cmake-buil
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx"
 quiet "$work/cmake-build.log" "$cmake" --build "$work/cmake-build"
 "$work/cmake-build/consumer" "$prefix/$libdir" "${backends[@]}" || fail "the find_package consumer"
+
+echo "== import braid (the Python package, $libdir/python3/dist-packages)"
+python=""
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c "import numpy" 2>/dev/null; then
+    python="$candidate" && break
+  fi
+done
+if [[ -z "$python" ]]; then
+  echo "no Python 3 with NumPy: the package's files are checked, not imported"
+  [[ -e "$prefix/$libdir/python3/dist-packages/braid/__init__.py" ]] || fail "the Python package is not installed"
+else
+  # From the prefix alone: no BRAID_LIBRARY, and a working folder outside the source tree.
+  (cd "$work" && env -u BRAID_LIBRARY PYTHONPATH="$prefix/$libdir/python3/dist-packages" "$python" -c "
+import os, sys, braid
+from braid import np
+loaded = os.path.realpath(braid._lib.lib._name)
+assert loaded.startswith(os.path.realpath(sys.argv[1])), 'libbraid loaded from ' + loaded
+assert (np.ones((2, 2)) + 1).sum().item() == 8.0
+print('ok: the installed package computes with', loaded)" "$prefix") || fail "the installed Python package"
+fi
 
 echo "== pkg-config braid (tests/install/pkgconfig)"
 if ! command -v pkg-config >/dev/null; then

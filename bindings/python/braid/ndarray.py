@@ -1,0 +1,503 @@
+"""braid's array: a braid_tensor handle with NumPy's operators and MXNet's methods (copyto,
+as_in_ctx, wait_to_read, attach_grad, grad, backward).
+
+Every operation is pushed to braid's engine and returns at once; reading values (asnumpy, item,
+printing) waits for the ops that produce them, as in MXNet. Operands follow NumPy: broadcasting, and
+PyTorch's type promotion between arrays (abi/braid.h, braid_binary); a Python number keeps the
+array's dtype where it fits (x + 1 on a float32 array stays float32).
+"""
+import ctypes
+import numbers
+
+import numpy
+
+from . import device as _device
+from ._lib import check, c_tensor, lib, shape_array
+
+# braid_dtype values and the NumPy dtype each reads back as. bfloat16 has no NumPy dtype: its arrays
+# read back as float32 (exactly: every bfloat16 is a float32).
+_DTYPES = [
+    (0, numpy.dtype(numpy.float32)), (1, numpy.dtype(numpy.float64)), (2, numpy.dtype(numpy.int32)),
+    (3, numpy.dtype(numpy.int64)), (4, numpy.dtype(numpy.uint8)), (5, numpy.dtype(numpy.float16)),
+]
+_BFLOAT16 = 6
+_CODE_OF = {dt: code for code, dt in _DTYPES}
+_DTYPE_OF = {code: dt for code, dt in _DTYPES}
+
+UNARY = dict(negative=0, abs=1, exp=2, log=3, sqrt=4, relu=5, sigmoid=6, tanh=7, square=8, sign=9)
+BINARY = dict(add=0, subtract=1, multiply=2, divide=3, power=4, maximum=5, minimum=6, equal=7, less=8, greater=9)
+REDUCE = dict(sum=0, mean=1, max=2, min=3, norm=4)
+float32 = numpy.float32
+
+
+def dtype_code(dtype):
+    """braid_dtype of a NumPy dtype (or its name); "bfloat16" names braid's bfloat16."""
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return _BFLOAT16
+    try:
+        code = _CODE_OF.get(numpy.dtype(dtype))
+    except TypeError:
+        code = None
+    if code is None:
+        raise TypeError(f"braid: dtype {dtype!r} is none of float32, float64, int32, int64, uint8, float16, "
+                        "bfloat16")
+    return code
+
+
+def resolve_device(ctx=None, device=None):
+    """The Device named by MXNet's `ctx` or its later `device` keyword; cpu(0) when neither is given."""
+    if ctx is not None and device is not None and ctx != device:
+        raise ValueError(f"braid: ctx={ctx!r} and device={device!r} disagree")
+    chosen = ctx if ctx is not None else device
+    if chosen is None:
+        return _device.cpu()
+    if not isinstance(chosen, _device.Device):
+        raise TypeError(f"braid: a device is braid.cpu(i), braid.gpu(i) or braid.vulkan(i), not {chosen!r}")
+    return chosen
+
+
+_release = lib.braid_tensor_release
+_byref = ctypes.byref
+
+
+def new(fn, *args):
+    """Calls a C function whose last argument receives a new tensor, and wraps that tensor."""
+    out = c_tensor()
+    status = fn(*args, _byref(out))
+    if status:
+        check(status)
+    return ndarray(out)
+
+
+def is_scalar(value):
+    return isinstance(value, (numbers.Number, numpy.generic)) and not isinstance(value, complex)
+
+
+class ndarray:
+    """An n-dimensional array on one braid device (MXNet's mxnet.numpy.ndarray)."""
+
+    __slots__ = ("_handle", "__weakref__")
+    __array_priority__ = 100.0  # numpy_array + braid_array goes to braid's __radd__
+
+    def __init__(self, handle):
+        self._handle = handle  # owns one reference
+
+    def __del__(self):
+        try:
+            _release(self._handle)
+        except (AttributeError, TypeError):  # a failed __init__, or the interpreter is shutting down
+            pass
+
+    # ---- what it is ----------------------------------------------------------------------------
+    @property
+    def handle(self):
+        """The braid_tensor (for ctypes calls of the C API; the array keeps it alive)."""
+        return self._handle
+
+    @property
+    def shape(self):
+        ndim = ctypes.c_int32()
+        check(lib.braid_tensor_ndim(self._handle, ctypes.byref(ndim)))
+        dims = (ctypes.c_int64 * 8)()
+        check(lib.braid_tensor_shape(self._handle, dims))
+        return tuple(dims[i] for i in range(ndim.value))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(numpy.prod(self.shape, dtype=numpy.int64))
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("braid: len() of a 0-d array")
+        return shape[0]
+
+    @property
+    def dtype_code(self):
+        code = ctypes.c_int()
+        check(lib.braid_tensor_dtype(self._handle, ctypes.byref(code)))
+        return code.value
+
+    @property
+    def dtype(self):
+        """The NumPy dtype; "bfloat16" (a string) for braid's bfloat16, which NumPy lacks."""
+        code = self.dtype_code
+        return "bfloat16" if code == _BFLOAT16 else _DTYPE_OF[code]
+
+    @property
+    def ctx(self):
+        index = ctypes.c_int32()
+        check(lib.braid_tensor_device(self._handle, ctypes.byref(index)))
+        return _device._device_of_index(index.value)
+
+    context = ctx
+    device = ctx
+
+    # ---- values --------------------------------------------------------------------------------
+    def wait_to_read(self):
+        """Waits for the ops that write this array; raises the error of one that failed."""
+        check(lib.braid_tensor_wait_to_read(self._handle))
+
+    def asnumpy(self):
+        """A NumPy copy of the values (waits for them)."""
+        source = self if self.dtype_code != _BFLOAT16 else self.astype(numpy.float32)
+        out = numpy.empty(source.shape, dtype=source.dtype)
+        check(lib.braid_tensor_to_host(source._handle, out.ctypes.data, out.nbytes))
+        return out
+
+    def __array__(self, dtype=None):
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        if self.size != 1:
+            raise ValueError(f"braid: item() of an array of {self.size} elements (only one-element arrays)")
+        return self.asnumpy().reshape(()).item()
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("braid: the truth value of an array of more than one element is ambiguous")
+        return bool(self.item())
+
+    def __index__(self):
+        if self.dtype not in (numpy.dtype(numpy.int32), numpy.dtype(numpy.int64), numpy.dtype(numpy.uint8)):
+            raise TypeError("braid: only integer arrays of one element can be used as an index")
+        return int(self.item())
+
+    def __repr__(self):
+        body = repr(self.asnumpy())
+        return f"{body[:-1]}, ctx={self.ctx!r})" if body.endswith(")") else body
+
+    def __str__(self):
+        return str(self.asnumpy())
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    # ---- copies and devices ----------------------------------------------------------------------
+    def copy(self):
+        return new(lib.braid_copy, self._handle, self.ctx.index)
+
+    def copyto(self, other):
+        """To a Device: a copy there (a new array). To an array: writes this one's values into it (same
+        shape and dtype, any device) and returns it."""
+        if isinstance(other, ndarray):
+            check(lib.braid_copy_into(self._handle, other._handle))
+            return other
+        if isinstance(other, _device.Device):
+            return new(lib.braid_copy, self._handle, other.index)
+        raise TypeError(f"braid: copyto takes a Device or an array, not {type(other).__name__}")
+
+    def as_in_ctx(self, device):
+        """This array if it is on `device`, else a copy there."""
+        return self if self.ctx == device else self.copyto(device)
+
+    as_in_context = as_in_ctx
+    to_device = as_in_ctx
+
+    def astype(self, dtype, copy=True):
+        code = dtype_code(dtype)
+        if code == self.dtype_code and not copy:
+            return self
+        return new(lib.braid_cast, self._handle, code)
+
+    def detach(self):
+        """A copy with no autograd history."""
+        from . import autograd
+        with autograd.pause():
+            return self.copy()
+
+    # ---- shape ---------------------------------------------------------------------------------
+    def reshape(self, *shape, **kwargs):
+        if kwargs:
+            raise TypeError(f"braid: reshape takes no keyword arguments ({', '.join(kwargs)})")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        shape = tuple(int(s) for s in shape)
+        return new(lib.braid_reshape, self._handle, len(shape), shape_array(shape))
+
+    def flatten(self):
+        return self.reshape(-1)
+
+    def transpose(self, *axes):
+        ndim = self.ndim
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        if not axes:
+            axes = tuple(reversed(range(ndim)))
+        if len(axes) != ndim:
+            raise ValueError(f"braid: transpose of a {ndim}-d array takes {ndim} axes, not {len(axes)}")
+        perm = (ctypes.c_int32 * max(1, ndim))(*[int(a) for a in axes])
+        return new(lib.braid_transpose, self._handle, perm)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def __getitem__(self, key):
+        return _index(self, key)
+
+    def __setitem__(self, key, value):
+        _assign(self, key, value)
+
+    # ---- arithmetic ----------------------------------------------------------------------------
+    # (the methods from _operator: add, subtract, multiply, divide, power, both ways round)
+    def __matmul__(self, o): return _matmul(self, o)
+    def __rmatmul__(self, o): return _matmul(o, self)
+    def __neg__(self): return unary("negative", self)
+    def __pos__(self): return self.copy()
+    def __abs__(self): return unary("abs", self)
+
+    def __iadd__(self, o): return self._inplace("add", o)
+    def __isub__(self, o): return self._inplace("subtract", o)
+    def __imul__(self, o): return self._inplace("multiply", o)
+    def __itruediv__(self, o): return self._inplace("divide", o)
+
+    def _inplace(self, op, other):
+        """x op= y writes the result into x's storage, as NumPy does (other references see it)."""
+        result = binary(op, self, other)
+        if result.shape != self.shape or result.dtype_code != self.dtype_code:
+            raise TypeError(f"braid: {op} in place would change the array's shape or dtype "
+                            f"({self.shape} {self.dtype} -> {result.shape} {result.dtype})")
+        check(lib.braid_copy_into(result._handle, self._handle))
+        return self
+
+    # Comparisons give 1 or 0 in the compared dtype, as MXNet's do (==, <, > from _operator).
+    def __le__(self, o): return binary("less", self, o) + binary("equal", self, o)  # NaN: 0, not 1
+    def __ge__(self, o): return binary("greater", self, o) + binary("equal", self, o)
+    def __ne__(self, o): return 1 - binary("equal", self, o)
+    __hash__ = None
+
+    # ---- methods of MXNet's array --------------------------------------------------------------
+    def dot(self, other): return dot(self, other)
+    def sum(self, axis=None, keepdims=False): return reduce("sum", self, axis, keepdims)
+    def mean(self, axis=None, keepdims=False): return reduce("mean", self, axis, keepdims)
+    def max(self, axis=None, keepdims=False): return reduce("max", self, axis, keepdims)
+    def min(self, axis=None, keepdims=False): return reduce("min", self, axis, keepdims)
+    def argmax(self, axis=None): return argmax(self, axis)
+    def exp(self): return unary("exp", self)
+    def log(self): return unary("log", self)
+    def sqrt(self): return unary("sqrt", self)
+    def abs(self): return unary("abs", self)
+    def square(self): return unary("square", self)
+    def sign(self): return unary("sign", self)
+    def tanh(self): return unary("tanh", self)
+
+    # ---- autograd ------------------------------------------------------------------------------
+    def attach_grad(self, grad_req="write"):
+        """Gives the array a zero-filled gradient buffer: backward writes ("write") or adds ("add") the
+        gradient there; "null" detaches it."""
+        reqs = {"null": 0, "write": 1, "add": 2}
+        if grad_req not in reqs:
+            raise ValueError(f"braid: grad_req {grad_req!r} is none of 'write', 'add', 'null'")
+        check(lib.braid_tensor_attach_grad(self._handle, reqs[grad_req]))
+
+    @property
+    def grad(self):
+        """The gradient buffer attach_grad gave the array (the same storage each time), or None."""
+        out = c_tensor()
+        if lib.braid_tensor_grad(self._handle, ctypes.byref(out)) != 0:
+            return None
+        return ndarray(out)
+
+    def backward(self, out_grad=None, retain_graph=False):
+        """Back-propagates from this array (one element, or with out_grad of its shape)."""
+        from . import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph)
+
+
+def _operator(op, reflected):
+    """The method for one operator: a Python number goes straight to braid_binary_scalar (the chapter's
+    x + 1, whose cost per op is mostly this path), anything else through binary()."""
+    code = BINARY[op]
+
+    def method(self, other):
+        kind = type(other)
+        if kind is float or kind is int:
+            return new(lib.braid_binary_scalar, code, self._handle, other, 1 if reflected else 0)
+        return binary(op, other, self) if reflected else binary(op, self, other)
+    return method
+
+
+for _op, _names in (("add", ("add", "radd")), ("subtract", ("sub", "rsub")), ("multiply", ("mul", "rmul")),
+                    ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")), ("equal", ("eq",)),
+                    ("less", ("lt",)), ("greater", ("gt",))):
+    for _i, _name in enumerate(_names):
+        setattr(ndarray, f"__{_name}__", _operator(_op, _i == 1))
+
+NDArray = ndarray
+
+
+# ---- the operations behind the operators (also the np module's functions) ---------------------------
+def as_array(value, like):
+    """value as an array on like's device: arrays pass; NumPy arrays and lists keep their dtype
+    (float64 data promotes a float32 array, as it does in PyTorch)."""
+    if isinstance(value, ndarray):
+        return value
+    data = numpy.asarray(value)
+    if data.dtype == numpy.bool_:
+        data = data.astype(numpy.uint8)
+    return from_numpy(data, like.ctx)
+
+
+def from_numpy(data, device):
+    data = numpy.require(data, requirements="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    code = dtype_code(data.dtype)
+    shape = data.shape
+    return new(lib.braid_tensor_from_host, _device.context_handle(), device.index, code, len(shape),
+               shape_array(shape), data.ctypes.data, data.nbytes)
+
+
+def unary(op, x):
+    if not isinstance(x, ndarray):
+        raise TypeError(f"braid: {op} takes a braid array, not {type(x).__name__}")
+    return new(lib.braid_unary, UNARY[op], x._handle)
+
+
+def binary(op, a, b):
+    # Python numbers first, without the ABC checks of is_scalar: the chapter's x + 1 is this path.
+    tb, ta = type(b), type(a)
+    if (tb is float or tb is int) and ta is ndarray:
+        return new(lib.braid_binary_scalar, BINARY[op], a._handle, b, 0)
+    if (ta is float or ta is int) and tb is ndarray:
+        return new(lib.braid_binary_scalar, BINARY[op], b._handle, a, 1)
+    if isinstance(a, ndarray) and isinstance(b, ndarray):
+        return new(lib.braid_binary, BINARY[op], a._handle, b._handle)
+    if isinstance(a, ndarray) and is_scalar(b):
+        return new(lib.braid_binary_scalar, BINARY[op], a._handle, float(b), 0)
+    if isinstance(b, ndarray) and is_scalar(a):
+        return new(lib.braid_binary_scalar, BINARY[op], b._handle, float(a), 1)
+    if isinstance(a, ndarray):
+        return binary(op, a, as_array(b, a))
+    if isinstance(b, ndarray):
+        return binary(op, as_array(a, b), b)
+    raise TypeError(f"braid: {op} needs a braid array among its operands")
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return None
+    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+    for a in axes:
+        if not isinstance(a, numbers.Integral):
+            raise TypeError(f"braid: an axis is an int, not {a!r}")
+    return tuple(int(a) for a in axes)
+
+
+def reduce(op, x, axis=None, keepdims=False):
+    axes = _axes(axis, x.ndim)
+    if axes == ():  # NumPy: no axis reduced
+        return x.copy() if op != "sum" or x.dtype_code in (0, 1) else x.astype(numpy.int64)
+    arr = (ctypes.c_int32 * max(1, len(axes or ())))(*(axes or ()))
+    return new(lib.braid_reduce, REDUCE[op], x._handle, len(axes or ()), arr, int(bool(keepdims)))
+
+
+def argmax(x, axis=None):
+    """Index of the (first) maximum; over the flattened array when axis is None (int64)."""
+    if axis is None:
+        flat = x.reshape(-1)  # held in a name: a temporary's handle would be released before the call
+        return new(lib.braid_argmax, flat._handle, 0, 0)
+    return new(lib.braid_argmax, x._handle, int(axis), 0)
+
+
+def _matmul(a, b):
+    if not isinstance(a, ndarray) or not isinstance(b, ndarray):
+        a, b = (a if isinstance(a, ndarray) else as_array(a, b)), (b if isinstance(b, ndarray) else as_array(b, a))
+    if a.ndim == 0 or b.ndim == 0:
+        raise ValueError("braid: matmul of a 0-d array (use *)")
+    a2 = a.reshape(1, -1) if a.ndim == 1 else a
+    b2 = b.reshape(-1, 1) if b.ndim == 1 else b
+    out = new(lib.braid_matmul, a2._handle, b2._handle, 0, 0)
+    if a.ndim == 1 and b.ndim == 1:
+        return out.reshape(())
+    if a.ndim == 1:
+        return out.reshape(out.shape[:-2] + out.shape[-1:])
+    if b.ndim == 1:
+        return out.reshape(out.shape[:-1])
+    return out
+
+
+def dot(a, b):
+    """NumPy's dot for arrays of up to two dimensions (a scalar operand multiplies)."""
+    if is_scalar(a) or is_scalar(b) or (isinstance(a, ndarray) and a.ndim == 0) or \
+            (isinstance(b, ndarray) and b.ndim == 0):
+        return binary("multiply", a, b)
+    if (isinstance(a, ndarray) and a.ndim > 2) or (isinstance(b, ndarray) and b.ndim > 2):
+        raise ValueError("braid: dot of arrays of more than two dimensions (use matmul for batches)")
+    return _matmul(a, b)
+
+
+# ---- indexing ------------------------------------------------------------------------------------
+def _index(x, key):
+    shape = x.shape
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(k is Ellipsis for k in key):
+        at = [i for i, k in enumerate(key) if k is Ellipsis]
+        if len(at) > 1:
+            raise IndexError("braid: an index can only have a single ellipsis")
+        fill = len(shape) - (len(key) - 1)
+        key = key[:at[0]] + (slice(None),) * max(0, fill) + key[at[0] + 1:]
+    if len(key) > len(shape):
+        raise IndexError(f"braid: too many indices ({len(key)}) for an array of {len(shape)} dimensions")
+    begin, end, step, kept = [], [], [], []
+    for axis, dim in enumerate(shape):
+        k = key[axis] if axis < len(key) else slice(None)
+        if isinstance(k, (numbers.Integral, ndarray)) and not isinstance(k, bool) and \
+                (not isinstance(k, ndarray) or k.ndim == 0):
+            i = int(k)
+            if i < -dim or i >= dim:
+                raise IndexError(f"braid: index {i} is out of bounds for axis {axis} with size {dim}")
+            i = i + dim if i < 0 else i
+            begin.append(i), end.append(i + 1), step.append(1)
+        elif isinstance(k, slice):
+            start, stop, stride = k.indices(dim)
+            if stride < 0:
+                raise IndexError("braid: slices with a negative step are not supported")
+            begin.append(start), end.append(max(start, stop)), step.append(stride)
+            kept.append(len(range(start, stop, stride)))
+        else:
+            raise IndexError(f"braid: index {k!r} is not supported (ints, slices with a positive step, ...)")
+    if not shape:
+        return x.copy()
+    out = new(lib.braid_slice, x._handle, shape_array(begin), shape_array(end), shape_array(step))
+    return out.reshape(tuple(kept)) if len(kept) != len(shape) else out
+
+
+def _assign(x, key, value):
+    """x[...] = value or x[:] = value: the whole array, broadcast from value (MXNet's and the chapter's
+    `param[:] = ...`). Other targets are refused rather than half supported."""
+    whole = key is Ellipsis or (isinstance(key, slice) and key == slice(None)) or \
+        (isinstance(key, tuple) and all(k == slice(None) or k is Ellipsis for k in key))
+    if not whole:
+        raise IndexError("braid: only the whole array can be assigned (x[:] = value or x[...] = value)")
+    shape = x.shape
+    if is_scalar(value):
+        filled = new(lib.braid_full, _device.context_handle(), x.ctx.index, x.dtype_code, len(shape),
+                     shape_array(shape), float(value))
+        check(lib.braid_copy_into(filled._handle, x._handle))
+        return
+    if not isinstance(value, ndarray):
+        data = numpy.broadcast_to(numpy.asarray(value), shape).astype(x.dtype if x.dtype_code != _BFLOAT16
+                                                                        else numpy.float32)
+        value = from_numpy(data, x.ctx)
+    if value.shape != shape:  # broadcast by adding -0.0, which leaves every value as it is (-0.0 too)
+        value = binary("add", value, new(lib.braid_full, _device.context_handle(), value.ctx.index,
+                                         value.dtype_code, len(shape), shape_array(shape), -0.0))
+    if value.dtype_code != x.dtype_code:
+        value = value.astype(x.dtype)
+    check(lib.braid_copy_into(value._handle, x._handle))

@@ -1,0 +1,254 @@
+"""braid arrays against NumPy: creation, operators, broadcasting and promotion, reductions, indexing,
+assignment and errors (on cpu(0), which every build has)."""
+import math
+import unittest
+
+import numpy
+
+import braid
+from braid import np
+
+
+def close(test, got, want, rtol=1e-6, atol=1e-6):
+    got = got.asnumpy() if isinstance(got, braid.ndarray) else numpy.asarray(got)
+    want = numpy.asarray(want)
+    test.assertEqual(got.shape, want.shape)
+    numpy.testing.assert_allclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+
+
+class Creation(unittest.TestCase):
+    def test_defaults_are_float32_on_cpu0(self):
+        for a in (np.array([1, 2, 3]), np.zeros((2, 3)), np.ones(4), np.full((2,), 7), np.arange(5),
+                  np.random.uniform(size=(3,)), np.random.normal(size=3)):
+            self.assertEqual(a.dtype, numpy.float32)
+            self.assertEqual(a.ctx, braid.cpu(0))
+        close(self, np.arange(2, 11, 3), numpy.arange(2, 11, 3, dtype=numpy.float32))
+        close(self, np.full((2, 2), 7), numpy.full((2, 2), 7, numpy.float32))
+
+    def test_dtypes_round_trip(self):
+        for dt in (numpy.float32, numpy.float64, numpy.int32, numpy.int64, numpy.uint8, numpy.float16):
+            data = (numpy.arange(6) * 3).reshape(2, 3).astype(dt)
+            a = np.array(data, dtype=dt)
+            self.assertEqual(a.dtype, numpy.dtype(dt))
+            numpy.testing.assert_array_equal(a.asnumpy(), data)
+        b = np.array([1.5, -2.25], dtype="bfloat16")
+        self.assertEqual(b.dtype, "bfloat16")
+        numpy.testing.assert_array_equal(b.asnumpy(), numpy.array([1.5, -2.25], numpy.float32))
+
+    def test_zero_d_and_empty(self):
+        s = np.array(3.5)
+        self.assertEqual(s.shape, ())
+        self.assertEqual(s.item(), 3.5)
+        self.assertEqual(float(s + 1), 4.5)
+        e = np.zeros((0, 3))
+        self.assertEqual(e.shape, (0, 3))
+        self.assertEqual(e.asnumpy().shape, (0, 3))
+        self.assertEqual(np.ones((2, 0)).sum().item(), 0.0)
+
+    def test_like_functions_keep_dtype_and_device(self):
+        a = np.array([[1, 2]], dtype=numpy.int32)
+        for b, v in ((np.zeros_like(a), 0), (np.ones_like(a), 1), (np.full_like(a, 5), 5)):
+            self.assertEqual(b.dtype, numpy.int32)
+            numpy.testing.assert_array_equal(b.asnumpy(), numpy.full((1, 2), v, numpy.int32))
+
+    def test_random_is_seeded(self):
+        braid.seed(7)
+        a = np.random.normal(loc=1.0, scale=2.0, size=(1000,)).asnumpy()
+        braid.seed(7)
+        b = np.random.normal(loc=1.0, scale=2.0, size=(1000,)).asnumpy()
+        numpy.testing.assert_array_equal(a, b)
+        self.assertAlmostEqual(float(a.mean()), 1.0, delta=0.3)
+        self.assertAlmostEqual(float(a.std()), 2.0, delta=0.3)
+        u = np.random.uniform(-1, 3, size=(2000,)).asnumpy()
+        self.assertTrue((u >= -1).all() and (u < 3).all())
+
+
+class Arithmetic(unittest.TestCase):
+    def setUp(self):
+        self.x = numpy.array([[1.5, -2.0, 0.0, 4.0]], numpy.float32)
+        self.y = numpy.array([[2.0], [-0.5], [3.0]], numpy.float32)
+
+    def test_operators_broadcast_as_numpy(self):
+        x, y = np.array(self.x), np.array(self.y)
+        close(self, x + y, self.x + self.y)
+        close(self, x - y, self.x - self.y)
+        close(self, x * y, self.x * self.y)
+        close(self, x / y, self.x / self.y)
+        with numpy.errstate(divide="ignore"):  # 0 ** -0.5 is inf on both sides
+            close(self, abs(x) ** y, numpy.abs(self.x) ** self.y)
+        close(self, -x, -self.x)
+        close(self, np.maximum(x, y), numpy.maximum(self.x, self.y))
+        close(self, np.minimum(x, y), numpy.minimum(self.x, self.y))
+
+    def test_python_numbers_on_either_side(self):
+        x = np.array(self.x)
+        close(self, x + 1, self.x + 1)
+        close(self, 1 - x, 1 - self.x)
+        close(self, 2 * x, 2 * self.x)
+        close(self, 3 / (x + 10), 3 / (self.x + 10))
+        close(self, 2 ** x, 2 ** self.x)
+        self.assertEqual((x + 1).dtype, numpy.float32)
+        close(self, self.x + x, 2 * self.x)  # a NumPy array on the left gives way to braid's operator
+
+    def test_promotion_follows_pytorch(self):
+        i = np.array([1, 2], dtype=numpy.int32)
+        f = np.array([0.5, 0.25])
+        self.assertEqual((i + f).dtype, numpy.float32)
+        self.assertEqual((i + i).dtype, numpy.int32)
+        self.assertEqual((i / 2).dtype, numpy.float32)
+        close(self, i / 2, [0.5, 1.0])
+        self.assertEqual((f + np.array([1.0], dtype=numpy.float64)).dtype, numpy.float64)
+
+    def test_comparisons_give_one_or_zero_and_nan_compares_false(self):
+        a = np.array([1.0, numpy.nan, 3.0])
+        b = np.array([1.0, numpy.nan, 2.0])
+        close(self, a == b, [1, 0, 0])
+        close(self, a != b, [0, 1, 1])
+        close(self, a < b, [0, 0, 0])
+        close(self, a <= b, [1, 0, 0])
+        close(self, a > b, [0, 0, 1])
+        close(self, a >= b, [1, 0, 1])
+
+    def test_elementwise_functions(self):
+        v = numpy.array([0.25, 1.0, 2.5], numpy.float32)
+        a = np.array(v)
+        for name, ref in (("exp", numpy.exp), ("log", numpy.log), ("sqrt", numpy.sqrt), ("tanh", numpy.tanh),
+                          ("square", numpy.square), ("sign", numpy.sign), ("abs", numpy.abs),
+                          ("negative", numpy.negative)):
+            close(self, getattr(np, name)(a), ref(v), rtol=1e-5)
+        close(self, braid.npx.relu(np.array([-1.0, 2.0])), [0.0, 2.0])
+        close(self, braid.npx.sigmoid(np.array([0.0])), [0.5])
+
+    def test_where(self):
+        c = np.array([1, 0, 1], dtype=numpy.int32)
+        close(self, np.where(c, np.array([1.0, 2, 3]), np.array([-1.0, -2, -3])), [1, -2, 3])
+        close(self, np.where(np.array([0.0, 1.0]), 5.0, np.array([7.0, 8.0])), [7, 5])
+
+    def test_in_place_operators_write_the_same_storage(self):
+        a = np.array([1.0, 2.0])
+        alias = a
+        a += 1
+        a *= np.array([2.0, 3.0])
+        self.assertIs(a, alias)
+        close(self, alias, [4.0, 9.0])
+        with self.assertRaises(TypeError):
+            a += np.ones((2, 2))  # would change the shape
+
+
+class Reductions(unittest.TestCase):
+    def test_axes_keepdims_and_whole(self):
+        data = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4) - 7
+        a = np.array(data)
+        for name in ("sum", "mean", "max", "min"):
+            ref = getattr(numpy, name)
+            close(self, getattr(a, name)(), ref(data), rtol=1e-5)
+            close(self, getattr(a, name)(axis=1), ref(data, axis=1), rtol=1e-5)
+            close(self, getattr(a, name)(axis=-1, keepdims=True), ref(data, axis=-1, keepdims=True), rtol=1e-5)
+            close(self, getattr(np, name)(a, axis=(0, 2)), ref(data, axis=(0, 2)), rtol=1e-5)
+        close(self, np.linalg.norm(a), numpy.linalg.norm(data), rtol=1e-5)
+        close(self, a.sum(axis=()), data)
+
+    def test_integer_sum_is_int64_and_argmax_takes_the_first(self):
+        i = np.array([[2 ** 30] * 4], dtype=numpy.int32)
+        self.assertEqual(i.sum().dtype, numpy.int64)
+        self.assertEqual(i.sum().item(), 2 ** 32)
+        a = np.array([[1.0, 5.0, 5.0], [7.0, 0.0, 7.0]])
+        numpy.testing.assert_array_equal(a.argmax(axis=1).asnumpy(), [1, 0])
+        self.assertEqual(a.argmax().item(), 3)
+
+    def test_empty_reductions(self):
+        e = np.zeros((0, 3))
+        close(self, e.sum(axis=0), numpy.zeros(3, numpy.float32))
+        self.assertTrue(math.isnan(e.mean().item()))
+
+
+class Indexing(unittest.TestCase):
+    def setUp(self):
+        self.data = numpy.arange(60, dtype=numpy.float32).reshape(3, 4, 5)
+        self.a = np.array(self.data)
+
+    def test_ints_slices_and_ellipsis(self):
+        for key in (1, -1, (0, 2), (slice(None), 1), (slice(1, None), slice(None, None, 2)), (Ellipsis, 3),
+                    (1, Ellipsis), (slice(-2, 100), slice(-100, 2)), (slice(3, 1),), (2, -1, -2),
+                    (slice(None, None, 3), slice(1, 4, 2), slice(0, 5, 4))):
+            close(self, self.a[key], self.data[key])
+        self.assertEqual(self.a[2, 3, 4].item(), 59.0)
+        self.assertEqual([row.shape for row in self.a], [(4, 5)] * 3)
+
+    def test_bad_indices_raise(self):
+        with self.assertRaises(IndexError):
+            self.a[3]
+        with self.assertRaises(IndexError):
+            self.a[0, 0, 0, 0]
+        with self.assertRaises(IndexError):
+            self.a[::-1]
+
+    def test_whole_array_assignment(self):
+        a = np.zeros((2, 3))
+        a[:] = 5
+        close(self, a, numpy.full((2, 3), 5, numpy.float32))
+        a[:] = np.array([1.0, 2.0, 3.0])  # broadcast
+        close(self, a, numpy.array([[1, 2, 3]] * 2, numpy.float32))
+        a[...] = [[-0.0, 1, 2], [3, 4, 5]]
+        self.assertTrue(numpy.signbit(a.asnumpy()[0, 0]))
+        a[:] += 1
+        close(self, a, numpy.array([[1, 2, 3], [4, 5, 6]], numpy.float32))
+        with self.assertRaises(IndexError):
+            a[0] = 1  # only the whole array
+
+
+class Layout(unittest.TestCase):
+    def test_reshape_transpose_concatenate_stack_split(self):
+        data = numpy.arange(12, dtype=numpy.float32)
+        a = np.array(data)
+        close(self, a.reshape(3, 4), data.reshape(3, 4))
+        close(self, a.reshape((2, -1)).T, data.reshape(2, 6).T)
+        close(self, a.reshape(2, 3, 2).transpose(2, 0, 1), data.reshape(2, 3, 2).transpose(2, 0, 1))
+        m = data.reshape(3, 4)
+        b = np.array(m)
+        close(self, np.concatenate([b, b * 2], axis=1), numpy.concatenate([m, m * 2], axis=1))
+        close(self, np.stack([b, b], axis=1), numpy.stack([m, m], axis=1))
+        for got, want in zip(np.split(b, 2, axis=1), numpy.split(m, 2, axis=1)):
+            close(self, got, want)
+
+    def test_dot_and_matmul(self):
+        rng = numpy.random.default_rng(1)
+        m, n = rng.standard_normal((3, 4)).astype(numpy.float32), rng.standard_normal((4, 2)).astype(numpy.float32)
+        v = rng.standard_normal(4).astype(numpy.float32)
+        close(self, np.dot(np.array(m), np.array(n)), m @ n, rtol=1e-5, atol=1e-5)
+        close(self, np.dot(np.array(m), np.array(v)), m @ v, rtol=1e-5, atol=1e-5)
+        close(self, np.dot(np.array(v), np.array(v)), v @ v, rtol=1e-5, atol=1e-5)
+        close(self, np.array(v) @ np.array(n), v @ n, rtol=1e-5, atol=1e-5)
+        batch = rng.standard_normal((2, 3, 4)).astype(numpy.float32)
+        close(self, np.matmul(np.array(batch), np.array(n)), batch @ n, rtol=1e-5, atol=1e-5)
+        close(self, np.array(m).dot(np.array(n)), m @ n, rtol=1e-5, atol=1e-5)
+
+
+class Errors(unittest.TestCase):
+    def test_braid_errors_name_the_status_and_the_op(self):
+        with self.assertRaises(braid.BraidError) as e:
+            np.ones((2, 3)) + np.ones((4,))
+        self.assertEqual(e.exception.status, "BRAID_ERR_SHAPE")
+        self.assertIn("broadcast", str(e.exception))
+        with self.assertRaises(braid.BraidError) as e:
+            np.dot(np.ones((2, 3)), np.ones((2, 3)))
+        self.assertEqual(e.exception.status, "BRAID_ERR_SHAPE")
+        with self.assertRaises(braid.BraidError) as e:
+            np.random.normal(scale=-1.0, size=3)
+        self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+
+    def test_python_misuse_raises_python_errors(self):
+        with self.assertRaises(TypeError):
+            np.zeros(3, dtype=numpy.complex64)
+        with self.assertRaises(ValueError):
+            bool(np.ones(2))
+        with self.assertRaises(ValueError):
+            np.ones(2).item()
+        with self.assertRaises(TypeError):
+            np.array([1.0]).copyto("cpu:0")
+        with self.assertRaises(ValueError):
+            braid.Device("tpu", 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
