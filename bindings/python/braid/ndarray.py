@@ -8,6 +8,7 @@ array's dtype where it fits (x + 1 on a float32 array stays float32).
 """
 import ctypes
 import numbers
+import operator
 
 import numpy
 
@@ -67,6 +68,14 @@ def new(fn, *args):
     if status:
         check(status)
     return ndarray(out)
+
+
+def dims(values):
+    """A tuple of ints from a shape or axes, refusing what is not an integer (2.5, "3") as NumPy does."""
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise TypeError(f"braid: dimensions and axes are integers, not {values!r}") from None
 
 
 def is_scalar(value):
@@ -173,7 +182,7 @@ class ndarray:
         return bool(self.item())
 
     def __index__(self):
-        if self.dtype not in (numpy.dtype(numpy.int32), numpy.dtype(numpy.int64), numpy.dtype(numpy.uint8)):
+        if self.dtype_code not in (_CODE_OF[numpy.dtype(t)] for t in (numpy.int32, numpy.int64, numpy.uint8)):
             raise TypeError("braid: only integer arrays of one element can be used as an index")
         return int(self.item())
 
@@ -227,7 +236,7 @@ class ndarray:
             raise TypeError(f"braid: reshape takes no keyword arguments ({', '.join(kwargs)})")
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        shape = tuple(int(s) for s in shape)
+        shape = dims(shape)
         return new(lib.braid_reshape, self._handle, len(shape), shape_array(shape))
 
     def flatten(self):
@@ -241,7 +250,7 @@ class ndarray:
             axes = tuple(reversed(range(ndim)))
         if len(axes) != ndim:
             raise ValueError(f"braid: transpose of a {ndim}-d array takes {ndim} axes, not {len(axes)}")
-        perm = (ctypes.c_int32 * max(1, ndim))(*[int(a) for a in axes])
+        perm = (ctypes.c_int32 * max(1, ndim))(*dims(axes))
         return new(lib.braid_transpose, self._handle, perm)
 
     @property
@@ -391,11 +400,7 @@ def binary(op, a, b):
 def _axes(axis, ndim):
     if axis is None:
         return None
-    axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
-    for a in axes:
-        if not isinstance(a, numbers.Integral):
-            raise TypeError(f"braid: an axis is an int, not {a!r}")
-    return tuple(int(a) for a in axes)
+    return dims((axis,) if hasattr(axis, "__index__") or not hasattr(axis, "__iter__") else axis)
 
 
 def reduce(op, x, axis=None, keepdims=False):

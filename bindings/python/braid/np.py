@@ -8,8 +8,8 @@ import numpy as _numpy
 
 from . import device as _device
 from ._lib import c_tensor, lib, shape_array
-from .ndarray import (NDArray, argmax, as_array, binary, dot, dtype_code, from_numpy, is_scalar, ndarray, new,
-                      reduce, resolve_device, unary)
+from .ndarray import (NDArray, argmax, as_array, binary, dims, dot, dtype_code, from_numpy, is_scalar, ndarray,
+                      new, reduce, resolve_device, unary)
 from .ndarray import _matmul as matmul  # noqa: F401
 
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
@@ -27,7 +27,7 @@ __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "ara
 def _shape(shape):
     if shape is None:
         return ()
-    return (int(shape),) if isinstance(shape, int) or hasattr(shape, "__index__") else tuple(int(s) for s in shape)
+    return dims((shape,)) if hasattr(shape, "__index__") else dims(shape)
 
 
 def array(obj, dtype=None, ctx=None, device=None):

@@ -237,6 +237,18 @@ class Errors(unittest.TestCase):
             np.random.normal(scale=-1.0, size=3)
         self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
 
+    def test_shapes_and_axes_must_be_integers(self):
+        x = np.arange(6)
+        for bad in (lambda: x.reshape(2.5), lambda: np.zeros((2, 3.0)), lambda: x.sum(axis=0.5),
+                    lambda: x.reshape(2, 3).transpose(1.0, 0)):
+            with self.assertRaises(TypeError):
+                bad()
+        with self.assertRaises(braid.BraidError) as e:
+            np.ones(-1)
+        self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+        with self.assertRaises(braid.BraidError):
+            np.ones((1,) * 9)  # more than BRAID_MAX_DIMS
+
     def test_python_misuse_raises_python_errors(self):
         with self.assertRaises(TypeError):
             np.zeros(3, dtype=numpy.complex64)
@@ -248,6 +260,10 @@ class Errors(unittest.TestCase):
             np.array([1.0]).copyto("cpu:0")
         with self.assertRaises(ValueError):
             braid.Device("tpu", 0)
+        with self.assertRaises(TypeError):
+            np.ones(2) + "a"
+        with self.assertRaises(ValueError):
+            braid.gluon.utils.split_and_load(np.array(3.0), [braid.cpu()])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
         raise ValueError("braid: split_and_load splits along axis 0 only")
     if not isinstance(data, ndarray):
         raise TypeError(f"braid: split_and_load takes a braid array, not {type(data).__name__}")
+    if data.ndim == 0:
+        raise ValueError("braid: split_and_load needs an array with a batch axis, not a 0-d one")
     devices = list(ctx_list)
     if not devices or not all(isinstance(d, Device) for d in devices):
         raise ValueError("braid: split_and_load needs a non-empty list of devices")
