@@ -1,5 +1,6 @@
 """The chapter's listings in samples/python run and do what the chapter says: the asynchronous loop
-computes the right values, and LeNet trained over one or two devices learns."""
+computes the right values, the products on two devices match NumPy's, and LeNet trained over one or
+two devices learns."""
 import json
 import os
 import subprocess
@@ -22,6 +23,15 @@ class AsyncComputation(unittest.TestCase):
         proc = run_sample("async_computation.py")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         for label in ("numpy:", "braid.np:", "waitall:", "synchronous:", "asynchronous:"):
+            self.assertIn(label, proc.stdout)
+
+
+class AutomaticParallelism(unittest.TestCase):
+    def test_runs_on_two_devices_and_checks_a_product(self):
+        proc = run_sample("automatic_parallelism.py", "--devices", "cpu:0,cpu:1", "--size", "300", "--products", "5",
+                          env={"BRAID_CPU_DEVICES": "2"})
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for label in ("cpu(0) & cpu(1):", "Copy to CPU:", "largest relative error"):
             self.assertIn(label, proc.stdout)
 
 
