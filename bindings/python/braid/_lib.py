@@ -30,8 +30,8 @@ class BraidError(RuntimeError):
     """A braid call failed. `status` is the C status name ("BRAID_ERR_SHAPE", ...); the message is
     braid_last_error()'s, which names the op and what was wrong."""
 
-    def __init__(self, status, message):
-        self.status = status
+    def __init__(self, status, message, code=None):
+        self.status, self.code = status, code
         super().__init__(f"{status}: {message}" if message else status)
 
 
@@ -84,6 +84,27 @@ class Pool2dParams(ctypes.Structure):
         ("global_", ctypes.c_int32),
     ]
 
+
+class BatchNormParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("eps", ctypes.c_double), ("momentum", ctypes.c_double),
+                ("training", ctypes.c_int32)]
+
+
+class OptimizerParams(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("kind", ctypes.c_int), ("learning_rate", ctypes.c_double),
+                ("momentum", ctypes.c_double), ("weight_decay", ctypes.c_double), ("beta1", ctypes.c_double),
+                ("beta2", ctypes.c_double), ("epsilon", ctypes.c_double), ("rescale_grad", ctypes.c_double)]
+
+
+class TrainerOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("optimizer", OptimizerParams), ("bucket_bytes", ctypes.c_uint64),
+                ("algorithm", ctypes.c_int), ("flags", ctypes.c_uint64)]
+
+
+# braid_hybrid_fn: status (void* user, int32 num_inputs, const braid_tensor* inputs, int32 num_outputs,
+# braid_tensor* outputs)
+HYBRID_FN = ctypes.CFUNCTYPE(c_status, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(c_tensor), ctypes.c_int32,
+                             ctypes.POINTER(c_tensor))
 
 # name: (restype, argtypes). Functions returning braid_status get the status check of `call`.
 _PROTOTYPES = {
@@ -140,6 +161,26 @@ _PROTOTYPES = {
     "braid_tensor_attach_grad": (c_status, [c_tensor, ctypes.c_int]),
     "braid_tensor_grad": (c_status, [c_tensor, c_tensorp]),
     "braid_backward": (c_status, [ctypes.c_int32, c_tensorp, c_tensorp, ctypes.c_int32]),
+    "braid_batch_norm": (c_status, [c_tensor, c_tensor, c_tensor, c_tensor, c_tensor, ctypes.POINTER(BatchNormParams),
+                                    c_tensorp, c_tensorp, c_tensorp]),
+    "braid_hybrid_create": (c_status, [c_context, HYBRID_FN, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                       ctypes.c_uint32, ctypes.POINTER(ctypes.c_void_p)]),
+    "braid_hybrid_release": (c_status, [ctypes.c_void_p]),
+    "braid_hybrid_call": (c_status, [ctypes.c_void_p, c_tensorp, c_tensorp]),
+    "braid_hybrid_graph": (c_status, [ctypes.c_void_p, c_tensorp, ctypes.POINTER(ctypes.c_void_p)]),
+    "braid_graph_save": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]),
+    "braid_graph_release": (c_status, [ctypes.c_void_p]),
+    "braid_graph_load": (c_status, [c_context, c_device, ctypes.c_char_p, ctypes.c_char_p,
+                                    ctypes.POINTER(ctypes.c_void_p)]),
+    "braid_graph_run": (c_status, [ctypes.c_void_p, ctypes.c_int32, c_tensorp, ctypes.c_int32, c_tensorp]),
+    "braid_graph_get_info": (c_status, [ctypes.c_void_p, ctypes.c_void_p]),
+    "braid_trainer_create": (c_status, [ctypes.c_int32, ctypes.c_int32, c_tensorp, ctypes.POINTER(TrainerOptions),
+                                        ctypes.POINTER(ctypes.c_void_p)]),
+    "braid_trainer_release": (c_status, [ctypes.c_void_p]),
+    "braid_trainer_step": (c_status, [ctypes.c_void_p, ctypes.c_double]),
+    "braid_trainer_allreduce_grads": (c_status, [ctypes.c_void_p]),
+    "braid_trainer_update": (c_status, [ctypes.c_void_p, ctypes.c_double]),
+    "braid_trainer_set_learning_rate": (c_status, [ctypes.c_void_p, ctypes.c_double]),
     "braid_split_and_load": (c_status, [c_tensor, ctypes.c_int32, c_i32p, ctypes.POINTER(ctypes.c_double),
                                         c_tensorp]),
 }
@@ -192,7 +233,7 @@ def check(status):
     if status != 0:
         message = lib.braid_last_error()
         raise BraidError(STATUS_NAMES.get(status, f"status {status}"),
-                         message.decode("utf-8", "replace") if message else "")
+                         message.decode("utf-8", "replace") if message else "", status)
 
 
 def shape_array(shape):

@@ -8,7 +8,9 @@ import ctypes
 import threading
 
 from . import device as _device
+from . import np
 from ._lib import c_tensor, check, lib
+from .ndarray import ndarray
 
 _local = threading.local()
 
@@ -76,9 +78,9 @@ def predict_mode():
 
 
 def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
-    """Back-propagates from heads (arrays; one element each unless head_grads gives their gradients)
-    into the gradient buffers of the arrays attach_grad was called on."""
-    from .ndarray import ndarray
+    """Back-propagates from heads into the gradient buffers of the arrays attach_grad was called on. A
+    head without a gradient in head_grads gets ones of its shape, as in MXNet (so a per-sample loss
+    back-propagates its sum)."""
     heads = [heads] if isinstance(heads, ndarray) else list(heads)
     if not heads:
         raise ValueError("braid: backward needs at least one head")
@@ -89,8 +91,10 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     for h in heads + [g for g in (head_grads or []) if g is not None]:
         if not isinstance(h, ndarray):
             raise TypeError(f"braid: backward takes braid arrays, not {type(h).__name__}")
+    head_grads = list(head_grads or [None] * len(heads))
+    for i, (h, g) in enumerate(zip(heads, head_grads)):
+        if g is None and h.size != 1:
+            head_grads[i] = np.ones_like(h)  # held in the list for the call
     handles = (c_tensor * len(heads))(*[h.handle for h in heads])
-    grads = None
-    if head_grads is not None:
-        grads = (c_tensor * len(heads))(*[None if g is None else g.handle for g in head_grads])
+    grads = (c_tensor * len(heads))(*[None if g is None else g.handle for g in head_grads])
     check(lib.braid_backward(len(heads), handles, grads, int(bool(retain_graph))))

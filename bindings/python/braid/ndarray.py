@@ -324,7 +324,8 @@ class ndarray:
         return ndarray(out)
 
     def backward(self, out_grad=None, retain_graph=False):
-        """Back-propagates from this array (one element, or with out_grad of its shape)."""
+        """Back-propagates from this array; without out_grad, from ones of its shape (MXNet's rule: a
+        per-sample loss back-propagates its sum)."""
         from . import autograd
         autograd.backward([self], None if out_grad is None else [out_grad], retain_graph)
 

@@ -26,6 +26,14 @@ class AsyncComputation(unittest.TestCase):
             self.assertIn(label, proc.stdout)
 
 
+class HybridProgramming(unittest.TestCase):
+    def test_hybridized_and_exported_mlp_match_the_imperative_one(self):
+        proc = run_sample("hybrid_programming.py")
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        for label in ("Without hybridization:", "With hybridization:", "loaded back"):
+            self.assertIn(label, proc.stdout)
+
+
 class AutomaticParallelism(unittest.TestCase):
     def test_runs_on_two_devices_and_checks_a_product(self):
         proc = run_sample("automatic_parallelism.py", "--devices", "cpu:0,cpu:1", "--size", "300", "--products", "5",
@@ -52,6 +60,17 @@ class MultiDeviceTraining(unittest.TestCase):
 
     def test_two_cpu_devices(self):
         self.learns("cpu:0,cpu:1", env={"BRAID_CPU_DEVICES": "2"})
+
+    def test_concise_resnet18_keeps_the_replicas_equal(self):
+        # Two steps of the chapter's ResNet-18 with gluon.Trainer over two CPU devices (small: about 70
+        # samples/s on two cores); the copies of the first layer's weights must stay identical.
+        proc = run_sample("concise_multi_device.py", "--devices", "cpu:0,cpu:1", "--batches", "2", "--batch-size",
+                          "16", "--test-batches", "1", "--json", env={"BRAID_CPU_DEVICES": "2"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        epoch = json.loads(proc.stdout.strip().splitlines()[-1])
+        self.assertEqual(epoch["batches"], 2)
+        self.assertEqual(epoch["replica_spread"], 0.0)
+        self.assertTrue(0 < epoch["loss_first"] < 10 and 0 < epoch["loss_last"] < 10, epoch)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,10 @@
-"""The parts of MXNet's Gluon that the chapter's multi-device listings use: utils.split_and_load and
-loss.SoftmaxCrossEntropyLoss."""
-from . import loss, utils  # noqa: F401
+"""MXNet's Gluon over braid: Parameter, Block and HybridBlock (hybridize runs a block as braid graphs),
+the layers of gluon.nn, Trainer (braid's data-parallel trainer), loss.SoftmaxCrossEntropyLoss and
+utils.split_and_load."""
+from . import loss, nn, utils
+from .block import Block, HybridBlock, SymbolBlock
+from .parameter import DeferredInitializationError, Parameter, ParameterDict
+from .trainer import Trainer
 
-__all__ = ["loss", "utils"]
+__all__ = ["loss", "nn", "utils", "Block", "HybridBlock", "SymbolBlock", "Parameter", "ParameterDict", "Trainer",
+           "DeferredInitializationError"]
