@@ -188,5 +188,30 @@ class Training(unittest.TestCase):
             numpy.testing.assert_allclose(p1.data().asnumpy(), replicas[0].asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+class KVStore(unittest.TestCase):
+    def test_push_sums_pull_copies_and_the_optimizer_updates(self):
+        devices = [d for d in braid.devices() if d.device_type == "cpu"][:2]
+        kv = braid.kv.create("local")
+        self.assertEqual(kv.type, "local")
+        kv.init(3, np.ones((2, 3)))
+        kv.push(3, [np.full((2, 3), 2.0, ctx=d) for d in devices] + [np.full((2, 3), 3.0)])
+        outs = [np.zeros((2, 3), ctx=d) for d in devices]
+        kv.pull(3, out=outs)
+        total = 2.0 * len(devices) + 3.0
+        for o in outs:
+            close(self, o, numpy.full((2, 3), total, numpy.float32))
+        kv.set_optimizer("sgd", learning_rate=0.1)
+        kv.pushpull(3, np.ones((2, 3)), out=outs[0])
+        close(self, outs[0], numpy.full((2, 3), total - 0.1, numpy.float32))
+        with self.assertRaises(braid.BraidError) as e:
+            kv.init(3, np.ones(1))  # the key exists
+        self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+        with self.assertRaises(braid.BraidError) as e:
+            braid.kv.create("dist_sync")
+        self.assertEqual(e.exception.status, "BRAID_ERR_UNSUPPORTED")
+        with self.assertRaises(TypeError):
+            kv.push("w", np.ones(1))
+
+
 if __name__ == "__main__":
     unittest.main()
