@@ -189,6 +189,11 @@ _PROTOTYPES = {
     "braid_kvstore_pull": (c_status, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, c_tensorp]),
     "braid_kvstore_pushpull": (c_status, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, c_tensorp, c_tensorp]),
     "braid_kvstore_set_optimizer": (c_status, [ctypes.c_void_p, ctypes.POINTER(OptimizerParams)]),
+    "braid_save_safetensors": (c_status, [ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p), c_tensorp]),
+    "braid_safetensors_names": (c_status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
+                                           ctypes.POINTER(ctypes.c_size_t)]),
+    "braid_load_safetensors": (c_status, [c_context, c_device, ctypes.c_char_p, ctypes.c_int32,
+                                          ctypes.POINTER(ctypes.c_char_p), c_tensorp]),
     "braid_split_and_load": (c_status, [c_tensor, ctypes.c_int32, c_i32p, ctypes.POINTER(ctypes.c_double),
                                         c_tensorp]),
 }

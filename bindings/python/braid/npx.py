@@ -3,12 +3,13 @@
 import ctypes
 
 from . import autograd
+from .checkpoint import load, save  # noqa: F401
 from ._lib import Conv2dParams, Pool2dParams, c_tensor, check, lib
 from .device import cpu, gpu, num_gpus, vulkan, waitall  # noqa: F401
 from .ndarray import ndarray, new, unary
 
 __all__ = ["relu", "sigmoid", "softmax", "log_softmax", "convolution", "pooling", "dropout", "batch_flatten",
-           "waitall", "cpu", "gpu", "vulkan", "num_gpus", "set_np", "reset_np"]
+           "save", "load", "waitall", "cpu", "gpu", "vulkan", "num_gpus", "set_np", "reset_np"]
 
 
 def set_np(shape=True, array=True, dtype=False):

@@ -188,6 +188,35 @@ class Training(unittest.TestCase):
             numpy.testing.assert_allclose(p1.data().asnumpy(), replicas[0].asnumpy(), rtol=1e-5, atol=1e-6)
 
 
+class Checkpoints(unittest.TestCase):
+    def test_save_and_load_arrays_and_parameters(self):
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "arrays")
+            npx.save(path, [np.arange(3), np.array([[1, 2]], dtype=numpy.int32)])
+            a, b = npx.load(path)
+            close(self, a, numpy.arange(3, dtype=numpy.float32))
+            self.assertEqual(b.dtype, numpy.int32)
+            npx.save(path, {"w": np.ones(2)})
+            self.assertEqual(list(npx.load(path)), ["w"])
+            net = nn.HybridSequential()
+            net.add(nn.Dense(4, activation="relu"), nn.Dense(2))
+            net.initialize(init=init.Normal(1.0))
+            x = np.random.uniform(size=(3, 5))
+            want = net(x).asnumpy()
+            net.save_parameters(os.path.join(folder, "mlp.params"))
+            fresh = nn.HybridSequential()
+            fresh.add(nn.Dense(4, activation="relu"), nn.Dense(2))
+            fresh.load_parameters(os.path.join(folder, "mlp.params"))
+            close(self, fresh(x), want)
+            other = nn.HybridSequential()
+            other.add(nn.Dense(4))
+            with self.assertRaises(RuntimeError):
+                other.load_parameters(os.path.join(folder, "mlp.params"))  # extra parameters in the file
+            with self.assertRaises(braid.BraidError) as e:
+                npx.load(os.path.join(folder, "missing"))
+            self.assertEqual(e.exception.status, "BRAID_ERR_NOT_FOUND")
+
+
 class KVStore(unittest.TestCase):
     def test_push_sums_pull_copies_and_the_optimizer_updates(self):
         devices = [d for d in braid.devices() if d.device_type == "cpu"][:2]

@@ -58,6 +58,31 @@ class Block:
         for child in self._children.values():
             child.hybridize(active, **kwargs)
 
+    def save_parameters(self, filename):
+        """Writes every parameter (its first device's copy) by its collect_params() name, as safetensors."""
+        from .. import checkpoint
+        checkpoint.save(filename, {name: p.data() for name, p in self.collect_params().items()})
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        """Reads what save_parameters wrote into the parameters, on every device they live on (ctx
+        initialises them there first if they were not yet)."""
+        from .. import checkpoint
+        params = self.collect_params()
+        found = set(checkpoint.names(filename))
+        missing = [n for n in params if n not in found]
+        extra = [n for n in found if n not in params]
+        if missing and not allow_missing:
+            raise RuntimeError(f"braid: {filename} lacks parameters {missing}")
+        if extra and not ignore_extra:
+            raise RuntimeError(f"braid: {filename} has parameters this block lacks: {extra}")
+        values = checkpoint.load_named(filename, [n for n in params if n in found])
+        for name, value in values.items():
+            p = params[name]
+            p.shape = value.shape
+            if p._data is None:
+                p.initialize(ctx=ctx)
+            p.set_data(value)
+
     def __call__(self, *args):
         return self.forward(*args)
 
