@@ -303,11 +303,13 @@ BRAID_API braid_status braid_unary(braid_unary_op op, braid_tensor x, braid_tens
 /* Binary op with NumPy broadcasting; both inputs on one device. Inputs of different dtypes are
  * promoted as PyTorch promotes tensors (torch.promote_types): a float dtype wins over an integer one,
  * else the wider one wins (int32 + float32 -> float32, int64 + float32 -> float32, float32 + float64
- * -> float64, uint8 + int32 -> int32, int32 + int64 -> int64, float16 + bfloat16 -> float32); an
- * integer divided by an integer is float32 (true division, as braid_binary_scalar divides). Each
- * operand is cast to that dtype first (as braid_cast would; autograd records the cast), so comparisons
- * compare in it: int32 16777217 == float32 16777216 holds, as in PyTorch. A promoted dtype without a
- * version of the op (uint8, float16, bfloat16; integer POW) is BRAID_ERR_DTYPE. See docs/OPS.md. */
+ * -> float64, uint8 + int32 -> int32, int32 + int64 -> int64, float16 + bfloat16 -> float32), except
+ * that a 0-d operand beside one with dimensions decides only when it is floating and the other is not,
+ * as torch.result_type has it (float32 [3] + float64 [] -> float32, int32 [3] + int64 [] -> int32,
+ * int32 [3] + float64 [] -> float64); an integer divided by an integer is float32 (true division, as
+ * braid_binary_scalar divides). Each operand is cast to that dtype first (as braid_cast would; autograd records the
+ * cast), so comparisons compare in it: int32 16777217 == float32 16777216 holds, as in PyTorch. A promoted dtype
+ * without a version of the op (uint8, float16, bfloat16; integer POW) is BRAID_ERR_DTYPE. See docs/OPS.md. */
 BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
 /* x op scalar (reverse = 0) or scalar op x (reverse != 0). An integer x with a scalar that is not an
  * integer (2.5, inf, NaN), or with DIV, is promoted to float32 first, as NumPy and PyTorch do: x + 2.5
@@ -316,10 +318,10 @@ BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_te
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
 /* out = cond ? a : b, element by element, with NumPy broadcasting of all three (torch.where,
- * numpy.where); all on one device. a and b are promoted as braid_binary promotes them; cond may have
- * any dtype, and an element is true where it is nonzero (NaN is true, as bool(nan) in NumPy). An
- * element of a or b that is not chosen never affects out, even if it is inf or NaN. Autograd passes
- * the gradient to a where cond holds and to b elsewhere (cond gets none). Since 1.7. */
+ * numpy.where); all on one device. a and b are promoted as braid_binary promotes them (0-d rule included); cond may
+ * have any dtype, and an element is true where it is nonzero (NaN is true, as bool(nan) in NumPy). An element of a or b
+ * that is not chosen never affects out, even if it is inf or NaN. Autograd passes the gradient to a where cond holds
+ * and to b elsewhere (cond gets none). Since 1.7. */
 BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out);
 
 /* ---- ops: reductions -------------------------------------------------------------------------- */

@@ -38,6 +38,12 @@ braid_dtype promote_types(braid_dtype a, braid_dtype b) noexcept {
   return dtype_size(a) > dtype_size(b) ? a : b;
 }
 
+braid_dtype result_type(braid_dtype a, bool a_is_0d, braid_dtype b, bool b_is_0d) noexcept {
+  if (a_is_0d == b_is_0d) return promote_types(a, b);
+  const braid_dtype dims = a_is_0d ? b : a, zero_d = a_is_0d ? a : b;
+  return dtype_is_floating(zero_d) && !dtype_is_floating(dims) ? zero_d : dims;
+}
+
 void check_dtype(const braid_dtype& dtype, const char* what) {
   int32_t v = enum_int(dtype);
   if (!dtype_valid(v)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid dtype value ", v);

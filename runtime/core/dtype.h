@@ -22,6 +22,11 @@ size_t dtype_size(braid_dtype dtype) noexcept;
 // wider of the two (uint8 < int32 < int64, float16 and bfloat16 < float32 < float64), and float16
 // with bfloat16 gives float32.
 braid_dtype promote_types(braid_dtype a, braid_dtype b) noexcept;
+// PyTorch's result type of two tensor operands (torch.result_type, 1.13): promote_types, except that a
+// 0-d operand beside one with dimensions decides only when it is of a higher category (floating over
+// integer): float32 (3,) + float64 () is float32, int32 (3,) + int64 () is int32, int32 (3,) + float64 ()
+// is float64.
+braid_dtype result_type(braid_dtype a, bool a_is_0d, braid_dtype b, bool b_is_0d) noexcept;
 const char* dtype_name(braid_dtype dtype) noexcept;
 
 // The integer a C caller passed where the ABI names an enum. C may pass any int there, and loading an

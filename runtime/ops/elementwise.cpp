@@ -32,10 +32,10 @@ void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name
     fail(BRAID_ERR_DTYPE, name, ": no ", dtype_name(dtype), " version of this op");
 }
 
-// The dtype a binary op between tensors of dtypes a and b computes in (call after check_op): PyTorch's
-// promotion, and true division of integers in float32 as braid_binary_scalar divides them.
-braid_dtype binary_dtype(const braid_binary_op& op, braid_dtype a, braid_dtype b) {
-  const braid_dtype common = promote_types(a, b);
+// The dtype a binary op between tensors a and b computes in (call after check_op): PyTorch's result
+// type, and true division of integers in float32 as braid_binary_scalar divides them.
+braid_dtype binary_dtype(const braid_binary_op& op, const Tensor& a, const Tensor& b) {
+  const braid_dtype common = result_type(a.dtype, a.shape.ndim == 0, b.dtype, b.shape.ndim == 0);
   return dtype_is_integer(common) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
 }
 
@@ -89,7 +89,7 @@ BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_t
     Tensor& ta = op.operand(a, "a");
     Tensor& tb = op.operand(b, "b");
     check_op(bop, "binary");
-    const braid_dtype dtype = binary_dtype(bop, ta.dtype, tb.dtype);
+    const braid_dtype dtype = binary_dtype(bop, ta, tb);
     check_binary(bop, dtype, "binary");
     Shape shape = broadcast_shapes(ta.shape, tb.shape, "binary");
     if (ta.dtype != dtype || tb.dtype != dtype) {
@@ -120,7 +120,7 @@ BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tens
     Tensor& ta = op.operand(a, "a");
     Tensor& tb = op.operand(b, "b");
     const Shape shape = broadcast_shapes(broadcast_shapes(tc.shape, ta.shape, "where"), tb.shape, "where");
-    const braid_dtype dtype = promote_types(ta.dtype, tb.dtype);
+    const braid_dtype dtype = result_type(ta.dtype, ta.shape.ndim == 0, tb.dtype, tb.shape.ndim == 0);
     // The kernel selects within one numeric dtype. Storage dtypes select in the dtype that holds them
     // exactly (float32 for float16/bfloat16, int32 for uint8), then cast back; these casts, as
     // promotion's, are ops autograd records, and this builder is dropped unpushed.

@@ -353,6 +353,39 @@ TEST_CASE("elementwise: tensors of different dtypes promote as in PyTorch, in ei
   }
 }
 
+// torch.result_type: a 0-d operand beside a dimensioned one decides only when it is floating and the
+// other is not; two 0-d operands promote as two tensors.
+TEST_CASE("elementwise: a 0-d operand promotes as torch.result_type") {
+  struct Case {
+    braid_dtype dims, zero_d, want;
+  };
+  const Case cases[] = {{BRAID_FLOAT32, BRAID_FLOAT64, BRAID_FLOAT32},
+                        {BRAID_INT32, BRAID_INT64, BRAID_INT32},
+                        {BRAID_INT32, BRAID_FLOAT64, BRAID_FLOAT64},
+                        {BRAID_INT64, BRAID_FLOAT32, BRAID_FLOAT32},
+                        {BRAID_FLOAT64, BRAID_INT64, BRAID_FLOAT64}};
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      const ref::Array a({3}, {1, -2, 5}), s({}, {2});
+      for (const Case& c : cases)
+        for (bool swap : {false, true}) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(c.dims), " [3] and ", harness::dtype_name(c.zero_d),
+               " [], swapped ", swap);
+          const auto ta = harness::upload(dev.index, c.dims, a), ts = harness::upload(dev.index, c.zero_d, s);
+          const auto y = swap ? braid::binary(BRAID_BINARY_ADD, ts, ta) : braid::binary(BRAID_BINARY_ADD, ta, ts);
+          CHECK(y.dtype() == c.want);
+          CHECK_CLOSE(harness::download(y), ref::Array({3}, {3, 0, 7}), tol::of(Kind::exact, c.want));
+          const auto w = braid::where(ta, ta, ts);  // where's two values follow the same rule
+          CHECK(w.dtype() == c.want);
+        }
+      INFO("device ", dev.id, ", two 0-d operands");
+      const auto f = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({}, {1})),
+                 d = harness::upload(dev.index, BRAID_FLOAT64, ref::Array({}, {2}));
+      CHECK(braid::binary(BRAID_BINARY_ADD, f, d).dtype() == BRAID_FLOAT64);
+    });
+  }
+}
+
 // braid_where (torch.where): cond != 0 picks a, else b, with broadcasting of all three; a condition of
 // another dtype is true where nonzero (0.5 and 2^40 too, which a truncating cast would lose); values
 // not picked never reach the result, inf and NaN included; a NaN condition is true, -0.0 false.
