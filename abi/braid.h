@@ -248,6 +248,11 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
 BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);
 
 /* ---- ops: creation ---------------------------------------------------------------------------- */
+/* A tensor with every element value, converted to dtype as torch.full converts it: a fractional value
+ * truncates toward zero in an integer dtype; a value the dtype cannot hold is BRAID_ERR_INVALID_ARGUMENT
+ * (NaN or an infinity in an integer dtype, a value outside an integer dtype's range: 3e9 in int32, -1 in
+ * uint8; a finite value that would round to infinity in a float dtype: 1e39 in float32, 70000 in
+ * float16). Infinities and NaN are kept in float dtypes. */
 BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
                                   const int64_t* shape, double value, braid_tensor* out);
 /* 1-D [start, stop) with step (ceil((stop-start)/step) elements). In an integer dtype the values are

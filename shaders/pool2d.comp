@@ -25,7 +25,8 @@ void main() {
   for (int h = hs; h < he; ++h) {
     for (int ww = ws; ww < we; ++ww) {
       T v = x[at4(0, o.x, o.y, uint(h), uint(ww))];
-      acc = is_max ? (isnan(v) || isnan(acc) ? acc + v : max(acc, v)) : acc + v;
+      // on a tie the earlier value stays (-0.0 before +0.0 gives -0.0, as on the CPU)
+      acc = is_max ? (isnan(v) || isnan(acc) ? acc + v : (v > acc ? v : acc)) : acc + v;
       ++count;
     }
   }

@@ -38,8 +38,10 @@ T combine(int op, T a, T b) {
   if (op == 2) return max(a, b);
   if (op == 3) return min(a, b);
 #else
-  if (op == 2) return isnan(a) || isnan(b) ? a + b : max(a, b);
-  if (op == 3) return isnan(a) || isnan(b) ? a + b : min(a, b);
+  // a holds the earlier elements (the running value, the lower half of the tree): on a tie it stays,
+  // so -0.0 and +0.0 reduce to whichever comes first, as on the CPU (GLSL's max/min may pick either).
+  if (op == 2) return isnan(a) || isnan(b) ? a + b : (b > a ? b : a);
+  if (op == 3) return isnan(a) || isnan(b) ? a + b : (b < a ? b : a);
 #endif
   return a + b;
 }

@@ -50,6 +50,31 @@ braid_status random_op(const char* name, braid_kernel_op kop, braid_context ctx,
   });
 }
 
+// A fill value the dtype cannot hold is refused, as torch.full refuses it ("cannot be converted
+// without overflow") and as braid_binary_scalar refuses such a scalar, rather than stored as something
+// else: NaN or an infinity in an integer dtype, an integer dtype's value outside its range (after the
+// truncation toward zero that a fractional value gets, as in PyTorch), a finite value that would round
+// to infinity in a float dtype.
+void check_fill_value(braid_dtype dtype, double value) {
+  const auto refuse = [&](const char* why) {
+    fail(BRAID_ERR_INVALID_ARGUMENT, "full: value ", value, " ", why, " ", dtype_name(dtype));
+  };
+  if (dtype_is_integer(dtype)) {
+    if (!std::isfinite(value)) refuse("is not a number of");
+    const double t = std::trunc(value);
+    const double lo = dtype == BRAID_UINT8 ? 0.0 : dtype == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
+    const double hi_excl = dtype == BRAID_UINT8 ? 256.0 : dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;
+    if (t < lo || t >= hi_excl) refuse("is outside the range of");
+    return;
+  }
+  // The smallest magnitude that rounds to infinity: the largest finite value plus half its ulp.
+  const double overflow = dtype == BRAID_FLOAT32    ? 3.4028235677973366e38
+                          : dtype == BRAID_FLOAT16  ? 65520.0
+                          : dtype == BRAID_BFLOAT16 ? 3.3961775292304957e38
+                                                    : std::numeric_limits<double>::infinity();
+  if (std::isfinite(value) && std::fabs(value) >= overflow) refuse("overflows");
+}
+
 }  // namespace
 
 extern "C" {
@@ -64,6 +89,7 @@ BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_
     Device& dev = op.device();
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
+    check_fill_value(dtype, value);
     // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
     // a wider float and cast, which rounds the value once, as a fill in it would. float32 (twice the
     // result's bytes) where it holds the value exactly, else float64 where the device has it (four

@@ -1,4 +1,5 @@
 // Neural-network ops: conv2d, pooling, batch norm, softmax, softmax cross-entropy, dropout.
+#include <cmath>
 #include <cstring>
 
 #include "ops/op_builder.h"
@@ -68,8 +69,10 @@ BRAID_API braid_status braid_batch_norm(braid_tensor x, braid_tensor gamma, brai
     braid_batch_norm_params p = read_params<braid_batch_norm_params>(params, BRAID_BATCH_NORM_PARAMS_INIT, "params");
     if (p.eps == 0) p.eps = 1e-5;
     if (p.momentum == 0) p.momentum = 0.1;
-    if (p.eps < 0 || p.momentum < 0 || p.momentum > 1)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "batch_norm: eps must be positive and momentum in [0, 1]");
+    // Written so that NaN, which every comparison rejects, fails the check too.
+    if (!(p.eps > 0 && std::isfinite(p.eps)) || !(p.momentum >= 0 && p.momentum <= 1))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "batch_norm: eps must be positive and finite and momentum in [0, 1], not ",
+           p.eps, " and ", p.momentum);
     OpBuilder op("batch_norm", BRAID_KOP_BATCH_NORM);
     Tensor& tx = op.input(x, "x");
     require_float(tx, "batch_norm", "x");

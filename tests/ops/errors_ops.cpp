@@ -2,6 +2,7 @@
 // shapes that do not agree, and dtypes the op does not accept. All of them are synchronous.
 #include <cmath>
 #include <cstddef>
+#include <limits>
 
 #include "errors.h"
 
@@ -291,10 +292,16 @@ TEST_CASE("errors: batch_norm") {
       bn(tensor(0, BRAID_INT32, {4, 3}).get(), tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(),
          tensor(0, BRAID_INT32, {3}).get(), tensor(0, BRAID_INT32, {3}).get(), y.p()),
       BRAID_ERR_DTYPE, "braid_batch_norm");
-  braid_batch_norm_params negative_eps = p;
-  negative_eps.eps = -1;
-  CHECK_FAILS(braid_batch_norm(x.get(), c.get(), c.get(), c.get(), c.get(), &negative_eps, y.p(), nullptr, nullptr),
-              BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  // eps negative, NaN or infinite, momentum outside [0, 1] or NaN (NaN slipped past comparisons before)
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (const auto& [eps, momentum] :
+       {std::pair{-1.0, 0.1}, {nan, 0.1}, {inf, 0.1}, {1e-5, nan}, {1e-5, 1.5}, {1e-5, -0.5}}) {
+    INFO("eps ", eps, ", momentum ", momentum);
+    braid_batch_norm_params bad = p;
+    bad.eps = eps, bad.momentum = momentum;
+    CHECK_FAILS(braid_batch_norm(x.get(), c.get(), c.get(), c.get(), c.get(), &bad, y.p(), nullptr, nullptr),
+                BRAID_ERR_INVALID_ARGUMENT, "braid_batch_norm");
+  }
   CHECK(bn(x.get(), c.get(), c.get(), c.get(), c.get(), y.p()) == BRAID_OK);
 }
 

@@ -137,23 +137,44 @@ void check_float_to_int(const harness::DeviceRef& dev) {
 
 }  // namespace
 
-TEST_CASE("special values: float -> integer casts and integer fills saturate, NaN -> 0") {
+TEST_CASE("special values: float -> integer casts saturate, NaN -> 0; fills refuse what the dtype cannot hold") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       check_float_to_int<float, int32_t>(dev);
       check_float_to_int<float, int64_t>(dev);
       check_float_to_int<double, int32_t>(dev);
       check_float_to_int<double, int64_t>(dev);
-      // full() converts its double the same way (a scalar operand outside the dtype is refused: below).
+      // full() refuses a value its dtype cannot hold, as torch.full does (and as a scalar operand
+      // outside the dtype is refused: below), and truncates a fractional one toward zero.
       INFO("device ", dev.id);
-      const std::vector<double> values = {3e9, -3e9, 1e19, -1e19, std::numeric_limits<double>::quiet_NaN(), -7.9};
-      for (double v : values) {
+      const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+      const int64_t one = 3;
+      const auto fill_status = [&](braid_dtype dtype, double v) {
+        braid_tensor t = nullptr;
+        const braid_status s = braid_full(context().get(), dev.index, dtype, 1, &one, v, &t);
+        if (t != nullptr) braid_tensor_release(t);
+        return s;
+      };
+      for (double v : {3e9, -3e9, 1e19, -1e19, nan, inf, -inf}) {
         INFO("value ", v);
-        CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT32, {3}, v).to_vector<int32_t>() ==
-              std::vector<int32_t>(3, saturate<int32_t>(v)));
-        CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT64, {3}, v).to_vector<int64_t>() ==
-              std::vector<int64_t>(3, saturate<int64_t>(v)));
+        CHECK(fill_status(BRAID_INT32, v) == BRAID_ERR_INVALID_ARGUMENT);
+        if (std::fabs(v) > 1e10 || std::isnan(v)) CHECK(fill_status(BRAID_INT64, v) == BRAID_ERR_INVALID_ARGUMENT);
       }
+      CHECK(fill_status(BRAID_INT64, 9223372036854775808.0) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(fill_status(BRAID_UINT8, -1) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(fill_status(BRAID_UINT8, 256) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(fill_status(BRAID_FLOAT32, 1e39) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(fill_status(BRAID_FLOAT16, 70000) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(fill_status(BRAID_BFLOAT16, -3.4e38) == BRAID_ERR_INVALID_ARGUMENT);
+      CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT32, {3}, -7.9).to_vector<int32_t>() ==
+            std::vector<int32_t>(3, -7));
+      CHECK(braid::Tensor::full(context(), dev.index, BRAID_INT64, {3}, 3e9).to_vector<int64_t>() ==
+            std::vector<int64_t>(3, 3000000000));
+      CHECK(braid::Tensor::full(context(), dev.index, BRAID_UINT8, {3}, 255.5).to_vector<uint8_t>() ==
+            std::vector<uint8_t>(3, 255));
+      CHECK(std::isinf(braid::Tensor::full(context(), dev.index, BRAID_FLOAT32, {3}, -inf).to_vector<float>()[0]));
+      CHECK(braid::Tensor::full(context(), dev.index, BRAID_FLOAT32, {3}, 3.4028234e38).to_vector<float>()[0] ==
+            std::numeric_limits<float>::max());
     });
   }
 }
@@ -505,11 +526,22 @@ void check_sign_and_ties(const harness::DeviceRef& dev) {
               std::vector<T>{-0.0, 0.0, -0.0, 0.0, nan, nan});
   check_exact(a, braid::minimum(put(dev, a), put(dev, b)).template to_vector<T>(),
               std::vector<T>{-0.0, 0.0, -0.0, 0.0, nan, nan});
+  // torch.amax / amin / max_pool2d over tied zeros: the first one (Vulkan's GLSL max/min picked either).
+  for (const std::vector<T>& row : {std::vector<T>{T(-0.0), T(0.0)}, std::vector<T>{T(0.0), T(-0.0)},
+                                    std::vector<T>{T(0.0), T(-0.0), T(-0.0), T(-0.0), T(-0.0), T(-0.0)}}) {
+    const std::vector<T> first(1, row[0]);
+    check_exact(first, braid::reduce(BRAID_REDUCE_MAX, put(dev, row)).template to_vector<T>(), first);
+    check_exact(first, braid::reduce(BRAID_REDUCE_MIN, put(dev, row)).template to_vector<T>(), first);
+    const auto image = braid::reshape(put(dev, row), {1, 1, 1, static_cast<int64_t>(row.size())});
+    const braid::Pool2dOptions whole_row{BRAID_POOL_MAX, {1, static_cast<int32_t>(row.size())}};
+    check_exact(first, braid::pool2d(image, whole_row).template to_vector<T>(), first);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("special values: sign of NaN and zeros, and maximum/minimum of tied zeros, as PyTorch") {
+TEST_CASE(
+    "special values: sign of NaN and zeros, and maximum/minimum, amax/amin and max pooling of tied zeros, as PyTorch") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       INFO("device ", dev.id, ", float32");
