@@ -226,15 +226,19 @@ def _open_library():
 
 def _load():
     library = _open_library()
-    for name, (restype, argtypes) in _PROTOTYPES.items():
-        fn = getattr(library, name)
-        fn.restype = restype
-        fn.argtypes = argtypes
-    version = library.braid_version()
+    try:  # the version first: an older library lacks some of the functions bound below
+        library.braid_version.restype, library.braid_version.argtypes = ctypes.c_uint32, []
+        version = library.braid_version()
+    except AttributeError:
+        raise ImportError(f"braid: {library._name} is not libbraid (no braid_version)") from None
     major, minor = version >> 16, version & 0xFFFF
     if major != ABI_MAJOR or minor < ABI_MINOR_NEEDED:
         raise ImportError(f"braid: the loaded libbraid has ABI {major}.{minor}; this package needs "
                           f"{ABI_MAJOR}.{ABI_MINOR_NEEDED} or a later {ABI_MAJOR}.x")
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        fn = getattr(library, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
     return library
 
 

@@ -78,6 +78,14 @@ def dims(values):
         raise TypeError(f"braid: dimensions and axes are integers, not {values!r}") from None
 
 
+def exact_scalar(value):
+    """value as the double the C API takes; a Python int beyond 2**53 would be rounded, so it is refused."""
+    if isinstance(value, (int, numpy.integer)) and not isinstance(value, bool) and abs(int(value)) > 2 ** 53:
+        raise ValueError(f"braid: {value} cannot be passed as a number exactly (beyond 2**53); "
+                         "use an int64 array: np.array([value], dtype='int64')")
+    return float(value)
+
+
 def is_scalar(value):
     return isinstance(value, (numbers.Number, numpy.generic)) and not isinstance(value, complex)
 
@@ -201,6 +209,12 @@ class ndarray:
     def copy(self):
         return new(lib.braid_copy, self._handle, self.ctx.index)
 
+    def __copy__(self):  # a copy of the values, as numpy's (never a second owner of the handle)
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
     def copyto(self, other):
         """To a Device: a copy there (a new array). To an array: writes this one's values into it (same
         shape and dtype, any device) and returns it."""
@@ -278,6 +292,7 @@ class ndarray:
 
     def _inplace(self, op, other):
         """x op= y writes the result into x's storage, as NumPy does (other references see it)."""
+        _refuse_while_recording(f"{op} in place")
         result = binary(op, self, other)
         if result.shape != self.shape or result.dtype_code != self.dtype_code:
             raise TypeError(f"braid: {op} in place would change the array's shape or dtype "
@@ -337,7 +352,7 @@ def _operator(op, reflected):
 
     def method(self, other):
         kind = type(other)
-        if kind is float or kind is int:
+        if kind is float or (kind is int and -9007199254740992 <= other <= 9007199254740992):
             return new(lib.braid_binary_scalar, code, self._handle, other, 1 if reflected else 0)
         return binary(op, other, self) if reflected else binary(op, self, other)
     return method
@@ -382,15 +397,15 @@ def binary(op, a, b):
     # Python numbers first, without the ABC checks of is_scalar: the chapter's x + 1 is this path.
     tb, ta = type(b), type(a)
     if (tb is float or tb is int) and ta is ndarray:
-        return new(lib.braid_binary_scalar, BINARY[op], a._handle, b, 0)
+        return new(lib.braid_binary_scalar, BINARY[op], a._handle, exact_scalar(b), 0)
     if (ta is float or ta is int) and tb is ndarray:
-        return new(lib.braid_binary_scalar, BINARY[op], b._handle, a, 1)
+        return new(lib.braid_binary_scalar, BINARY[op], b._handle, exact_scalar(a), 1)
     if isinstance(a, ndarray) and isinstance(b, ndarray):
         return new(lib.braid_binary, BINARY[op], a._handle, b._handle)
     if isinstance(a, ndarray) and is_scalar(b):
-        return new(lib.braid_binary_scalar, BINARY[op], a._handle, float(b), 0)
+        return new(lib.braid_binary_scalar, BINARY[op], a._handle, exact_scalar(b), 0)
     if isinstance(b, ndarray) and is_scalar(a):
-        return new(lib.braid_binary_scalar, BINARY[op], b._handle, float(a), 1)
+        return new(lib.braid_binary_scalar, BINARY[op], b._handle, exact_scalar(a), 1)
     if isinstance(a, ndarray):
         return binary(op, a, as_array(b, a))
     if isinstance(b, ndarray):
@@ -407,7 +422,7 @@ def _axes(axis, ndim):
 def reduce(op, x, axis=None, keepdims=False):
     axes = _axes(axis, x.ndim)
     if axes == ():  # NumPy: no axis reduced
-        return x.copy() if op != "sum" or x.dtype_code in (0, 1) else x.astype(numpy.int64)
+        return x.astype(numpy.int64) if op == "sum" and x.dtype_code in (2, 3, 4) else x.copy()
     arr = (ctypes.c_int32 * max(1, len(axes or ())))(*(axes or ()))
     return new(lib.braid_reduce, REDUCE[op], x._handle, len(axes or ()), arr, int(bool(keepdims)))
 
@@ -464,7 +479,7 @@ def _index(x, key):
     for axis, dim in enumerate(shape):
         k = key[axis] if axis < len(key) else slice(None)
         if isinstance(k, (numbers.Integral, ndarray)) and not isinstance(k, bool) and \
-                (not isinstance(k, ndarray) or k.ndim == 0):
+                (not isinstance(k, ndarray) or (k.ndim == 0 and k.dtype_code in (2, 3, 4))):
             i = int(k)
             if i < -dim or i >= dim:
                 raise IndexError(f"braid: index {i} is out of bounds for axis {axis} with size {dim}")
@@ -484,9 +499,18 @@ def _index(x, key):
     return out.reshape(tuple(kept)) if len(kept) != len(shape) else out
 
 
+def _refuse_while_recording(what):
+    """In-place writes are not recorded by autograd (braid_copy_into), so inside record() they would lose
+    gradients silently; MXNet refuses them there too."""
+    from . import autograd
+    if autograd.is_recording():
+        raise RuntimeError(f"braid: {what} is not supported while autograd records (use x = x + y)")
+
+
 def _assign(x, key, value):
     """x[...] = value or x[:] = value: the whole array, broadcast from value (MXNet's and the chapter's
     `param[:] = ...`). Other targets are refused rather than half supported."""
+    _refuse_while_recording("assignment to x[...]")
     whole = key is Ellipsis or (isinstance(key, slice) and key == slice(None)) or \
         (isinstance(key, tuple) and all(k == slice(None) or k is Ellipsis for k in key))
     if not whole:
@@ -494,7 +518,7 @@ def _assign(x, key, value):
     shape = x.shape
     if is_scalar(value):
         filled = new(lib.braid_full, _device.context_handle(), x.ctx.index, x.dtype_code, len(shape),
-                     shape_array(shape), float(value))
+                     shape_array(shape), exact_scalar(value))
         check(lib.braid_copy_into(filled._handle, x._handle))
         return
     if not isinstance(value, ndarray):

@@ -8,8 +8,8 @@ import numpy as _numpy
 
 from . import device as _device
 from ._lib import c_tensor, lib, shape_array
-from .ndarray import (NDArray, argmax, as_array, binary, dims, dot, dtype_code, from_numpy, is_scalar, ndarray,
-                      new, reduce, resolve_device, unary)
+from .ndarray import (NDArray, argmax, as_array, binary, dims, dot, dtype_code, exact_scalar, from_numpy, is_scalar,
+                      ndarray, new, reduce, resolve_device, unary)
 from .ndarray import _matmul as matmul  # noqa: F401
 
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
@@ -47,7 +47,7 @@ def array(obj, dtype=None, ctx=None, device=None):
 def full(shape, fill_value, dtype=None, ctx=None, device=None):
     shape = _shape(shape)
     return new(lib.braid_full, _device.context_handle(), resolve_device(ctx, device).index,
-               dtype_code(float32 if dtype is None else dtype), len(shape), shape_array(shape), float(fill_value))
+               dtype_code(float32 if dtype is None else dtype), len(shape), shape_array(shape), exact_scalar(fill_value))
 
 
 def zeros(shape, dtype=None, ctx=None, device=None):
@@ -123,8 +123,17 @@ def where(condition, x, y):
 
     def lift(v, dtype):
         return v if isinstance(v, ndarray) else full((), v, dtype, like.ctx) if is_scalar(v) else as_array(v, like)
-    value_dtype = next((v.dtype for v in (x, y) if isinstance(v, ndarray)), float32)
-    c, a, b = lift(condition, float32), lift(x, value_dtype), lift(y, value_dtype)
+
+    def number_dtype(v):
+        """A number's dtype: the array operand's, unless that is an integer dtype and v is not an
+        integer (0.5 beside int32 makes the result float32, as x + 0.5 does)."""
+        other = next((a.dtype for a in (x, y) if isinstance(a, ndarray)), float32)
+        integral = isinstance(v, (int, _numpy.integer)) or (isinstance(v, float) and v.is_integer())
+        floating_other = other == "bfloat16" or _numpy.dtype(other).kind == "f"
+        return other if floating_other or integral else float32
+    c = lift(condition, float32)
+    a = lift(x, number_dtype(x) if is_scalar(x) else None)
+    b = lift(y, number_dtype(y) if is_scalar(y) else None)
     return new(lib.braid_where, c.handle, a.handle, b.handle)
 
 

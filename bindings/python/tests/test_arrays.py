@@ -124,6 +124,26 @@ class Arithmetic(unittest.TestCase):
         close(self, np.where(c, np.array([1.0, 2, 3]), np.array([-1.0, -2, -3])), [1, -2, 3])
         close(self, np.where(np.array([0.0, 1.0]), 5.0, np.array([7.0, 8.0])), [7, 5])
 
+    def test_where_with_a_fractional_number_beside_integers(self):
+        c, i = np.array([1, 0, 1]), np.array([1, 2, 3], dtype=numpy.int32)
+        close(self, np.where(c, i, 0.5), [1.0, 0.5, 3.0])
+        close(self, np.where(c, 0.5, i), [0.5, 2.0, 0.5])
+        self.assertEqual(np.where(c, 7, i).dtype, numpy.int32)
+
+    def test_copies_and_exact_numbers(self):
+        import copy
+        a = np.arange(3)
+        b, c = copy.copy(a), copy.deepcopy(a)
+        del a
+        close(self, b + c, [0.0, 2.0, 4.0])
+        with self.assertRaises(ValueError):
+            np.full((1,), 2 ** 53 + 1, dtype=numpy.int64)
+        with self.assertRaises(ValueError):
+            np.zeros(1, dtype=numpy.int64) + (2 ** 60 + 1)
+        self.assertEqual(np.zeros(3, dtype=numpy.float16).sum(axis=()).dtype, numpy.float16)
+        with self.assertRaises(IndexError):
+            np.arange(3)[np.array(1.0)]  # a float index, as NumPy refuses it
+
     def test_in_place_operators_write_the_same_storage(self):
         a = np.array([1.0, 2.0])
         alias = a

@@ -142,6 +142,92 @@ class Hybridize(unittest.TestCase):
             close(self, loaded(x), want)
 
 
+class ReviewFindings(unittest.TestCase):
+    """Each case once gave a wrong answer silently (a review of the package)."""
+
+    def test_a_hybridized_call_with_another_number_of_inputs_is_traced_for_it(self):
+        class Two(nn.HybridBlock):
+            def forward(self, x, y=None):
+                return x * 2 if y is None else x + y
+        b = Two()
+        b.hybridize()
+        x, y = np.ones(2), np.full((2,), 10.0)
+        b(x)
+        b(x)
+        close(self, b(x, y), [11.0, 11.0])
+        close(self, b(x), [2.0, 2.0])
+
+    def test_force_reinit_reaches_graphs_and_trainers(self):
+        layer = nn.Dense(1, in_units=2, use_bias=False)
+        layer.initialize(init=init.Constant(1.0))
+        layer.hybridize()
+        x = np.ones((1, 2))
+        layer(x)
+        close(self, layer(x), [[2.0]])
+        trainer = gluon.Trainer(layer.collect_params(), "sgd", {"learning_rate": 0.5})
+        layer.initialize(init=init.Constant(2.0), force_reinit=True)
+        close(self, layer(x), [[4.0]])
+        with autograd.record():
+            loss = layer(x).sum()
+        loss.backward()
+        trainer.step(1)
+        close(self, layer.weight.data(), [[1.5, 1.5]])
+        with self.assertRaises(ValueError):
+            trainer.step(1, ignore_stale_grad=True)  # a new trainer would lose the optimizer's state
+
+    def test_a_shared_parameter_is_trained_once(self):
+        class Shared(nn.Block):
+            def __init__(self):
+                super().__init__()
+                self.d = nn.Dense(2, in_units=2, use_bias=False)
+                self.e = self.d
+
+            def forward(self, x):
+                return self.e(self.d(x))
+        net = Shared()
+        net.initialize(init=init.Constant(0.5))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+        with autograd.record():
+            loss = net(np.ones((1, 2))).sum()
+        loss.backward()
+        trainer.step(1)  # refused before: two entries for one parameter
+
+    def test_export_takes_the_inference_graph(self):
+        net = nn.HybridSequential()
+        net.add(nn.Dense(4, in_units=3), nn.Dropout(0.5))
+        net.initialize(init=init.Constant(1.0))
+        net.hybridize()
+        x = np.ones((1, 3))
+        net(x)
+        want = net(x).asnumpy()
+        with autograd.record():
+            net(x)
+        with tempfile.TemporaryDirectory() as folder:
+            symbol, params = net.export(os.path.join(folder, "m"))
+            close(self, gluon.SymbolBlock.imports(symbol, ["data"], params)(x), want)
+        net.hybridize(False)
+        with self.assertRaises(RuntimeError):
+            net.export("unused")
+
+    def test_in_place_writes_are_refused_while_recording(self):
+        x = np.ones(2)
+        x.attach_grad()
+        with autograd.record():
+            y = x * 2
+            with self.assertRaises(RuntimeError):
+                y += x
+            with self.assertRaises(RuntimeError):
+                y[:] = 0
+
+    def test_batch_norm_momentum_one_freezes_the_running_statistics(self):
+        bn = nn.BatchNorm(momentum=1.0, in_channels=2)
+        bn.initialize()
+        with autograd.record():
+            bn(np.random.normal(loc=5.0, size=(4, 2)))
+        close(self, bn.running_mean.data(), [0.0, 0.0])
+        close(self, bn.running_var.data(), [1.0, 1.0])
+
+
 class Training(unittest.TestCase):
     def test_sgd_step_is_w_minus_lr_grad_over_batch(self):
         layer = nn.Dense(2, in_units=3)

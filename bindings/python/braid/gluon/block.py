@@ -106,11 +106,11 @@ class HybridBlock(Block):
     def __init__(self, prefix=None, params=None):
         super().__init__()
         object.__setattr__(self, "_active", False)
-        object.__setattr__(self, "_hybrids", {})  # (training, outputs) -> hybrid handle
-        object.__setattr__(self, "_outputs", None)  # number of outputs forward returns, from the first call
+        object.__setattr__(self, "_hybrids", {})  # (training, number of inputs) -> hybrid handle
+        object.__setattr__(self, "_outputs", {})  # number of inputs -> outputs forward returns (its first call)
         object.__setattr__(self, "_callback", HYBRID_FN(self._trace_forward))
         object.__setattr__(self, "_error", None)
-        object.__setattr__(self, "_last_inputs", None)  # the last graph call's inputs, for export()
+        object.__setattr__(self, "_last_inputs", {})  # training -> the last graph call's inputs, for export()
 
     def hybridize(self, active=True, **kwargs):
         object.__setattr__(self, "_active", bool(active))
@@ -122,6 +122,7 @@ class HybridBlock(Block):
         for handle in self._hybrids.values():
             lib.braid_hybrid_release(handle)
         self._hybrids.clear()
+        self._last_inputs.clear()
 
     def __del__(self):
         try:
@@ -130,22 +131,25 @@ class HybridBlock(Block):
             pass
 
     def __call__(self, *args):
-        if not self._active or not all(isinstance(a, ndarray) for a in args) or self._outputs is None:
-            out = self.forward(*args)  # imperative (and, while hybridized, the shapes' first call)
-            if self._active:
-                object.__setattr__(self, "_outputs", len(out) if isinstance(out, (tuple, list)) else 0)
+        arrays = all(isinstance(a, ndarray) for a in args)
+        if not self._active or not arrays or len(args) not in self._outputs:
+            out = self.forward(*args)  # imperative (and, while hybridized, a new input count's first call)
+            if self._active and arrays:
+                self._outputs[len(args)] = len(out) if isinstance(out, (tuple, list)) else 0
             return out
         return self._call_graph(args)
 
     def _call_graph(self, args):
         training = autograd.is_training()
-        count = max(1, self._outputs)
-        handle = self._hybrids.get(training)
+        outputs_of_forward = self._outputs[len(args)]
+        count = max(1, outputs_of_forward)
+        key = (training, len(args))
+        handle = self._hybrids.get(key)
         if handle is None:
             handle = ctypes.c_void_p()
             check(lib.braid_hybrid_create(_device.context_handle(), self._callback, None, len(args), count,
                                           _ALL_PASSES, ctypes.byref(handle)))
-            self._hybrids[training] = handle
+            self._hybrids[key] = handle
         inputs = (c_tensor * len(args))(*[a.handle for a in args])
         outputs = (c_tensor * count)()
         object.__setattr__(self, "_error", None)
@@ -157,20 +161,21 @@ class HybridBlock(Block):
             except BraidError as e:
                 raise (error or e) from (e if error else None)
         results = [ndarray(outputs[i]) for i in range(count)]
-        object.__setattr__(self, "_last_inputs", (training, tuple(args)))
-        return tuple(results) if self._outputs else results[0]
+        self._last_inputs[training] = tuple(args)
+        return tuple(results) if outputs_of_forward else results[0]
 
     def export(self, path, epoch=0):
-        """Writes the graph of the last hybridized call as PATH-symbol.json and its parameters as
-        PATH-EPOCH.params (safetensors; docs/GRAPH.md, "Export"): what braid_graph_load and
-        samples/hybrid/run_exported.c load, with no Python. Returns the two paths."""
-        if self._last_inputs is None:
-            raise RuntimeError("braid: export needs a hybridized block that has run (hybridize(), then call it twice: "
-                               "the first call settles the shapes)")
-        training, args = self._last_inputs
+        """Writes the inference graph (outside autograd.record()) of the last hybridized call as
+        PATH-symbol.json and its parameters as PATH-EPOCH.params (safetensors; docs/GRAPH.md,
+        "Export"): what braid_graph_load and samples/hybrid/run_exported.c load, with no Python.
+        Returns the two paths."""
+        args = self._last_inputs.get(False)
+        if not self._active or args is None:
+            raise RuntimeError("braid: export needs a hybridized block that has run outside autograd.record() "
+                               "(hybridize(), then call it twice: the first call settles the shapes)")
         inputs = (c_tensor * len(args))(*[a.handle for a in args])
         graph = ctypes.c_void_p()
-        check(lib.braid_hybrid_graph(self._hybrids[training], inputs, ctypes.byref(graph)))
+        check(lib.braid_hybrid_graph(self._hybrids[(False, len(args))], inputs, ctypes.byref(graph)))
         symbol, params = f"{path}-symbol.json", f"{path}-{epoch:04d}.params"
         try:
             check(lib.braid_graph_save(graph, symbol.encode(), params.encode()))

@@ -64,6 +64,12 @@ class Parameter:
             return
         chosen = self.init or _init.create(init) or _init.create(default_init) or _init.Uniform()
         devices = device_list(ctx)
+        if self._data is not None and list(self._data) == devices and self._known():
+            # Reinitialised in place: graphs of hybridized blocks and Trainers hold these arrays.
+            first = chosen(self._shape, self.dtype, devices[0])
+            for value in self._data.values():
+                first.copyto(value)
+            return
         self._data = None
         if not self._known():
             if not self._allow_deferred:

@@ -15,10 +15,10 @@ class Trainer:
     def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", update_on_kvstore=None):
         if isinstance(params, dict):
             params = list(params.values())
-        self._params = [p for p in params if isinstance(p, Parameter) and p.grad_req != "null"]
-        if len(self._params) != len([p for p in params if isinstance(p, Parameter) and p.grad_req != "null"]) or \
-                not all(isinstance(p, Parameter) for p in params):
+        if not all(isinstance(p, Parameter) for p in params):
             raise TypeError("braid: Trainer takes a ParameterDict or a list of Parameters")
+        unique = {id(p): p for p in params if p.grad_req != "null"}  # a shared parameter is listed once
+        self._params = list(unique.values())
         if not isinstance(optimizer, str) or optimizer.lower() not in _KINDS:
             raise ValueError(f"braid: optimizer {optimizer!r} is none of 'sgd', 'adam'")
         settings = dict(optimizer_params or {})
@@ -45,12 +45,14 @@ class Trainer:
             check(lib.braid_trainer_set_learning_rate(self._handle, float(lr)))
 
     def _trainer(self, ignore_stale_grad):
-        """braid's trainer, made at the first step (parameters are initialised by then)."""
-        if self._handle is not None and self._ignore_stale == ignore_stale_grad:
-            return self._handle
+        """braid's trainer, made at the first step (parameters are initialised by then). Whether a stale
+        gradient is skipped is fixed then: a new trainer would lose the optimizer's state (momentum,
+        Adam's moments)."""
         if self._handle is not None:
-            lib.braid_trainer_release(self._handle)
-            self._handle = None
+            if self._ignore_stale != ignore_stale_grad:
+                raise ValueError(f"braid: this Trainer stepped with ignore_stale_grad={self._ignore_stale}; "
+                                 "keep it the same on every step")
+            return self._handle
         devices = self._params[0].list_ctx()
         for p in self._params:
             if p.list_ctx() != devices:
@@ -70,7 +72,7 @@ class Trainer:
         check(lib.braid_trainer_step(self._trainer(ignore_stale_grad), float(batch_size)))
 
     def allreduce_grads(self):
-        check(lib.braid_trainer_allreduce_grads(self._trainer(False)))
+        check(lib.braid_trainer_allreduce_grads(self._trainer(bool(self._ignore_stale))))
 
     def update(self, batch_size, ignore_stale_grad=False):
         check(lib.braid_trainer_update(self._trainer(ignore_stale_grad), float(batch_size)))

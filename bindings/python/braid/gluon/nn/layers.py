@@ -137,7 +137,9 @@ class Dropout(HybridBlock):
 class BatchNorm(HybridBlock):
     """Batch normalisation over axis 1. While training (autograd.record()) it normalises with the
     batch's statistics and updates the running ones (running = momentum * running + (1 - momentum) *
-    batch, MXNet's convention); otherwise it uses the running ones."""
+    batch, MXNet's convention for momentum; the batch variance that goes into the running one is the
+    unbiased estimate, as braid's op and PyTorch take it, where MXNet takes the biased one); otherwise it
+    uses the running ones."""
 
     def __init__(self, axis=1, momentum=0.9, epsilon=1e-5, center=True, scale=True, use_global_stats=False,
                  beta_initializer="zeros", gamma_initializer="ones", running_mean_initializer="zeros",
@@ -157,7 +159,11 @@ class BatchNorm(HybridBlock):
             for p in (self.gamma, self.beta, self.running_mean, self.running_var):
                 p.shape = (x.shape[1],)
         d = x.ctx
-        params = BatchNormParams(ctypes.sizeof(BatchNormParams), self._eps, 1.0 - self._momentum,
+        # braid's momentum weighs the batch (PyTorch's), MXNet's the running value; braid reads 0 as its
+        # default 0.1, so MXNet's 1.0 (running statistics frozen) is passed as the smallest positive
+        # double, which leaves them unchanged.
+        batch_weight = 1.0 - self._momentum if self._momentum < 1.0 else 5e-324
+        params = BatchNormParams(ctypes.sizeof(BatchNormParams), self._eps, batch_weight,
                                  int(autograd.is_training()))
         out = c_tensor()
         gamma, beta = self.gamma.data(d), self.beta.data(d)
