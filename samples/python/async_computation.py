@@ -7,38 +7,24 @@ against one wait at the end.
 """
 import argparse
 import sys
-import time
 
 import numpy
 
 import braid
+from benchmark import Benchmark
 from braid import np, npx
 
 
-class Benchmark:
-    """d2l's Benchmark: times the body of a with block."""
-
-    def __init__(self, description="Done"):
-        self.description = description
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *args):
-        self.seconds = time.perf_counter() - self.start
-        print(f"{self.description}: {self.seconds:.4f} sec")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="cpu:0", help="a braid device (default cpu:0)")
     args = ap.parse_args()
-    kinds = {"cpu": braid.cpu, "cuda": braid.gpu, "vulkan": braid.vulkan}
-    kind, _, index = args.device.partition(":")
-    if kind not in kinds or not index.isdigit():
-        ap.error(f"--device {args.device!r}: expected a name like cpu:0")
-    device = kinds[kind](int(index))
+    try:
+        device = braid.Device.parse(args.device)
+    except ValueError as e:
+        ap.error(str(e))
 
     # Warmup for the device's computation
     a = np.random.normal(size=(1000, 1000), ctx=device)

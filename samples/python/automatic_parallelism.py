@@ -7,23 +7,12 @@ then computation overlapping the copies of its results to the CPU.
 """
 import argparse
 import sys
-import time
 
 import braid
+from benchmark import Benchmark
 from braid import np, npx
 
 
-class Benchmark:
-    def __init__(self, description="Done"):
-        self.description = description
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *args):
-        self.seconds = time.perf_counter() - self.start
-        print(f"{self.description}: {self.seconds:.4f} sec")
 
 
 def main():
@@ -32,11 +21,10 @@ def main():
     ap.add_argument("--size", type=int, default=4000, help="matrix size (the chapter's 4000)")
     ap.add_argument("--products", type=int, default=50, help="products per device (the chapter's 50)")
     args = ap.parse_args()
-    kinds = {"cpu": braid.cpu, "cuda": braid.gpu, "vulkan": braid.vulkan}
     try:
-        devices = [kinds[n.split(":")[0]](int(n.split(":")[1])) for n in args.devices.split(",")]
-    except (KeyError, IndexError, ValueError):
-        ap.error(f"--devices {args.devices!r}: expected two names like cpu:0,cpu:1")
+        devices = [braid.Device.parse(name) for name in args.devices.split(",")]
+    except ValueError as e:
+        ap.error(str(e))
     if len(devices) != 2:
         ap.error("--devices takes two devices")
 

@@ -93,11 +93,10 @@ def main():
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    kinds = {"cpu": braid.cpu, "cuda": braid.gpu, "vulkan": braid.vulkan}
     try:
-        devices = [kinds[n.split(":")[0]](int(n.split(":")[1])) for n in args.devices.split(",")]
-    except (KeyError, IndexError, ValueError):
-        ap.error(f"--devices {args.devices!r}: expected names like cpu:0,cpu:1")
+        devices = [braid.Device.parse(name) for name in args.devices.split(",")]
+    except ValueError as e:
+        ap.error(str(e))
 
     net = resnet18(10)
     train_iter, test_iter = braid.data.load_data_fashion_mnist(args.batch_size)

@@ -9,25 +9,14 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 
 import braid
+from benchmark import Benchmark
 from braid import np, npx
 from braid import gluon
 from braid.gluon import nn
 
 
-class Benchmark:
-    def __init__(self, description="Done"):
-        self.description = description
-
-    def __enter__(self):
-        self.start = time.perf_counter()
-        return self
-
-    def __exit__(self, *args):
-        self.seconds = time.perf_counter() - self.start
-        print(f"{self.description}: {self.seconds:.4f} sec")
 
 
 # Factory for networks
@@ -45,11 +34,10 @@ def main():
     ap.add_argument("--device", default="cpu:0")
     ap.add_argument("--export", default=None, help="prefix of the exported files (default: a temporary folder)")
     args = ap.parse_args()
-    kinds = {"cpu": braid.cpu, "cuda": braid.gpu, "vulkan": braid.vulkan}
-    kind, _, index = args.device.partition(":")
-    if kind not in kinds or not index.isdigit():
-        ap.error(f"--device {args.device!r}: expected a name like cpu:0")
-    device = kinds[kind](int(index))
+    try:
+        device = braid.Device.parse(args.device)
+    except ValueError as e:
+        ap.error(str(e))
 
     x = np.random.normal(size=(1, 512), ctx=device)
     net = get_net(device)

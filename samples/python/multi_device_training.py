@@ -110,11 +110,10 @@ def main():
     ap.add_argument("--scale", type=float, default=0.01,
                     help="standard deviation of the initial weights, given as --scale=S (default 0.01)")
     args = ap.parse_args()
-    kinds = {"cpu": braid.cpu, "cuda": braid.gpu, "vulkan": braid.vulkan}
     try:
-        devices = [kinds[name.split(":")[0]](int(name.split(":")[1])) for name in args.devices.split(",")]
-    except (KeyError, IndexError, ValueError):
-        ap.error(f"--devices {args.devices!r}: expected names like cpu:0,vulkan:0")
+        devices = [braid.Device.parse(name) for name in args.devices.split(",")]
+    except ValueError as e:
+        ap.error(str(e))
     train_iter, test_iter = braid.data.load_data_fashion_mnist(args.batch_size)
     device_params = [get_params(params, d) for d in devices]
     for epoch in range(args.epochs):

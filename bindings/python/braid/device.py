@@ -48,6 +48,15 @@ class Device:
         self.device_type = device_type
         self.device_id = device_id
 
+    @classmethod
+    def parse(cls, name):
+        """The Device braid names "cpu:0", "cuda:0" or "vulkan:0" (ValueError for anything else)."""
+        backend, _, number = str(name).partition(":")
+        kind = {v: k for k, v in cls._BACKEND_OF.items()}.get(backend)
+        if kind is None or not number.isdigit():
+            raise ValueError(f"braid: {name!r} is not a device name like cpu:0, cuda:0 or vulkan:0")
+        return cls(kind, int(number))
+
     @property
     def name(self):
         """braid's name of the device: "cpu:0", "cuda:0", "vulkan:0"."""
@@ -101,11 +110,7 @@ def device_info(index):
 
 
 def _device_of_index(index):
-    backend, number = device_info(index)["id"].split(":")
-    kind = {v: k for k, v in Device._BACKEND_OF.items()}.get(backend)
-    if kind is None:
-        raise RuntimeError(f"braid: device {backend}:{number} is of a backend this package does not name")
-    return Device(kind, int(number))
+    return Device.parse(device_info(index)["id"])
 
 
 def devices():
