@@ -5,8 +5,9 @@ gradient, else the sum replaces it; pull copies the stored value into each out. 
 import ctypes
 
 from . import device as _device
-from ._lib import OptimizerParams, c_tensor, check, lib
+from ._lib import c_tensor, check, lib
 from .ndarray import ndarray
+from .optimizer import optimizer_params
 
 
 def _arrays(values, what):
@@ -67,18 +68,7 @@ class KVStore:
         if optimizer is None:
             check(lib.braid_kvstore_set_optimizer(self._handle, None))
             return
-        kinds = {"sgd": 0, "adam": 1}
-        if not isinstance(optimizer, str) or optimizer.lower() not in kinds:
-            raise ValueError(f"braid: optimizer {optimizer!r} is none of 'sgd', 'adam'")
-        known = {"learning_rate", "momentum", "wd", "beta1", "beta2", "epsilon", "rescale_grad"}
-        if set(params) - known:
-            raise ValueError(f"braid: optimizer parameters {sorted(set(params) - known)} are not among {sorted(known)}")
-        adam = optimizer.lower() == "adam"
-        settings = OptimizerParams(ctypes.sizeof(OptimizerParams), kinds[optimizer.lower()],
-                                   float(params.get("learning_rate", 0.001 if adam else 0.01)),
-                                   float(params.get("momentum", 0.0)), float(params.get("wd", 0.0)),
-                                   float(params.get("beta1", 0.9)), float(params.get("beta2", 0.999)),
-                                   float(params.get("epsilon", 1e-8)), float(params.get("rescale_grad", 1.0)))
+        settings = optimizer_params(optimizer, params)
         check(lib.braid_kvstore_set_optimizer(self._handle, ctypes.byref(settings)))
 
 

@@ -413,14 +413,14 @@ def binary(op, a, b):
     raise TypeError(f"braid: {op} needs a braid array among its operands")
 
 
-def _axes(axis, ndim):
+def _axes(axis):
     if axis is None:
         return None
     return dims((axis,) if hasattr(axis, "__index__") or not hasattr(axis, "__iter__") else axis)
 
 
 def reduce(op, x, axis=None, keepdims=False):
-    axes = _axes(axis, x.ndim)
+    axes = _axes(axis)
     if axes == ():  # NumPy: no axis reduced
         return x.astype(numpy.int64) if op == "sum" and x.dtype_code in (2, 3, 4) else x.copy()
     arr = (ctypes.c_int32 * max(1, len(axes or ())))(*(axes or ()))

@@ -4,10 +4,10 @@ then updates every copy with SGD (momentum, weight decay) or Adam, scaled by res
 as Gluon's Trainer does."""
 import ctypes
 
-from .._lib import OptimizerParams, TrainerOptions, c_tensor, check, lib
+from .._lib import TrainerOptions, c_tensor, check, lib
+from .. import optimizer as _optimizer
 from .parameter import Parameter
 
-_KINDS = {"sgd": 0, "adam": 1}
 _IGNORE_STALE_GRAD = 1
 
 
@@ -19,19 +19,7 @@ class Trainer:
             raise TypeError("braid: Trainer takes a ParameterDict or a list of Parameters")
         unique = {id(p): p for p in params if p.grad_req != "null"}  # a shared parameter is listed once
         self._params = list(unique.values())
-        if not isinstance(optimizer, str) or optimizer.lower() not in _KINDS:
-            raise ValueError(f"braid: optimizer {optimizer!r} is none of 'sgd', 'adam'")
-        settings = dict(optimizer_params or {})
-        known = {"learning_rate", "momentum", "wd", "beta1", "beta2", "epsilon", "rescale_grad"}
-        unknown = set(settings) - known
-        if unknown:
-            raise ValueError(f"braid: optimizer parameters {sorted(unknown)} are not among {sorted(known)}")
-        adam = optimizer.lower() == "adam"
-        self._optimizer = OptimizerParams(
-            ctypes.sizeof(OptimizerParams), _KINDS[optimizer.lower()],
-            float(settings.get("learning_rate", 0.001 if adam else 0.01)), float(settings.get("momentum", 0.0)),
-            float(settings.get("wd", 0.0)), float(settings.get("beta1", 0.9)), float(settings.get("beta2", 0.999)),
-            float(settings.get("epsilon", 1e-8)), float(settings.get("rescale_grad", 1.0)))
+        self._optimizer = _optimizer.optimizer_params(optimizer, dict(optimizer_params or {}))
         self._handle = None
         self._ignore_stale = None
 
