@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 7
+#define BRAID_ABI_MINOR 8
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -935,6 +935,87 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
 /* The graph cached for the signature of these inputs (a new reference), or BRAID_ERR_NOT_FOUND before
  * a call with it: to inspect or export what was hybridized. Since 1.5. */
 BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* inputs, braid_graph* out);
+
+/* ---- processes and hosts (ABI 1.8) ------------------------------------------------------------ */
+/* A process group joins the processes of a job (its ranks, on one host or several) so that they
+ * reduce tensors together, through a communication plugin (libbraid-comm-gloo.so: Gloo over TCP, for
+ * tensors in host memory; tensors on other devices are staged through a host-memory device). See
+ * docs/DISTRIBUTED.md: launching with braid-run, mpirun, srun or torchrun-style launchers, every
+ * variable, and what each kind of failure does.
+ *
+ * Each collective below is an engine op on the group's own queue, like the in-process collectives:
+ * it returns at once, runs when the ops that write its tensors have ended, and later ops on those
+ * tensors wait for it; its errors surface at braid_tensor_wait_to_read / braid_wait_all. Every rank
+ * must make the same collectives in the same order with the same dtypes and element counts; ranks
+ * that disagree fail with BRAID_ERR_INVALID_STATE naming both calls (the ranks exchange a fingerprint
+ * of each call first, unless BRAID_PROCESS_GROUP_NO_CHECK). Every call has the group's timeout: a rank
+ * that died or stalls makes the others' calls fail within it (BRAID_ERR_IO or BRAID_ERR_TIMEOUT, the
+ * message naming the rank, the call and its number), never hang. The first failure fails the group:
+ * later calls fail at once with the same message, and the other ranks' calls fail too.
+ * Thread-safe: calls from several threads are numbered in the order they reach the group, so the
+ * application must order them alike on every rank (one thread per group is the usual way). */
+typedef struct braid_process_group_t* braid_process_group;
+
+typedef struct braid_process_group_options {
+  uint32_t struct_size;
+  int32_t rank; /* -1: from the launcher's variables (BRAID_RANK, OMPI_COMM_WORLD_RANK, SLURM_PROCID, RANK), else 0 */
+  int32_t world_size; /* 0: from the launcher's variables, else 1 */
+  const char*
+      master_addr;     /* where rank 0 serves the rendezvous store; NULL: BRAID_MASTER_ADDR, MASTER_ADDR, 127.0.0.1 */
+  int32_t master_port; /* 0: BRAID_MASTER_PORT, MASTER_PORT, 29500 */
+  const char* backend; /* communication plugin; NULL: BRAID_DIST_BACKEND, else "gloo" */
+  double timeout_seconds; /* of joining and of every call; 0: BRAID_DIST_TIMEOUT, else 300 */
+  uint32_t flags;         /* BRAID_PROCESS_GROUP_* bits */
+} braid_process_group_options;
+#define BRAID_PROCESS_GROUP_OPTIONS_INIT \
+  { sizeof(braid_process_group_options), -1, 0, NULL, 0, NULL, 0.0, 0 }
+/* Skip the fingerprint exchange before each collective (one small all-gather each): a mismatch then
+ * gives a timeout or wrong data instead of an error naming both sides. BRAID_DIST_CHECK=0 does the same. */
+#define BRAID_PROCESS_GROUP_NO_CHECK 1u
+
+/* Joins the group: blocks until every rank has joined, or fails after the timeout (BRAID_ERR_TIMEOUT,
+ * saying what it waited for). Rank 0 serves the rendezvous store on master_port (BRAID_ERR_IO if the
+ * port is taken). A missing plugin is BRAID_ERR_NOT_FOUND, bad options or variables
+ * BRAID_ERR_INVALID_ARGUMENT naming them. options may be NULL (all from the environment). */
+BRAID_API braid_status braid_process_group_create(braid_context ctx, const braid_process_group_options* options,
+                                                  braid_process_group* out);
+BRAID_API braid_status braid_process_group_retain(braid_process_group pg);
+/* The last release waits for the group's calls, then leaves the group (rank 0 waits, at most 10 s,
+ * for the other ranks to leave before it stops serving the store). */
+BRAID_API braid_status braid_process_group_release(braid_process_group pg);
+
+typedef struct braid_process_group_info {
+  uint32_t struct_size;
+  int32_t rank;
+  int32_t world_size;
+  int32_t local_rank; /* the rank among this host's processes (from the launcher; else rank) */
+  int32_t local_size; /* the processes on this host (from the launcher; else world_size) */
+  double timeout_seconds;
+  char backend[32];
+} braid_process_group_info;
+BRAID_API braid_status braid_process_group_get_info(braid_process_group pg, braid_process_group_info* out);
+
+/* t becomes the reduction over the ranks of every rank's t (in place). AVG (float32/float64) divides
+ * the sum by the world size. */
+BRAID_API braid_status braid_process_group_allreduce(braid_process_group pg, braid_tensor t, braid_collective_op op);
+/* Every rank's t becomes root's t. */
+BRAID_API braid_status braid_process_group_broadcast(braid_process_group pg, braid_tensor t, int32_t root);
+/* root's t becomes the reduction; the other ranks' t are left as they were. */
+BRAID_API braid_status braid_process_group_reduce(braid_process_group pg, braid_tensor t, int32_t root,
+                                                  braid_collective_op op);
+/* out (world_size times in's elements, any shape, in's dtype) = every rank's in, in rank order. */
+BRAID_API braid_status braid_process_group_all_gather(braid_process_group pg, braid_tensor in, braid_tensor out);
+/* out (in's elements / world_size) = part `rank` of the reduction over the ranks of in. */
+BRAID_API braid_status braid_process_group_reduce_scatter(braid_process_group pg, braid_tensor in, braid_tensor out,
+                                                          braid_collective_op op);
+/* Blocks until every rank has reached the barrier and this rank's earlier calls of the group have
+ * ended; returns the first error among them. */
+BRAID_API braid_status braid_process_group_barrier(braid_process_group pg);
+/* Point to point: t's elements to rank peer, or from it into t, paired by tag. Not checked by
+ * fingerprint; a send and its recv must be made in matching orders on the two ranks (a send waits
+ * for the peer's recv, within the timeout). */
+BRAID_API braid_status braid_process_group_send(braid_process_group pg, braid_tensor t, int32_t peer, int32_t tag);
+BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_tensor t, int32_t peer, int32_t tag);
 
 #ifdef __cplusplus
 } /* extern "C" */

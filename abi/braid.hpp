@@ -991,6 +991,52 @@ class Hybrid {
   braid_hybrid h_ = nullptr;
 };
 
+// ---- processes and hosts ----------------------------------------------------------------------------
+
+// A process group (braid_process_group_*, docs/DISTRIBUTED.md): the ranks of a job, joined on
+// construction (from the launcher's variables unless options say otherwise).
+class ProcessGroup {
+ public:
+  explicit ProcessGroup(const Context& ctx, const braid_process_group_options* options = nullptr) {
+    check(braid_process_group_create(ctx.get(), options, &h_));
+  }
+  ProcessGroup(const ProcessGroup& o) : h_(o.h_) { check(braid_process_group_retain(h_)); }
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+  ~ProcessGroup() { braid_process_group_release(h_); }
+  braid_process_group get() const noexcept { return h_; }
+  braid_process_group_info info() const {
+    braid_process_group_info i{};
+    i.struct_size = sizeof i;
+    check(braid_process_group_get_info(h_, &i));
+    return i;
+  }
+  int32_t rank() const { return info().rank; }
+  int32_t world_size() const { return info().world_size; }
+  void allreduce(const Tensor& t, braid_collective_op op = BRAID_COLLECTIVE_SUM) const {
+    check(braid_process_group_allreduce(h_, t.get(), op));
+  }
+  void broadcast(const Tensor& t, int32_t root) const { check(braid_process_group_broadcast(h_, t.get(), root)); }
+  void reduce(const Tensor& t, int32_t root, braid_collective_op op = BRAID_COLLECTIVE_SUM) const {
+    check(braid_process_group_reduce(h_, t.get(), root, op));
+  }
+  void all_gather(const Tensor& in, const Tensor& out) const {
+    check(braid_process_group_all_gather(h_, in.get(), out.get()));
+  }
+  void reduce_scatter(const Tensor& in, const Tensor& out, braid_collective_op op = BRAID_COLLECTIVE_SUM) const {
+    check(braid_process_group_reduce_scatter(h_, in.get(), out.get(), op));
+  }
+  void barrier() const { check(braid_process_group_barrier(h_)); }
+  void send(const Tensor& t, int32_t peer, int32_t tag = 0) const {
+    check(braid_process_group_send(h_, t.get(), peer, tag));
+  }
+  void recv(const Tensor& t, int32_t peer, int32_t tag = 0) const {
+    check(braid_process_group_recv(h_, t.get(), peer, tag));
+  }
+
+ private:
+  braid_process_group h_ = nullptr;
+};
+
 }  // namespace braid
 
 #endif  // BRAID_HPP_

@@ -26,6 +26,8 @@ packages=(
                                                        # fused kernels compiled at run time)
   mesa-vulkan-drivers vulkan-validationlayers          # lavapipe (CPU Vulkan device) for CI, validation layer
   elfutils                                             # eu-stack: tools/gpu dumps a hung test's threads
+  libgloo-dev                                          # the Gloo communication plugin (collectives across processes)
+  iproute2                                             # the two-host test's network namespaces (ip netns)
 )
 # No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
 # machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).

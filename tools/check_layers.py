@@ -21,6 +21,7 @@ LAYER = {
     "autograd": 6,
     "graph": 7,
     "parallel": 8,
+    "distributed": 9,
 }
 
 # (file, included folder): the upward includes that exist today (docs/ARCHITECTURE.md lists them).

@@ -129,7 +129,7 @@ BRAID_API braid_status braid_wait_all(braid_context ctx) {
   return guard("braid_wait_all", [&] {
     Context& c = checked_context(ctx, "ctx");
     int64_t t0 = c.profiler.enabled() ? c.profiler.now() : 0;
-    WaitResult r = c.engine->wait_all(c.device_list);
+    WaitResult r = c.engine->wait_all(c.engine_devices());
     if (t0) c.profiler.record_wait("wait_all", t0, c.profiler.now());
     if (r.status != BRAID_OK) fail(r.status, r.message);
   });
@@ -181,7 +181,7 @@ BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path) 
   return guard("braid_profiler_stop", [&] {
     Context& c = checked_context(ctx, "ctx");
     if (!path || !*path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL or empty");
-    (void)c.engine->wait_idle(c.device_list);  // recorded work must have its end times
+    (void)c.engine->wait_idle(c.engine_devices());  // recorded work must have its end times
     c.profiler.stop();
     c.profiler.write(path, c.profile_devices());
   });

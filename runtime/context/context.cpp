@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/dtype.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/trace_hook.h"
@@ -46,7 +47,7 @@ void finish_queued_work_at_exit() {
   const std::vector<Context*> live = ContextPool::instance().select_live(try_retain);
   for (Context* ctx : live) {
     // (From an engine thread the wait is refused at once rather than wait for itself.)
-    if (ctx->fork_generation == g_fork_generation.load()) (void)ctx->engine->wait_idle(ctx->device_list);
+    if (ctx->fork_generation == g_fork_generation.load()) (void)ctx->engine->wait_idle(ctx->engine_devices());
     (void)release_context(ctx);
   }
 }
@@ -65,29 +66,6 @@ void register_exit_handler(bool plugins_newly_mapped) {
   if (registered && !plugins_newly_mapped) return;
   (void)std::atexit(finish_queued_work_at_exit);
   registered = true;
-}
-
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
-// A decimal number from 0 to UINT64_MAX, digits only. strtoull would take "-1" as UINT64_MAX (which
-// turns a bound off), saturate an overflowing number to the same, and accept leading blanks or a
-// sign; and ignoring text that does not parse hides a typo. Each of these is an error naming the
-// variable and its value: the application asked for something braid would not do.
-uint64_t env_u64(const char* name, uint64_t fallback, const char* meaning) {
-  const char* v = env(name);
-  if (!v) return fallback;
-  const char* last = v + std::strlen(v);
-  uint64_t x = 0;
-  auto [end, ec] = std::from_chars(v, last, x);
-  if (ec == std::errc::result_out_of_range && end == last)
-    fail(BRAID_ERR_INVALID_ARGUMENT, name, "=", v, " is too large: ", meaning, " is at most ", UINT64_MAX);
-  if (ec != std::errc() || end != last || *v < '0' || *v > '9')
-    fail(BRAID_ERR_INVALID_ARGUMENT, name, "='", v, "' is not ", meaning, " (a decimal number from 0 to ", UINT64_MAX,
-         ")");
-  return x;
 }
 
 }  // namespace
@@ -162,6 +140,7 @@ braid_context_t::braid_context_t(const braid_context_options& o) {
     search.extra_path = o.backend_path;
   else if (const char* p = env("BRAID_BACKEND_PATH"))
     search.extra_path = p;
+  plugin_path = search.extra_path;
   backends = load_backends(search, Engine::host_api());
   try {
     for (auto& b : backends)
@@ -259,6 +238,13 @@ Device& braid_context_t::device(braid_device index, const char* what) {
 
 // The trace's view of the devices: names and queue tracks, so the profiler (a layer below the
 // devices) needs nothing of Device.
+std::vector<EngineDevice*> braid_context_t::engine_devices() {
+  std::vector<EngineDevice*> all = device_list;
+  const std::lock_guard lock(aux_mu);
+  all.insert(all.end(), aux_devices.begin(), aux_devices.end());
+  return all;
+}
+
 std::vector<braid::ProfileDevice> braid_context_t::profile_devices() const {
   std::vector<braid::ProfileDevice> all;
   for (const auto& d : devices) {
@@ -274,7 +260,7 @@ std::vector<braid::ProfileDevice> braid_context_t::profile_devices() const {
 std::string braid_context_t::write_profile() noexcept {
   if (profile_written || fork_generation != g_fork_generation.load()) return {};
   profile_written = true;
-  (void)engine->wait_idle(device_list);  // recorded work must have its end times
+  (void)engine->wait_idle(engine_devices());  // recorded work must have its end times
   if (profile_path.empty()) return {};
   try {
     profiler.write(profile_path, profile_devices());

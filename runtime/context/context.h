@@ -30,6 +30,10 @@ struct braid_context_t {
   std::vector<std::unique_ptr<braid::Backend>> backends;
   std::vector<std::unique_ptr<braid::Device>> devices;
   std::vector<braid::EngineDevice*> device_list;  // the same, as the engine sees them (its waits)
+  // Engine devices that a layer above adds for its own queues (a process group's communication queue,
+  // runtime/distributed): braid_wait_all and the context's release wait for their work too.
+  std::mutex aux_mu;
+  std::vector<braid::EngineDevice*> aux_devices;  // guarded by aux_mu
   braid::Profiler profiler;
   std::unique_ptr<braid::Engine> engine;
   braid::InflightBound inflight_bound{0, 0};  // the application's (0: each device's default)
@@ -40,6 +44,7 @@ struct braid_context_t {
   // it, only names the pool.
   std::once_flag tensors_made;
   std::shared_ptr<braid::TensorPool> tensors;
+  std::string plugin_path;       // folders searched for plugins after libbraid's own (BRAID_BACKEND_PATH)
   std::string profile_path;      // written when the context is destroyed
   bool profile_written = false;  // write_profile ran (release_context calls it before the destructor)
   std::atomic<uint64_t> seed{0};
@@ -52,6 +57,8 @@ struct braid_context_t {
   braid_context_t& operator=(const braid_context_t&) = delete;
 
   braid::Device& device(braid_device index, const char* what);
+  // device_list and aux_devices: everything a wait for all work waits for.
+  std::vector<braid::EngineDevice*> engine_devices();
   // Waits for all work, then writes the configured profile (once). Returns why it could not be
   // written, "" when it was or none is configured. The destructor cannot report, so the release that
   // destroys the context calls this first and returns the error to the application.

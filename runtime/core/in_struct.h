@@ -57,6 +57,11 @@ BRAID_FIELDS(braid_optimizer_params, BRAID_FIELD(braid_optimizer_params, kind),
 BRAID_FIELDS(braid_trainer_options, BRAID_FIELD(braid_trainer_options, optimizer),
              BRAID_FIELD(braid_trainer_options, bucket_bytes), BRAID_FIELD(braid_trainer_options, algorithm),
              BRAID_FIELD(braid_trainer_options, flags))
+BRAID_FIELDS(braid_process_group_options, BRAID_FIELD(braid_process_group_options, rank),
+             BRAID_FIELD(braid_process_group_options, world_size),
+             BRAID_FIELD(braid_process_group_options, master_addr),
+             BRAID_FIELD(braid_process_group_options, master_port), BRAID_FIELD(braid_process_group_options, backend),
+             BRAID_FIELD(braid_process_group_options, timeout_seconds), BRAID_FIELD(braid_process_group_options, flags))
 #undef BRAID_FIELDS
 
 // *in over defaults, up to the caller's struct_size (kept in the result); defaults when in is NULL.

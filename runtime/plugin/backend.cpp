@@ -15,12 +15,6 @@ namespace {
 constexpr std::string_view kPrefix = "libbraid-backend-";
 constexpr std::string_view kSuffix = ".so";
 
-std::string directory_of_libbraid() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&braid_version), &info) == 0 || info.dli_fname == nullptr) return {};
-  return std::filesystem::path(info.dli_fname).parent_path().string();
-}
-
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -233,6 +227,12 @@ std::vector<std::unique_ptr<Backend>> load_backends(const PluginSearch& search, 
   return backends;
 }
 
-std::vector<std::string> split_list(const std::string& s) { return split(s, ','); }
+std::vector<std::string> split_list(const std::string& s, char sep) { return split(s, sep); }
+
+std::string directory_of_libbraid() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&braid_version), &info) == 0 || info.dli_fname == nullptr) return {};
+  return std::filesystem::path(info.dli_fname).parent_path().string();
+}
 
 }  // namespace braid

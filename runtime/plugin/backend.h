@@ -83,8 +83,11 @@ struct PluginSearch {
 // of a name wins), and loads each one. Never throws for a bad plugin: it is listed with a reason.
 std::vector<std::unique_ptr<Backend>> load_backends(const PluginSearch& search, const braid_host_api* host);
 
-// Splits "a,b,c" (empty items dropped).
-std::vector<std::string> split_list(const std::string& s);
+// The folder libbraid.so was loaded from, where its plugins are looked for first ("" if unknown).
+std::string directory_of_libbraid();
+
+// Splits "a,b,c" (or a list with another separator; empty items dropped).
+std::vector<std::string> split_list(const std::string& s, char sep = ',');
 
 // Loads one plugin file (used by load_backends; exposed for tests and tools).
 std::unique_ptr<Backend> load_backend(const std::string& name, const std::string& path, const braid_host_api* host);

@@ -20,13 +20,6 @@ void check_bytes(const Tensor& t, size_t bytes, const char* what) {
          " and dtype ", dtype_name(t.dtype), " holds ", t.bytes());
 }
 
-// Host address of a storage's data when its device's memory is plain host memory, else NULL.
-std::byte* host_address(const Storage& s) {
-  auto* base = static_cast<std::byte*>(s.device->api->buffer_host_pointer(s.block.buffer));
-  return base ? base + s.block.offset : nullptr;
-}
-std::byte* host_address(const Tensor& t) { return host_address(*t.storage); }
-
 // t's whole value was replaced by one autograd did not record: it has no history from now on
 // (ops/recorder.h).
 void forget_history(Tensor& t) {

@@ -180,6 +180,12 @@ Tensor& checked_tensor(braid_tensor t, const char* what) {
   return *t;
 }
 
+std::byte* host_address(const Storage& s) {
+  auto* base = static_cast<std::byte*>(s.device->api->buffer_host_pointer(s.block.buffer));
+  return base ? base + s.block.offset : nullptr;
+}
+std::byte* host_address(const Tensor& t) { return host_address(*t.storage); }
+
 }  // namespace braid
 
 uint64_t braid_tensor_t::bytes() const noexcept {

@@ -102,6 +102,10 @@ TensorRef view_tensor(const Tensor& base, const Shape& shape);
 // kernel (Storage::recorded_only), unless that trace still records: it has no memory and no value.
 void require_computed(const Tensor& t, const char* what);
 
+// Host address of a storage's data when its device's memory is plain host memory, else NULL.
+std::byte* host_address(const Storage& s);
+std::byte* host_address(const Tensor& t);
+
 // Validates a handle from the application (NULL, released, stale after fork) and returns it.
 Tensor& checked_tensor(braid_tensor t, const char* what);
 // Drops one reference; the last one frees the handle and lets go of the storage and context. Returns

@@ -29,7 +29,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 7, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 8, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 5,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -454,6 +454,18 @@ BRAID_PIN_OFFSET(braid_optimizer_params, beta2, 40);
 BRAID_PIN_OFFSET(braid_optimizer_params, epsilon, 48);
 BRAID_PIN_OFFSET(braid_optimizer_params, rescale_grad, 56);
 BRAID_PIN_SIZE(braid_trainer_options, 96);
+/* ABI 1.8: process groups */
+BRAID_PIN_SIZE(braid_process_group_options, 56);
+BRAID_PIN_OFFSET(braid_process_group_options, rank, 4);
+BRAID_PIN_OFFSET(braid_process_group_options, world_size, 8);
+BRAID_PIN_OFFSET(braid_process_group_options, master_addr, 16);
+BRAID_PIN_OFFSET(braid_process_group_options, master_port, 24);
+BRAID_PIN_OFFSET(braid_process_group_options, backend, 32);
+BRAID_PIN_OFFSET(braid_process_group_options, timeout_seconds, 40);
+BRAID_PIN_OFFSET(braid_process_group_options, flags, 48);
+BRAID_PIN_SIZE(braid_process_group_info, 64);
+BRAID_PIN_OFFSET(braid_process_group_info, timeout_seconds, 24);
+BRAID_PIN_OFFSET(braid_process_group_info, backend, 32);
 BRAID_PIN_OFFSET(braid_trainer_options, optimizer, 8);
 BRAID_PIN_OFFSET(braid_trainer_options, bucket_bytes, 72);
 BRAID_PIN_OFFSET(braid_trainer_options, algorithm, 80);

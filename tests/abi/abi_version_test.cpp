@@ -235,6 +235,19 @@ const char* const kApiFunctions[] = {
     "braid_log_level_name",
     // ABI 1.7
     "braid_where",
+    // processes and hosts (ABI 1.8)
+    "braid_process_group_create",
+    "braid_process_group_retain",
+    "braid_process_group_release",
+    "braid_process_group_get_info",
+    "braid_process_group_allreduce",
+    "braid_process_group_broadcast",
+    "braid_process_group_reduce",
+    "braid_process_group_all_gather",
+    "braid_process_group_reduce_scatter",
+    "braid_process_group_barrier",
+    "braid_process_group_send",
+    "braid_process_group_recv",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -261,8 +274,8 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1);  // ABI 1.1 (+10: data, +10: autograd), 1.2
-  // (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 12);  // ABI 1.1 (+10: data, +10: autograd),
+  // 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where), 1.8 (+12: processes)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

@@ -57,7 +57,10 @@ static void fail_unknown(cli_parser* cli, const char* arg) {
  * long one (optopt 0), or a long option without a value that was given one (optopt is its value). */
 static void fail_refused(cli_parser* cli, char** argv) {
   if (optopt == 0) fail_unknown(cli, argv[optind - 1]);
-  const struct option* o = optopt == CLI_HELP || optopt > UCHAR_MAX ? option_with_value(cli, optopt) : NULL;
+  const struct option* o =
+      optopt == CLI_HELP || optopt > UCHAR_MAX || (cli->short_options && strchr(cli->short_options, optopt))
+          ? option_with_value(cli, optopt)
+          : NULL;
   if (!o) cli_fail(cli, "unknown option '-%c'", optopt);
   set_name(cli, o->name, strlen(o->name));
   cli_fail(cli, "option '%s' takes no value", cli->name);
@@ -66,8 +69,14 @@ static void fail_refused(cli_parser* cli, char** argv) {
 int cli_next(cli_parser* cli, int argc, char** argv) {
   opterr = 0; /* the messages below name the option and end with the usage */
   int index = -1;
-  /* ':' first: a missing value comes back as ':', told apart from an unknown option ('?'). */
-  const int opt = getopt_long(argc, argv, ":h", cli->options, &index);
+  /* ':' first (after a '+'): a missing value comes back as ':', told apart from an unknown option ('?'). */
+  char shorts[64] = ":h";
+  if (cli->short_options) {
+    const char* extra = cli->short_options;
+    const int in_order = extra[0] == '+';
+    snprintf(shorts, sizeof shorts, "%s:h%s", in_order ? "+" : "", extra + in_order);
+  }
+  const int opt = getopt_long(argc, argv, shorts, cli->options, &index);
   if (opt == -1) return -1;
   cli->name = NULL;
   cli->value = optarg;
@@ -78,6 +87,10 @@ int cli_next(cli_parser* cli, int argc, char** argv) {
     cli_fail(cli, "option '%s' needs a value", cli->name);
   }
   if (index >= 0) set_name(cli, cli->options[index].name, strlen(cli->options[index].name));
+  if (index < 0 && opt != CLI_HELP && opt != ':') {
+    const struct option* o = option_with_value(cli, opt); /* a short option: named by its long form */
+    if (o) set_name(cli, o->name, strlen(o->name));
+  }
   /* `--epochs --json` would take "--json" as the number of epochs: a separate value that looks like
    * an option is a forgotten one (`--opt=--x` still passes such a value on purpose). */
   if (cli->value && cli->value == argv[optind - 1] && strncmp(cli->value, "--", 2) == 0)

@@ -46,6 +46,10 @@ typedef struct cli_parser {
   const char* name;             /* set by cli_next: the option just read, "--epochs" */
   const char* value;            /* set by cli_next: its value, NULL for an option without one */
   char name_buffer[64];
+  /* Short options beyond -h, in getopt's syntax ("n:"), each with the value of its long option in the
+   * table; a leading '+' stops at the first positional argument, so that what follows is passed on
+   * untouched (braid-run's command). NULL: none. Set after cli_parser_init. */
+  const char* short_options;
 } cli_parser;
 
 /* A parser for one command line: TOOL, the usage line(s), the help text (may be NULL), the table. */

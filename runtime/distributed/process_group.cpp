@@ -1,0 +1,558 @@
+#include "distributed/process_group.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/env.h"
+#include "core/error.h"
+#include "distributed/launch_env.h"
+#include "distributed/store.h"
+#include "ops/copy.h"
+
+namespace braid::distributed {
+
+struct ProcessGroup::Call {
+  braid_comm_op op = BRAID_COMM_BARRIER;
+  braid_dtype dtype = BRAID_UINT8;
+  uint64_t count = 0;
+  braid_collective_op reduce = BRAID_COLLECTIVE_SUM;
+  int32_t peer = 0;
+  uint64_t tag = 0;
+  std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  uint64_t recv_count = 0;  // elements of recv (AVG divides them)
+  bool average = false;
+  uint64_t seq = 0;  // the group's call number (collectives; 0 for point to point)
+};
+
+namespace {
+
+constexpr int32_t kDefaultPort = 29500;
+constexpr double kDefaultTimeoutSeconds = 300;
+
+const char* op_name(braid_comm_op op) {
+  switch (op) {
+    case BRAID_COMM_ALLREDUCE: return "allreduce";
+    case BRAID_COMM_BROADCAST: return "broadcast";
+    case BRAID_COMM_REDUCE: return "reduce";
+    case BRAID_COMM_ALL_GATHER: return "all_gather";
+    case BRAID_COMM_REDUCE_SCATTER: return "reduce_scatter";
+    case BRAID_COMM_BARRIER: return "barrier";
+    case BRAID_COMM_SEND: return "send";
+    case BRAID_COMM_RECV: return "recv";
+    default: return "?";
+  }
+}
+
+const char* reduce_name(braid_collective_op op, bool average) {
+  if (average) return "avg";
+  switch (op) {
+    case BRAID_COLLECTIVE_SUM: return "sum";
+    case BRAID_COLLECTIVE_PROD: return "prod";
+    case BRAID_COLLECTIVE_MAX: return "max";
+    case BRAID_COLLECTIVE_MIN: return "min";
+    default: return "?";
+  }
+}
+
+bool reduces(braid_comm_op op) {
+  return op == BRAID_COMM_ALLREDUCE || op == BRAID_COMM_REDUCE || op == BRAID_COMM_REDUCE_SCATTER;
+}
+bool rooted(braid_comm_op op) { return op == BRAID_COMM_BROADCAST || op == BRAID_COMM_REDUCE; }
+
+// What every rank must agree on before a collective: exchanged (all-gathered) before it runs.
+struct Fingerprint {
+  uint64_t seq;
+  uint64_t count;
+  int32_t op;
+  int32_t dtype;
+  int32_t peer;
+  int32_t reduce;  // with the average bit in bit 8
+  bool operator==(const Fingerprint&) const = default;
+};
+static_assert(sizeof(Fingerprint) == 32);
+
+std::string describe(const Fingerprint& f) {
+  const auto op = static_cast<braid_comm_op>(f.op);
+  std::string s = cat(op_name(op), " #", f.seq);
+  if (op == BRAID_COMM_BARRIER) return s;
+  s += cat(" (", dtype_name(static_cast<braid_dtype>(f.dtype)), ", ", f.count, " elements");
+  if (reduces(op))
+    s += cat(", ", reduce_name(static_cast<braid_collective_op>(f.reduce & 0xff), (f.reduce & 0x100) != 0));
+  if (rooted(op)) s += cat(", root ", f.peer);
+  return s + ")";
+}
+
+Fingerprint fingerprint(const ProcessGroup::Call& c) {
+  return {c.seq,
+          c.count,
+          static_cast<int32_t>(c.op),
+          static_cast<int32_t>(c.dtype),
+          rooted(c.op) ? c.peer : 0,
+          reduces(c.op) ? static_cast<int32_t>(c.reduce) | (c.average ? 0x100 : 0) : 0};
+}
+
+std::string describe(const ProcessGroup::Call& c) {
+  if (c.op == BRAID_COMM_SEND || c.op == BRAID_COMM_RECV)
+    return cat(op_name(c.op), " (", dtype_name(c.dtype), ", ", c.count, " elements, ",
+               c.op == BRAID_COMM_SEND ? "to" : "from", " rank ", c.peer, ", tag ", c.tag, ")");
+  return describe(fingerprint(c));
+}
+
+// The address this host's transport listens on: BRAID_ADDRESS if set, else the local address of the
+// route to the master (the interface the other ranks reach this host through), found by connecting a
+// UDP socket, which sends nothing.
+std::string local_address(const std::string& master, int32_t port) {
+  if (const char* a = env("BRAID_ADDRESS")) return a;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(master.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process group: cannot resolve the master address '", master, "'");
+  std::string out;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in self{};
+    socklen_t len = sizeof self;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0 &&
+        ::inet_ntop(AF_INET, &self.sin_addr, text, sizeof text))
+      out = text;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  if (out.empty()) fail(BRAID_ERR_IO, "process group: no route to the master address '", master, "'");
+  return out;
+}
+
+// A listening port is the process's, not a context's: every group of this process on one port shares
+// rank 0's one server, and groups on a port are numbered in the order this process makes them (the
+// same order on every rank, as the groups must be made in the same order everywhere).
+struct PortState {
+  std::weak_ptr<StoreServer> server;
+  int32_t groups = 0;
+};
+std::mutex g_ports_mu;
+std::map<int32_t, PortState> g_ports;
+
+braid_status store_set(void* user, const char* key, const void* value, uint64_t size) {
+  try {
+    static_cast<StoreClient*>(user)->set(key, value, size);
+    return BRAID_OK;
+  } catch (...) {
+    return BRAID_ERR_IO;
+  }
+}
+
+braid_status store_get(void* user, const char* key, void* value, uint64_t capacity, uint64_t* size,
+                       uint64_t timeout_ms) {
+  try {
+    auto v = static_cast<StoreClient*>(user)->get(key, std::chrono::milliseconds(timeout_ms));
+    if (!v) return BRAID_ERR_TIMEOUT;
+    *size = v->size();
+    std::memcpy(value, v->data(), std::min<uint64_t>(capacity, v->size()));
+    return BRAID_OK;
+  } catch (...) {
+    return BRAID_ERR_IO;
+  }
+}
+
+// A host-visible device of the context, where tensors of other devices are staged (NULL if none).
+Device* staging_device(Context& ctx) {
+  for (auto& d : ctx.devices)
+    if (d->props.host_visible) return d.get();
+  return nullptr;
+}
+
+}  // namespace
+
+GroupSettings resolve_settings(const braid_process_group_options* o) {
+  const LaunchEnv e = read_launch_env();
+  GroupSettings s;
+  s.rank = o && o->rank >= 0 ? o->rank : e.rank >= 0 ? e.rank : 0;
+  s.world_size = o && o->world_size > 0 ? o->world_size : e.world_size > 0 ? e.world_size : 1;
+  if (o && o->rank < -1) fail(BRAID_ERR_INVALID_ARGUMENT, "rank ", o->rank, " is negative (-1: from the launcher)");
+  if (o && o->world_size < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "world_size ", o->world_size, " is negative");
+  if (s.rank >= s.world_size)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "rank ", s.rank, " is not below the world size ", s.world_size,
+         e.rank_from.empty() ? "" : cat(" (the rank came from ", e.rank_from, ")"));
+  s.local_rank = e.local_rank >= 0 && (!o || o->rank < 0) ? e.local_rank : s.rank;
+  s.local_size = e.local_size > 0 && (!o || o->world_size <= 0) ? e.local_size : s.world_size;
+  s.master_addr = o && o->master_addr && *o->master_addr ? o->master_addr
+                  : !e.master_addr.empty()               ? e.master_addr
+                                                         : "127.0.0.1";
+  if (o && (o->master_port < 0 || o->master_port > 65535))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "master_port ", o->master_port, " is not a TCP port");
+  s.master_port = o && o->master_port > 0 ? o->master_port : e.master_port > 0 ? e.master_port : kDefaultPort;
+  s.backend = o && o->backend && *o->backend ? o->backend
+              : env("BRAID_DIST_BACKEND")    ? env("BRAID_DIST_BACKEND")
+                                             : "gloo";
+  double seconds = o ? o->timeout_seconds : 0;
+  if (!(seconds >= 0) || std::isinf(seconds) || seconds > 1e7)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "timeout_seconds ", seconds, " is not a number of seconds from 0 to 1e7");
+  if (seconds == 0) seconds = static_cast<double>(env_u64("BRAID_DIST_TIMEOUT", 0, "a number of seconds"));
+  if (seconds == 0) seconds = kDefaultTimeoutSeconds;
+  s.timeout = std::chrono::milliseconds(static_cast<int64_t>(std::max(1.0, seconds * 1000)));
+  const uint32_t known = BRAID_PROCESS_GROUP_NO_CHECK;
+  if (o && (o->flags & ~known))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "flags 0x", std::hex, o->flags, " has bits braid does not know");
+  s.check_calls = !(o && (o->flags & BRAID_PROCESS_GROUP_NO_CHECK)) && env_u64("BRAID_DIST_CHECK", 1, "0 or 1") != 0;
+  s.restart = e.restart;
+  return s;
+}
+
+ProcessGroup::ProcessGroup(Context& ctx, GroupSettings settings) : ctx_(ctx), ctx_ref_(ctx), s_(std::move(settings)) {
+  plugin_ = load_comm_plugin(s_.backend, ctx.plugin_path);
+  int32_t number = 0;
+  {
+    std::lock_guard lock(g_ports_mu);
+    PortState& p = g_ports[s_.master_port];
+    number = p.groups++;
+    if (s_.rank == 0) {
+      server_ = p.server.lock();
+      if (!server_) {
+        server_ = std::make_shared<StoreServer>(s_.master_port);
+        p.server = server_;
+      }
+    }
+  }
+  store_ = std::make_unique<StoreClient>(s_.master_addr, s_.master_port, s_.rank, s_.timeout);
+  prefix_ = cat("braid/", s_.restart, "/pg", number, "/");
+  // Every rank must agree on the size, and each rank must come once: checked here, by name, rather
+  // than left to the plugin's connection step to time out.
+  if (store_->add(prefix_ + cat("rank/", s_.rank), 1) != 1)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process group: rank ", s_.rank,
+         " joined twice (two processes were given the same rank)");
+  const std::string size_text = std::to_string(s_.world_size);
+  if (s_.rank == 0) store_->set(prefix_ + "world_size", size_text.data(), size_text.size());
+  const auto rank0_size = store_->get(prefix_ + "world_size", s_.timeout);
+  if (!rank0_size) fail(BRAID_ERR_TIMEOUT, "process group: rank 0 did not join within ", s_.timeout.count(), " ms");
+  if (*rank0_size != size_text)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process group: rank 0 has a world size of ", *rank0_size, " but rank ", s_.rank,
+         " has ", size_text);
+  const braid_comm_store store{sizeof(braid_comm_store), store_.get(), &store_set, &store_get};
+  const std::string address = local_address(s_.master_addr, s_.master_port);
+  const std::string comm_prefix = prefix_ + "comm/";
+  const braid_comm_group_desc desc{
+      sizeof desc,    s_.rank, s_.world_size, &store, comm_prefix.c_str(), static_cast<uint64_t>(s_.timeout.count()),
+      address.c_str()};
+  const braid_status st = plugin_->api->group_create(&desc, &comm_);
+  if (st != BRAID_OK)
+    fail(st, "process group: rank ", s_.rank, " of ", s_.world_size, " could not join through ", s_.backend, ": ",
+         plugin_->api->last_error());
+  queue_ = std::make_unique<HostQueue>(cat("comm:", s_.backend, ":", number));
+  std::lock_guard lock(ctx_.aux_mu);
+  ctx_.aux_devices.push_back(&queue_->device());
+}
+
+ProcessGroup::~ProcessGroup() {
+  EngineDevice* d = &queue_->device();
+  (void)ctx_.engine->wait_idle({&d, 1});
+  {
+    std::lock_guard lock(ctx_.aux_mu);
+    std::erase(ctx_.aux_devices, d);
+  }
+  queue_.reset();
+  if (comm_) plugin_->api->group_destroy(comm_);
+  // Rank 0 serves the store: it stays until every rank has left (or died), so that a rank still
+  // joining or reporting a failure is not cut off.
+  try {
+    store_->add(prefix_ + "left", 1);
+    if (server_ && server_.use_count() == 1) {
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::min<std::chrono::milliseconds>(s_.timeout, std::chrono::seconds(10));
+      while (std::chrono::steady_clock::now() < deadline &&
+             store_->add(prefix_ + "left", 0) + static_cast<int64_t>(store_->dead_ranks().size()) < s_.world_size)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  } catch (...) {  // the store is gone (rank 0 left first): nothing to wait for
+  }
+  store_.reset();
+}
+
+void ProcessGroup::check_reduction(const Tensor& t, braid_collective_op op, const char* what) const {
+  const auto v = static_cast<int32_t>(op);
+  if (v < 0 || v >= BRAID_COLLECTIVE_OP_COUNT)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": op ", v, " is not a braid_collective_op");
+  if (op == BRAID_COLLECTIVE_AVG && t.dtype != BRAID_FLOAT32 && t.dtype != BRAID_FLOAT64)
+    fail(BRAID_ERR_DTYPE, what, ": AVG takes float32 or float64, not ", dtype_name(t.dtype));
+}
+
+void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
+  for (Tensor* t : {in, out}) {
+    if (!t) continue;
+    if (t->ctx != &ctx_) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": a tensor of another context than the group's");
+    require_computed(*t, name);
+  }
+  const braid_collective_op plugin_reduce = call.average ? BRAID_COLLECTIVE_SUM : call.reduce;
+  if (call.op != BRAID_COMM_BARRIER && !plugin_->api->supports(call.op, call.dtype, plugin_reduce))
+    fail(BRAID_ERR_DTYPE, name, ": the ", s_.backend, " plugin has no ", op_name(call.op), " of ",
+         dtype_name(call.dtype), reduces(call.op) ? cat(" with ", reduce_name(call.reduce, call.average)) : "");
+  // Tensors outside host memory go through a staging copy on a host-visible device.
+  auto staged = [&](Tensor* t) -> TensorRef {
+    if (!t || host_address(*t)) return {};
+    Device* host = staging_device(ctx_);
+    if (!host)
+      fail(BRAID_ERR_UNSUPPORTED, name, ": the tensor is on ", t->device().id,
+           ", and no device of this context has host "
+           "memory to stage it through (load the CPU backend)");
+    return new_tensor(ctx_, *host, t->dtype, t->shape);
+  };
+  TensorRef in_stage = staged(in);
+  TensorRef out_stage = out == in ? TensorRef{} : staged(out);
+  Tensor* in_host = in_stage.get() ? in_stage.get() : in;
+  Tensor* out_host = out == in ? in_host : out_stage.get() ? out_stage.get() : out;
+  if (in_stage.get()) push_range_copy("dist_stage_in", *in, 0, *in_stage, 0, in->shape.numel());
+  if (in_host) call.send = host_address(*in_host);
+  if (out_host) call.recv = host_address(*out_host);
+  std::vector<Storage*> reads, writes;
+  if (in_host) reads.push_back(in_host->storage.get());
+  if (out_host) {
+    writes.push_back(out_host->storage.get());
+    out_host->storage->bump_version();
+  }
+  {
+    std::lock_guard lock(push_mu_);
+    if (call.op != BRAID_COMM_SEND && call.op != BRAID_COMM_RECV) call.seq = ++next_seq_;
+    queue_->push(
+        *ctx_.engine, name, [this, call](std::string& message) mutable { return run(call, message); }, reads, writes,
+        [this, call](braid_status status, const std::string& why) {
+          std::string ignored;
+          (void)fail_group(call, status, cat("not run, as an op it reads failed: ", why), ignored);
+        });
+  }
+  if (out && out_host != out) push_range_copy("dist_stage_out", *out_host, 0, *out, 0, out->shape.numel());
+}
+
+braid_status ProcessGroup::run(Call& call, std::string& message) {
+  if (failed_ != BRAID_OK) {
+    message = cat(describe(call), " was not run: the process group failed earlier: ", failure_);
+    return failed_;
+  }
+  const braid_comm_api& api = *plugin_->api;
+  const uint64_t timeout_ms = static_cast<uint64_t>(s_.timeout.count());
+  if (s_.check_calls && s_.world_size > 1 && call.op != BRAID_COMM_SEND && call.op != BRAID_COMM_RECV) {
+    const Fingerprint mine = fingerprint(call);
+    std::vector<Fingerprint> all(static_cast<size_t>(s_.world_size));
+    const braid_comm_call check{sizeof(braid_comm_call),
+                                BRAID_COMM_ALL_GATHER,
+                                &mine,
+                                all.data(),
+                                sizeof mine,
+                                BRAID_UINT8,
+                                BRAID_COLLECTIVE_SUM,
+                                0,
+                                0,
+                                timeout_ms,
+                                nullptr};
+    if (braid_status st = api.run(comm_, &check); st != BRAID_OK)
+      return fail_group(call, st, api.last_error(), message);
+    for (int32_t r = 0; r < s_.world_size; ++r)
+      if (!(all[static_cast<size_t>(r)] == mine))
+        return fail_group(
+            call, BRAID_ERR_INVALID_STATE,
+            cat("the ranks disagree: rank ", r, " called ", describe(all[static_cast<size_t>(r)]), " where rank ",
+                s_.rank, " called ", describe(mine), " (every rank must make the same collectives in the same order)"),
+            message);
+  }
+  const braid_comm_call c{sizeof(braid_comm_call),
+                          call.op,
+                          call.send,
+                          call.recv,
+                          call.count,
+                          call.dtype,
+                          call.average ? BRAID_COLLECTIVE_SUM : call.reduce,
+                          call.peer,
+                          call.tag,
+                          timeout_ms,
+                          nullptr};
+  if (braid_status st = api.run(comm_, &c); st != BRAID_OK) return fail_group(call, st, api.last_error(), message);
+  if (call.average && call.recv) {
+    const double n = s_.world_size;
+    if (call.dtype == BRAID_FLOAT32) {
+      auto* p = reinterpret_cast<float*>(call.recv);
+      for (uint64_t i = 0; i < call.recv_count; ++i) p[i] = static_cast<float>(p[i] / n);
+    } else {
+      auto* p = reinterpret_cast<double*>(call.recv);
+      for (uint64_t i = 0; i < call.recv_count; ++i) p[i] /= n;
+    }
+  }
+  return BRAID_OK;
+}
+
+braid_status ProcessGroup::fail_group(const Call& call, braid_status status, const std::string& why,
+                                      std::string& message) {
+  if (failed_ != BRAID_OK) {
+    message = failure_;
+    return failed_;
+  }
+  // Close the connections first: the other ranks' calls fail now, not at their own timeouts.
+  if (comm_) {
+    plugin_->api->group_destroy(comm_);
+    comm_ = nullptr;
+  }
+  try {
+    const std::string seq = std::to_string(call.seq);
+    store_->set(prefix_ + cat("failed/", s_.rank), seq.data(), seq.size());
+  } catch (...) {  // culprits() says what is wrong with the store
+  }
+  const std::string who = culprits(call.seq);
+  failed_ = status;
+  failure_ = cat("rank ", s_.rank, " of ", s_.world_size, ": ", describe(call), " failed: ", why,
+                 who.empty() ? "" : "; " + who);
+  message = failure_;
+  return status;
+}
+
+// Which ranks are to blame, as far as the store can tell: those that died (their store connection
+// closed without a goodbye), else those that did not report a failure of their own within a short
+// grace (alive but stalled, or not making the call).
+std::string ProcessGroup::culprits(uint64_t seq) {
+  try {
+    const std::vector<int32_t> dead = store_->dead_ranks();
+    if (!dead.empty()) {
+      std::string list;
+      for (int32_t r : dead) list += (list.empty() ? "" : ", ") + std::to_string(r);
+      return cat(dead.size() == 1 ? "rank " : "ranks ", list, dead.size() == 1 ? " has" : " have",
+                 " died (the connection to the rendezvous store closed without a goodbye)");
+    }
+    const auto grace = std::min<std::chrono::milliseconds>(s_.timeout, std::chrono::seconds(3));
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    std::string silent;
+    for (int32_t r = 0; r < s_.world_size; ++r) {
+      if (r == s_.rank) continue;
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (!store_->get(prefix_ + cat("failed/", r), std::max(left, std::chrono::milliseconds(0))))
+        silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+    }
+    if (!silent.empty())
+      return cat("rank(s) ", silent, " did not fail with it: they are alive but did not make call #", seq,
+                 " (stalled, or making other calls)");
+    return {};
+  } catch (const Error&) {
+    return "the rendezvous store does not answer: rank 0, which serves it, has exited or is unreachable";
+  }
+}
+
+void ProcessGroup::allreduce(Tensor& t, braid_collective_op op) {
+  check_reduction(t, op, "process_group_allreduce");
+  Call c;
+  c.op = BRAID_COMM_ALLREDUCE;
+  c.dtype = t.dtype;
+  c.count = c.recv_count = static_cast<uint64_t>(t.shape.numel());
+  c.reduce = op;
+  c.average = op == BRAID_COLLECTIVE_AVG;
+  push("dist_allreduce", c, &t, &t);
+}
+
+void ProcessGroup::broadcast(Tensor& t, int32_t root) {
+  if (root < 0 || root >= s_.world_size)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_broadcast: root ", root, " is not a rank of ", s_.world_size);
+  Call c;
+  c.op = BRAID_COMM_BROADCAST;
+  c.dtype = t.dtype;
+  c.count = static_cast<uint64_t>(t.shape.numel());
+  c.peer = root;
+  push("dist_broadcast", c, &t, &t);  // reads t too: root's value is what goes out
+}
+
+void ProcessGroup::reduce(Tensor& t, int32_t root, braid_collective_op op) {
+  check_reduction(t, op, "process_group_reduce");
+  if (root < 0 || root >= s_.world_size)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_reduce: root ", root, " is not a rank of ", s_.world_size);
+  Call c;
+  c.op = BRAID_COMM_REDUCE;
+  c.dtype = t.dtype;
+  c.count = static_cast<uint64_t>(t.shape.numel());
+  c.recv_count = s_.rank == root ? c.count : 0;
+  c.reduce = op;
+  c.average = op == BRAID_COLLECTIVE_AVG;
+  c.peer = root;
+  push("dist_reduce", c, &t, &t);
+}
+
+void ProcessGroup::all_gather(Tensor& in, Tensor& out) {
+  if (in.dtype != out.dtype)
+    fail(BRAID_ERR_DTYPE, "process_group_all_gather: in is ", dtype_name(in.dtype), " but out is ",
+         dtype_name(out.dtype));
+  if (out.shape.numel() != in.shape.numel() * s_.world_size)
+    fail(BRAID_ERR_SHAPE, "process_group_all_gather: out has ", out.shape.numel(), " elements; it needs world size (",
+         s_.world_size, ") x in's ", in.shape.numel());
+  if (in.storage == out.storage) fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_all_gather: in and out share storage");
+  Call c;
+  c.op = BRAID_COMM_ALL_GATHER;
+  c.dtype = in.dtype;
+  c.count = static_cast<uint64_t>(in.shape.numel());
+  push("dist_all_gather", c, &in, &out);
+}
+
+void ProcessGroup::reduce_scatter(Tensor& in, Tensor& out, braid_collective_op op) {
+  check_reduction(in, op, "process_group_reduce_scatter");
+  if (in.dtype != out.dtype)
+    fail(BRAID_ERR_DTYPE, "process_group_reduce_scatter: in is ", dtype_name(in.dtype), " but out is ",
+         dtype_name(out.dtype));
+  if (in.shape.numel() != out.shape.numel() * s_.world_size)
+    fail(BRAID_ERR_SHAPE, "process_group_reduce_scatter: in has ", in.shape.numel(), " elements; it needs world size (",
+         s_.world_size, ") x out's ", out.shape.numel());
+  if (in.storage == out.storage)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_reduce_scatter: in and out share storage");
+  Call c;
+  c.op = BRAID_COMM_REDUCE_SCATTER;
+  c.dtype = in.dtype;
+  c.count = c.recv_count = static_cast<uint64_t>(out.shape.numel());
+  c.reduce = op;
+  c.average = op == BRAID_COLLECTIVE_AVG;
+  push("dist_reduce_scatter", c, &in, &out);
+}
+
+void ProcessGroup::barrier() {
+  std::shared_ptr<OpNode> node;
+  {
+    Call c;
+    std::lock_guard lock(push_mu_);
+    c.seq = ++next_seq_;
+    node = queue_->push(*ctx_.engine, "dist_barrier",
+                        [this, c](std::string& message) mutable { return run(c, message); }, {}, {});
+  }
+  WaitResult r = ctx_.engine->wait(node);
+  if (r.status != BRAID_OK) fail(r.status, r.message);
+}
+
+void ProcessGroup::send(Tensor& t, int32_t peer, int32_t tag) {
+  if (peer < 0 || peer >= s_.world_size || peer == s_.rank)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_send: rank ", peer, " is not another rank of ", s_.world_size);
+  Call c;
+  c.op = BRAID_COMM_SEND;
+  c.dtype = t.dtype;
+  c.count = static_cast<uint64_t>(t.shape.numel());
+  c.peer = peer;
+  c.tag = static_cast<uint64_t>(static_cast<uint32_t>(tag));
+  push("dist_send", c, &t, nullptr);
+}
+
+void ProcessGroup::recv(Tensor& t, int32_t peer, int32_t tag) {
+  if (peer < 0 || peer >= s_.world_size || peer == s_.rank)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_recv: rank ", peer, " is not another rank of ", s_.world_size);
+  Call c;
+  c.op = BRAID_COMM_RECV;
+  c.dtype = t.dtype;
+  c.count = static_cast<uint64_t>(t.shape.numel());
+  c.peer = peer;
+  c.tag = static_cast<uint64_t>(static_cast<uint32_t>(tag));
+  push("dist_recv", c, nullptr, &t);
+}
+
+}  // namespace braid::distributed

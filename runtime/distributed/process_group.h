@@ -1,0 +1,101 @@
+// A process group: the ranks of a job joined through the rendezvous store and a communication plugin,
+// and the collectives across them (docs/DISTRIBUTED.md). Each call is an engine op on the group's own
+// host queue: it runs when the ops that write its inputs have ended, on every device, and later ops
+// that use its outputs wait for it; so it overlaps with compute like the in-process collectives do.
+//
+// Every call of a group runs on that one queue, in the order the process made them, and every rank
+// must make the same calls in the same order (as with MPI, NCCL or Gloo). Before each call the ranks
+// exchange a fingerprint of it (the call's number, op, dtype, element count, root, reduction): ranks
+// that disagree fail with an error naming both sides instead of hanging or mixing up data. A call that
+// fails (a peer died, a timeout, a mismatch) fails the group: every later call fails at once with the
+// same message, and the group's connections are closed so that the other ranks fail at once too.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "braid.h"
+#include "context/context.h"
+#include "engine/host_queue.h"
+#include "plugin/comm.h"
+#include "tensor/tensor.h"
+
+namespace braid::distributed {
+
+class StoreServer;
+class StoreClient;
+
+struct GroupSettings {
+  int32_t rank = 0;
+  int32_t world_size = 1;
+  int32_t local_rank = 0;
+  int32_t local_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int32_t master_port = 29500;
+  std::string backend = "gloo";
+  std::chrono::milliseconds timeout{300000};
+  bool check_calls = true;  // exchange a fingerprint before each call
+  int32_t restart = 0;      // braid-run's restart count: keys of a restarted job never meet the old ones'
+};
+
+// The settings from the options (NULL fields and zeros: the launcher's variables, then defaults).
+GroupSettings resolve_settings(const braid_process_group_options* options);
+
+class ProcessGroup {
+ public:
+  // Joins the group: blocks until every rank has joined, or fails (BRAID_ERR_TIMEOUT) after the
+  // timeout naming what it waited for.
+  ProcessGroup(Context& ctx, GroupSettings settings);
+  // Waits for the group's queued calls, then leaves.
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  const GroupSettings& settings() const noexcept { return s_; }
+  Context& context() noexcept { return ctx_; }
+
+  // In place over the ranks: t becomes the reduction of every rank's t. AVG divides the sum.
+  void allreduce(Tensor& t, braid_collective_op op);
+  // Every rank's t becomes root's.
+  void broadcast(Tensor& t, int32_t root);
+  // root's t becomes the reduction; the others' t are left as they were.
+  void reduce(Tensor& t, int32_t root, braid_collective_op op);
+  // out (world_size x in's elements) = every rank's in, in rank order.
+  void all_gather(Tensor& in, Tensor& out);
+  // out (in's elements / world_size) = this rank's part of the reduction of every rank's in.
+  void reduce_scatter(Tensor& in, Tensor& out, braid_collective_op op);
+  // Returns once every rank has reached it and this rank's earlier calls have ended (their errors
+  // are returned here too).
+  void barrier();
+  // Point to point (not checked by fingerprint: only the two ranks take part); tag pairs them.
+  void send(Tensor& t, int32_t peer, int32_t tag);
+  void recv(Tensor& t, int32_t peer, int32_t tag);
+
+  struct Call;  // one call as the queue runs it (process_group.cpp)
+
+ private:
+  void push(const char* name, Call call, Tensor* in, Tensor* out);
+  braid_status run(Call& call, std::string& message);
+  braid_status fail_group(const Call& call, braid_status status, const std::string& why, std::string& message);
+  std::string culprits(uint64_t seq);
+  void check_reduction(const Tensor& t, braid_collective_op op, const char* what) const;
+
+  Context& ctx_;
+  ContextRef ctx_ref_;
+  GroupSettings s_;
+  std::string prefix_;  // this group's keys in the store
+  std::shared_ptr<CommPlugin> plugin_;
+  std::shared_ptr<StoreServer> server_;  // rank 0 only
+  std::unique_ptr<StoreClient> store_;
+  braid_comm_group comm_ = nullptr;  // after the constructor, used only on the queue's thread
+  std::unique_ptr<HostQueue> queue_;
+  std::mutex push_mu_;  // numbers calls in the order they reach the queue
+  uint64_t next_seq_ = 0;
+  // The group's failure (queue thread only): every call after it fails with it.
+  braid_status failed_ = BRAID_OK;
+  std::string failure_;
+};
+
+}  // namespace braid::distributed

@@ -1,0 +1,357 @@
+// Process groups when things go wrong: mismatched collectives, a rank killed mid-step, a stalled
+// rank, bad settings. Each case forks its ranks from this process (each child makes its own context
+// and group on a free port), checks inside each child what that rank must see, and asserts here on
+// every child's exit: 0 when the rank saw what it should, 1 (with the reason on stderr) otherwise.
+#include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid.h"
+
+namespace doctest {
+template <>
+struct StringMaker<std::vector<int>> {
+  static String convert(const std::vector<int>& v) {
+    std::string s = "{";
+    for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return (s + "}").c_str();
+  }
+};
+}  // namespace doctest
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+constexpr int kKilledForTime = -1000;
+
+// Runs body(rank) in `world` child processes and returns their exit codes (-signal when a signal
+// ended one; kKilledForTime when it was still running after `limit`, which is a hang).
+std::vector<int> run_ranks(int world, const std::function<int(int)>& body, std::chrono::seconds limit) {
+  std::fflush(nullptr);
+  std::vector<pid_t> pids;
+  for (int r = 0; r < world; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int code = 1;
+      try {
+        code = body(r);
+      } catch (...) {
+        std::fprintf(stderr, "rank %d: exception\n", r);
+      }
+      std::fflush(nullptr);
+      ::_exit(code);  // not exit(): the parent's doctest state and static destructors stay the parent's
+    }
+    pids.push_back(pid);
+  }
+  std::vector<int> codes(pids.size(), kKilledForTime);
+  const auto deadline = Clock::now() + limit;
+  size_t left = pids.size();
+  while (left > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (pids[i] < 0) continue;
+      int status = 0;
+      if (::waitpid(pids[i], &status, WNOHANG) != pids[i]) continue;
+      codes[i] = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      pids[i] = -1;
+      --left;
+    }
+    if (left == 0) break;
+    if (Clock::now() > deadline) {
+      for (pid_t p : pids)
+        if (p > 0) {
+          ::kill(p, SIGKILL);
+          ::waitpid(p, nullptr, 0);
+        }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return codes;
+}
+
+// One rank's context and group, made in the child.
+struct Rank {
+  braid_context ctx = nullptr;
+  braid_process_group pg = nullptr;
+  braid_device cpu = 0;
+  braid_status joined = BRAID_OK;
+  std::string join_error;
+  Rank(int rank, int world, int port, double timeout_seconds, const char* backend = nullptr) {
+    braid_context_options co = BRAID_CONTEXT_OPTIONS_INIT;
+    co.backends = "cpu";
+    if (braid_context_create(&co, &ctx) != BRAID_OK) {
+      joined = BRAID_ERR_INTERNAL;
+      join_error = braid_last_error();
+      return;
+    }
+    braid_process_group_options o = BRAID_PROCESS_GROUP_OPTIONS_INIT;
+    o.rank = rank;
+    o.world_size = world;
+    o.master_port = port;
+    o.timeout_seconds = timeout_seconds;
+    o.backend = backend;
+    joined = braid_process_group_create(ctx, &o, &pg);
+    if (joined != BRAID_OK) join_error = braid_last_error();
+  }
+  ~Rank() {
+    if (pg) braid_process_group_release(pg);
+    if (ctx) braid_context_release(ctx);
+  }
+  braid_tensor full(int64_t n, double v) const {
+    braid_tensor t = nullptr;
+    braid_full(ctx, cpu, BRAID_FLOAT32, 1, &n, v, &t);
+    return t;
+  }
+};
+
+// In a child: prints why and returns 1 when cond is false.
+#define RANK_EXPECT(cond, ...)                                     \
+  do {                                                             \
+    if (!(cond)) {                                                 \
+      std::fprintf(stderr, "rank %d: expected %s: ", rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                           \
+      std::fprintf(stderr, "\n");                                  \
+      return 1;                                                    \
+    }                                                              \
+  } while (0)
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_SUITE("process groups: failures") {
+TEST_CASE("a mismatched collective is an error naming both sides, on both ranks, and fails later calls") {
+  const int port = free_port();
+  const auto codes = run_ranks(
+      2,
+      [port](int rank) {
+        Rank r(rank, 2, port, 30);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(rank == 0 ? 4 : 8, 1);
+        RANK_EXPECT(braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM) == BRAID_OK, "%s", braid_last_error());
+        const braid_status st = braid_tensor_wait_to_read(t);
+        const std::string msg = braid_last_error();
+        RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
+        RANK_EXPECT(
+            has(msg, "allreduce #1 (float32, 4 elements, sum)") && has(msg, "allreduce #1 (float32, 8 elements, sum)"),
+            "both calls named: %s", msg.c_str());
+        RANK_EXPECT(has(msg, rank == 0 ? "rank 1 called" : "rank 0 called"), "the other rank named: %s", msg.c_str());
+        // The group has failed: the next call fails at once with the same cause.
+        braid_tensor u = r.full(4, 1);
+        const auto t0 = Clock::now();
+        (void)braid_process_group_allreduce(r.pg, u, BRAID_COLLECTIVE_SUM);
+        const braid_status st2 = braid_tensor_wait_to_read(u);
+        const std::string msg2 = braid_last_error();
+        RANK_EXPECT(st2 == BRAID_ERR_INVALID_STATE && has(msg2, "failed earlier") && has(msg2, "disagree"), "%s: %s",
+                    braid_status_name(st2), msg2.c_str());
+        RANK_EXPECT(Clock::now() - t0 < std::chrono::seconds(5), "a call after the failure waits for nothing");
+        braid_tensor_release(t);
+        braid_tensor_release(u);
+        return 0;
+      },
+      std::chrono::seconds(60));
+  CHECK(codes == std::vector<int>{0, 0});
+}
+
+TEST_CASE("different collectives on two ranks are named, not run") {
+  const int port = free_port();
+  const auto codes = run_ranks(
+      2,
+      [port](int rank) {
+        Rank r(rank, 2, port, 30);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(16, rank + 1);
+        if (rank == 0)
+          (void)braid_process_group_broadcast(r.pg, t, 0);
+        else
+          (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_MAX);
+        const braid_status st = braid_tensor_wait_to_read(t);
+        const std::string msg = braid_last_error();
+        RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
+        RANK_EXPECT(has(msg, "broadcast #1 (float32, 16 elements, root 0)") &&
+                        has(msg, "allreduce #1 (float32, 16 elements, max)"),
+                    "%s", msg.c_str());
+        // Neither tensor was touched by a half-run collective.
+        float v[16];
+        braid_status read = braid_tensor_to_host(t, v, sizeof v);
+        RANK_EXPECT(read != BRAID_OK, "a failed collective's output reads as failed (poisoned)");
+        braid_tensor_release(t);
+        return 0;
+      },
+      std::chrono::seconds(60));
+  CHECK(codes == std::vector<int>{0, 0});
+}
+
+TEST_CASE("a rank killed mid-step makes every other rank fail soon, naming it") {
+  const int port = free_port();
+  const double timeout = 20;
+  const auto codes = run_ranks(
+      3,
+      [port, timeout](int rank) {
+        Rank r(rank, 3, port, timeout);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(1 << 16, 1);
+        (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM);
+        RANK_EXPECT(braid_tensor_wait_to_read(t) == BRAID_OK, "the first step works: %s", braid_last_error());
+        if (rank == 2) ::raise(SIGKILL);  // dies between two steps' collectives, as a crash would
+        const auto t0 = Clock::now();
+        (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM);
+        const braid_status st = braid_tensor_wait_to_read(t);
+        const std::string msg = braid_last_error();
+        const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+        RANK_EXPECT(st == BRAID_ERR_IO || st == BRAID_ERR_TIMEOUT, "%s: %s", braid_status_name(st), msg.c_str());
+        RANK_EXPECT(has(msg, "rank 2 has died"), "the dead rank named: %s", msg.c_str());
+        RANK_EXPECT(has(msg, "allreduce #2") && has(msg, "rank " + std::to_string(rank) + " of 3"),
+                    "the call and this rank named: %s", msg.c_str());
+        RANK_EXPECT(took < timeout + 5, "failed after %.1f s, the timeout being %.0f s", took, timeout);
+        std::fprintf(stderr, "rank %d: failed after %.2f s: %s\n", rank, took, msg.c_str());
+        braid_tensor_release(t);
+        return 0;
+      },
+      std::chrono::seconds(90));
+  CHECK(codes == std::vector<int>{0, 0, -SIGKILL});
+}
+
+TEST_CASE("a stalled rank makes the others time out, naming it; the group is failed for it too") {
+  const int port = free_port();
+  const auto codes = run_ranks(
+      2,
+      [port](int rank) {
+        Rank r(rank, 2, port, 2);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(1024, 1);
+        if (rank == 1) std::this_thread::sleep_for(std::chrono::seconds(6));  // stalls past the timeout
+        const auto t0 = Clock::now();
+        (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM);
+        const braid_status st = braid_tensor_wait_to_read(t);
+        const std::string msg = braid_last_error();
+        const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (rank == 0) {
+          RANK_EXPECT(st == BRAID_ERR_TIMEOUT, "%s: %s", braid_status_name(st), msg.c_str());
+          RANK_EXPECT(has(msg, "rank(s) 1 did not fail with it"), "the stalled rank named: %s", msg.c_str());
+          RANK_EXPECT(took >= 1.5 && took < 2 + 8, "timed out after %.1f s (timeout 2 s)", took);
+        } else {
+          // The others closed the group meanwhile: this rank's late call fails at once.
+          RANK_EXPECT(st != BRAID_OK && took < 5, "%s after %.1f s: %s", braid_status_name(st), took, msg.c_str());
+        }
+        braid_tensor_release(t);
+        return 0;
+      },
+      std::chrono::seconds(60));
+  CHECK(codes == std::vector<int>{0, 0});
+}
+
+TEST_CASE("joining fails with a clear error: missing rank, bad settings, unknown plugin") {
+  const int port = free_port();
+  // Rank 1 never starts: rank 0 times out joining.
+  auto codes = run_ranks(
+      1,
+      [port](int rank) {
+        const auto t0 = Clock::now();
+        Rank r(0, 2, port, 1.5);
+        const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+        RANK_EXPECT(r.joined == BRAID_ERR_TIMEOUT, "%s: %s", braid_status_name(r.joined), r.join_error.c_str());
+        RANK_EXPECT(took < 1.5 + 5, "gave up after %.1f s", took);
+        return 0;
+      },
+      std::chrono::seconds(30));
+  CHECK(codes == std::vector<int>{0});
+  codes = run_ranks(
+      1,
+      [port](int rank) {
+        Rank bad_rank(2, 2, port, 1);
+        RANK_EXPECT(
+            bad_rank.joined == BRAID_ERR_INVALID_ARGUMENT && has(bad_rank.join_error, "not below the world size"), "%s",
+            bad_rank.join_error.c_str());
+        Rank no_plugin(0, 1, port, 1, "nosuch");
+        RANK_EXPECT(no_plugin.joined == BRAID_ERR_NOT_FOUND && has(no_plugin.join_error, "libbraid-comm-nosuch.so"),
+                    "%s", no_plugin.join_error.c_str());
+        ::setenv("BRAID_RANK", "one", 1);
+        ::setenv("BRAID_WORLD_SIZE", "2", 1);
+        Rank from_env(-1, 0, port, 1);
+        RANK_EXPECT(from_env.joined == BRAID_ERR_INVALID_ARGUMENT && has(from_env.join_error, "BRAID_RANK='one'"), "%s",
+                    from_env.join_error.c_str());
+        ::setenv("BRAID_RANK", "1", 1);
+        ::unsetenv("BRAID_WORLD_SIZE");
+        Rank half_env(-1, 0, port, 1);
+        RANK_EXPECT(
+            half_env.joined == BRAID_ERR_INVALID_ARGUMENT && has(half_env.join_error, "BRAID_WORLD_SIZE is not"), "%s",
+            half_env.join_error.c_str());
+        return 0;
+      },
+      std::chrono::seconds(30));
+  CHECK(codes == std::vector<int>{0});
+}
+
+TEST_CASE("a group of one: every collective is the identity; bad arguments are refused at the call") {
+  const int port = free_port();
+  const auto codes = run_ranks(
+      1,
+      [port](int rank) {
+        Rank r(0, 1, port, 10);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_process_group_info info{};
+        info.struct_size = sizeof info;
+        RANK_EXPECT(braid_process_group_get_info(r.pg, &info) == BRAID_OK && info.rank == 0 && info.world_size == 1 &&
+                        std::string(info.backend) == "gloo" && info.timeout_seconds == 10,
+                    "info %d/%d %s %g", info.rank, info.world_size, info.backend, info.timeout_seconds);
+        braid_tensor t = r.full(5, 3);
+        RANK_EXPECT(braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_AVG) == BRAID_OK, "%s", braid_last_error());
+        float v[5];
+        RANK_EXPECT(braid_tensor_to_host(t, v, sizeof v) == BRAID_OK && v[0] == 3 && v[4] == 3, "%g", v[0]);
+        RANK_EXPECT(braid_process_group_broadcast(r.pg, t, 1) == BRAID_ERR_INVALID_ARGUMENT, "root 1 of 1");
+        RANK_EXPECT(braid_process_group_send(r.pg, t, 0, 0) == BRAID_ERR_INVALID_ARGUMENT, "send to itself");
+        RANK_EXPECT(
+            braid_process_group_allreduce(r.pg, t, static_cast<braid_collective_op>(99)) == BRAID_ERR_INVALID_ARGUMENT,
+            "op 99");
+        RANK_EXPECT(braid_process_group_allreduce(r.pg, nullptr, BRAID_COLLECTIVE_SUM) == BRAID_ERR_INVALID_ARGUMENT,
+                    "NULL");
+        braid_tensor small = r.full(2, 1);
+        RANK_EXPECT(braid_process_group_all_gather(r.pg, t, small) == BRAID_ERR_SHAPE, "%s", braid_last_error());
+        braid_tensor ints = nullptr;
+        const int64_t n = 5;
+        braid_full(r.ctx, r.cpu, BRAID_INT32, 1, &n, 1, &ints);
+        RANK_EXPECT(braid_process_group_allreduce(r.pg, ints, BRAID_COLLECTIVE_AVG) == BRAID_ERR_DTYPE, "AVG of int32");
+        RANK_EXPECT(braid_process_group_barrier(r.pg) == BRAID_OK, "%s", braid_last_error());
+        braid_tensor_release(ints);
+        braid_tensor_release(small);
+        braid_tensor_release(t);
+        braid_process_group pg2 = r.pg;
+        RANK_EXPECT(braid_process_group_retain(pg2) == BRAID_OK, "retain");
+        RANK_EXPECT(braid_process_group_release(pg2) == BRAID_OK, "release of the retain");
+        RANK_EXPECT(braid_process_group_release(pg2) == BRAID_OK, "the last release");
+        r.pg = nullptr;
+        RANK_EXPECT(braid_process_group_release(pg2) == BRAID_ERR_INVALID_ARGUMENT, "a release too many is refused");
+        RANK_EXPECT(braid_process_group_barrier(pg2) == BRAID_ERR_INVALID_ARGUMENT, "a released group is refused");
+        return 0;
+      },
+      std::chrono::seconds(30));
+  CHECK(codes == std::vector<int>{0});
+}
+}

@@ -1,0 +1,260 @@
+// braid-test-dist-worker SCENARIO: one rank of a multi-process test, started by braid-run (or by the
+// network-namespace test, one rank per namespace). It joins the process group from the launcher's
+// variables, runs the scenario, checks every result itself and exits 0 only if all were right; a
+// wrong value prints "rank R: FAIL ..." and exits 1.
+//
+//   collectives  every collective (sum, avg, max, min; float32, float64, int64), broadcast, reduce,
+//                all-gather, reduce-scatter, send/recv, barrier; results used by later ops without a
+//                wait; a tensor on vulkan:0 staged through host memory (where that device exists)
+//   train        data-parallel linear regression: each rank takes its shard of a global batch and
+//                averages gradients with allreduce; after the steps, every rank's parameters are
+//                bit-identical and equal (within float tolerance) one process training on the whole batch
+#include <braid.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int g_rank = -1;
+int g_failures = 0;
+
+#define EXPECT(cond, ...)                                        \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::fprintf(stderr, "rank %d: FAIL %s: ", g_rank, #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                         \
+      std::fprintf(stderr, "\n");                                \
+      ++g_failures;                                              \
+    }                                                            \
+  } while (0)
+
+template <class T>
+std::vector<T> filled(size_t n, T (*f)(int rank, size_t i), int rank) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = f(rank, i);
+  return v;
+}
+
+void collectives(braid::Context& ctx, braid::ProcessGroup& pg) {
+  const int rank = pg.rank(), world = pg.world_size();
+  const braid::Device cpu = ctx.find_device("cpu:0");
+  const size_t n = 1000;  // not a multiple of the rank count: uneven segments inside the plugin
+
+  // Sum of rank-dependent values, exact in float32 (small integers).
+  auto value = [](int r, size_t i) { return static_cast<float>((r + 1) * (static_cast<int>(i % 7) + 1)); };
+  std::vector<float> mine(n), sum(n, 0), mx(n), mn(n);
+  for (size_t i = 0; i < n; ++i) {
+    mine[i] = value(rank, i);
+    for (int r = 0; r < world; ++r) sum[i] += value(r, i);
+    mx[i] = value(world - 1, i);
+    mn[i] = value(0, i);
+  }
+  {
+    // The input comes from an op pushed just before, and the result feeds one pushed just after,
+    // with no wait in between: the engine orders the collective between them.
+    auto base = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(n)}, mine);
+    auto t = braid::binary(BRAID_BINARY_ADD, base, 0.0);
+    pg.allreduce(t, BRAID_COLLECTIVE_SUM);
+    auto doubled = braid::binary(BRAID_BINARY_MUL, t, 2.0);
+    const auto got = t.to_vector<float>();
+    const auto got2 = doubled.to_vector<float>();
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT(got[i] == sum[i], "allreduce sum [%zu] = %g, expected %g", i, got[i], sum[i]);
+      EXPECT(got2[i] == 2 * sum[i], "the op after allreduce [%zu] = %g, expected %g", i, got2[i], 2 * sum[i]);
+      if (got[i] != sum[i] || got2[i] != 2 * sum[i]) break;
+    }
+  }
+  {
+    auto t = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(n)}, mine);
+    pg.allreduce(t, BRAID_COLLECTIVE_AVG);
+    const auto got = t.to_vector<float>();
+    for (size_t i = 0; i < n; ++i)
+      if (std::fabs(got[i] - sum[i] / world) > 1e-6f * sum[i]) {
+        EXPECT(false, "allreduce avg [%zu] = %g, expected %g", i, got[i], sum[i] / world);
+        break;
+      }
+  }
+  for (auto [op, expected, name] :
+       {std::tuple{BRAID_COLLECTIVE_MAX, &mx, "max"}, std::tuple{BRAID_COLLECTIVE_MIN, &mn, "min"}}) {
+    auto t = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(n)}, mine);
+    pg.allreduce(t, op);
+    EXPECT(t.to_vector<float>() == *expected, "allreduce %s differs", name);
+  }
+  {
+    // float64 and int64 (large values: an int64 sum must not pass through a double).
+    std::vector<int64_t> big(16);
+    for (size_t i = 0; i < big.size(); ++i) big[i] = (int64_t{1} << 53) + rank * 3 + static_cast<int64_t>(i);
+    auto t = braid::Tensor::from_vector(ctx, cpu, {16}, big);
+    pg.allreduce(t);
+    const auto got = t.to_vector<int64_t>();
+    for (size_t i = 0; i < big.size(); ++i) {
+      int64_t want = 0;
+      for (int r = 0; r < world; ++r) want += (int64_t{1} << 53) + r * 3 + static_cast<int64_t>(i);
+      EXPECT(got[i] == want, "int64 sum [%zu] = %lld, expected %lld", i, static_cast<long long>(got[i]),
+             static_cast<long long>(want));
+    }
+    std::vector<double> d(5, 0.1 * (rank + 1));
+    auto td = braid::Tensor::from_vector(ctx, cpu, {5}, d);
+    pg.allreduce(td);
+    double want = 0;
+    for (int r = 0; r < world; ++r) want += 0.1 * (r + 1);
+    for (double x : td.to_vector<double>()) EXPECT(std::fabs(x - want) < 1e-12, "float64 sum %g, expected %g", x, want);
+  }
+  {
+    // Broadcast from the last rank; reduce onto rank 0 leaves the others' tensors as they were.
+    auto t = braid::Tensor::full(ctx, cpu, BRAID_FLOAT32, {33}, rank * 10.0 + 1);
+    pg.broadcast(t, world - 1);
+    for (float x : t.to_vector<float>()) EXPECT(x == (world - 1) * 10.0f + 1, "broadcast got %g", x);
+    auto r = braid::Tensor::full(ctx, cpu, BRAID_FLOAT32, {9}, rank + 1.0);
+    pg.reduce(r, 0, BRAID_COLLECTIVE_SUM);
+    const float expect = rank == 0 ? world * (world + 1) / 2.0f : rank + 1.0f;
+    for (float x : r.to_vector<float>()) EXPECT(x == expect, "reduce on rank %d got %g, expected %g", rank, x, expect);
+  }
+  {
+    // All-gather: rank order; reduce-scatter: this rank's part of the sum.
+    auto in = braid::Tensor::full(ctx, cpu, BRAID_INT32, {3}, rank);
+    auto out = braid::Tensor::empty(ctx, cpu, BRAID_INT32, {world, 3});
+    pg.all_gather(in, out);
+    const auto g = out.to_vector<int32_t>();
+    for (int r = 0; r < world; ++r)
+      for (int j = 0; j < 3; ++j)
+        EXPECT(g[static_cast<size_t>(r * 3 + j)] == r, "all_gather [%d][%d] = %d", r, j,
+               g[static_cast<size_t>(r * 3 + j)]);
+    std::vector<float> parts(static_cast<size_t>(world) * 4);
+    for (size_t i = 0; i < parts.size(); ++i) parts[i] = static_cast<float>(i + rank);
+    auto rin = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(parts.size())}, parts);
+    auto rout = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {4});
+    pg.reduce_scatter(rin, rout, BRAID_COLLECTIVE_SUM);
+    const auto rs = rout.to_vector<float>();
+    for (size_t j = 0; j < 4; ++j) {
+      float want = 0;
+      for (int r = 0; r < world; ++r)
+        want += static_cast<float>(static_cast<size_t>(rank) * 4 + j + static_cast<size_t>(r));
+      EXPECT(rs[j] == want, "reduce_scatter [%zu] = %g, expected %g", j, rs[j], want);
+    }
+  }
+  {
+    // Point to point around a ring: even ranks send first, odd ranks receive first.
+    const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+    if (world > 1) {
+      auto out = braid::Tensor::full(ctx, cpu, BRAID_FLOAT32, {100}, rank);
+      auto in = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {100});
+      if (rank % 2 == 0) {
+        pg.send(out, next, 7);
+        pg.recv(in, prev, 7);
+      } else {
+        pg.recv(in, prev, 7);
+        pg.send(out, next, 7);
+      }
+      for (float x : in.to_vector<float>()) EXPECT(x == prev, "recv from %d got %g", prev, x);
+    }
+  }
+  pg.barrier();
+  // A tensor on a device without host memory goes through a staging copy.
+  braid_device vk = -1;
+  if (braid_context_find_device(ctx.get(), "vulkan:0", &vk) == BRAID_OK) {
+    auto t = braid::Tensor::full(ctx, vk, BRAID_FLOAT32, {257}, rank + 1.0);
+    pg.allreduce(t);
+    for (float x : t.to_vector<float>()) EXPECT(x == world * (world + 1) / 2.0f, "vulkan:0 allreduce got %g", x);
+    std::printf("rank %d: vulkan:0 staged allreduce checked\n", rank);
+  }
+  ctx.wait_all();
+}
+
+// y = X w + b with squared loss, plain SGD. The global batch is 48 rows; rank r takes rows
+// [r*48/world, (r+1)*48/world). A rank's gradient of its shard's mean loss, averaged over the ranks,
+// is the gradient of the global batch's mean loss (equal shards).
+void train(braid::Context& ctx, braid::ProcessGroup& pg) {
+  const int rank = pg.rank(), world = pg.world_size();
+  const braid::Device cpu = ctx.find_device("cpu:0");
+  const int64_t batch = 48, features = 5;
+  std::vector<float> x(static_cast<size_t>(batch * features)), y(static_cast<size_t>(batch));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(static_cast<float>(i) * 0.11f);
+  auto make_params = [&] {
+    std::vector<float> w0(static_cast<size_t>(features));
+    for (size_t i = 0; i < w0.size(); ++i) w0[i] = 0.1f * static_cast<float>(i);
+    return std::pair{braid::Tensor::from_vector(ctx, cpu, {features, 1}, w0),
+                     braid::Tensor::full(ctx, cpu, BRAID_FLOAT32, {1}, 0.5)};
+  };
+  auto step = [&](braid::Tensor& w, braid::Tensor& b, int64_t begin, int64_t end, braid::ProcessGroup* group) {
+    const size_t rows = static_cast<size_t>(end - begin);
+    std::vector<float> xs(x.begin() + begin * features, x.begin() + end * features);
+    std::vector<float> ys(y.begin() + begin, y.begin() + end);
+    auto X = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(rows), features}, xs);
+    auto Y = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(rows), 1}, ys);
+    braid::attach_grad(w);
+    braid::attach_grad(b);
+    braid::Tensor loss;
+    {
+      braid::AutogradScope rec(ctx);
+      auto pred = braid::add(braid::matmul(X, w), b);
+      auto err = braid::sub(pred, Y);
+      loss = braid::binary(BRAID_BINARY_DIV, braid::sum(braid::mul(err, err)), static_cast<double>(rows));
+    }
+    braid::backward(loss);
+    auto gw = braid::grad(w), gb = braid::grad(b);
+    if (group) {
+      group->allreduce(gw, BRAID_COLLECTIVE_AVG);
+      group->allreduce(gb, BRAID_COLLECTIVE_AVG);
+    }
+    braid::check(braid_sgd_update(w.get(), gw.get(), 0.05, 0.0));
+    braid::check(braid_sgd_update(b.get(), gb.get(), 0.05, 0.0));
+  };
+  auto [w, b] = make_params();
+  auto [w1, b1] = make_params();  // one process on the whole batch: the reference
+  const int64_t shard = batch / world;
+  for (int s = 0; s < 20; ++s) {
+    step(w, b, rank * shard, (rank + 1) * shard, &pg);
+    step(w1, b1, 0, batch, nullptr);
+  }
+  const auto wd = w.to_vector<float>(), wr = w1.to_vector<float>();
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT(std::fabs(wd[i] - wr[i]) <= 1e-5f + 1e-4f * std::fabs(wr[i]),
+           "w[%zu] = %.8g, one process on the whole batch has %.8g", i, wd[i], wr[i]);
+  // Bit-identical on every rank: gather every rank's parameters and compare the bits.
+  std::vector<float> params = wd;
+  params.push_back(b.to_vector<float>()[0]);
+  auto mine = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(params.size())}, params);
+  auto all = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {world, static_cast<int64_t>(params.size())});
+  pg.all_gather(mine, all);
+  const auto every = all.to_vector<float>();
+  for (int r = 0; r < world; ++r)
+    EXPECT(std::memcmp(every.data() + static_cast<size_t>(r) * params.size(), params.data(),
+                       params.size() * sizeof(float)) == 0,
+           "rank %d's parameters differ from rank %d's in their bits", r, rank);
+  std::printf("rank %d: w[0] %.6f (one process: %.6f)\n", rank, wd[0], wr[0]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: braid-test-dist-worker collectives|train   (started by braid-run)\n");
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  try {
+    braid::Context ctx;
+    braid::ProcessGroup pg(ctx);
+    g_rank = pg.rank();
+    if (scenario == "collectives") {
+      collectives(ctx, pg);
+    } else if (scenario == "train") {
+      train(ctx, pg);
+    } else {
+      std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
+      return 2;
+    }
+  } catch (const braid::Error& e) {
+    std::fprintf(stderr, "rank %d: FAIL: %s\n", g_rank, e.what());
+    return 1;
+  }
+  if (g_failures) return 1;
+  std::printf("rank %d: %s passed\n", g_rank, scenario.c_str());
+  return 0;
+}

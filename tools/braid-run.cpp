@@ -1,0 +1,257 @@
+// braid-run: starts the ranks of a job on this host, each with the variables a process group reads
+// (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK, BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR,
+// BRAID_MASTER_PORT, BRAID_RESTART), prefixes every line each rank prints with "[rank] ", and stops
+// every rank when one fails; with --max-restarts it starts them all again (docs/DISTRIBUTED.md).
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+
+namespace {
+
+struct Rank {
+  pid_t pid = -1;
+  int out = -1, err = -1;          // read ends of the rank's stdout and stderr
+  std::string out_line, err_line;  // a line not yet ended
+  bool running = false;
+  int status = 0;  // wait status once ended
+};
+
+volatile sig_atomic_t g_signal = 0;  // SIGINT/SIGTERM to braid-run: passed on to every rank
+
+// A port no one listens on now: bound to 0, read and closed. Another program could take it before
+// rank 0 binds it; a fixed --master-port avoids even that.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) ::close(fd);
+  return port;
+}
+
+void write_prefixed(FILE* to, int rank, const std::string& line, bool tag) {
+  if (tag)
+    std::fprintf(to, "[%d] %s\n", rank, line.c_str());
+  else
+    std::fprintf(to, "%s\n", line.c_str());
+  std::fflush(to);
+}
+
+// Reads what is there on fd; writes each whole line prefixed. Returns false at end of file.
+bool pump(int fd, std::string& pending, FILE* to, int rank, bool tag) {
+  char buf[65536];
+  const ssize_t n = ::read(fd, buf, sizeof buf);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+  if (n <= 0) {
+    if (!pending.empty()) write_prefixed(to, rank, pending, tag);
+    pending.clear();
+    return false;
+  }
+  pending.append(buf, static_cast<size_t>(n));
+  for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+    write_prefixed(to, rank, pending.substr(0, nl), tag);
+    pending.erase(0, nl + 1);
+  }
+  return true;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with status " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return std::string("was killed by signal ") + strsignal(WTERMSIG(status));
+  return "ended";
+}
+
+int exit_code(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+struct Job {
+  int ranks = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;  // 0: a free one for each start
+  bool tag = true;
+  double grace_seconds = 5;
+  std::vector<char*> command;
+};
+
+pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
+  int out[2], err[2];
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+    std::perror("braid-run: pipe");
+    std::exit(1);
+  }
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    std::perror("braid-run: fork");
+    std::exit(1);
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // braid-run killed: its ranks go too
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    auto set = [](const char* name, const std::string& v) { ::setenv(name, v.c_str(), 1); };
+    set("BRAID_RANK", std::to_string(rank));
+    set("BRAID_WORLD_SIZE", std::to_string(job.ranks));
+    set("BRAID_LOCAL_RANK", std::to_string(rank));
+    set("BRAID_LOCAL_WORLD_SIZE", std::to_string(job.ranks));
+    set("BRAID_MASTER_ADDR", job.master_addr);
+    set("BRAID_MASTER_PORT", std::to_string(port));
+    set("BRAID_RESTART", std::to_string(restart));
+    ::unsetenv("POSIXLY_CORRECT");
+    ::execvp(job.command[0], job.command.data());
+    std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", job.command[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  ::close(err[1]);
+  r = Rank{};
+  r.pid = pid;
+  r.out = out[0];
+  r.err = err[0];
+  r.running = true;
+  return pid;
+}
+
+// Runs the job once. Returns 0 when every rank exited 0, else the first failed rank's exit code.
+int run_once(const Job& job, int restart) {
+  const int port = job.master_port ? job.master_port : free_port();
+  std::vector<Rank> ranks(static_cast<size_t>(job.ranks));
+  for (int i = 0; i < job.ranks; ++i) start_rank(job, i, port, restart, ranks[static_cast<size_t>(i)]);
+  int first_failure = 0;
+  bool stopping = false;
+  std::chrono::steady_clock::time_point kill_at{};
+  auto stop_all = [&](int sig) {
+    for (Rank& r : ranks)
+      if (r.running) ::kill(r.pid, sig);
+  };
+  for (;;) {
+    std::vector<pollfd> fds;
+    std::vector<std::pair<size_t, bool>> who;  // rank, is stderr
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (ranks[i].out >= 0) fds.push_back({ranks[i].out, POLLIN, 0}), who.emplace_back(i, false);
+      if (ranks[i].err >= 0) fds.push_back({ranks[i].err, POLLIN, 0}), who.emplace_back(i, true);
+    }
+    (void)::poll(fds.data(), fds.size(), 100);
+    for (size_t k = 0; k < fds.size(); ++k) {
+      if (!fds[k].revents) continue;
+      Rank& r = ranks[who[k].first];
+      int& fd = who[k].second ? r.err : r.out;
+      if (!pump(fd, who[k].second ? r.err_line : r.out_line, who[k].second ? stderr : stdout,
+                static_cast<int>(who[k].first), job.tag)) {
+        ::close(fd);
+        fd = -1;
+      }
+    }
+    // Ranks that ended.
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Rank& r = ranks[i];
+      if (!r.running) continue;
+      int status = 0;
+      if (::waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
+      r.running = false;
+      r.status = status;
+      if (exit_code(status) != 0 && !stopping) {
+        first_failure = exit_code(status);
+        std::fprintf(stderr, "braid-run: rank %zu %s; stopping the other ranks\n", i, describe_status(status).c_str());
+        stopping = true;
+        stop_all(SIGTERM);
+        kill_at = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
+      }
+    }
+    if (g_signal && !stopping) {
+      std::fprintf(stderr, "braid-run: %s; stopping every rank\n", strsignal(g_signal));
+      first_failure = 128 + g_signal;
+      stopping = true;
+      stop_all(g_signal);
+      kill_at =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
+    }
+    if (stopping && std::chrono::steady_clock::now() >= kill_at) stop_all(SIGKILL);
+    bool any = false;
+    for (const Rank& r : ranks) any = any || r.running || r.out >= 0 || r.err >= 0;
+    if (!any) break;
+  }
+  return first_failure;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  enum { OPT_NPROC = 'n', OPT_MASTER_ADDR = CLI_FIRST, OPT_MASTER_PORT, OPT_MAX_RESTARTS, OPT_NO_TAG, OPT_GRACE };
+  static const struct option options[] = {{"nproc", required_argument, nullptr, OPT_NPROC},
+                                          {"master-addr", required_argument, nullptr, OPT_MASTER_ADDR},
+                                          {"master-port", required_argument, nullptr, OPT_MASTER_PORT},
+                                          {"max-restarts", required_argument, nullptr, OPT_MAX_RESTARTS},
+                                          {"no-tag", no_argument, nullptr, OPT_NO_TAG},
+                                          {"grace", required_argument, nullptr, OPT_GRACE},
+                                          CLI_STANDARD_OPTIONS,
+                                          {nullptr, 0, nullptr, 0}};
+  cli_parser cli = cli_parser_init(
+      "braid-run",
+      "usage: braid-run -n N [--master-addr A] [--master-port P] [--max-restarts K] [--grace S] [--no-tag] COMMAND "
+      "[ARGS...]\n",
+      "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
+      "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
+      "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
+      "SIGKILL after --grace seconds (default 5); with --max-restarts K the whole job starts again, up to K\n"
+      "times, with BRAID_RESTART counting the restarts (resume from your last checkpoint). The exit status\n"
+      "is the first failed rank's (128 + signal for a signal), 0 when every rank succeeded. Without\n"
+      "--master-port, each start takes a free port. See docs/DISTRIBUTED.md.\n",
+      options);
+  cli.short_options = "+n:";  // the command's own options are its own
+  Job job;
+  int max_restarts = 0;
+  bool have_n = false;
+  for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
+    switch (opt) {
+      case OPT_NPROC:
+        job.ranks = static_cast<int>(cli_int(&cli, 1, 4096));
+        have_n = true;
+        break;
+      case OPT_MASTER_ADDR: job.master_addr = cli.value; break;
+      case OPT_MASTER_PORT: job.master_port = static_cast<int>(cli_int(&cli, 1, 65535)); break;
+      case OPT_MAX_RESTARTS: max_restarts = static_cast<int>(cli_int(&cli, 0, 1000000)); break;
+      case OPT_NO_TAG: job.tag = false; break;
+      case OPT_GRACE: job.grace_seconds = cli_real(&cli, 1); break;
+      default: break;
+    }
+  }
+  if (!have_n) cli_fail(&cli, "-n N (the number of ranks) is required");
+  if (optind >= argc) cli_fail(&cli, "no command to run");
+  for (int i = optind; i < argc; ++i) job.command.push_back(argv[i]);
+  job.command.push_back(nullptr);
+
+  struct sigaction sa {};
+  sa.sa_handler = [](int sig) { g_signal = sig; };
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  for (int restart = 0;; ++restart) {
+    const int code = run_once(job, restart);
+    if (code == 0) return 0;
+    if (g_signal || restart >= max_restarts) return code;
+    std::fprintf(stderr, "braid-run: restarting every rank (restart %d of %d)\n", restart + 1, max_restarts);
+  }
+}
