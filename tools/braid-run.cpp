@@ -109,6 +109,7 @@ pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
   }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // braid-run killed: its ranks go too
+    ::setpgid(0, 0);                     // a process group of its own: stopping the rank stops what it started too
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     auto set = [](const char* name, const std::string& v) { ::setenv(name, v.c_str(), 1); };
@@ -124,6 +125,7 @@ pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
     std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", job.command[0], std::strerror(errno));
     ::_exit(127);
   }
+  (void)::setpgid(pid, pid);  // also here, so that a stop right after the fork finds the group
   ::close(out[1]);
   ::close(err[1]);
   r = Rank{};
@@ -144,8 +146,9 @@ int run_once(const Job& job, int restart) {
   std::chrono::steady_clock::time_point kill_at{};
   auto stop_all = [&](int sig) {
     for (Rank& r : ranks)
-      if (r.running) ::kill(r.pid, sig);
+      if (r.running) ::kill(-r.pid, sig);  // the rank's process group: a shell's children too
   };
+  std::chrono::steady_clock::time_point all_ended{};
   for (;;) {
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, bool>> who;  // rank, is stderr
@@ -190,9 +193,19 @@ int run_once(const Job& job, int restart) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
     }
     if (stopping && std::chrono::steady_clock::now() >= kill_at) stop_all(SIGKILL);
-    bool any = false;
-    for (const Rank& r : ranks) any = any || r.running || r.out >= 0 || r.err >= 0;
-    if (!any) break;
+    // Done when every rank has ended and its output is read; a process a rank left behind that keeps
+    // the rank's output open is given a second, then let go.
+    bool running = false, open = false;
+    for (const Rank& r : ranks) {
+      running = running || r.running;
+      open = open || r.out >= 0 || r.err >= 0;
+    }
+    if (!running && all_ended == std::chrono::steady_clock::time_point{}) all_ended = std::chrono::steady_clock::now();
+    if (!running && (!open || std::chrono::steady_clock::now() - all_ended > std::chrono::seconds(1))) break;
+  }
+  for (Rank& r : ranks) {
+    if (r.out >= 0) ::close(r.out);
+    if (r.err >= 0) ::close(r.err);
   }
   return first_failure;
 }
