@@ -1016,6 +1016,16 @@ BRAID_API braid_status braid_process_group_barrier(braid_process_group pg);
  * for the peer's recv, within the timeout). */
 BRAID_API braid_status braid_process_group_send(braid_process_group pg, braid_tensor t, int32_t peer, int32_t tag);
 BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_tensor t, int32_t peer, int32_t tag);
+/* Data parallelism across processes, hierarchically: each step's gradients are summed over the
+ * trainer's replicas in this process, then across the processes of pg (on replica 0's device, through
+ * the group's plugin), then handed back to every replica, bucket by bucket, each bucket as soon as
+ * backward has written it. batch_size in braid_trainer_step and braid_trainer_update is then the global
+ * batch: every replica's rows in every process. Setting a group broadcasts the parameters from rank 0
+ * (and each process's replica 0 to its other replicas), so every process starts from rank 0's values;
+ * every rank must set it, with its trainer's parameters in the same order. pg NULL: back to this
+ * process's replicas alone. A parameter must be stale (or fresh) on every rank alike: ranks that
+ * differ make different collectives, which fail as mismatched (docs/DISTRIBUTED.md, "Trainer"). */
+BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_process_group pg);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -1037,6 +1037,11 @@ class ProcessGroup {
   braid_process_group h_ = nullptr;
 };
 
+// Makes the trainer reduce across the group's processes too (braid_trainer_set_process_group).
+inline void set_process_group(const Trainer& tr, const ProcessGroup& pg) {
+  check(braid_trainer_set_process_group(tr.get(), pg.get()));
+}
+
 }  // namespace braid
 
 #endif  // BRAID_HPP_

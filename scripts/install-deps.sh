@@ -2,9 +2,9 @@
 # Installs everything braid needs to build and test, from Debian 12 (bookworm) packages.
 #
 #   scripts/install-deps.sh            build + test dependencies
-#   scripts/install-deps.sh --bench    also python3-torch, the benchmarks' comparison anchor, and
-#                                      python3-matplotlib for tools/hw_plots.py (never
-#                                      dependencies of braid itself)
+#   scripts/install-deps.sh --bench    also python3-torch, the benchmarks' comparison anchor,
+#                                      python3-matplotlib for tools/hw_plots.py, and Open MPI for
+#                                      the allreduce --ranks anchor (never dependencies of braid itself)
 #
 # Idempotent and fast when there is nothing to do: packages already installed (per dpkg-query) are
 # skipped, and apt-get update only runs when something is missing. Runs as root, or through sudo.
@@ -33,7 +33,7 @@ packages=(
 # machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).
 for arg in "$@"; do
   case "$arg" in
-    --bench) packages+=(python3-torch python3-matplotlib) ;;
+    --bench) packages+=(python3-torch python3-matplotlib libopenmpi-dev openmpi-bin) ;;
     -h | --help)
       sed -n '2,10s/^# \{0,1\}//p' "$0"
       exit 0

@@ -10,6 +10,7 @@
 #include "core/in_struct.h"
 #include "core/out_struct.h"
 #include "distributed/process_group.h"
+#include "parallel/cross_process.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -34,6 +35,19 @@ ProcessGroup& checked_group(braid_process_group pg) {
 void require(const void* p, const char* what) {
   if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
 }
+
+// A process group as the Trainer sees it (parallel/cross_process.h): holds the group, so a trainer
+// keeps using it after the application released its handle.
+class GroupForTrainer final : public parallel::CrossProcess {
+ public:
+  explicit GroupForTrainer(std::shared_ptr<ProcessGroup> g) : g_(std::move(g)) {}
+  void allreduce_sum(Tensor& t) override { g_->allreduce(t, BRAID_COLLECTIVE_SUM); }
+  void broadcast(Tensor& t, int32_t root) override { g_->broadcast(t, root); }
+  const ::braid_context_t* context() const override { return &g_->context(); }
+
+ private:
+  std::shared_ptr<ProcessGroup> g_;
+};
 
 }  // namespace
 
@@ -117,4 +131,12 @@ BRAID_API braid_status braid_process_group_send(braid_process_group pg, braid_te
 
 BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_tensor t, int32_t peer, int32_t tag) {
   return guard("braid_process_group_recv", [&] { checked_group(pg).recv(checked_tensor(t, "t"), peer, tag); });
+}
+
+BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_process_group pg) {
+  return guard("braid_trainer_set_process_group", [&] {
+    std::shared_ptr<parallel::CrossProcess> cross;
+    if (pg) cross = std::make_shared<GroupForTrainer>(GroupPool::instance().checked(pg, "pg", "process group").group);
+    parallel::trainer_set_cross_process(tr, std::move(cross));
+  });
 }

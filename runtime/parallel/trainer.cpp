@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "ops/op_builder.h"
 #include "ops/params.h"
 #include "parallel/collectives.h"
+#include "parallel/cross_process.h"
 #include "parallel/optimizer.h"
 #include "tensor/tensor.h"
 
@@ -45,6 +47,8 @@ struct braid_trainer_t {
   // gradient written between the two (clipping rewrites them all) must not make a parameter that no
   // backward reached look fresh again.
   std::optional<std::vector<uint8_t>> reduced_skip;
+  // The processes to reduce across after the replicas (braid_trainer_set_process_group), or NULL.
+  std::shared_ptr<CrossProcess> cross;
 
   Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
 };
@@ -143,8 +147,22 @@ std::vector<uint8_t> stale_params(braid_trainer_t& tr) {
   return skip;
 }
 
+// Sums one bucket's gradients (one tensor per replica) over the replicas and, with a process group,
+// over the processes: reduced onto replica 0, summed across the processes there, and copied back to
+// every replica, so the network carries each bucket once per process, not once per device
+// (docs/DISTRIBUTED.md, "Trainer").
+void reduce_bucket(braid_trainer_t& tr, std::span<Tensor* const> group, Reduction sum) {
+  if (!tr.cross) {
+    allreduce(group, sum, tr.options.algorithm);
+    return;
+  }
+  if (group.size() > 1) reduce(group, 0, sum);
+  tr.cross->allreduce_sum(*group[0]);
+  if (group.size() > 1) broadcast(group, 0);
+}
+
 void allreduce_grads(braid_trainer_t& tr, const std::vector<uint8_t>& skip) {
-  if (tr.replicas == 1) return;
+  if (tr.replicas == 1 && !tr.cross) return;
   const auto replicas = static_cast<size_t>(tr.replicas);
   for (const std::vector<int32_t>& all : tr.buckets) {
     std::vector<int32_t> bucket;
@@ -159,7 +177,7 @@ void allreduce_grads(braid_trainer_t& tr, const std::vector<uint8_t>& skip) {
     if (bucket.size() == 1) {
       std::vector<Tensor*> group;
       for (auto& g : grads) group.push_back(g[0].get());
-      allreduce(group, sum, tr.options.algorithm);
+      reduce_bucket(tr, group, sum);
       continue;
     }
     // Several small gradients: one flat buffer per replica, so the bucket costs one collective's
@@ -179,7 +197,7 @@ void allreduce_grads(braid_trainer_t& tr, const std::vector<uint8_t>& skip) {
       }
       group.push_back(flat.back().get());
     }
-    allreduce(group, sum, tr.options.algorithm);
+    reduce_bucket(tr, group, sum);
     for (size_t r = 0; r < replicas; ++r) {
       int64_t at = 0;
       for (TensorRef& g : grads[r]) {
@@ -225,7 +243,7 @@ void check_distinct(braid_trainer_t& tr) {
 // step changes no gradient (it failed after the first buckets were summed, and each retry summed
 // them again).
 void check_algorithm(braid_trainer_t& tr, const char* what) {
-  if (tr.replicas == 1) return;
+  if (tr.replicas == 1 || tr.cross) return;  // across processes: reduce and broadcast, no allreduce here
   for (int32_t p = 0; p < tr.count; ++p) {
     std::vector<Tensor*> group;
     for (int32_t r = 0; r < tr.replicas; ++r) group.push_back(&tr.param(r, p));
@@ -268,6 +286,28 @@ void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& 
 }
 
 }  // namespace
+
+namespace braid::parallel {
+void trainer_set_cross_process(braid_trainer handle, std::shared_ptr<CrossProcess> cross) {
+  braid_trainer_t& tr = checked_trainer(handle);
+  if (cross) {
+    if (tr.param(0, 0).ctx != cross->context())
+      fail(BRAID_ERR_INVALID_ARGUMENT, "the trainer's parameters and the process group are of different contexts");
+    // Every process starts from process 0's parameters (as PyTorch's DDP does when it is made), and
+    // every replica from its replica 0 here.
+    for (int32_t p = 0; p < tr.count; ++p) {
+      cross->broadcast(tr.param(0, p), 0);
+      if (tr.replicas > 1) {
+        std::vector<Tensor*> group;
+        for (int32_t r = 0; r < tr.replicas; ++r) group.push_back(&tr.param(r, p));
+        broadcast(group, 0);
+      }
+    }
+  }
+  tr.cross = std::move(cross);
+  tr.reduced_skip.reset();
+}
+}  // namespace braid::parallel
 
 extern "C" {
 

@@ -32,7 +32,7 @@ ip link set "$va" netns "$a" && ip link set "$vb" netns "$b" &&
   exit 1
 }
 failed=0
-for scenario in collectives train; do
+for scenario in collectives train trainer; do
   common=(BRAID_WORLD_SIZE=2 BRAID_MASTER_ADDR=10.231.7.1 BRAID_MASTER_PORT=29611 BRAID_DIST_TIMEOUT=60)
   ip netns exec "$a" env "${common[@]}" BRAID_RANK=0 "$worker" "$scenario" >"$logs/0" 2>&1 &
   p0=$!

@@ -47,6 +47,10 @@ std::string size_name(uint64_t bytes) {
 }  // namespace
 
 void suite_allreduce(Run& run) {
+  if (run.options.ranks > 0) {
+    suite_allreduce_ranks(run);
+    return;
+  }
   const std::vector<braid_device> devs = devices_of(run);
   const int n = static_cast<int>(devs.size());
   if (n < 2) {

@@ -44,6 +44,7 @@ struct Options {
   std::vector<std::string> devices;  // --devices (allreduce, scaling): default every CPU device / cpu:0,cpu:1
   int batches = 0;                   // --batches (scaling): LeNet batches per run; 0: the suite's default
   int repeat = 0;                    // 0: each suite's own default
+  int ranks = 0;                     // --ranks (allreduce): across that many processes; 0: devices of one
 };
 
 // What a suite runs against. The context lives for the whole run so suites share its warm pools.
@@ -97,6 +98,7 @@ void suite_async(Run& run);
 void suite_gemm(Run& run);
 void suite_memory(Run& run);
 void suite_allreduce(Run& run);
+void suite_allreduce_ranks(Run& run);  // allreduce --ranks N (allreduce_ranks.cpp)
 void suite_scaling(Run& run);
 void suite_hw(Run& run);
 void suite_fusion(Run& run);

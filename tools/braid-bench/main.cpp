@@ -61,7 +61,7 @@ constexpr Suite kSuites[] = {
 };
 
 constexpr const char* kUsage =
-    "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N]\n"
+    "usage: braid-bench SUITE... [--json] [--device ID] [--devices LIST] [--batches N] [--repeat N] [--ranks N]\n"
     "       braid-bench --list | --help | --version\n";
 
 // --help's text after the usage: the options, then the suites from the table.
@@ -75,6 +75,8 @@ std::string help_text() {
       "               device; scaling: cpu:0,cpu:1)\n"
       "  --batches N  scaling: LeNet batches per run (ResNet-18: N/20, at least 2)\n"
       "  --repeat N   timed runs per figure (default: per suite); the median is reported\n"
+      "  --ranks N    allreduce: across N processes on this host (braid-run) through the Gloo plugin,\n"
+      "               against Gloo's allreduce called directly and Open MPI's MPI_Allreduce\n"
       "  --list       the suites, one per line\n"
       "Suites:\n";
   for (const Suite& s : kSuites) {
@@ -97,7 +99,7 @@ struct CommandLine {
 };
 
 CommandLine parse(int argc, char** argv) {
-  enum { kJson = CLI_FIRST, kList, kDevice, kDevices, kBatches, kRepeat };
+  enum { kJson = CLI_FIRST, kList, kDevice, kDevices, kBatches, kRepeat, kRanks };
   static const option table[] = {
       {"json", no_argument, nullptr, kJson},
       {"list", no_argument, nullptr, kList},
@@ -105,6 +107,7 @@ CommandLine parse(int argc, char** argv) {
       {"devices", required_argument, nullptr, kDevices},
       {"batches", required_argument, nullptr, kBatches},
       {"repeat", required_argument, nullptr, kRepeat},
+      {"ranks", required_argument, nullptr, kRanks},
       CLI_STANDARD_OPTIONS,
       {},
   };
@@ -122,6 +125,7 @@ CommandLine parse(int argc, char** argv) {
       case kDevices: options.devices = cli_list(cli, cli.value); break;
       case kBatches: options.batches = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
       case kRepeat: options.repeat = static_cast<int>(cli_int(&cli, 1, INT_MAX)); break;
+      case kRanks: options.ranks = static_cast<int>(cli_int(&cli, 2, 4096)); break;
     }
   }
   std::vector<const Suite*>& selected = line.suites;

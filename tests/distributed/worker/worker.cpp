@@ -9,11 +9,15 @@
 //   train        data-parallel linear regression: each rank takes its shard of a global batch and
 //                averages gradients with allreduce; after the steps, every rank's parameters are
 //                bit-identical and equal (within float tolerance) one process training on the whole batch
+//   trainer      the same through braid_trainer over every CPU device of the process and
+//                braid_trainer_set_process_group (hierarchical: replicas, then processes), with
+//                momentum, against a trainer of this process alone on the whole batch
 #include <braid.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -230,11 +234,88 @@ void train(braid::Context& ctx, braid::ProcessGroup& pg) {
   std::printf("rank %d: w[0] %.6f (one process: %.6f)\n", rank, wd[0], wr[0]);
 }
 
+void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
+  const int rank = pg.rank(), world = pg.world_size();
+  std::vector<braid::Device> devices;
+  for (braid::Device d : ctx.devices())
+    if (std::string(ctx.device_info(d).backend) == "cpu") devices.push_back(d);
+  const int replicas = static_cast<int>(devices.size());
+  const int64_t batch = 48, features = 5;
+  std::vector<float> x(static_cast<size_t>(batch * features)), y(static_cast<size_t>(batch));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::cos(static_cast<float>(i) * 0.11f);
+  // Rank r's parameters start elsewhere than rank 0's: setting the group must broadcast rank 0's.
+  auto make = [&](float start, std::vector<std::vector<braid::Tensor>>& params) {
+    for (braid::Device d : devices) {
+      std::vector<float> w0(static_cast<size_t>(features));
+      for (size_t i = 0; i < w0.size(); ++i) w0[i] = start + 0.1f * static_cast<float>(i);
+      auto w = braid::Tensor::from_vector(ctx, d, {features, 1}, w0);
+      auto b = braid::Tensor::full(ctx, d, BRAID_FLOAT32, {1}, 0.5);
+      braid::attach_grad(w);
+      braid::attach_grad(b);
+      params.push_back({w, b});
+    }
+    braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+    o.optimizer.learning_rate = 0.05;
+    o.optimizer.momentum = 0.9;
+    o.bucket_bytes = 16;  // several buckets: the two parameters are reduced apart
+    return std::make_unique<braid::Trainer>(params, o);
+  };
+  // Rows [begin, end) split over the replicas; backward on each.
+  auto backward = [&](std::vector<std::vector<braid::Tensor>>& params, int64_t begin, int64_t end) {
+    const int64_t rows = end - begin, per = rows / replicas;
+    for (int r = 0; r < replicas; ++r) {
+      const int64_t b0 = begin + r * per, b1 = r == replicas - 1 ? end : b0 + per;
+      std::vector<float> xs(x.begin() + b0 * features, x.begin() + b1 * features);
+      std::vector<float> ys(y.begin() + b0, y.begin() + b1);
+      auto X = braid::Tensor::from_vector(ctx, devices[static_cast<size_t>(r)], {b1 - b0, features}, xs);
+      auto Y = braid::Tensor::from_vector(ctx, devices[static_cast<size_t>(r)], {b1 - b0, 1}, ys);
+      braid::Tensor loss;
+      {
+        braid::AutogradScope rec(ctx);
+        auto err = braid::sub(
+            braid::add(braid::matmul(X, params[static_cast<size_t>(r)][0]), params[static_cast<size_t>(r)][1]), Y);
+        loss = braid::sum(braid::mul(err, err));  // summed: the trainer divides by the global batch
+      }
+      braid::backward(loss);
+    }
+  };
+  std::vector<std::vector<braid::Tensor>> dist_params, ref_params;
+  auto dist = make(1.0f + static_cast<float>(rank), dist_params);
+  braid::set_process_group(*dist, pg);
+  auto ref = make(1.0f, ref_params);  // rank 0's start: what the group broadcast
+  const int64_t shard = batch / world;
+  for (int s = 0; s < 15; ++s) {
+    backward(dist_params, rank * shard, (rank + 1) * shard);
+    dist->step(static_cast<double>(batch));
+    backward(ref_params, 0, batch);
+    ref->step(static_cast<double>(batch));
+  }
+  const auto wd = dist_params[0][0].to_vector<float>(), wr = ref_params[0][0].to_vector<float>();
+  for (size_t i = 0; i < wd.size(); ++i)
+    EXPECT(std::fabs(wd[i] - wr[i]) <= 1e-5f + 1e-4f * std::fabs(wr[i]),
+           "w[%zu] = %.8g, this process alone on the whole batch has %.8g", i, wd[i], wr[i]);
+  for (int r = 1; r < replicas; ++r)
+    EXPECT(dist_params[static_cast<size_t>(r)][0].to_vector<float>() == wd, "replica %d differs from replica 0", r);
+  std::vector<float> params = wd;
+  params.push_back(dist_params[0][1].to_vector<float>()[0]);
+  const braid::Device cpu = devices[0];
+  auto mine = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(params.size())}, params);
+  auto all = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {world, static_cast<int64_t>(params.size())});
+  pg.all_gather(mine, all);
+  const auto every = all.to_vector<float>();
+  for (int r = 0; r < world; ++r)
+    EXPECT(std::memcmp(every.data() + static_cast<size_t>(r) * params.size(), params.data(),
+                       params.size() * sizeof(float)) == 0,
+           "rank %d's parameters differ from rank %d's in their bits", r, rank);
+  std::printf("rank %d: %d replicas, w[0] %.6f (this process alone: %.6f)\n", rank, replicas, wd[0], wr[0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: braid-test-dist-worker collectives|train   (started by braid-run)\n");
+    std::fprintf(stderr, "usage: braid-test-dist-worker collectives|train|trainer   (started by braid-run)\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -246,6 +327,8 @@ int main(int argc, char** argv) {
       collectives(ctx, pg);
     } else if (scenario == "train") {
       train(ctx, pg);
+    } else if (scenario == "trainer") {
+      trainer(ctx, pg);
     } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;

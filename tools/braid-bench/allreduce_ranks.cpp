@@ -1,0 +1,151 @@
+// `braid-bench allreduce --ranks N`: braid_process_group_allreduce across N processes on this host
+// (loopback TCP through the Gloo plugin), float32 sum, 4 KiB to 256 MiB, algbw and busbw as nccl-tests
+// computes them (busbw = algbw * 2(N-1)/N). In the same run, the anchors: Gloo's allreduce called
+// directly (braid-gloo-allreduce) and Open MPI's MPI_Allreduce (braid-mpi-allreduce under mpirun, where
+// Debian's libopenmpi-dev was there at build time). Every side times one allreduce after a barrier,
+// REPEAT times after a warm-up, and rank 0 reports the median.
+//
+// braid-bench starts the ranks itself: it runs braid-run -n N on its own executable with
+// BRAID_BENCH_RANK set, and those ranks print {"bytes", "seconds"} lines that this side reads.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench.h"
+#include "timer.h"
+
+namespace braid::bench {
+namespace {
+
+std::string size_name(uint64_t bytes) {
+  std::string s = std::to_string(bytes >= (1u << 20) ? bytes >> 20 : bytes >> 10);
+  s += bytes >= (1u << 20) ? "MiB" : "KiB";
+  return s;
+}
+
+// One rank of braid's side: what `braid-run -n N braid-bench allreduce --ranks N` runs in each rank.
+void rank_side(Run& run, int repeat) {
+  braid_process_group pg = nullptr;
+  check(braid_process_group_create(run.ctx, nullptr, &pg), "braid_process_group_create");
+  braid_process_group_info info{};
+  info.struct_size = sizeof info;
+  check(braid_process_group_get_info(pg, &info), "braid_process_group_get_info");
+  for (uint64_t bytes = 4u << 10; bytes <= (256u << 20); bytes *= 4) {
+    const int64_t count = static_cast<int64_t>(bytes / sizeof(float));
+    braid_tensor t = nullptr;
+    check(braid_full(run.ctx, run.device, BRAID_FLOAT32, 1, &count, 1.0, &t), "braid_full");
+    Tensor owned(t);
+    check(braid_tensor_wait_to_read(t), "braid_full");
+    std::vector<double> times;
+    for (int i = 0; i < repeat + 1; ++i) {
+      check(braid_process_group_barrier(pg), "braid_process_group_barrier");
+      tools::Stopwatch sw;
+      check(braid_process_group_allreduce(pg, t, BRAID_COLLECTIVE_SUM), "braid_process_group_allreduce");
+      check(braid_tensor_wait_to_read(t), "braid_process_group_allreduce");
+      if (i > 0) times.push_back(sw.seconds());
+    }
+    // Each run multiplied every element by N: all still equal, or the sum was wrong.
+    std::vector<float> v(static_cast<size_t>(count));
+    check(braid_tensor_to_host(t, v.data(), v.size() * sizeof(float)), "braid_tensor_to_host");
+    for (float x : v)
+      if (x != v[0]) throw Error("allreduce --ranks left different values in one tensor (" + size_name(bytes) + ")");
+    std::sort(times.begin(), times.end());
+    if (info.rank == 0)
+      std::printf("{\"bytes\": %llu, \"seconds\": %.9g}\n", static_cast<unsigned long long>(bytes),
+                  times[times.size() / 2]);
+    std::fflush(stdout);
+  }
+  braid_process_group_release(pg);
+}
+
+// Runs command through the shell and reads its {"bytes", "seconds"} lines: seconds per size.
+std::map<uint64_t, double> times_of(const std::string& command, const char* what) {
+  std::fflush(nullptr);
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (!pipe) throw Error(std::string("allreduce --ranks: could not start ") + what);
+  std::map<uint64_t, double> times;
+  std::string tail;
+  std::array<char, 4096> line{};
+  while (std::fgets(line.data(), static_cast<int>(line.size()), pipe)) {
+    const nlohmann::json j = nlohmann::json::parse(line.data(), nullptr, false);
+    if (!j.is_discarded() && j.is_object() && j.contains("bytes") && j.contains("seconds"))
+      times[j["bytes"].get<uint64_t>()] = j["seconds"].get<double>();
+    else
+      tail += line.data();
+  }
+  if (::pclose(pipe) != 0 || times.empty()) throw Error(std::string("allreduce --ranks: ") + what + " failed: " + tail);
+  return times;
+}
+
+double busbw(uint64_t bytes, double seconds, int n) {
+  return static_cast<double>(bytes) / seconds * 1e-9 * 2.0 * (n - 1) / n;
+}
+
+}  // namespace
+
+void suite_allreduce_ranks(Run& run) {
+  const int n = run.options.ranks;
+  const int repeat = run.repeat_or(5);
+  if (std::getenv("BRAID_BENCH_RANK")) {
+    rank_side(run, repeat);
+    return;
+  }
+  if (n < 2) {
+    run.out->note("allreduce", "--ranks needs 2 or more ranks");
+    return;
+  }
+  const std::string ranks = std::to_string(n), reps = std::to_string(repeat);
+  const std::string launcher = shell_quote(beside_bench("braid-run").string()) + " -n " + ranks + " --no-tag ";
+  std::array<char, 4096> self{};
+  const ssize_t len = ::readlink("/proc/self/exe", self.data(), self.size() - 1);
+  if (len <= 0) throw Error("allreduce --ranks: cannot find braid-bench's own executable");
+  const auto ours = times_of(
+      "BRAID_BENCH_RANK=1 " + launcher + shell_quote(std::string(self.data(), static_cast<size_t>(len))) +
+          " allreduce --json --ranks " + ranks + " --repeat " + reps + " --device " + shell_quote(run.options.device),
+      "braid's ranks");
+  const std::filesystem::path store =
+      std::filesystem::temp_directory_path() / ("braid-gloo-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(store);
+  std::map<uint64_t, double> gloo;
+  try {
+    gloo = times_of(launcher + shell_quote(beside_bench("braid-gloo-allreduce").string()) + " " +
+                        shell_quote(store.string()) + " " + reps,
+                    "braid-gloo-allreduce");
+  } catch (...) {
+    std::filesystem::remove_all(store);
+    throw;
+  }
+  std::filesystem::remove_all(store);
+  std::map<uint64_t, double> mpi;
+  const auto mpi_exe = beside_bench("braid-mpi-allreduce");
+  if (std::filesystem::exists(mpi_exe) && std::system("command -v mpirun >/dev/null 2>&1") == 0)
+    mpi = times_of(
+        "mpirun --allow-run-as-root --oversubscribe -np " + ranks + " " + shell_quote(mpi_exe.string()) + " " + reps,
+        "mpirun braid-mpi-allreduce");
+  else
+    run.out->note("allreduce",
+                  "no braid-mpi-allreduce or mpirun: the Open MPI anchor is left out "
+                  "(scripts/install-bench-deps.sh installs Open MPI; then rebuild)");
+  run.out->note("allreduce", std::to_string(n) +
+                                 " processes on this host, loopback TCP; busbw = algbw * 2(n-1)/n; "
+                                 "baselines: Gloo's allreduce called directly, Open MPI's MPI_Allreduce");
+  for (const auto& [bytes, seconds] : ours) {
+    const std::string name = size_name(bytes) + "_ranks" + ranks + "_busbw";
+    if (auto g = gloo.find(bytes); g != gloo.end())
+      run.out->figure(
+          {"allreduce", name, busbw(bytes, seconds, n), "GB/s", "Gloo allreduce, direct", busbw(bytes, g->second, n)});
+    if (auto m = mpi.find(bytes); m != mpi.end())
+      run.out->figure({"allreduce", name, busbw(bytes, seconds, n), "GB/s", "MPI_Allreduce (Open MPI)",
+                       busbw(bytes, m->second, n)});
+  }
+}
+
+}  // namespace braid::bench
