@@ -620,6 +620,10 @@ typedef struct braid_collective_options {
  * each), with distinct storages. options may be NULL (SUM, AUTO). Integer sums wrap like the
  * elementwise add; every algorithm gives every device the same bits for integers, and floats within
  * the rounding of a different summation order.
+ * Each collective is one unit against every other op on its tensors, whichever thread pushes them:
+ * collectives called from several threads at once over the same tensors (or overlapping lists) give
+ * the result of some serial order of the calls, ordered by the engine like any other op; an op another
+ * thread pushes meanwhile lands before or after the whole collective, never inside it.
  * allreduce: in place, every tensor becomes the reduction of all of them (every algorithm gives
  * every device identical results). */
 BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors,
