@@ -656,6 +656,10 @@ typedef struct braid_optimizer_params {
   double beta1, beta2, epsilon; /* Adam */
   double rescale_grad;          /* gradients are multiplied by this before the update (Gluon's rescale_grad) */
 } braid_optimizer_params;
+/* Refused with BRAID_ERR_INVALID_ARGUMENT (as torch.optim refuses them) wherever these are taken
+ * (braid_kvstore_set_optimizer, braid_trainer_create): a field that is NaN or infinite, a negative
+ * learning_rate or weight_decay, momentum outside [0, 1), and for Adam betas outside [0, 1) or a
+ * negative epsilon; rescale_grad must be positive. */
 #define BRAID_OPTIMIZER_PARAMS_INIT \
   { sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0 }
 
@@ -730,6 +734,7 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
 /* Updates every replica from its gradient scaled by rescale_grad / batch_size. */
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size);
+/* learning_rate: finite and not negative, else BRAID_ERR_INVALID_ARGUMENT (the trainer keeps its rate). */
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
 
