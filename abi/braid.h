@@ -620,6 +620,10 @@ typedef struct braid_collective_options {
  * each), with distinct storages. options may be NULL (SUM, AUTO). Integer sums wrap like the
  * elementwise add; every algorithm gives every device the same bits for integers, and floats within
  * the rounding of a different summation order.
+ * Each collective is one unit against every other op on its tensors, whichever thread pushes them:
+ * collectives called from several threads at once over the same tensors (or overlapping lists) give
+ * the result of some serial order of the calls, ordered by the engine like any other op; an op another
+ * thread pushes meanwhile lands before or after the whole collective, never inside it.
  * allreduce: in place, every tensor becomes the reduction of all of them (every algorithm gives
  * every device identical results). */
 BRAID_API braid_status braid_allreduce(int32_t count, const braid_tensor* tensors,
@@ -652,6 +656,10 @@ typedef struct braid_optimizer_params {
   double beta1, beta2, epsilon; /* Adam */
   double rescale_grad;          /* gradients are multiplied by this before the update (Gluon's rescale_grad) */
 } braid_optimizer_params;
+/* Refused with BRAID_ERR_INVALID_ARGUMENT (as torch.optim refuses them) wherever these are taken
+ * (braid_kvstore_set_optimizer, braid_trainer_create): a field that is NaN or infinite, a negative
+ * learning_rate or weight_decay, momentum outside [0, 1), and for Adam betas outside [0, 1) or a
+ * negative epsilon; rescale_grad must be positive. */
 #define BRAID_OPTIMIZER_PARAMS_INIT \
   { sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0 }
 
@@ -726,6 +734,7 @@ BRAID_API braid_status braid_trainer_step(braid_trainer tr, double batch_size);
 BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr);
 /* Updates every replica from its gradient scaled by rescale_grad / batch_size. */
 BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size);
+/* learning_rate: finite and not negative, else BRAID_ERR_INVALID_ARGUMENT (the trainer keeps its rate). */
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
 

@@ -12,6 +12,7 @@ std::atomic<uint64_t> next_id{1};
 // The pinner that last pinned this thread (0: none). Ids are never reused, unlike addresses.
 thread_local uint64_t pinned_by = 0;
 thread_local bool exempt = false;  // a transfer queue thread (exempt_this_thread)
+thread_local bool named = false;   // a TBB worker given its own name (on_scheduler_entry)
 }  // namespace
 
 CorePinner::CorePinner(tbb::task_arena& arena, const std::vector<int>& cpus)
@@ -26,7 +27,16 @@ CorePinner::~CorePinner() { observe(false); }
 
 void CorePinner::exempt_this_thread() { exempt = true; }
 
-void CorePinner::on_scheduler_entry(bool) {
+void CorePinner::on_scheduler_entry(bool is_worker) {
+  // Linux gives a new thread its creator's name, and TBB starts its workers from whichever thread first
+  // asks for them: a queue thread, so a worker was called "braid-cpu0-c0" too. TBB keeps its workers
+  // process-wide, beyond the devices that used them (README.md, "Threads"), and one left after every
+  // context was released read as a braid queue that never stopped (issue 31). Named once, on its
+  // first entry into a braid arena.
+  if (is_worker && !named) {
+    (void)pthread_setname_np(pthread_self(), "tbb-worker");
+    named = true;
+  }
   if (mask_.empty() || exempt || pinned_by == id_) return;
   // A CPU that left the process's mask since (taskset from outside) makes this fail: the thread then
   // just runs where the scheduler puts it, as it would unpinned.

@@ -278,7 +278,7 @@ BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, 
     Backward bw(ctx);
     std::vector<Meta*> metas;
     for (int32_t i = 0; i < count; ++i) {
-      Tensor& y = checked_tensor(heads[i], "heads[i]");
+      Tensor& y = checked_tensor(heads[i], cat("heads[", i, "]").c_str());
       if (y.ctx != &ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "heads belong to different contexts");
       if (!requires_grad(y))
         fail(BRAID_ERR_INVALID_STATE, "head ", i,
@@ -290,7 +290,7 @@ BRAID_API braid_status braid_backward(int32_t count, const braid_tensor* heads, 
              "into a handle over the same memory, an in-place update), so its recorded history no longer made it");
       TensorRef g;
       if (head_grads && head_grads[i]) {
-        Tensor& hg = checked_tensor(head_grads[i], "head_grads[i]");
+        Tensor& hg = checked_tensor(head_grads[i], cat("head_grads[", i, "]").c_str());
         if (!(hg.shape == y.shape))
           fail(BRAID_ERR_SHAPE, "head_grads[", i, "] has shape ", hg.shape.str(), ", head ", y.shape.str());
         if (hg.dtype != y.dtype)

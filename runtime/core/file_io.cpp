@@ -49,7 +49,10 @@ AtomicFile::AtomicFile(const char* path) {
   if (::lstat(path, &st) == 0 && !S_ISREG(st.st_mode))
     fail(BRAID_ERR_INVALID_ARGUMENT, path_, " exists and is not a regular file; it is not replaced");
   const bool replacing = ::lstat(path, &st) == 0;
-  tmp_ = path_ + ".tmp-XXXXXX";
+  // In the same folder (rename is atomic only within one file system) under a short name of its own:
+  // path + suffix exceeded NAME_MAX (255 bytes) for a legal name of 245 bytes or more (issue 31).
+  const std::string dir = split_path(path_).first;
+  tmp_ = (dir == "/" ? dir : dir + "/") + ".braid-tmp-XXXXXX";
   fd_ = ::mkstemp(tmp_.data());
   if (fd_ < 0) fail(BRAID_ERR_IO, os_error("cannot create a file beside", path_));
   // mkstemp makes the file 0600; the result gets what a plain creat() would have given it (0666 less

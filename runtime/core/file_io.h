@@ -7,7 +7,8 @@
 
 namespace braid {
 
-// A file written beside `path` and renamed over it by commit() once complete and on disk, so a crash
+// A file written beside `path` (as ".braid-tmp-XXXXXX" in its folder, a name that fits NAME_MAX
+// whatever the final name's length) and renamed over it by commit() once complete and on disk, so a crash
 // leaves the old file or the new one, never a torn one. Only a regular file (or nothing) is replaced:
 // a symlink, FIFO or device at `path` is refused (BRAID_ERR_INVALID_ARGUMENT) rather than swapped for
 // a file. Destroyed without commit(), the partial file is removed.

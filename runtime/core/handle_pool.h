@@ -17,7 +17,9 @@
 // The pools are process-wide and never destroyed, so a handle released from a static destructor
 // after ours would have run still finds its pool.
 #pragma once
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -135,6 +137,42 @@ class HandlePool {
   std::deque<Slot> slots_;  // stable addresses, never freed
   std::deque<void*> free_;  // destroyed objects' slots, oldest first
   std::unordered_set<const void*> live_;
+};
+
+// The reference counts of a handle kind that libbraid also holds internally (an iterator holds its
+// dataset, a hybrid function its graphs, every object its context): `refs` counts every holder,
+// `app_refs` the part that is the application's (its create, retains and releases). A release beyond
+// the application's own is refused: it would otherwise take the reference an internal holder has
+// and free the object under it (issue 31: a second braid_dataset_release freed a dataset its
+// iterator still read). The context (context/context.h) keeps the same pair by hand.
+struct SharedRefs {
+  std::atomic<int32_t> refs{1};
+  std::atomic<int32_t> app_refs{1};
+
+  // braid_*_retain: one more application reference. Refused once the application has released all
+  // of its own (only internal holders are left: the handle is no longer the application's to use).
+  void app_retain(const char* what) {
+    int32_t n = app_refs.load();
+    do {
+      if (n <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, what, " was released by the application (only braid holds it)");
+    } while (!app_refs.compare_exchange_weak(n, n + 1));
+    refs.fetch_add(1);
+  }
+  // braid_*_release: takes one application reference away, or fails without changing anything.
+  // Returns whether that was the last reference of all (the caller destroys the object).
+  [[nodiscard]] bool app_release(const char* what) {
+    int32_t n = app_refs.load();
+    do {
+      if (n <= 0)
+        fail(BRAID_ERR_INVALID_ARGUMENT, what,
+             " was already released as many times as it was created and retained (braid still holds it)");
+    } while (!app_refs.compare_exchange_weak(n, n - 1));
+    return refs.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  }
+  // An internal holder's reference (not the application's).
+  void hold() noexcept { refs.fetch_add(1, std::memory_order_relaxed); }
+  // Drops an internal holder's reference; returns whether it was the last.
+  [[nodiscard]] bool drop() noexcept { return refs.fetch_sub(1, std::memory_order_acq_rel) == 1; }
 };
 
 }  // namespace braid

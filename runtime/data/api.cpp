@@ -41,11 +41,14 @@ BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset
 }
 
 BRAID_API braid_status braid_dataset_retain(braid_dataset ds) {
-  return guard("braid_dataset_retain", [&] { checked_dataset(ds, "ds").refs.fetch_add(1); });
+  return guard("braid_dataset_retain", [&] { checked_dataset(ds, "ds").refs.app_retain("ds"); });
 }
 
 BRAID_API braid_status braid_dataset_release(braid_dataset ds) {
-  return guard("braid_dataset_release", [&] { release_dataset(&checked_dataset(ds, "ds")); });
+  return guard("braid_dataset_release", [&] {
+    Dataset& d = checked_dataset(ds, "ds");
+    if (d.refs.app_release("ds")) (void)DatasetPool::instance().retire(&d);
+  });
 }
 
 BRAID_API braid_status braid_dataset_size(braid_dataset ds, int64_t* count) {

@@ -126,7 +126,7 @@ Dataset& checked_dataset(braid_dataset ds, const char* what) {
 
 void release_dataset(Dataset* ds) noexcept {
   // The last reference takes the handle out of the live set and destroys the dataset.
-  if (ds->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)DatasetPool::instance().retire(ds);
+  if (ds->refs.drop()) (void)DatasetPool::instance().retire(ds);
 }
 
 }  // namespace braid::data

@@ -13,7 +13,9 @@
 struct braid_context_t;
 
 struct braid_dataset_t {
-  std::atomic<int32_t> refs{1};
+  // The application's references and its iterators' (core/handle_pool.h): a release beyond the
+  // application's own is refused instead of freeing the dataset under an iterator.
+  braid::SharedRefs refs;
   braid_context_t* ctx = nullptr;  // one reference, dropped with the dataset
 
   std::string name;        // "fashion-mnist"
@@ -49,7 +51,8 @@ DatasetPool::Owned open_dataset(braid_context_t& ctx, const braid_dataset_option
 // Validates a handle from the application (NULL, released, or not a dataset) without reading a
 // released one.
 Dataset& checked_dataset(braid_dataset ds, const char* what);
-// Drops one reference; the last one frees the dataset (and its context reference).
+// Drops one internal reference (an iterator's); the last one frees the dataset (and its context
+// reference).
 void release_dataset(Dataset* ds) noexcept;
 
 }  // namespace braid::data

@@ -17,7 +17,7 @@ braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_it
   // batch"), which then gave zero batches.
   batches_ = n / bs + (!opt_.drop_last && n % bs != 0 ? 1 : 0);
   for (int v = 0; v < 256; ++v) scale_[v] = static_cast<float>(v) / 255.0f;
-  ds.refs.fetch_add(1);
+  ds.refs.hold();  // its own reference, not the application's
   if (opt_.prefetch > 0 && batches_ > 0) {
     free_.resize(static_cast<size_t>(opt_.prefetch));
     thread_ = std::thread([this] { producer(); });

@@ -143,7 +143,7 @@ void Engine::push(std::shared_ptr<OpNode> node, std::span<Storage* const> reads,
   // BRAID_ENGINE=sync waits for the op below; otherwise the caller's reference is handed on as is.
   std::shared_ptr<OpNode> waited = options_.sync ? node : nullptr;
   std::unique_lock lock(mu_);
-  if (host_accesses_.load(std::memory_order_relaxed) != 0) wait_for_host_copies(lock, reads, writes, {});
+  wait_to_push(lock, reads, writes, {});
   Pending pending = push_locked(std::move(node), reads, writes, {}, requested);
   lock.unlock();
   register_host_deps(pending);
@@ -169,7 +169,7 @@ void Engine::push_partitioned(std::span<Storage* const> storages, std::vector<Pa
     // One lock for all of it: no other push lands between the parts and the join, so nothing can
     // observe the storages half written.
     std::unique_lock lock(mu_);
-    if (host_accesses_.load(std::memory_order_relaxed) != 0) wait_for_host_copies(lock, storages, {}, storages);
+    wait_to_push(lock, storages, {}, storages);
     for (Part& p : parts) pending.push_back(push_locked(std::move(p.node), p.reads, {}, storages, *p.queue));
     pending.push_back(push_locked(std::move(join), storages, storages, {}, join_queue));
   }
@@ -541,6 +541,50 @@ void Engine::wait_for_host_copies(std::unique_lock<Mutex>& lock, std::span<Stora
     lock.lock();
     --host_copy_waiters_;
   }
+}
+
+void Engine::wait_to_push(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads,
+                          std::span<Storage* const> writes, std::span<Storage* const> shared_writes) {
+  // The common push pays one load of unit_depth_ (under mu_, already held) and one relaxed atomic load.
+  for (;;) {
+    if (blocked_by_unit()) {
+      // units_ended_ is bumped under mu_, so no end between this read and the wait is missed.
+      const uint32_t ended = units_ended_.load(std::memory_order_relaxed);
+      ++unit_waiters_;
+      lock.unlock();
+      units_ended_.wait(ended, std::memory_order_acquire);
+      lock.lock();
+      --unit_waiters_;
+      continue;
+    }
+    if (host_accesses_.load(std::memory_order_relaxed) == 0) return;
+    const uint32_t ended = host_copies_ended_.load(std::memory_order_relaxed);
+    wait_for_host_copies(lock, reads, writes, shared_writes);
+    // It gave mu_ up only if it waited; a unit may have begun meanwhile, so check both again.
+    if (host_copies_ended_.load(std::memory_order_relaxed) == ended) return;
+  }
+}
+
+Engine::PushUnit::PushUnit(Engine& engine) : engine_(engine) {
+  std::unique_lock lock(engine_.mu_);
+  while (engine_.blocked_by_unit()) {
+    const uint32_t ended = engine_.units_ended_.load(std::memory_order_relaxed);
+    ++engine_.unit_waiters_;
+    lock.unlock();
+    engine_.units_ended_.wait(ended, std::memory_order_acquire);
+    lock.lock();
+    --engine_.unit_waiters_;
+  }
+  engine_.unit_owner_ = std::this_thread::get_id();
+  ++engine_.unit_depth_;
+}
+
+Engine::PushUnit::~PushUnit() {
+  std::lock_guard lock(engine_.mu_);
+  if (--engine_.unit_depth_ != 0) return;  // an inner unit of the same thread
+  engine_.unit_owner_ = std::thread::id();
+  engine_.units_ended_.fetch_add(1, std::memory_order_release);
+  if (engine_.unit_waiters_ != 0) engine_.units_ended_.notify_all();
 }
 
 WaitResult Engine::wait_to_read(Storage& storage) {

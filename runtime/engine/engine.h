@@ -15,6 +15,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -78,6 +79,24 @@ class Engine {
   // see the storages whole (or poisoned). The caller guarantees that the parts' writes are disjoint.
   void push_partitioned(std::span<Storage* const> storages, std::vector<Part> parts, Queue& join_queue,
                         const char* name);
+
+  // A collective's pushes as one unit (docs/ENGINE.md#push-units): while a thread holds one, a push
+  // from any other thread waits until it ends, so the unit's ops are consecutive in every storage's
+  // program order and the collective orders against every other op like one op. A collective is many
+  // pushes over the same tensors; without this, two threads' collectives interleave their pushes and
+  // the engine faithfully runs a mix that no order of the calls gives (issue 31). Nests on one thread.
+  // The holder only pushes, allocates and throttles, which wait for work already pushed, never for
+  // another thread's push; so a unit always ends.
+  class PushUnit {
+   public:
+    explicit PushUnit(Engine& engine);
+    ~PushUnit();
+    PushUnit(const PushUnit&) = delete;
+    PushUnit& operator=(const PushUnit&) = delete;
+
+   private:
+    Engine& engine_;
+  };
 
   // Whether every op still in flight on the storage (its writer, its readers) runs on `queue`: an op
   // pushed to that in-order queue may then overwrite it without waiting for anything.
@@ -175,6 +194,17 @@ class Engine {
   std::atomic<uint32_t> host_copies_ended_{0};
   uint32_t host_copy_waiters_ = 0;
   void host_copy_ended_locked();
+  // The push unit in progress (PushUnit), under mu_: its thread and nesting depth (0: none).
+  std::thread::id unit_owner_;
+  uint32_t unit_depth_ = 0;
+  // Counts ended units; pushes from other threads sleep on it (as on host_copies_ended_).
+  std::atomic<uint32_t> units_ended_{0};
+  uint32_t unit_waiters_ = 0;
+  // Waits, giving mu_ up, while another thread's unit is in progress or (for a push) a host copy
+  // touches its storages; returns with mu_ held and neither in the way.
+  void wait_to_push(std::unique_lock<Mutex>& lock, std::span<Storage* const> reads, std::span<Storage* const> writes,
+                    std::span<Storage* const> shared_writes);
+  bool blocked_by_unit() const noexcept { return unit_depth_ != 0 && unit_owner_ != std::this_thread::get_id(); }
   std::atomic<uint64_t> partitions_{0};  // ids of partitioned writes (OpNode::partition)
   std::mutex error_mu_;
   braid_status first_error_ = BRAID_OK;

@@ -29,6 +29,11 @@ braid_graph_t& checked_graph(braid_graph g, const char* what) {
   return GraphPool::instance().checked(g, what, "graph");
 }
 
+// Drops an internal reference to a graph (a hybrid function's cache entry); the last destroys it.
+void drop_graph(braid_graph g) noexcept {
+  if (g->refs.drop()) (void)GraphPool::instance().retire(g);
+}
+
 // A new graph handle of ctx (which it retains).
 GraphPool::Owned new_graph(Context& ctx) {
   GraphPool::Owned h = GraphPool::instance().make();
@@ -118,7 +123,7 @@ struct braid_hybrid_t {
   std::vector<std::pair<std::vector<int64_t>, braid_graph>> cache;
 
   ~braid_hybrid_t() {
-    for (auto& [key, g] : cache) braid_graph_release(g);
+    for (auto& [key, g] : cache) drop_graph(g);
     cache.clear();
     if (ctx) (void)release_context(ctx);  // its own reference, not the application's
   }
@@ -254,12 +259,12 @@ BRAID_API braid_status braid_graph_trace_abort(void) {
 }
 
 BRAID_API braid_status braid_graph_retain(braid_graph g) {
-  return guard("braid_graph_retain", [&] { checked_graph(g, "g").refs.fetch_add(1); });
+  return guard("braid_graph_retain", [&] { checked_graph(g, "g").refs.app_retain("g"); });
 }
 
 BRAID_API braid_status braid_graph_release(braid_graph g) {
   return guard("braid_graph_release", [&] {
-    if (checked_graph(g, "g").refs.fetch_sub(1, std::memory_order_acq_rel) == 1) (void)GraphPool::instance().retire(g);
+    if (checked_graph(g, "g").refs.app_release("g")) (void)GraphPool::instance().retire(g);
   });
 }
 
@@ -484,6 +489,7 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
       throw;
     }
     GraphPool::Owned g = new_graph(*hy.ctx);
+    g->refs.app_refs.store(0);  // the cache's reference, not the application's (braid_hybrid_graph gives those)
     {
       // fn's outputs were never written: only their place in the graph is needed.
       struct ReleaseOutputs {
@@ -507,7 +513,7 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
     std::lock_guard lock(hy.mu);
     braid_graph cached = find_locked(hy, key);
     if (cached) {  // another thread traced the same signature meanwhile: keep the first
-      braid_graph_release(published);
+      drop_graph(published);
     } else {
       hy.cache.emplace_back(key, published);
       cached = published;
@@ -528,7 +534,9 @@ BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* in
     std::lock_guard lock(hy.mu);
     braid_graph g = find_locked(hy, signature(ins));
     if (!g) fail(BRAID_ERR_NOT_FOUND, "hybrid_graph: no call with this input signature has been made yet");
-    g->refs.fetch_add(1);
+    // An application reference of its own, beside the cache's (which the application cannot release).
+    g->refs.app_refs.fetch_add(1);
+    g->refs.refs.fetch_add(1);
     *out = g;
   });
 }

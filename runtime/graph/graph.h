@@ -20,6 +20,7 @@
 
 #include "braid_backend.h"
 #include "context/context.h"
+#include "core/handle_pool.h"
 #include "core/shape.h"
 #include "tensor/tensor.h"
 
@@ -151,6 +152,8 @@ struct Graph {
 
 // The handle behind braid_graph (HandlePool: a stale handle is refused without being read).
 struct braid_graph_t {
-  std::atomic<int32_t> refs{1};
+  // The application's references and a hybrid function's cache entry (core/handle_pool.h): a release
+  // beyond the application's own is refused instead of freeing a graph the hybrid still runs.
+  braid::SharedRefs refs;
   braid::graph::Graph g;
 };

@@ -400,8 +400,42 @@ std::string to_json(const Graph& g) {
   return doc.dump(1) + "\n";
 }
 
+// Bounds on parsing a file from anywhere before its document exists (issue 31: nested arrays in a
+// safetensors header took 3.4 GB to refuse; this reader built the same document). The format nests 6
+// levels (the file, nodes, a node, its operands, an operand, its shape); deeper is refused at the
+// first bracket past kMaxDepth. The document's memory is estimated as it grows (a value, a key and a
+// container's allocation, as nlohmann lays them out) and refused past kMemoryPerByte times the file's
+// size: what braid writes costs far less (tests/graph/hostile_test.cpp loads one), while a file of
+// nothing but tiny containers ("[{},{},...]") would cost about 30 times its size.
+constexpr int kMaxDepth = 8;
+constexpr uint64_t kMemoryPerByte = 16;
+
+json parse_bounded(std::string_view data) {
+  const uint64_t budget = kMemoryPerByte * data.size() + (uint64_t{1} << 20);
+  uint64_t spent = 0;
+  auto bound = [&](int depth, json::parse_event_t event, json& parsed) {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        if (depth + 1 > kMaxDepth)
+          bad("the file nests deeper than " + std::to_string(kMaxDepth) + " levels (braid's graphs need 6)");
+        spent += event == json::parse_event_t::object_start ? 64 : 48;  // the std::map or std::vector, allocated
+        break;
+      case json::parse_event_t::key: spent += 80 + parsed.get_ref<const std::string&>().size(); break;
+      case json::parse_event_t::value:
+        spent += 16 + (parsed.is_string() ? parsed.get_ref<const std::string&>().size() : 0);
+        break;
+      default: break;
+    }
+    if (spent > budget)
+      bad("the file would take more than " + std::to_string(kMemoryPerByte) + " times its size to read");
+    return true;
+  };
+  return json::parse(data.begin(), data.end(), bound, false);
+}
+
 void from_json(std::string_view data, Graph& g) {
-  json doc = json::parse(data.begin(), data.end(), nullptr, false);
+  json doc = parse_bounded(data);
   if (doc.is_discarded()) bad("not valid JSON");
   if (!doc.is_object()) bad("the top level is not an object");
   if (text(field(doc, "format", "the file"), "format") != "braid.graph") bad("format is not \"braid.graph\"");

@@ -127,7 +127,7 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
     if (count <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "concat: count must be positive");
     require(xs, "xs");
     std::vector<Tensor*> parts;
-    for (int32_t i = 0; i < count; ++i) parts.push_back(&checked_tensor(xs[i], "xs[i]"));
+    for (int32_t i = 0; i < count; ++i) parts.push_back(&checked_tensor(xs[i], cat("xs[", i, "]").c_str()));
     Tensor& first = *parts[0];
     int32_t ax = normalize_axis(axis, first.shape.ndim, "concat");
     Shape s = first.shape;

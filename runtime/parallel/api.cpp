@@ -77,7 +77,7 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
     std::vector<TensorRef> made;
     int64_t first = 0;
     for (int32_t i = 0; i < count; ++i) {
-      Device& d = a.ctx->device(devices[i], "devices[i]");
+      Device& d = a.ctx->device(devices[i], cat("devices[", i, "]").c_str());
       Shape s = a.shape;
       s[0] = sizes[static_cast<size_t>(i)];
       if (recorded(a)) {
@@ -107,7 +107,7 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
     Tensor& a = checked_tensor(x, "x");
     std::vector<TensorRef> made;
     for (int32_t i = 0; i < count; ++i) {
-      Device& d = a.ctx->device(devices[i], "devices[i]");
+      Device& d = a.ctx->device(devices[i], cat("devices[", i, "]").c_str());
       if (recorded(a)) {  // as split_and_load's parts
         made.push_back(op::run(braid_copy, &a, devices[i]));
         continue;

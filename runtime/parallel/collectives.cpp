@@ -354,7 +354,7 @@ std::vector<Tensor*> checked_group(int32_t count, const braid_tensor* tensors, c
   std::vector<Tensor*> ts;
   ts.reserve(static_cast<size_t>(count));
   for (int32_t i = 0; i < count; ++i) {
-    Tensor& t = checked_tensor(tensors[i], "tensors[i]");
+    Tensor& t = checked_tensor(tensors[i], cat("tensors[", i, "]").c_str());
     if (!ts.empty()) {
       const Tensor& first = *ts[0];
       if (t.ctx != first.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": tensors[", i, "] belongs to another context");
@@ -395,6 +395,7 @@ void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorit
   }
   if (algorithm == BRAID_ALLREDUCE_AUTO) algorithm = choose_allreduce(ts, ts[0]->bytes());
   const std::vector<int> order = rotated(n, 0);
+  Engine::PushUnit unit(*ts[0]->ctx->engine);  // one op to every other thread's pushes (collectives.h)
   switch (algorithm) {
     case BRAID_ALLREDUCE_NAIVE: naive_allreduce(ts, r); break;
     case BRAID_ALLREDUCE_DIRECT:
@@ -432,16 +433,19 @@ void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorit
 
 void reduce(std::span<Tensor* const> ts, int32_t root, Reduction r) {
   if (ts[0]->shape.numel() == 0 || ts.size() == 1) return;
+  Engine::PushUnit unit(*ts[0]->ctx->engine);
   tree_reduce(ts, rotated(static_cast<int>(ts.size()), root), r);
 }
 
 void broadcast(std::span<Tensor* const> ts, int32_t root) {
   if (ts[0]->shape.numel() == 0 || ts.size() == 1) return;
+  Engine::PushUnit unit(*ts[0]->ctx->engine);
   tree_broadcast(ts, rotated(static_cast<int>(ts.size()), root));
 }
 
 void all_gather(std::span<Tensor* const> ins, std::span<Tensor* const> outs) {
   const int64_t numel = ins[0]->shape.numel();
+  Engine::PushUnit unit(*ins[0]->ctx->engine);
   for (size_t c = 0; c < ins.size(); ++c)
     for (size_t h = 0; h < outs.size(); ++h) {
       Tensor& to = *outs[(c + h) % outs.size()];
@@ -453,6 +457,7 @@ void reduce_scatter(std::span<Tensor* const> ins, std::span<Tensor* const> outs,
   const int n = static_cast<int>(ins.size());
   const int64_t numel = ins[0]->shape.numel();
   if (numel == 0) return;
+  Engine::PushUnit unit(*ins[0]->ctx->engine);
   if (n == 1) {
     send(*ins[0], 0, *outs[0], 0, numel);
     return;

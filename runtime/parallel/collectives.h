@@ -32,6 +32,8 @@ braid_allreduce_algorithm choose_allreduce(std::span<Tensor* const> ts, uint64_t
 // Whether the DIRECT allreduce can run over these tensors' devices.
 bool direct_possible(std::span<Tensor* const> ts);
 
+// Each collective pushes its ops as one Engine::PushUnit: against any other thread's ops (another
+// collective on the same tensors included) it behaves as one op, ordered by the engine like any other.
 // In place: every tensor becomes the reduction of all of them.
 void allreduce(std::span<Tensor* const> ts, Reduction r, braid_allreduce_algorithm algorithm);
 // In place: ts[root] becomes the reduction of all of them; the others are left as they were.

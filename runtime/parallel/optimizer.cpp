@@ -13,12 +13,22 @@ void check(braid_status status) {
   if (status != BRAID_OK) fail(status, braid_last_error());
 }
 
+void check_learning_rate(double learning_rate, const char* what) {
+  if (!std::isfinite(learning_rate) || learning_rate < 0)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": learning_rate must be finite and not negative, not ", learning_rate);
+}
+
 braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what) {
   const braid_optimizer_params p = read_params<braid_optimizer_params>(params, BRAID_OPTIMIZER_PARAMS_INIT, what);
   if (int32_t k = enum_int(p.kind); k < 0 || k >= BRAID_OPTIMIZER_KIND_COUNT)
     fail(BRAID_ERR_INVALID_ARGUMENT, what, ": invalid braid_optimizer_kind ", k);
   for (double v : {p.learning_rate, p.momentum, p.weight_decay, p.beta1, p.beta2, p.epsilon, p.rescale_grad})
     if (!std::isfinite(v)) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": optimizer parameters must be finite");
+  // As torch.optim refuses them: a negative learning rate climbs the loss, a negative weight decay
+  // pushes the weights away from zero, and both were accepted silently (issue 31).
+  check_learning_rate(p.learning_rate, what);
+  if (p.weight_decay < 0)
+    fail(BRAID_ERR_INVALID_ARGUMENT, what, ": weight_decay must not be negative, not ", p.weight_decay);
   if (p.rescale_grad <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": rescale_grad must be positive");
   if (p.momentum < 0 || p.momentum >= 1) fail(BRAID_ERR_INVALID_ARGUMENT, what, ": momentum must be in [0, 1)");
   if (p.kind == BRAID_OPTIMIZER_ADAM && !(p.beta1 >= 0 && p.beta1 < 1 && p.beta2 >= 0 && p.beta2 < 1))

@@ -14,7 +14,11 @@ struct OptimizerState {
   int64_t step = 0;
 };
 
-// The struct read honouring struct_size, with every field checked (finite, in range).
+// A learning rate alone (braid_trainer_set_learning_rate): finite and not negative.
+void check_learning_rate(double learning_rate, const char* what);
+// The struct read honouring struct_size, with every field checked as torch.optim checks them:
+// finite; learning_rate and weight_decay not negative; momentum and Adam's betas in [0, 1); Adam's
+// epsilon not negative; rescale_grad positive. BRAID_ERR_INVALID_ARGUMENT naming `what` otherwise.
 braid_optimizer_params checked_optimizer(const braid_optimizer_params* params, const char* what);
 
 // What apply_update would refuse, checked before a caller changes anything (the Trainer before its

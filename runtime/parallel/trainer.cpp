@@ -50,7 +50,12 @@ struct braid_trainer_t {
   // The processes to reduce across after the replicas (braid_trainer_set_process_group), or NULL.
   std::shared_ptr<CrossProcess> cross;
 
-  Tensor& param(int32_t r, int32_t p) { return *params[static_cast<size_t>(r * count + p)]; }
+  // Where replica r of parameter p is (params, states, seen): in size_t, since r * count overflows
+  // int32 for a caller's large counts (issue 31).
+  size_t at(int32_t r, int32_t p) const {
+    return static_cast<size_t>(r) * static_cast<size_t>(count) + static_cast<size_t>(p);
+  }
+  Tensor& param(int32_t r, int32_t p) { return *params[at(r, p)]; }
 };
 
 namespace {
@@ -128,7 +133,7 @@ std::vector<uint8_t> stale_params(braid_trainer_t& tr) {
   for (int32_t p = 0; p < tr.count; ++p) {
     int32_t stale = 0, first_stale = -1;
     for (int32_t r = 0; r < tr.replicas; ++r)
-      if (!tr.seen[static_cast<size_t>(r * tr.count + p)].fresh) {
+      if (!tr.seen[tr.at(r, p)].fresh) {
         ++stale;
         if (first_stale < 0) first_stale = r;
       }
@@ -276,7 +281,7 @@ void update(braid_trainer_t& tr, double batch_size, const std::vector<uint8_t>& 
   for (int32_t r = 0; r < tr.replicas; ++r)
     for (int32_t p = 0; p < tr.count; ++p) {
       if (skip[static_cast<size_t>(p)]) continue;
-      const auto i = static_cast<size_t>(r * tr.count + p);
+      const size_t i = tr.at(r, p);
       Tensor& w = tr.param(r, p);
       TensorRef g = grad_of(w);
       apply_update(tr.options.optimizer, w, *g, tr.states[i], scale);
@@ -336,7 +341,13 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     tr->count = num_params;
     for (int32_t p = 0; p < num_params; ++p) {
       std::vector<braid_tensor> replicas;
-      for (int32_t r = 0; r < num_replicas; ++r) replicas.push_back(params[r * num_params + p]);
+      for (int32_t r = 0; r < num_replicas; ++r) {
+        // In size_t: r * num_params overflowed int32 for a caller's large counts (issue 31). Checked
+        // here, so that a bad handle is named by its place in params, not in the group.
+        const size_t i = static_cast<size_t>(r) * static_cast<size_t>(num_params) + static_cast<size_t>(p);
+        (void)checked_tensor(params[i], cat("params[", i, "]").c_str());
+        replicas.push_back(params[i]);
+      }
       const std::vector<Tensor*> group = checked_group(num_replicas, replicas.data(), "trainer_create");
       require_float(*group[0], "trainer_create", "a parameter");
       for (int32_t r = 1; r < num_replicas; ++r)  // replicas on one device would do each step twice there
@@ -354,7 +365,7 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     }
     const auto total = static_cast<size_t>(num_replicas) * static_cast<size_t>(num_params);
     for (size_t i = 0; i < total; ++i) {
-      Tensor& t = checked_tensor(params[i], "params[i]");
+      Tensor& t = checked_tensor(params[i], cat("params[", i, "]").c_str());
       t.refs.fetch_add(1, std::memory_order_relaxed);
       tr->params.emplace_back(&t);
     }
@@ -368,7 +379,8 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     if (num_replicas > 1)
       for (int32_t p = 0; p < num_params; ++p) {
         std::vector<braid_tensor> replicas;
-        for (int32_t r = 0; r < num_replicas; ++r) replicas.push_back(params[r * num_params + p]);
+        for (int32_t r = 0; r < num_replicas; ++r)
+          replicas.push_back(params[static_cast<size_t>(r) * static_cast<size_t>(num_params) + static_cast<size_t>(p)]);
         if (braid_status st = braid_broadcast(num_replicas, replicas.data(), 0); st != BRAID_OK)
           fail(st, "trainer_create: broadcasting replica 0 of parameter ", p, ": ", braid_last_error());
       }
@@ -416,7 +428,7 @@ BRAID_API braid_status braid_trainer_allreduce_grads(braid_trainer tr) {
     // as mixed, not reduced again into the sums the others still hold.
     for (int32_t r = 0; r < t.replicas; ++r)
       for (int32_t p = 0; p < t.count; ++p)
-        if (!skip[static_cast<size_t>(p)]) t.seen[static_cast<size_t>(r * t.count + p)].fresh = false;
+        if (!skip[static_cast<size_t>(p)]) t.seen[t.at(r, p)].fresh = false;
     t.reduced_skip = std::move(skip);
   });
 }
@@ -434,7 +446,7 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate) {
   return guard("braid_trainer_set_learning_rate", [&] {
     braid_trainer_t& t = checked_trainer(tr);
-    if (!std::isfinite(learning_rate)) fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: learning_rate must be finite");
+    check_learning_rate(learning_rate, "trainer_set_learning_rate");
     t.options.optimizer.learning_rate = learning_rate;
   });
 }

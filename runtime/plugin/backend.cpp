@@ -29,6 +29,9 @@ std::vector<std::string> split(const std::string& s, char sep) {
 
 // ABI 1.0's table ended with shutdown; later minors append.
 constexpr uint32_t kAbi10TableSize = offsetof(braid_backend_api, shutdown) + sizeof(braid_backend_api::shutdown);
+// The bytes a table must have for its version fields to be its own: anything shorter is refused
+// before they are read, since they would come from past its end (issue 31).
+constexpr uint32_t kVersionedTableSize = offsetof(braid_backend_api, abi_minor) + sizeof(braid_backend_api::abi_minor);
 
 // The host's defaults for the optional entries (braid_backend.h says which entries are optional and
 // why the others have no correct default). C linkage: they sit in a C table.
@@ -143,7 +146,7 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   if (st == BRAID_ERR_ABI_MISMATCH) {
     b->reason = cat("plugin refused host plugin ABI ", BRAID_BACKEND_ABI_MAJOR, ".", BRAID_BACKEND_ABI_MINOR,
                     " (major version mismatch)");
-    if (api) b->abi_major = api->abi_major, b->abi_minor = api->abi_minor;
+    if (api && api->struct_size >= kVersionedTableSize) b->abi_major = api->abi_major, b->abi_minor = api->abi_minor;
     return b;
   }
   if (st != BRAID_OK) {
@@ -152,6 +155,11 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   }
   if (api == nullptr) {
     b->reason = "braid_backend_query returned BRAID_OK but no function table";
+    return b;
+  }
+  if (api->struct_size < kVersionedTableSize) {
+    b->reason = cat("plugin function table is ", api->struct_size, " bytes, too short to hold its ABI version (",
+                    kVersionedTableSize, " bytes at least)");
     return b;
   }
   b->abi_major = api->abi_major;

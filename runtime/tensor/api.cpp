@@ -150,8 +150,10 @@ BRAID_API braid_status braid_tensor_release(braid_tensor t) {
     // The last tensor of a context the application already released destroys it: report a
     // configured profile that could not be written, as braid_context_release would have.
     Tensor& x = checked_tensor(t, "t");
+    const bool last = drop_app_reference(x);  // refused, changing nothing, beyond the application's own
     HandleWatch::note(&x, -1);
-    if (std::string error = release_tensor(&x); !error.empty()) fail(BRAID_ERR_IO, error);
+    if (!last) return;
+    if (std::string error = destroy_tensor(&x); !error.empty()) fail(BRAID_ERR_IO, error);
   });
 }
 

@@ -125,6 +125,7 @@ Tensor* TensorPool::acquire(bool* first) {
     t = &slots_.emplace_back();
   }
   t->refs.store(1, std::memory_order_relaxed);
+  t->held.store(0, std::memory_order_relaxed);
   t->magic.store(kLive, std::memory_order_release);
   *first = live_++ == 0;
   return t;
@@ -142,7 +143,12 @@ bool TensorPool::release(Tensor* t) noexcept {
 
 TensorRef& TensorRef::operator=(TensorRef&& o) noexcept {
   if (this != &o) {
-    if (t_) release_tensor(t_);
+    if (t_) {
+      // held first, then refs: a concurrent braid_tensor_release that sees the new refs (acquire)
+      // also sees the new held, and never counts this reference as the application's.
+      t_->held.fetch_sub(1, std::memory_order_release);
+      release_tensor(t_);
+    }
     t_ = o.t_;
     o.t_ = nullptr;
   }
@@ -150,11 +156,29 @@ TensorRef& TensorRef::operator=(TensorRef&& o) noexcept {
 }
 
 TensorRef::~TensorRef() {
-  if (t_) release_tensor(t_);
+  if (t_) {
+    t_->held.fetch_sub(1, std::memory_order_release);
+    release_tensor(t_);
+  }
+}
+
+bool drop_app_reference(Tensor& t) {
+  int32_t n = t.refs.load(std::memory_order_acquire);
+  do {
+    if (n - t.held.load(std::memory_order_acquire) <= 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT,
+           "t was already released as many times as it was made and retained (braid still holds it: a Trainer, a "
+           "gradient buffer or a recorded op)");
+  } while (!t.refs.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel, std::memory_order_acquire));
+  return n == 1;
 }
 
 std::string release_tensor(Tensor* t) noexcept {
   if (t->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return {};
+  return destroy_tensor(t);
+}
+
+std::string destroy_tensor(Tensor* t) noexcept {
   Context* ctx = t->ctx;
   t->ag.reset();  // may release the tape behind this tensor (other handles, recursively)
   // The storage itself lives on while in-flight ops use it; a large one is offered to the next op

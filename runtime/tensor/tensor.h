@@ -21,6 +21,11 @@ struct Meta;
 struct braid_tensor_t {
   std::atomic<uint32_t> magic{0};
   std::atomic<int32_t> refs{0};
+  // The part of refs that libbraid holds through TensorRef (a Trainer's or KVStore's parameters, a
+  // gradient buffer, an op's operand on the tape, an output not yet handed out): refs - held are the
+  // application's. braid_tensor_release refuses a release beyond those, which would otherwise take
+  // an internal holder's reference and free the handle under it (issue 31).
+  std::atomic<int32_t> held{0};
   braid_context_t* ctx = nullptr;
   std::shared_ptr<braid::Storage> storage;
   braid_dtype dtype = BRAID_FLOAT32;
@@ -70,15 +75,20 @@ class TensorPool {
 class TensorRef {
  public:
   TensorRef() = default;
-  explicit TensorRef(Tensor* t) noexcept : t_(t) {}
+  // Takes over one reference to t, which from then on is libbraid's (Tensor::held).
+  explicit TensorRef(Tensor* t) noexcept : t_(t) {
+    if (t_) t_->held.fetch_add(1, std::memory_order_relaxed);
+  }
   TensorRef(TensorRef&& o) noexcept : t_(o.t_) { o.t_ = nullptr; }
   TensorRef& operator=(TensorRef&& o) noexcept;
   ~TensorRef();
   Tensor* get() const noexcept { return t_; }
   Tensor* operator->() const noexcept { return t_; }
   Tensor& operator*() const noexcept { return *t_; }
+  // Hands the reference on (to the application, usually): it is no longer libbraid's.
   Tensor* release() noexcept {
     Tensor* t = t_;
+    if (t) t->held.fetch_sub(1, std::memory_order_release);
     t_ = nullptr;
     return t;
   }
@@ -111,5 +121,12 @@ Tensor& checked_tensor(braid_tensor t, const char* what);
 // Drops one reference; the last one frees the handle and lets go of the storage and context. Returns
 // release_context's profile error when that destroyed the context (internal callers ignore it).
 std::string release_tensor(Tensor* t) noexcept;
+// braid_tensor_release: drops one of the application's references (refs - held), or fails with
+// BRAID_ERR_INVALID_ARGUMENT, changing nothing, when it has none left. Returns whether that was the
+// last reference of all: the caller then calls destroy_tensor.
+bool drop_app_reference(Tensor& t);
+// Tears down a handle whose last reference is gone (release_tensor's second half); returns what
+// release_context returns when that was the context's last reference.
+std::string destroy_tensor(Tensor* t) noexcept;
 
 }  // namespace braid

@@ -81,6 +81,16 @@ TEST_CASE("other broken plugins are listed with a reason") {
     CHECK_CONTAINS(b.reason, "smaller than ABI 1.0's " +
                                  std::to_string(offsetof(braid_backend_api, shutdown) + sizeof(void (*)(void))));
   }
+  SUBCASE("tiny_table: struct_size does not cover the version fields, which are not read") {
+    Context c("tiny_table");
+    REQUIRE_CREATED(c);
+    auto b = backend_named(c.ctx, "tiny_table");
+    CHECK(b.loaded == 0);
+    CHECK(b.abi_major == 0);  // not the bytes past the table's end
+    CHECK(b.abi_minor == 0);
+    CHECK_CONTAINS(b.reason, "4 bytes, too short to hold its ABI version");
+    CHECK(b.reason.find("1698965536") == std::string::npos);
+  }
   SUBCASE("query_fails: the query's own error is reported") {
     Context c("query_fails");
     REQUIRE_CREATED(c);

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "data/data_support.h"
@@ -266,3 +267,41 @@ TEST_CASE("released dataset and iterator handles are refused, and their addresse
 }
 
 }  // TEST_SUITE("api errors")
+
+// Issue 31: a second braid_dataset_release took the reference the iterator holds and freed the
+// dataset under it; braid_batch_iterator_next then read freed memory. A release beyond the
+// application's own references is refused and the iterator keeps reading its dataset.
+TEST_CASE("a dataset released twice while an iterator reads it: the second release is refused") {
+  test::Ctx ctx;
+  dtest::TempDir dir;
+  dtest::write_split(dir, dtest::synth(6));
+  for (int32_t prefetch : {0, 2}) {  // read on the calling thread, and by the prefetch thread
+    CAPTURE(prefetch);
+    braid_dataset ds = nullptr;
+    {
+      dtest::Dataset owned;
+      REQUIRE(dtest::open_dir(ctx.ctx, dir.str(), owned) == BRAID_OK);
+      ds = std::exchange(owned.ds, nullptr);
+    }
+    braid_batch_iterator_options o = BRAID_BATCH_ITERATOR_OPTIONS_INIT;
+    o.batch_size = 4;
+    o.prefetch = prefetch;
+    o.shuffle = 0;
+    dtest::Iterator it;
+    BRAID_CHECK_OK(braid_batch_iterator_create(ds, &o, it.out()));
+    BRAID_CHECK_OK(braid_dataset_retain(ds));
+    BRAID_CHECK_OK(braid_dataset_release(ds));
+    BRAID_CHECK_OK(braid_dataset_release(ds));
+    CHECK_INVALID(braid_dataset_release(ds), "already released");  // the iterator's reference stays
+    CHECK_INVALID(braid_dataset_retain(ds), "released by the application");
+    // The iterator still has its dataset: every batch, with what the files hold.
+    const dtest::HostBatch b = dtest::next_batch(it.it);
+    REQUIRE_FALSE(b.end);
+    CHECK(b.image_shape == std::vector<int64_t>{4, 1, 28, 28});
+    CHECK(b.images[0] == static_cast<float>(dtest::synth_pixel(0, 0)) / 255.0f);
+    CHECK(b.labels == std::vector<int32_t>{0, 1, 2, 3});
+    CHECK(dtest::next_batch(it.it).labels == std::vector<int32_t>{4, 5});
+    BRAID_CHECK_OK(braid_batch_iterator_release(std::exchange(it.it, nullptr)));  // frees the dataset
+    CHECK_INVALID(braid_dataset_release(ds), "not a live dataset handle");
+  }
+}

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -278,4 +279,94 @@ TEST_CASE("checkpoints: braid.hpp save_safetensors, safetensors_names, load_safe
   REQUIRE(one.size() == 1);
   CHECK(one[0].to_vector<double>() == std::vector<double>{-1, 0.5});
   CHECK_THROWS_AS(braid::load_safetensors(ctx, cpu0, path, {"nope"}), braid::Error);
+}
+
+// Issue 31: a header of deeply nested arrays (under the 100 MB cap) was parsed into a document of
+// gigabytes before it was refused. The reader reads the header as a stream: nesting past the format's
+// 3 levels is refused at the first bracket too many, and what it keeps grows with the entries it
+// finds, a small multiple of the header. A few MB here; the peak memory is asserted.
+TEST_CASE("checkpoints: hostile headers are refused in bounded memory; a name given twice is refused") {
+  test::Ctx c(1);
+  TempDir dir;
+  const std::string path = dir.file("hostile.safetensors");
+  constexpr size_t kDepth = size_t{3} << 20;  // 6 MB of brackets; a document of them took ~100 bytes each
+  std::string nested = R"({"a":{"x":)";       // an unknown key of a tensor: its value is not looked at
+  nested.append(kDepth, '[');
+  nested.append(kDepth, ']');
+  nested += "}}";
+  write_safetensors(path, nested, {});
+  for (int pass = 0; pass < 2; ++pass) {
+    CAPTURE(pass);
+    const test::PeakGrowth peak;
+    braid_status st;
+    if (pass == 0) {
+      size_t size = 0;
+      st = braid_safetensors_names(path.c_str(), nullptr, 0, &size);
+    } else {
+      braid_tensor t = nullptr;
+      st = load_one(c.ctx, path, "a", &t);
+      CHECK(t == nullptr);
+    }
+    const std::string msg = braid_last_error();
+    INFO(msg.substr(0, 200));
+    CHECK(st == BRAID_ERR_IO);
+    CHECK(msg.find("nests deeper than the format's 3 levels") != std::string::npos);
+    // The file is read whole (6 MB); the parse adds next to nothing. Before: hundreds of MB.
+    if (peak.ok()) CHECK(peak.bytes() < (uint64_t{48} << 20));
+  }
+  // Nesting inside a tensor's entry, one level past the format's.
+  const std::vector<uint8_t> two(2, 0);
+  write_safetensors(path, R"({"a":{"dtype":"U8","shape":[[2]],"data_offsets":[0,2]}})", two);
+  braid_tensor t = nullptr;
+  CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("nests deeper") != std::string::npos);
+  // Many small entries: refused or read, memory stays a small multiple of the header.
+  {
+    std::string many = "{";
+    for (int k = 0; k < 100000; ++k)
+      many += "\"t" + std::to_string(k) + R"(":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},)";
+    many += R"("__metadata__":{"k":"v"}})";
+    write_safetensors(path, many, {});
+    const test::PeakGrowth peak;
+    size_t size = 0;
+    BRAID_CHECK_OK(braid_safetensors_names(path.c_str(), nullptr, 0, &size));
+    if (peak.ok()) CHECK(peak.bytes() < 8 * many.size() + (uint64_t{16} << 20));
+  }
+  // The same name twice: JSON leaves duplicates to the reader, and a document silently kept the
+  // second. Both entries are valid on their own, so only the duplicate check refuses the file.
+  write_safetensors(path,
+                    R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                    R"("a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}})",
+                    two);
+  CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("\"a\" appears twice") != std::string::npos);
+  size_t size = 0;
+  CHECK(braid_safetensors_names(path.c_str(), nullptr, 0, &size) == BRAID_ERR_IO);
+  // A key given twice inside one tensor's entry.
+  write_safetensors(path, R"({"a":{"dtype":"U8","dtype":"F32","shape":[2],"data_offsets":[0,2]}})", two);
+  CHECK(load_one(c.ctx, path, "a", &t) == BRAID_ERR_IO);
+  CHECK(std::string(braid_last_error()).find("names dtype twice") != std::string::npos);
+}
+
+// Issue 31: the file was written as path + ".tmp-XXXXXX" and renamed, and that temporary name
+// exceeded NAME_MAX (255 bytes) for legal names of 245 bytes or more ("File name too long").
+TEST_CASE("checkpoints: a file name of up to 255 bytes is saved, and no temporary file is left") {
+  test::Ctx c(1);
+  TempDir dir;
+  test::T x = test::full(c.ctx, 0, BRAID_FLOAT32, {2}, 1.0);
+  const char* name = "w";
+  for (size_t len : {size_t{244}, size_t{245}, size_t{250}, size_t{255}}) {
+    CAPTURE(len);
+    const std::string path = dir.file(std::string(len - 3, 'n') + ".st");
+    BRAID_CHECK_OK(braid_save_safetensors(path.c_str(), 1, &name, &x.t));
+    BRAID_CHECK_OK(braid_save_safetensors(path.c_str(), 1, &name, &x.t));  // replacing it too
+    CHECK(names_of(path) == std::vector<std::string>{"w"});
+  }
+  size_t files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.str())) {
+    INFO(e.path().filename().string());
+    CHECK(e.path().filename().string().find("tmp") == std::string::npos);
+    ++files;
+  }
+  CHECK(files == 4);
 }

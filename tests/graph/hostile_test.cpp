@@ -1319,3 +1319,46 @@ TEST_CASE("hostile graph: a traced Trainer step keeps its momentum; Adam and wri
   CHECK(std::string(braid_last_error()).find("made before the trace") != std::string::npos);
   BRAID_CHECK_OK(braid_trainer_release(tr));
 }
+
+// Issue 31: the graph reader built a document of the whole file before checking anything, so nested
+// brackets (a few bytes each) cost ~100 bytes apiece, gigabytes for a file under the 1 GB cap. Nesting
+// past the format's is refused at the first bracket too many, and a document that would cost more than
+// 16 times the file is refused while it is read. Peak memory asserted; a few MB of file each.
+TEST_CASE("hostile graph: deep nesting and documents far larger than their file are refused, in bounded memory") {
+  test::Ctx c(1);
+  gtest::TempDir dir;
+  const std::string json = dir.file("g.json"), params = dir.file("g.safetensors");
+  {
+    T x = f32(c.ctx, 0, iota(6), {2, 3});
+    Graph g = trace_affine(c.ctx, x.t);
+    BRAID_CHECK_OK(braid_graph_save(g.g, json.c_str(), params.c_str()));
+    Graph l;  // what braid writes stays inside both bounds
+    BRAID_CHECK_OK(braid_graph_load(c.ctx, 0, json.c_str(), params.c_str(), &l.g));
+  }
+  const std::string head = R"({"format":"braid.graph","version":[1,0],"values":)";
+  auto load_refused = [&](const std::string& text, const char* mentions, uint64_t max_peak) {
+    {
+      std::ofstream f(json, std::ios::binary | std::ios::trunc);
+      f << text;
+    }
+    const test::PeakGrowth peak;
+    Graph l;
+    const braid_status st = braid_graph_load(c.ctx, 0, json.c_str(), params.c_str(), &l.g);
+    const std::string why = braid_last_error();
+    INFO(why.substr(0, 300));
+    CHECK(st == BRAID_ERR_IO);
+    CHECK(l.g == nullptr);
+    CHECK(why.find(mentions) != std::string::npos);
+    if (peak.ok()) CHECK(peak.bytes() < max_peak);
+  };
+  constexpr size_t kDepth = size_t{3} << 20;
+  std::string nested = head;
+  nested.append(kDepth, '[');
+  nested.append(kDepth, ']');
+  nested += "}";
+  load_refused(nested, "nests deeper than 8 levels", uint64_t{48} << 20);  // the file is 6 MB
+  std::string dense = head + "[";
+  for (int k = 0; k < 1000000; ++k) dense += "{},";
+  dense += "{}]}";
+  load_refused(dense, "times its size", 40 * dense.size());
+}

@@ -2,7 +2,9 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -90,5 +92,35 @@ inline T full(braid_context ctx, braid_device dev, braid_dtype dtype, std::vecto
   BRAID_CHECK_OK(braid_full(ctx, dev, dtype, static_cast<int32_t>(shape.size()), shape.data(), value, t.out()));
   return t;
 }
+
+// How much the process's peak resident memory grows over a stretch of a test, in bytes. The peak
+// (VmHWM) is reset to the current size first (/proc/self/clear_refs, Linux 4.0), so an earlier test's
+// larger peak does not hide this one's. Where the reset is not allowed, ok() is false.
+class PeakGrowth {
+ public:
+  PeakGrowth() {
+    std::ofstream reset("/proc/self/clear_refs");
+    reset << "5";
+    reset.flush();
+    ok_ = static_cast<bool>(reset);
+    start_kb_ = read_kb("VmHWM:");
+  }
+  bool ok() const { return ok_; }
+  uint64_t bytes() const {
+    const long now = read_kb("VmHWM:");
+    return now > start_kb_ ? static_cast<uint64_t>(now - start_kb_) * 1024 : 0;
+  }
+
+ private:
+  static long read_kb(const std::string& key) {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+      if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + key.size(), nullptr, 10);
+    return 0;
+  }
+  bool ok_ = false;
+  long start_kb_ = 0;
+};
 
 }  // namespace test
