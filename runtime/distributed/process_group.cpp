@@ -300,6 +300,11 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
   if (call.op != BRAID_COMM_BARRIER && !plugin_->api->supports(call.op, call.dtype, plugin_reduce))
     fail(BRAID_ERR_DTYPE, name, ": the ", s_.backend, " plugin has no ", op_name(call.op), " of ",
          dtype_name(call.dtype), reduces(call.op) ? cat(" with ", reduce_name(call.reduce, call.average)) : "");
+  // One unit (engine.h, PushUnit): the staging copies, the call and the copy back are consecutive in
+  // every storage's program order, so calls from several threads on the same tensors give the result of
+  // some serial order of them, as one op each; and push_mu_, taken inside it, numbers the calls in the
+  // order they reach the queue.
+  Engine::PushUnit unit(*ctx_.engine);
   // Tensors outside host memory go through a staging copy on a host-visible device.
   auto staged = [&](Tensor* t) -> TensorRef {
     if (!t || host_address(*t)) return {};
@@ -522,6 +527,7 @@ void ProcessGroup::barrier() {
   std::shared_ptr<OpNode> node;
   {
     Call c;
+    Engine::PushUnit unit(*ctx_.engine);
     std::lock_guard lock(push_mu_);
     c.seq = ++next_seq_;
     node = queue_->push(*ctx_.engine, "dist_barrier",

@@ -19,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -165,6 +166,25 @@ void collectives(braid::Context& ctx, braid::ProcessGroup& pg) {
     pg.allreduce(t);
     for (float x : t.to_vector<float>()) EXPECT(x == world * (world + 1) / 2.0f, "vulkan:0 allreduce got %g", x);
     std::printf("rank %d: vulkan:0 staged allreduce checked\n", rank);
+  }
+  // Several threads calling allreduce on the same tensors at once (issue 31's defect, across
+  // processes): each call is one unit with its staging copies, so the result is a serial order's,
+  // world^calls, on a host-memory device and on one staged through host memory alike.
+  std::vector<braid::Tensor> shared{braid::Tensor::full(ctx, cpu, BRAID_FLOAT32, {4096}, 1.0)};
+  if (vk >= 0) shared.push_back(braid::Tensor::full(ctx, vk, BRAID_FLOAT32, {4096}, 1.0));
+  for (const braid::Tensor& t : shared) {
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 3; ++k)
+      threads.emplace_back([&] {
+        for (int c = 0; c < 3; ++c) braid_process_group_allreduce(pg.get(), t.get(), BRAID_COLLECTIVE_SUM);
+      });
+    for (auto& th : threads) th.join();
+    const float want = std::pow(static_cast<float>(world), 9.0f);
+    for (float x : t.to_vector<float>())
+      if (x != want) {
+        EXPECT(false, "9 concurrent allreduces left %g, expected %g", x, want);
+        break;
+      }
   }
   ctx.wait_all();
 }
