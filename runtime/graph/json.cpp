@@ -410,28 +410,51 @@ std::string to_json(const Graph& g) {
 constexpr int kMaxDepth = 8;
 constexpr uint64_t kMemoryPerByte = 16;
 
-json parse_bounded(std::string_view data) {
-  const uint64_t budget = kMemoryPerByte * data.size() + (uint64_t{1} << 20);
-  uint64_t spent = 0;
-  auto bound = [&](int depth, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-      case json::parse_event_t::array_start:
-        if (depth + 1 > kMaxDepth)
-          bad("the file nests deeper than " + std::to_string(kMaxDepth) + " levels (braid's graphs need 6)");
-        spent += event == json::parse_event_t::object_start ? 64 : 48;  // the std::map or std::vector, allocated
-        break;
-      case json::parse_event_t::key: spent += 80 + parsed.get_ref<const std::string&>().size(); break;
-      case json::parse_event_t::value:
-        spent += 16 + (parsed.is_string() ? parsed.get_ref<const std::string&>().size() : 0);
-        break;
-      default: break;
-    }
-    if (spent > budget)
+// nlohmann's own document builder, with the bounds checked at each event. Not json::parse with a
+// callback: its builder scans the enclosing array for a discarded value at the end of every object,
+// which made a file of a million small objects take minutes (quadratic).
+class BoundedBuilder : public nlohmann::detail::json_sax_dom_parser<json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<json>;
+
+ public:
+  BoundedBuilder(json& doc, uint64_t budget) : Base(doc, /*allow_exceptions=*/false), budget_(budget) {}
+
+  bool null() { return spend(16) && Base::null(); }
+  bool boolean(bool b) { return spend(16) && Base::boolean(b); }
+  bool number_integer(json::number_integer_t v) { return spend(16) && Base::number_integer(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return spend(16) && Base::number_unsigned(v); }
+  bool number_float(json::number_float_t v, const json::string_t& text) {
+    return spend(16) && Base::number_float(v, text);
+  }
+  bool string(json::string_t& v) { return spend(16 + v.size()) && Base::string(v); }
+  bool binary(json::binary_t& v) { return spend(16 + v.size()) && Base::binary(v); }
+  bool key(json::string_t& k) { return spend(80 + k.size()) && Base::key(k); }  // a std::map node
+  bool start_object(std::size_t n) { return open() && spend(64) && Base::start_object(n); }
+  bool start_array(std::size_t n) { return open() && spend(48) && Base::start_array(n); }
+  bool end_object() { return --depth_, Base::end_object(); }
+  bool end_array() { return --depth_, Base::end_array(); }
+
+ private:
+  bool open() {
+    if (++depth_ > kMaxDepth)
+      bad("the file nests deeper than " + std::to_string(kMaxDepth) + " levels (braid's graphs need 6)");
+    return true;
+  }
+  bool spend(uint64_t bytes) {
+    spent_ += bytes;
+    if (spent_ > budget_)
       bad("the file would take more than " + std::to_string(kMemoryPerByte) + " times its size to read");
     return true;
-  };
-  return json::parse(data.begin(), data.end(), bound, false);
+  }
+  uint64_t budget_, spent_ = 0;
+  int depth_ = 0;
+};
+
+json parse_bounded(std::string_view data) {
+  json doc;
+  BoundedBuilder builder(doc, kMemoryPerByte * data.size() + (uint64_t{1} << 20));
+  if (!json::sax_parse(data.begin(), data.end(), &builder)) return json(json::value_t::discarded);
+  return doc;
 }
 
 void from_json(std::string_view data, Graph& g) {

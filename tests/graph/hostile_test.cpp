@@ -1360,5 +1360,7 @@ TEST_CASE("hostile graph: deep nesting and documents far larger than their file 
   std::string dense = head + "[";
   for (int k = 0; k < 1000000; ++k) dense += "{},";
   dense += "{}]}";
-  load_refused(dense, "times its size", 40 * dense.size());
+  // Refused once the estimate passes 16 times the file; the real peak is about twice the estimate, and
+  // more under ASan (its redzones on every small allocation): 64 times leaves room for both.
+  load_refused(dense, "times its size", 64 * dense.size());
 }
