@@ -133,11 +133,12 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
     const std::string_view t = type ? type : "local";
     if (t.starts_with("dist"))
       fail(BRAID_ERR_UNSUPPORTED, "kvstore_create: type '", t,
-           "' trains across machines, which needs a communicator plugin braid does not have yet; \"local\" and "
+           "' (server processes holding the keys) is not written yet; for data parallelism across processes, "
+           "give a Trainer a process group (braid_trainer_set_process_group, docs/DISTRIBUTED.md); \"local\" and "
            "\"device\" reduce across this process's devices");
     if (t != "local" && t != "device")
       fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t,
-           "' is not \"local\" or \"device\" (\"dist\" needs a communicator plugin)");
+           "' is not \"local\" or \"device\" (the \"dist\" types are not written yet)");
     KVStorePool::Owned kv = KVStorePool::instance().make();
     kv->device_mode = t == "device";
     ctx->refs.fetch_add(1);  // as a tensor holds it: the application's release count is its own
