@@ -537,28 +537,25 @@ void ProcessGroup::barrier() {
   if (r.status != BRAID_OK) fail(r.status, r.message);
 }
 
-void ProcessGroup::send(Tensor& t, int32_t peer, int32_t tag) {
+void ProcessGroup::point_to_point(braid_comm_op op, Tensor& t, int32_t peer, int32_t tag) {
+  const bool sending = op == BRAID_COMM_SEND;
   if (peer < 0 || peer >= s_.world_size || peer == s_.rank)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_send: rank ", peer, " is not another rank of ", s_.world_size);
+    fail(BRAID_ERR_INVALID_ARGUMENT, sending ? "process_group_send" : "process_group_recv", ": rank ", peer,
+         " is not another rank of ", s_.world_size);
   Call c;
-  c.op = BRAID_COMM_SEND;
+  c.op = op;
   c.dtype = t.dtype;
   c.count = static_cast<uint64_t>(t.shape.numel());
   c.peer = peer;
   c.tag = static_cast<uint64_t>(static_cast<uint32_t>(tag));
-  push("dist_send", c, &t, nullptr);
+  if (sending)
+    push("dist_send", c, &t, nullptr);
+  else
+    push("dist_recv", c, nullptr, &t);
 }
 
-void ProcessGroup::recv(Tensor& t, int32_t peer, int32_t tag) {
-  if (peer < 0 || peer >= s_.world_size || peer == s_.rank)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "process_group_recv: rank ", peer, " is not another rank of ", s_.world_size);
-  Call c;
-  c.op = BRAID_COMM_RECV;
-  c.dtype = t.dtype;
-  c.count = static_cast<uint64_t>(t.shape.numel());
-  c.peer = peer;
-  c.tag = static_cast<uint64_t>(static_cast<uint32_t>(tag));
-  push("dist_recv", c, nullptr, &t);
-}
+void ProcessGroup::send(Tensor& t, int32_t peer, int32_t tag) { point_to_point(BRAID_COMM_SEND, t, peer, tag); }
+
+void ProcessGroup::recv(Tensor& t, int32_t peer, int32_t tag) { point_to_point(BRAID_COMM_RECV, t, peer, tag); }
 
 }  // namespace braid::distributed

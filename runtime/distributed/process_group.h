@@ -77,6 +77,7 @@ class ProcessGroup {
 
  private:
   void push(const char* name, Call call, Tensor* in, Tensor* out);
+  void point_to_point(braid_comm_op op, Tensor& t, int32_t peer, int32_t tag);
   braid_status run(Call& call, std::string& message);
   braid_status fail_group(const Call& call, braid_status status, const std::string& why, std::string& message);
   std::string culprits(uint64_t seq);

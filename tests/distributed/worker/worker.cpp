@@ -189,6 +189,20 @@ void collectives(braid::Context& ctx, braid::ProcessGroup& pg) {
   ctx.wait_all();
 }
 
+// Every rank's values, gathered, must have the same bits as this rank's.
+void expect_same_on_every_rank(braid::Context& ctx, braid::ProcessGroup& pg, braid::Device on,
+                               const std::vector<float>& params) {
+  const int rank = pg.rank(), world = pg.world_size();
+  auto mine = braid::Tensor::from_vector(ctx, on, {static_cast<int64_t>(params.size())}, params);
+  auto all = braid::Tensor::empty(ctx, on, BRAID_FLOAT32, {world, static_cast<int64_t>(params.size())});
+  pg.all_gather(mine, all);
+  const auto every = all.to_vector<float>();
+  for (int r = 0; r < world; ++r)
+    EXPECT(std::memcmp(every.data() + static_cast<size_t>(r) * params.size(), params.data(),
+                       params.size() * sizeof(float)) == 0,
+           "rank %d's parameters differ from rank %d's in their bits", r, rank);
+}
+
 // y = X w + b with squared loss, plain SGD. The global batch is 48 rows; rank r takes rows
 // [r*48/world, (r+1)*48/world). A rank's gradient of its shard's mean loss, averaged over the ranks,
 // is the gradient of the global batch's mean loss (equal shards).
@@ -243,14 +257,7 @@ void train(braid::Context& ctx, braid::ProcessGroup& pg) {
   // Bit-identical on every rank: gather every rank's parameters and compare the bits.
   std::vector<float> params = wd;
   params.push_back(b.to_vector<float>()[0]);
-  auto mine = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(params.size())}, params);
-  auto all = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {world, static_cast<int64_t>(params.size())});
-  pg.all_gather(mine, all);
-  const auto every = all.to_vector<float>();
-  for (int r = 0; r < world; ++r)
-    EXPECT(std::memcmp(every.data() + static_cast<size_t>(r) * params.size(), params.data(),
-                       params.size() * sizeof(float)) == 0,
-           "rank %d's parameters differ from rank %d's in their bits", r, rank);
+  expect_same_on_every_rank(ctx, pg, cpu, params);
   std::printf("rank %d: w[0] %.6f (one process: %.6f)\n", rank, wd[0], wr[0]);
 }
 
@@ -320,14 +327,7 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
   std::vector<float> params = wd;
   params.push_back(dist_params[0][1].to_vector<float>()[0]);
   const braid::Device cpu = devices[0];
-  auto mine = braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(params.size())}, params);
-  auto all = braid::Tensor::empty(ctx, cpu, BRAID_FLOAT32, {world, static_cast<int64_t>(params.size())});
-  pg.all_gather(mine, all);
-  const auto every = all.to_vector<float>();
-  for (int r = 0; r < world; ++r)
-    EXPECT(std::memcmp(every.data() + static_cast<size_t>(r) * params.size(), params.data(),
-                       params.size() * sizeof(float)) == 0,
-           "rank %d's parameters differ from rank %d's in their bits", r, rank);
+  expect_same_on_every_rank(ctx, pg, cpu, params);
   std::printf("rank %d: %d replicas, w[0] %.6f (this process alone: %.6f)\n", rank, replicas, wd[0], wr[0]);
 }
 
