@@ -38,11 +38,15 @@ TEST_CASE("threads: no queue thread outlives its context, released while other t
     braid_context ctx = nullptr;
     BRAID_CHECK_OK(braid_context_create(&o, &ctx));
     std::atomic<int> ops{0};
+    // Set once the application's reference is gone: the threads then stop. Waiting for braid_full to
+    // fail instead never ended under BRAID_ENGINE=sync, where some thread always held a tensor, and so
+    // the context, alive.
+    std::atomic<bool> released{false};
     std::vector<std::thread> threads;
     for (int t = 0; t < 8; ++t)
       threads.emplace_back([&] {
         const int64_t n = int64_t{1} << 16;  // large enough for a kernel to fan out over TBB's workers
-        for (;;) {
+        while (!released.load()) {
           braid_tensor x = nullptr, y = nullptr;
           if (braid_full(ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, &x) != BRAID_OK) return;  // ctx released
           if (braid_binary(BRAID_BINARY_ADD, x, x, &y) == BRAID_OK) braid_tensor_release(y);
@@ -52,6 +56,7 @@ TEST_CASE("threads: no queue thread outlives its context, released while other t
       });
     while (ops.load() < 64) std::this_thread::yield();
     BRAID_CHECK_OK(braid_context_release(ctx));  // while they work: the last tensor destroys it
+    released.store(true);
     for (auto& t : threads) t.join();
   }
   for (const std::string& name : thread_names()) {
