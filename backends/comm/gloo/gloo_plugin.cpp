@@ -40,7 +40,6 @@ struct braid_comm_group_t {
 
 namespace {
 
-const braid_comm_host_api* g_host = nullptr;
 thread_local std::string t_error;
 
 braid_status failed(braid_status status, std::string message) {
@@ -353,9 +352,9 @@ extern "C" __attribute__((visibility("default"))) braid_status braid_comm_query(
                                                                                 const braid_comm_host_api* host,
                                                                                 const braid_comm_api** out) {
   (void)host_minor;
+  (void)host;  // Gloo reports through exceptions, which run() turns into last_error: nothing to log
   if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
   *out = &kApi;
   if (host_major != BRAID_COMM_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  g_host = host;
   return BRAID_OK;
 }
