@@ -210,7 +210,8 @@ extern "C" {
 
 BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev) {
   return guard("braid_autograd_set_recording", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (on) install_recorder(c);
     const bool was = c.recording.set(on != 0);
     if (prev) *prev = was ? 1 : 0;
@@ -220,7 +221,7 @@ BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t o
 BRAID_API braid_status braid_autograd_is_recording(braid_context ctx, int32_t* out) {
   return guard("braid_autograd_is_recording", [&] {
     require(out, "out");
-    *out = checked_context(ctx, "ctx").recording.on() ? 1 : 0;
+    *out = use_context(ctx, "ctx")->recording.on() ? 1 : 0;
   });
 }
 

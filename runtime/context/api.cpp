@@ -23,7 +23,8 @@ BRAID_API braid_status braid_context_create(const braid_context_options* options
 
 BRAID_API braid_status braid_context_retain(braid_context ctx) {
   return guard("braid_context_retain", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     int32_t n = c.app_refs.load();
     do {
       if (n <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx was released by the application (only its tensors hold it)");
@@ -35,7 +36,7 @@ BRAID_API braid_status braid_context_retain(braid_context ctx) {
 BRAID_API braid_status braid_context_release(braid_context ctx) {
   return guard("braid_context_release", [&] {
     if (!ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is NULL");
-    // Not checked_context: a context inherited across fork() may still be released in the child.
+    // Not use_context: a context inherited across fork() may still be released in the child.
     if (!ContextPool::instance().is_live(ctx))
       fail(BRAID_ERR_INVALID_ARGUMENT, "ctx is not a live context handle (released, or never one)");
     // Only the application's own references: the rest belong to its tensors.
@@ -53,7 +54,8 @@ BRAID_API braid_status braid_context_release(braid_context ctx) {
 
 BRAID_API braid_status braid_context_backend_count(braid_context ctx, int32_t* out) {
   return guard("braid_context_backend_count", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = static_cast<int32_t>(c.backends.size());
   });
@@ -61,7 +63,8 @@ BRAID_API braid_status braid_context_backend_count(braid_context ctx, int32_t* o
 
 BRAID_API braid_status braid_context_backend_info(braid_context ctx, int32_t index, braid_backend_info* out) {
   return guard("braid_context_backend_info", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (index < 0 || static_cast<size_t>(index) >= c.backends.size())
       fail(BRAID_ERR_INVALID_ARGUMENT, "backend index ", index, " out of range (", c.backends.size(), " backends)");
     const Backend& b = *c.backends[static_cast<size_t>(index)];
@@ -80,7 +83,8 @@ BRAID_API braid_status braid_context_backend_info(braid_context ctx, int32_t ind
 
 BRAID_API braid_status braid_context_device_count(braid_context ctx, int32_t* out) {
   return guard("braid_context_device_count", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
     *out = static_cast<int32_t>(c.devices.size());
   });
@@ -88,7 +92,8 @@ BRAID_API braid_status braid_context_device_count(braid_context ctx, int32_t* ou
 
 BRAID_API braid_status braid_context_find_device(braid_context ctx, const char* name, braid_device* out) {
   return guard("braid_context_find_device", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (!name) fail(BRAID_ERR_INVALID_ARGUMENT, "name is NULL");
     if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, "out is NULL");
     for (auto& d : c.devices)
@@ -102,7 +107,8 @@ BRAID_API braid_status braid_context_find_device(braid_context ctx, const char* 
 
 BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device device, braid_device_info* out) {
   return guard("braid_context_device_info", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     Device& d = c.device(device, "device");
     braid_device_info info{};
     info.struct_size = sizeof info;
@@ -127,7 +133,8 @@ BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device
 
 BRAID_API braid_status braid_wait_all(braid_context ctx) {
   return guard("braid_wait_all", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     int64_t t0 = c.profiler.enabled() ? c.profiler.now() : 0;
     WaitResult r = c.engine->wait_all(c.engine_devices());
     if (t0) c.profiler.record_wait("wait_all", t0, c.profiler.now());
@@ -137,7 +144,8 @@ BRAID_API braid_status braid_wait_all(braid_context ctx) {
 
 BRAID_API braid_status braid_context_set_seed(braid_context ctx, uint64_t seed) {
   return guard("braid_context_set_seed", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     c.seed.store(seed);
     c.rng_draw.store(0);
   });
@@ -145,7 +153,8 @@ BRAID_API braid_status braid_context_set_seed(braid_context ctx, uint64_t seed) 
 
 BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device device, braid_memory_stats* out) {
   return guard("braid_memory_stats_get", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     MemoryStats s = c.device(device, "device").allocator->stats();
     braid_memory_stats m{};
     m.struct_size = sizeof m;
@@ -161,25 +170,28 @@ BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device de
 
 BRAID_API braid_status braid_memory_empty_cache(braid_context ctx, braid_device device) {
   return guard("braid_memory_empty_cache", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     c.device(device, "device").allocator->empty_cache();
   });
 }
 
 BRAID_API braid_status braid_memory_reset_peak(braid_context ctx, braid_device device) {
   return guard("braid_memory_reset_peak", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     c.device(device, "device").allocator->reset_peak();
   });
 }
 
 BRAID_API braid_status braid_profiler_start(braid_context ctx) {
-  return guard("braid_profiler_start", [&] { checked_context(ctx, "ctx").profiler.start(); });
+  return guard("braid_profiler_start", [&] { use_context(ctx, "ctx")->profiler.start(); });
 }
 
 BRAID_API braid_status braid_profiler_stop(braid_context ctx, const char* path) {
   return guard("braid_profiler_stop", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     if (!path || !*path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL or empty");
     (void)c.engine->wait_idle(c.engine_devices());  // recorded work must have its end times
     c.profiler.stop();

@@ -75,10 +75,10 @@ void check_fork(const Context& ctx) {
     fail(BRAID_ERR_INVALID_STATE, "this context was created before fork(); create a new context in the child process");
 }
 
-Context& checked_context(braid_context ctx, const char* what) {
-  Context& c = ContextPool::instance().checked(ctx, what, "context");
-  check_fork(c);
-  return c;
+ContextRef use_context(braid_context ctx, const char* what) {
+  ContextRef held = ContextRef::adopt(ContextPool::instance().checked_retained(ctx, what, "context", try_retain));
+  check_fork(*held);
+  return held;
 }
 
 }  // namespace braid

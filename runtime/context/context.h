@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "context/recording.h"
@@ -76,8 +77,6 @@ using Context = ::braid_context_t;
 // Where contexts live and how a stale handle is told apart (core/handle_pool.h).
 using ContextPool = HandlePool<Context>;
 
-// Validates a context handle (NULL, released, created before fork()) without reading a released one.
-Context& checked_context(braid_context ctx, const char* what);
 // Throws BRAID_ERR_INVALID_STATE if the context was created before a fork() in this process.
 void check_fork(const Context& ctx);
 // Drops one reference; the last one destroys the context. Returns why the configured profile could
@@ -91,11 +90,27 @@ std::string release_context(Context* ctx) noexcept;
 class ContextRef {
  public:
   explicit ContextRef(Context& c) : ctx_(&c) { c.refs.fetch_add(1); }
+  // Takes over a reference the caller already took.
+  static ContextRef adopt(Context& c) noexcept { return ContextRef(&c); }
+  ContextRef(ContextRef&& o) noexcept : ctx_(std::exchange(o.ctx_, nullptr)) {}
   ContextRef(const ContextRef&) = delete;
   ContextRef& operator=(const ContextRef&) = delete;
-  ~ContextRef() { (void)release_context(ctx_); }
+  ~ContextRef() {
+    if (ctx_) (void)release_context(ctx_);
+  }
+
+  Context& operator*() const noexcept { return *ctx_; }
+  Context* operator->() const noexcept { return ctx_; }
 
  private:
+  explicit ContextRef(Context* adopted) noexcept : ctx_(adopted) {}
   Context* ctx_;
 };
+
+// Validates a context handle from the application (NULL, released, created before fork()) without
+// reading a released one, and holds it for the caller's scope: another thread's release of the last
+// reference meanwhile cannot destroy the context under the call (a call that made the context's first
+// tensor as the last one was released revived a context being destroyed; seen under TSan). A context
+// whose last reference is being dropped is refused like a released one.
+[[nodiscard]] ContextRef use_context(braid_context ctx, const char* what);
 }  // namespace braid

@@ -85,6 +85,18 @@ class HandlePool {
     return *p;
   }
 
+  // checked(), and f(object) under the lock that retire() needs, so the object cannot be retired in
+  // between: f takes a reference (false when it can't, as for an object whose last reference is
+  // being dropped) and the object is then the caller's to use until it drops that reference.
+  template <class F>
+  T& checked_retained(T* p, const char* what, const char* kind, F f) const {
+    if (p == nullptr) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+    std::shared_lock lock(mu_);
+    if (live_.count(p) == 0 || !f(*p))
+      fail(BRAID_ERR_INVALID_ARGUMENT, what, " is not a live ", kind, " handle (released, or never one)");
+    return *p;
+  }
+
   // Calls f on every live object, under the lock that retire() needs: none can be retired meanwhile.
   // Those for which f returns true are returned (f takes a reference on them).
   template <class F>

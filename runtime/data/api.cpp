@@ -34,7 +34,8 @@ BRAID_API braid_status braid_dataset_open(braid_context ctx, const braid_dataset
   return guard("braid_dataset_open", [&] {
     require(out, "out");
     *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     const braid_dataset_options o = read_options(options, braid_dataset_options BRAID_DATASET_OPTIONS_INIT);
     *out = DatasetPool::instance().publish(open_dataset(c, o));  // owned through the handle's reference count
   });
@@ -82,7 +83,7 @@ BRAID_API braid_status braid_batch_iterator_create(braid_dataset ds, const braid
     if (o.batch_size <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "options->batch_size ", o.batch_size, " must be > 0");
     if (o.prefetch < 0 || o.prefetch > 64)
       fail(BRAID_ERR_INVALID_ARGUMENT, "options->prefetch ", o.prefetch, " must be in [0, 64]");
-    checked_context(d.ctx, "the dataset's context");
+    const ContextRef ctx_use = use_context(d.ctx, "the dataset's context");
     d.ctx->device(o.device, "options->device");  // validates the index
     *out = IteratorPool::instance().publish(IteratorPool::instance().make(d, o));
   });

@@ -56,7 +56,8 @@ BRAID_API braid_status braid_process_group_create(braid_context ctx, const braid
   return guard("braid_process_group_create", [&] {
     require(out, "out");
     *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     check_fork(c);
     const braid_process_group_options defaults = BRAID_PROCESS_GROUP_OPTIONS_INIT;
     const braid_process_group_options o = read_in_struct(options, defaults, "options");

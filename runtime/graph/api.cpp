@@ -222,7 +222,8 @@ extern "C" {
 
 BRAID_API braid_status braid_graph_trace_begin(braid_context ctx, int32_t num_inputs, const braid_tensor* inputs) {
   return guard("braid_graph_trace_begin", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     const std::vector<Tensor*> ins = checked_tensors(num_inputs, inputs, "inputs");
     trace_begin(c, ins);
   });
@@ -237,12 +238,13 @@ BRAID_API braid_status braid_graph_trace_end(braid_context ctx, int32_t num_outp
     // every later op into a trace nobody ends. Only a thread that does not trace is INVALID_STATE.
     if (!tracing()) {
       require(out, "out");
-      checked_context(ctx, "ctx");  // a bad handle is INVALID_ARGUMENT, as everywhere
+      const ContextRef ctx_use = use_context(ctx, "ctx");  // a bad handle is INVALID_ARGUMENT, as everywhere
       fail(BRAID_ERR_INVALID_STATE, "graph_trace_end: this thread does not trace (call braid_graph_trace_begin)");
     }
     try {
       require(out, "out");
-      Context& c = checked_context(ctx, "ctx");
+      const ContextRef c_use = use_context(ctx, "ctx");
+      Context& c = *c_use;
       const std::vector<Tensor*> outs = checked_tensors(num_outputs, outputs, "outputs");
       GraphPool::Owned h = new_graph(c);
       trace_end(c, outs, h->g);
@@ -384,7 +386,8 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
   return guard("braid_graph_load", [&] {
     require(out, "out");
     *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     Device& dev = c.device(device, "graph_load");
     check_paths(json_path, params_path, "graph_load");
     const std::string text = read_whole_file(json_path, uint64_t{1} << 30);
@@ -432,14 +435,14 @@ BRAID_API braid_status braid_hybrid_create(braid_context ctx, braid_hybrid_fn fn
   return guard("braid_hybrid_create", [&] {
     require(out, "out");
     *out = nullptr;
-    checked_context(ctx, "ctx");
+    const ContextRef ctx_use = use_context(ctx, "ctx");
     if (!fn) fail(BRAID_ERR_INVALID_ARGUMENT, "fn is NULL");
     if (num_inputs < 0 || num_outputs < 1)
       fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: needs num_inputs >= 0 and num_outputs >= 1");
     if (passes & ~uint32_t(BRAID_GRAPH_PASS_ALL))
       fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_create: unknown pass bits ", passes);
     HybridPool::Owned h = HybridPool::instance().make();
-    checked_context(ctx, "ctx").refs.fetch_add(1);  // as a tensor holds it, not as the application
+    ctx_use->refs.fetch_add(1);  // as a tensor holds it, not as the application
     h->ctx = ctx;
     h->fn = fn;
     h->user = user;

@@ -104,7 +104,8 @@ Transfers transfers(braid_context ctx, braid_device dev, const Device& d) {
 BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device device, braid_device_perf* out) {
   using namespace braid;
   return guard("braid_device_measure", [&] {
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     Device& d = c.device(device, "device");
     check_out(out, "out");  // before the second-long measurement
     // One measurement per device and context; a second caller waits for the first one's figures.

@@ -23,7 +23,7 @@ void OpBuilder::set_device(Context& ctx, Device& dev) {
 }
 
 void OpBuilder::on_device(braid_context ctx, braid_device device) {
-  Context& c = checked_context(ctx, "ctx");
+  Context& c = *held_ctx_.emplace(use_context(ctx, "ctx"));
   set_device(c, c.device(device, name_));
 }
 

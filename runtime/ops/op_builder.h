@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <memory>
+#include <optional>
 
 #include "context/context.h"
 #include "core/dtype.h"
@@ -68,6 +69,9 @@ class OpBuilder {
   const char* name_;
   braid_kernel_op kop_;
   Context* ctx_ = nullptr;
+  // A creation op's context, held while the op is built (use_context). Declared before outputs_, so
+  // an output not handed out is released before this reference is.
+  std::optional<ContextRef> held_ctx_;
   Device* device_ = nullptr;
   std::shared_ptr<OpNode> node_;
   // Only [0, num_) of these arrays is ever read, so they are left uninitialised (zeroing them cost

@@ -129,7 +129,7 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
   return guard("braid_kvstore_create", [&] {
     require(out, "out");
     *out = nullptr;
-    checked_context(ctx, "ctx");
+    const ContextRef ctx_use = use_context(ctx, "ctx");
     const std::string_view t = type ? type : "local";
     if (t.starts_with("dist"))
       fail(BRAID_ERR_UNSUPPORTED, "kvstore_create: type '", t,

@@ -102,7 +102,8 @@ BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device
   return guard("braid_tensor_empty", [&] {
     require(out, "out");
     *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     Device& d = c.device(device, "device");
@@ -115,7 +116,8 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
   return guard("braid_tensor_from_host", [&] {
     require(out, "out");
     *out = nullptr;
-    Context& c = checked_context(ctx, "ctx");
+    const ContextRef c_use = use_context(ctx, "ctx");
+    Context& c = *c_use;
     check_dtype(dtype, "dtype");
     Shape s = Shape::from(ndim, shape, "shape");
     Device& d = c.device(device, "device");

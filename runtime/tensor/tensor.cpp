@@ -18,13 +18,10 @@ TensorPool& tensor_pool(Context& ctx) {
   return *ctx.tensors;
 }
 
-// A handle from the pool, owned by ctx (takes the live handles' context reference when it is the
-// first: TensorPool).
+// A handle from the pool, owned by ctx (the first live one takes the live handles' context reference:
+// TensorPool).
 TensorRef acquire_tensor(Context& ctx, std::shared_ptr<Storage> storage, braid_dtype dtype, const Shape& shape) {
-  bool first = false;
-  Tensor* t = tensor_pool(ctx).acquire(&first);
-  // Live tensors keep their context alive through one reference (TensorPool): taken by the first.
-  if (first) ctx.refs.fetch_add(1);
+  Tensor* t = tensor_pool(ctx).acquire(ctx.refs);
   t->ctx = &ctx;
   if (storage->bytes >= kRecycleMinBytes) storage->handles.fetch_add(1, std::memory_order_relaxed);
   t->storage = std::move(storage);
@@ -115,7 +112,7 @@ TensorRef view_tensor(const Tensor& base, const Shape& shape) {
   return acquire_tensor(*base.ctx, base.storage, base.dtype, shape);
 }
 
-Tensor* TensorPool::acquire(bool* first) {
+Tensor* TensorPool::acquire(std::atomic<int32_t>& context_refs) {
   std::lock_guard lock(mu_);
   Tensor* t;
   if (free_.size() > kQuarantine) {
@@ -127,7 +124,7 @@ Tensor* TensorPool::acquire(bool* first) {
   t->refs.store(1, std::memory_order_relaxed);
   t->held.store(0, std::memory_order_relaxed);
   t->magic.store(kLive, std::memory_order_release);
-  *first = live_++ == 0;
+  if (live_++ == 0) context_refs.fetch_add(1);
   return t;
 }
 

@@ -49,16 +49,19 @@ using Tensor = braid_tensor_t;
 // Owns tensor handle objects for a context. Released handles are quarantined (reused only after
 // many later releases) and marked dead, so a call with a released handle is reported, not a crash.
 //
-// Live handles keep their context alive together, through one context reference that the pool's
-// caller takes when the first handle is acquired and drops when the last is released (`first` /
-// the return value say when). The count is kept under the pool's lock, which every acquire and
-// release takes anyway, so a tensor costs no atomic operation on the context's shared counter.
+// Live handles keep their context alive together, through one context reference that the pool
+// takes when the first handle is acquired and its caller drops when the last is released (the return
+// value says when). The count is kept under the pool's lock, which every acquire and release takes
+// anyway, so a tensor costs no atomic operation on the context's shared counter. The reference is
+// taken under that lock too: taken after it, a release of the last handle on another thread could
+// drop the old reference, and the application its own, in between, and destroy the context under
+// the new handle (seen under TSan).
 class TensorPool {
  public:
   static constexpr uint32_t kLive = 0x7e45011e;
   static constexpr uint32_t kDead = 0xdeadbeef;
-  // *first is set when no other handle was live: the caller then takes the context reference.
-  Tensor* acquire(bool* first);
+  // context_refs: the owning context's counter, incremented when no other handle was live.
+  Tensor* acquire(std::atomic<int32_t>& context_refs);
   // t must have no references left. Returns true when it was the last live handle: the caller then
   // drops the context reference (after this returns; it may destroy the context and this pool).
   bool release(Tensor* t) noexcept;
