@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 8
+#define BRAID_ABI_MINOR 9
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -672,12 +672,15 @@ typedef struct braid_optimizer_params {
  * (in place; any devices). Keys are int64. A KVStore handle is thread-safe; its calls are ordered like
  * the ops they push. */
 typedef struct braid_kvstore_t* braid_kvstore;
-/* type: "local" or "device"; NULL means "local". MXNet's "dist_*" types (several machines) are
- * BRAID_ERR_UNSUPPORTED, other names BRAID_ERR_INVALID_ARGUMENT. */
+/* type: "local" or "device"; NULL means "local". Since 1.9 also MXNet's "dist_sync",
+ * "dist_device_sync" (or "dist_sync_device") and "dist_async": the keys live in server processes
+ * (braid_kvstore_run_server) and this process is one of the job's workers (see "dist" below); other
+ * names are BRAID_ERR_INVALID_ARGUMENT. */
 BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type, braid_kvstore* out);
 BRAID_API braid_status braid_kvstore_retain(braid_kvstore kv);
+/* The last release of a "dist" store tells its servers this worker is done. */
 BRAID_API braid_status braid_kvstore_release(braid_kvstore kv);
-/* Static string "local" or "device". */
+/* Static string: the type as created ("local", "device", "dist_sync", "dist_device_sync", "dist_async"). */
 BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out);
 /* Stores a copy of value under key (BRAID_ERR_INVALID_ARGUMENT if the key exists). */
 BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_tensor value);
@@ -692,6 +695,41 @@ BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int
  * step count, momentum); new parameters of the same kind (a learning rate schedule) keep it. A value
  * of another dtype than the key's is BRAID_ERR_DTYPE, of another shape BRAID_ERR_SHAPE. */
 BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params);
+
+/* ---- KVStore across processes (ABI 1.9): MXNet's dist_sync, dist_device_sync, dist_async --------- *
+ * A job has W workers (the application's processes, ranks 0..W-1 from the launcher's variables) and S
+ * server processes, which hold the keys (a key on server key mod S; one of at least
+ * BRAID_KVSTORE_BIGARRAY_BOUND elements, 1000000 by default, split evenly over every server) and run the
+ * optimizer set with braid_kvstore_set_optimizer. `braid-run -n W --servers S` starts both; the
+ * variables are in docs/DISTRIBUTED.md (MXNet's DMLC_* ones too). On a worker:
+ *  - init: rank 0's value is stored (every worker must call init for the key; the others' values are
+ *    not sent), then every worker waits for the others (a barrier), as MXNet does.
+ *  - push: the values are summed in this process (on the stored value's device, or on their own for
+ *    dist_device_sync), then sent to the servers. "dist_sync": a server applies one update per key per
+ *    round, once every worker has pushed it, with the sum over workers (added in rank order, so a run
+ *    is reproducible) as gradient; a worker's second push of a key waits for the round to end.
+ *    "dist_async": each push updates the key as it arrives.
+ *  - pull: the servers' value; under dist_sync, after this worker's last push of the key is applied.
+ *  - set_optimizer: rank 0's is sent to every server (every worker must call it), then a barrier.
+ * These calls block until the servers have answered, and each has the job's timeout (BRAID_DIST_TIMEOUT,
+ * 300 s by default): a server or worker that died or stalls makes them fail (BRAID_ERR_IO or
+ * BRAID_ERR_TIMEOUT) naming it, never hang. A store of another type answers rank 0 of 1 worker and 0
+ * servers. */
+typedef struct braid_kvstore_info {
+  uint32_t struct_size;
+  int32_t rank;        /* this worker's rank */
+  int32_t num_workers; /* W */
+  int32_t num_servers; /* S */
+} braid_kvstore_info;
+BRAID_API braid_status braid_kvstore_get_info(braid_kvstore kv, braid_kvstore_info* out);
+/* Returns once every worker has called it (a no-op for a store of one process). */
+BRAID_API braid_status braid_kvstore_barrier(braid_kvstore kv);
+/* In a server process of a job (BRAID_ROLE=server, or MXNet's DMLC_ROLE=server; `braid-run
+ * --servers` runs braid-kvstore-server, which calls this): serves the job's keys until every worker has
+ * released its store, then returns BRAID_OK; an error when a worker died or broke the protocol
+ * (the others' calls fail with it). With DMLC_ROLE=scheduler it serves the job's rendezvous store
+ * instead. BRAID_ERR_INVALID_STATE in a process of no server or scheduler role. */
+BRAID_API braid_status braid_kvstore_run_server(braid_context ctx);
 
 /* ---- Trainer (ABI 1.2): data-parallel training over replicas ------------------------------------ *
  * Parameters replicated on several devices (replica r of parameter p at params[r * num_params + p];

@@ -774,10 +774,22 @@ class KVStore {
     pushpull(key, List<Tensor>(&value, 1), List<Tensor>(&out, 1));
   }
   void set_optimizer(const braid_optimizer_params& p) const { check(braid_kvstore_set_optimizer(h_, &p)); }
+  // This worker's rank and the job's worker and server counts (rank 0 of 1 and 0 servers for a store
+  // of one process).
+  braid_kvstore_info info() const {
+    braid_kvstore_info i{sizeof(braid_kvstore_info), 0, 0, 0};
+    check(braid_kvstore_get_info(h_, &i));
+    return i;
+  }
+  void barrier() const { check(braid_kvstore_barrier(h_)); }
 
  private:
   braid_kvstore h_ = nullptr;
 };
+
+// In a KVStore job's server process: serves the keys until every worker is done (braid.h,
+// braid_kvstore_run_server).
+inline void run_kvstore_server(const Context& ctx) { check(braid_kvstore_run_server(ctx.get())); }
 
 // Gluon's Trainer over replicas: replicas[r] holds replica r's parameters, in the same order on every
 // replica (each with a gradient attached).

@@ -49,27 +49,27 @@ int free_port() {
   return port;
 }
 
-void write_prefixed(FILE* to, int rank, const std::string& line, bool tag) {
+void write_prefixed(FILE* to, const std::string& label, const std::string& line, bool tag) {
   if (tag)
-    std::fprintf(to, "[%d] %s\n", rank, line.c_str());
+    std::fprintf(to, "[%s] %s\n", label.c_str(), line.c_str());
   else
     std::fprintf(to, "%s\n", line.c_str());
   std::fflush(to);
 }
 
 // Reads what is there on fd; writes each whole line prefixed. Returns false at end of file.
-bool pump(int fd, std::string& pending, FILE* to, int rank, bool tag) {
+bool pump(int fd, std::string& pending, FILE* to, const std::string& label, bool tag) {
   char buf[65536];
   const ssize_t n = ::read(fd, buf, sizeof buf);
   if (n < 0 && (errno == EINTR || errno == EAGAIN)) return true;
   if (n <= 0) {
-    if (!pending.empty()) write_prefixed(to, rank, pending, tag);
+    if (!pending.empty()) write_prefixed(to, label, pending, tag);
     pending.clear();
     return false;
   }
   pending.append(buf, static_cast<size_t>(n));
   for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
-    write_prefixed(to, rank, pending.substr(0, nl), tag);
+    write_prefixed(to, label, pending.substr(0, nl), tag);
     pending.erase(0, nl + 1);
   }
   return true;
@@ -89,6 +89,8 @@ int exit_code(int status) {
 
 struct Job {
   int ranks = 1;
+  int servers = 0;             // KVStore server processes (braid-kvstore-server), after the ranks
+  std::string server_program;  // braid-kvstore-server beside braid-run, or BRAID_KVSTORE_SERVER
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free one for each start
   bool tag = true;
@@ -96,7 +98,8 @@ struct Job {
   std::vector<char*> command;
 };
 
-pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
+// Process i of the job: rank i of the command, or for i >= job.ranks server i - job.ranks.
+pid_t start_rank(const Job& job, int i, int port, int kv_port, int restart, Rank& r) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     std::perror("braid-run: pipe");
@@ -113,14 +116,28 @@ pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     auto set = [](const char* name, const std::string& v) { ::setenv(name, v.c_str(), 1); };
-    set("BRAID_RANK", std::to_string(rank));
+    const bool server = i >= job.ranks;
     set("BRAID_WORLD_SIZE", std::to_string(job.ranks));
-    set("BRAID_LOCAL_RANK", std::to_string(rank));
-    set("BRAID_LOCAL_WORLD_SIZE", std::to_string(job.ranks));
     set("BRAID_MASTER_ADDR", job.master_addr);
     set("BRAID_MASTER_PORT", std::to_string(port));
     set("BRAID_RESTART", std::to_string(restart));
+    if (job.servers > 0) {
+      set("BRAID_NUM_SERVERS", std::to_string(job.servers));
+      set("BRAID_KVSTORE_PORT", std::to_string(kv_port));
+      set("BRAID_ROLE", server ? "server" : "worker");
+    }
     ::unsetenv("POSIXLY_CORRECT");
+    if (server) {
+      ::unsetenv("BRAID_RANK");
+      set("BRAID_SERVER_RANK", std::to_string(i - job.ranks));
+      const char* argv[] = {job.server_program.c_str(), nullptr};
+      ::execv(argv[0], const_cast<char* const*>(argv));
+      std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+      ::_exit(127);
+    }
+    set("BRAID_RANK", std::to_string(i));
+    set("BRAID_LOCAL_RANK", std::to_string(i));
+    set("BRAID_LOCAL_WORLD_SIZE", std::to_string(job.ranks));
     ::execvp(job.command[0], job.command.data());
     std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", job.command[0], std::strerror(errno));
     ::_exit(127);
@@ -137,10 +154,23 @@ pid_t start_rank(const Job& job, int rank, int port, int restart, Rank& r) {
 }
 
 // Runs the job once. Returns 0 when every rank exited 0, else the first failed rank's exit code.
+// A process's label in the output and in messages: "3" for rank 3, "s0" for server 0.
+std::string label_of(const Job& job, size_t i) {
+  const int n = static_cast<int>(i);
+  char label[16];
+  std::snprintf(label, sizeof label, n < job.ranks ? "%d" : "s%d", n < job.ranks ? n : n - job.ranks);
+  return label;
+}
+
 int run_once(const Job& job, int restart) {
   const int port = job.master_port ? job.master_port : free_port();
-  std::vector<Rank> ranks(static_cast<size_t>(job.ranks));
-  for (int i = 0; i < job.ranks; ++i) start_rank(job, i, port, restart, ranks[static_cast<size_t>(i)]);
+  int kv_port = job.master_port ? job.master_port + 1 : free_port();
+  while (job.servers > 0 && !job.master_port && kv_port == port) kv_port = free_port();
+  std::vector<Rank> ranks(static_cast<size_t>(job.ranks + job.servers));
+  for (size_t i = 0; i < ranks.size(); ++i) start_rank(job, static_cast<int>(i), port, kv_port, restart, ranks[i]);
+  // Once every rank has succeeded, the servers are given --grace seconds to see their workers' goodbyes
+  // and end, then stopped: a server left waiting is not a failure of the job.
+  std::chrono::steady_clock::time_point servers_stop_at{};
   int first_failure = 0;
   bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
@@ -162,7 +192,7 @@ int run_once(const Job& job, int restart) {
       Rank& r = ranks[who[k].first];
       int& fd = who[k].second ? r.err : r.out;
       if (!pump(fd, who[k].second ? r.err_line : r.out_line, who[k].second ? stderr : stdout,
-                static_cast<int>(who[k].first), job.tag)) {
+                label_of(job, who[k].first), job.tag)) {
         ::close(fd);
         fd = -1;
       }
@@ -175,9 +205,13 @@ int run_once(const Job& job, int restart) {
       if (::waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
       r.running = false;
       r.status = status;
-      if (exit_code(status) != 0 && !stopping) {
+      const bool stopped_server = static_cast<int>(i) >= job.ranks && servers_stop_at != decltype(servers_stop_at){} &&
+                                  std::chrono::steady_clock::now() >= servers_stop_at;
+      if (exit_code(status) != 0 && !stopping && !stopped_server) {
         first_failure = exit_code(status);
-        std::fprintf(stderr, "braid-run: rank %zu %s; stopping the other ranks\n", i, describe_status(status).c_str());
+        std::fprintf(stderr, "braid-run: %s %s %s; stopping the other ranks\n",
+                     static_cast<int>(i) < job.ranks ? "rank" : "server", label_of(job, i).c_str(),
+                     describe_status(status).c_str());
         stopping = true;
         stop_all(SIGTERM);
         kill_at = std::chrono::steady_clock::now() +
@@ -193,6 +227,16 @@ int run_once(const Job& job, int restart) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
     }
     if (stopping && std::chrono::steady_clock::now() >= kill_at) stop_all(SIGKILL);
+    if (!stopping && job.servers > 0) {
+      bool workers_running = false;
+      for (int i = 0; i < job.ranks; ++i) workers_running = workers_running || ranks[static_cast<size_t>(i)].running;
+      const auto now = std::chrono::steady_clock::now();
+      if (!workers_running && servers_stop_at == decltype(servers_stop_at){})
+        servers_stop_at = now + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
+      if (!workers_running && now >= servers_stop_at)
+        for (size_t i = static_cast<size_t>(job.ranks); i < ranks.size(); ++i)
+          if (ranks[i].running) ::kill(-ranks[i].pid, SIGKILL);
+    }
     // Done when every rank has ended and its output is read; a process a rank left behind that keeps
     // the rank's output open is given a second, then let go.
     bool running = false, open = false;
@@ -213,26 +257,38 @@ int run_once(const Job& job, int restart) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  enum { OPT_NPROC = 'n', OPT_MASTER_ADDR = CLI_FIRST, OPT_MASTER_PORT, OPT_MAX_RESTARTS, OPT_NO_TAG, OPT_GRACE };
+  enum {
+    OPT_NPROC = 'n',
+    OPT_MASTER_ADDR = CLI_FIRST,
+    OPT_MASTER_PORT,
+    OPT_MAX_RESTARTS,
+    OPT_NO_TAG,
+    OPT_GRACE,
+    OPT_SERVERS
+  };
   static const struct option options[] = {{"nproc", required_argument, nullptr, OPT_NPROC},
                                           {"master-addr", required_argument, nullptr, OPT_MASTER_ADDR},
                                           {"master-port", required_argument, nullptr, OPT_MASTER_PORT},
                                           {"max-restarts", required_argument, nullptr, OPT_MAX_RESTARTS},
                                           {"no-tag", no_argument, nullptr, OPT_NO_TAG},
                                           {"grace", required_argument, nullptr, OPT_GRACE},
+                                          {"servers", required_argument, nullptr, OPT_SERVERS},
                                           CLI_STANDARD_OPTIONS,
                                           {nullptr, 0, nullptr, 0}};
   cli_parser cli = cli_parser_init(
       "braid-run",
-      "usage: braid-run -n N [--master-addr A] [--master-port P] [--max-restarts K] [--grace S] [--no-tag] COMMAND "
-      "[ARGS...]\n",
+      "usage: braid-run -n N [--servers S] [--master-addr A] [--master-port P] [--max-restarts K] [--grace S] "
+      "[--no-tag] COMMAND [ARGS...]\n",
       "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
       "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
       "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
       "SIGKILL after --grace seconds (default 5); with --max-restarts K the whole job starts again, up to K\n"
       "times, with BRAID_RESTART counting the restarts (resume from your last checkpoint). The exit status\n"
       "is the first failed rank's (128 + signal for a signal), 0 when every rank succeeded. Without\n"
-      "--master-port, each start takes a free port. See docs/DISTRIBUTED.md.\n",
+      "--master-port, each start takes a free port. --servers S also starts S KVStore servers\n"
+      "(braid-kvstore-server, output tagged \"[sI]\") for the ranks' dist_sync / dist_async stores, and sets\n"
+      "BRAID_NUM_SERVERS and BRAID_KVSTORE_PORT; once every rank has succeeded they get --grace seconds to end.\n"
+      "See docs/DISTRIBUTED.md.\n",
       options);
   cli.short_options = "+n:";  // the command's own options are its own
   Job job;
@@ -249,12 +305,27 @@ int main(int argc, char** argv) {
       case OPT_MAX_RESTARTS: max_restarts = static_cast<int>(cli_int(&cli, 0, 1000000)); break;
       case OPT_NO_TAG: job.tag = false; break;
       case OPT_GRACE: job.grace_seconds = cli_real(&cli, 1); break;
+      case OPT_SERVERS: job.servers = static_cast<int>(cli_int(&cli, 0, 4096)); break;
       default: break;
     }
   }
   if (!have_n) cli_fail(&cli, "-n N (the number of ranks) is required");
   if (optind >= argc) cli_fail(&cli, "no command to run");
   for (int i = optind; i < argc; ++i) job.command.push_back(argv[i]);
+  if (job.servers > 0) {
+    if (const char* p = std::getenv("BRAID_KVSTORE_SERVER"); p && *p) {
+      job.server_program = p;
+    } else {
+      char self[4096] = {};
+      const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+      std::string dir = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string();
+      dir = dir.substr(0, dir.rfind('/') + 1);
+      job.server_program = dir + "braid-kvstore-server";
+    }
+    if (::access(job.server_program.c_str(), X_OK) != 0)
+      cli_fail(&cli, "--servers: cannot run %s (build the braid-kvstore-server tool, or set BRAID_KVSTORE_SERVER)",
+               job.server_program.c_str());
+  }
   job.command.push_back(nullptr);
 
   struct sigaction sa {};

@@ -9,6 +9,7 @@
 #include "core/handle_pool.h"
 #include "core/in_struct.h"
 #include "core/out_struct.h"
+#include "distributed/kvstore_server.h"
 #include "distributed/process_group.h"
 #include "parallel/cross_process.h"
 #include "tensor/tensor.h"
@@ -139,5 +140,12 @@ BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_p
     std::shared_ptr<parallel::CrossProcess> cross;
     if (pg) cross = std::make_shared<GroupForTrainer>(GroupPool::instance().checked(pg, "pg", "process group").group);
     parallel::trainer_set_cross_process(tr, std::move(cross));
+  });
+}
+
+BRAID_API braid_status braid_kvstore_run_server(braid_context ctx) {
+  return guard("braid_kvstore_run_server", [&] {
+    const ContextRef c = use_context(ctx, "ctx");
+    run_kvstore_server(*c);
   });
 }

@@ -1,5 +1,10 @@
 #include "distributed/launch_env.h"
 
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <array>
 #include <charconv>
 #include <cstring>
@@ -65,6 +70,33 @@ LaunchEnv read_launch_env() {
   if (e.master_port == 0) e.master_port = read_int("MASTER_PORT", 0, 65535, "a TCP port");
   e.restart = read_int("BRAID_RESTART", 0, kMaxRanks, "a restart count");
   return e;
+}
+
+// The address this host's transport listens on: BRAID_ADDRESS if set, else the local address of the
+// route to the master (the interface the other ranks reach this host through), found by connecting a
+// UDP socket, which sends nothing.
+std::string local_address(const std::string& master, int32_t port) {
+  if (const char* a = env("BRAID_ADDRESS")) return a;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(master.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "process group: cannot resolve the master address '", master, "'");
+  std::string out;
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in self{};
+    socklen_t len = sizeof self;
+    char text[INET_ADDRSTRLEN] = {};
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0 &&
+        ::inet_ntop(AF_INET, &self.sin_addr, text, sizeof text))
+      out = text;
+  }
+  if (fd >= 0) ::close(fd);
+  ::freeaddrinfo(found);
+  if (out.empty()) fail(BRAID_ERR_IO, "process group: no route to the master address '", master, "'");
+  return out;
 }
 
 }  // namespace braid::distributed

@@ -23,4 +23,9 @@ struct LaunchEnv {
 // BRAID_ERR_INVALID_ARGUMENT naming it.
 LaunchEnv read_launch_env();
 
+// The address this host's transport listens on for a job whose rendezvous store is at master:port:
+// BRAID_ADDRESS if set, else the local address of the route to the master. Throws BRAID_ERR_IO when
+// there is no route.
+std::string local_address(const std::string& master, int32_t port);
+
 }  // namespace braid::distributed

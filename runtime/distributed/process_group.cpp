@@ -1,10 +1,5 @@
 #include "distributed/process_group.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -110,33 +105,6 @@ std::string describe(const ProcessGroup::Call& c) {
   return describe(fingerprint(c));
 }
 
-// The address this host's transport listens on: BRAID_ADDRESS if set, else the local address of the
-// route to the master (the interface the other ranks reach this host through), found by connecting a
-// UDP socket, which sends nothing.
-std::string local_address(const std::string& master, int32_t port) {
-  if (const char* a = env("BRAID_ADDRESS")) return a;
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(master.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || !found)
-    fail(BRAID_ERR_INVALID_ARGUMENT, "process group: cannot resolve the master address '", master, "'");
-  std::string out;
-  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-    sockaddr_in self{};
-    socklen_t len = sizeof self;
-    char text[INET_ADDRSTRLEN] = {};
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&self), &len) == 0 &&
-        ::inet_ntop(AF_INET, &self.sin_addr, text, sizeof text))
-      out = text;
-  }
-  if (fd >= 0) ::close(fd);
-  ::freeaddrinfo(found);
-  if (out.empty()) fail(BRAID_ERR_IO, "process group: no route to the master address '", master, "'");
-  return out;
-}
-
 // A listening port is the process's, not a context's: every group of this process on one port shares
 // rank 0's one server, and groups on a port are numbered in the order this process makes them (the
 // same order on every rank, as the groups must be made in the same order everywhere).
@@ -147,36 +115,13 @@ struct PortState {
 std::mutex g_ports_mu;
 std::map<int32_t, PortState> g_ports;
 
-braid_status store_set(void* user, const char* key, const void* value, uint64_t size) {
-  try {
-    static_cast<StoreClient*>(user)->set(key, value, size);
-    return BRAID_OK;
-  } catch (...) {
-    return BRAID_ERR_IO;
-  }
-}
+}  // namespace
 
-braid_status store_get(void* user, const char* key, void* value, uint64_t capacity, uint64_t* size,
-                       uint64_t timeout_ms) {
-  try {
-    auto v = static_cast<StoreClient*>(user)->get(key, std::chrono::milliseconds(timeout_ms));
-    if (!v) return BRAID_ERR_TIMEOUT;
-    *size = v->size();
-    std::memcpy(value, v->data(), std::min<uint64_t>(capacity, v->size()));
-    return BRAID_OK;
-  } catch (...) {
-    return BRAID_ERR_IO;
-  }
-}
-
-// A host-visible device of the context, where tensors of other devices are staged (NULL if none).
 Device* staging_device(Context& ctx) {
   for (auto& d : ctx.devices)
     if (d->props.host_visible) return d.get();
   return nullptr;
 }
-
-}  // namespace
 
 GroupSettings resolve_settings(const braid_process_group_options* o) {
   const LaunchEnv e = read_launch_env();
@@ -242,7 +187,7 @@ ProcessGroup::ProcessGroup(Context& ctx, GroupSettings settings) : ctx_(ctx), ct
   if (*rank0_size != size_text)
     fail(BRAID_ERR_INVALID_ARGUMENT, "process group: rank 0 has a world size of ", *rank0_size, " but rank ", s_.rank,
          " has ", size_text);
-  const braid_comm_store store{sizeof(braid_comm_store), store_.get(), &store_set, &store_get};
+  const braid_comm_store store = comm_store(*store_);
   const std::string address = local_address(s_.master_addr, s_.master_port);
   const std::string comm_prefix = prefix_ + "comm/";
   const braid_comm_group_desc desc{

@@ -40,6 +40,9 @@ struct GroupSettings {
   int32_t restart = 0;      // braid-run's restart count: keys of a restarted job never meet the old ones'
 };
 
+// A host-visible device of the context, where tensors of other devices are staged (NULL if none).
+Device* staging_device(Context& ctx);
+
 // The settings from the options (NULL fields and zeros: the launcher's variables, then defaults).
 GroupSettings resolve_settings(const braid_process_group_options* options);
 

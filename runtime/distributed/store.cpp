@@ -389,4 +389,33 @@ std::vector<int32_t> StoreClient::dead_ranks() {
   return ranks;
 }
 
+namespace {
+braid_status comm_store_set(void* user, const char* key, const void* value, uint64_t size) {
+  try {
+    static_cast<StoreClient*>(user)->set(key, value, size);
+    return BRAID_OK;
+  } catch (...) {
+    return BRAID_ERR_IO;
+  }
+}
+
+braid_status comm_store_get(void* user, const char* key, void* value, uint64_t capacity, uint64_t* size,
+                            uint64_t timeout_ms) {
+  try {
+    auto v = static_cast<StoreClient*>(user)->get(key, std::chrono::milliseconds(timeout_ms));
+    if (!v) return BRAID_ERR_TIMEOUT;
+    *size = v->size();
+    std::memcpy(value, v->data(), std::min<uint64_t>(capacity, v->size()));
+    return BRAID_OK;
+  } catch (...) {
+    return BRAID_ERR_IO;
+  }
+}
+
+}  // namespace
+
+braid_comm_store comm_store(StoreClient& client) {
+  return {sizeof(braid_comm_store), &client, &comm_store_set, &comm_store_get};
+}
+
 }  // namespace braid::distributed

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "braid_comm.h"
+
 namespace braid::distributed {
 
 class StoreServer {
@@ -59,5 +61,8 @@ class StoreClient {
   int fd_ = -1;
   std::string where_;  // "host:port", for messages
 };
+
+// The store as a communication plugin sees it (braid_comm.h): client's set and get.
+braid_comm_store comm_store(StoreClient& client);
 
 }  // namespace braid::distributed

@@ -1,4 +1,7 @@
-// KVStore (abi/braid.h): MXNet's key-value store over braid's collectives. See docs/PARALLEL.md.
+// KVStore (abi/braid.h): MXNet's key-value store over braid's collectives (docs/PARALLEL.md), and
+// the worker's side of the "dist" types, whose keys live in server processes (parallel/remote_store.h,
+// docs/DISTRIBUTED.md).
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -8,10 +11,12 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_pool.h"
+#include "core/out_struct.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "parallel/collectives.h"
 #include "parallel/optimizer.h"
+#include "parallel/remote_store.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -20,7 +25,11 @@ using namespace braid::parallel;
 struct braid_kvstore_t {
   std::atomic<int32_t> refs{1};
   braid_context ctx = nullptr;  // one reference, dropped with the store
-  bool device_mode = false;     // "device": values are summed on their own devices
+  bool device_mode = false;     // "device", "dist_device_sync": values are summed on their own devices
+  const char* type = "local";   // static
+  // The "dist" types: the servers that hold the keys. The local entries then keep each key's shape,
+  // dtype and device, and the value last pulled.
+  std::unique_ptr<RemoteStore> remote;
 
   struct Entry {
     TensorRef value;
@@ -31,12 +40,32 @@ struct braid_kvstore_t {
   std::optional<braid_optimizer_params> optimizer;
 
   ~braid_kvstore_t() {
+    remote.reset();  // tells the servers this worker is done
     entries.clear();
     if (ctx) (void)release_context(ctx);  // its own reference, not the application's
   }
 };
 
+namespace braid::parallel {
 namespace {
+std::atomic<RemoteStoreMaker> g_remote_store_maker{nullptr};
+}
+void set_remote_store_maker(RemoteStoreMaker maker) noexcept { g_remote_store_maker.store(maker); }
+RemoteStoreMaker remote_store_maker() noexcept { return g_remote_store_maker.load(); }
+}  // namespace braid::parallel
+
+namespace {
+
+// MXNet's names, and what each means here.
+struct StoreType {
+  std::string_view name;
+  bool device_mode;
+  bool dist;
+};
+constexpr StoreType kStoreTypes[] = {{"local", false, false},          {"device", true, false},
+                                     {"dist_sync", false, true},       {"dist_device_sync", true, true},
+                                     {"dist_sync_device", true, true},  // MXNet's other spelling
+                                     {"dist_async", false, true}};
 
 using KVStorePool = HandlePool<braid_kvstore_t>;
 
@@ -108,7 +137,9 @@ void push_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_te
     fail(BRAID_ERR_DTYPE, "kvstore_push: key ", key, " holds ", dtype_name(stored.dtype),
          " values; the optimizer updates float32 or float64 ones (set no optimizer to store the sum)");
   TensorRef sum = merged(kv, stored, vs);
-  if (kv.optimizer)
+  if (kv.remote)
+    kv.remote->push(key, *sum);
+  else if (kv.optimizer)
     apply_update(*kv.optimizer, stored, *sum, e.state, kv.optimizer->rescale_grad);
   else
     push_range_copy("kvstore_push", *sum, 0, stored, 0, stored.shape.numel());
@@ -117,7 +148,9 @@ void push_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_te
 void pull_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
   braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_pull");
   Tensor& stored = *e.value;
-  for (Tensor* o : checked_values(kv, stored, count, outs, "kvstore_pull", "outs"))
+  const std::vector<Tensor*> os = checked_values(kv, stored, count, outs, "kvstore_pull", "outs");
+  if (kv.remote) kv.remote->pull(key, stored);
+  for (Tensor* o : os)
     if (o->storage != stored.storage) push_range_copy("kvstore_pull", stored, 0, *o, 0, stored.shape.numel());
 }
 
@@ -131,16 +164,20 @@ BRAID_API braid_status braid_kvstore_create(braid_context ctx, const char* type,
     *out = nullptr;
     const ContextRef ctx_use = use_context(ctx, "ctx");
     const std::string_view t = type ? type : "local";
-    if (t.starts_with("dist"))
-      fail(BRAID_ERR_UNSUPPORTED, "kvstore_create: type '", t,
-           "' (server processes holding the keys) is not written yet; for data parallelism across processes, "
-           "give a Trainer a process group (braid_trainer_set_process_group, docs/DISTRIBUTED.md); \"local\" and "
-           "\"device\" reduce across this process's devices");
-    if (t != "local" && t != "device")
+    const StoreType* found = nullptr;
+    for (const StoreType& k : kStoreTypes)
+      if (k.name == t) found = &k;
+    if (!found)
       fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore_create: type '", t,
-           "' is not \"local\" or \"device\" (the \"dist\" types are not written yet)");
+           "' is not \"local\", \"device\", \"dist_sync\", \"dist_device_sync\" or \"dist_async\"");
     KVStorePool::Owned kv = KVStorePool::instance().make();
-    kv->device_mode = t == "device";
+    kv->device_mode = found->device_mode;
+    kv->type = found->name == "dist_sync_device" ? "dist_device_sync" : found->name.data();
+    if (found->dist) {
+      const RemoteStoreMaker make = remote_store_maker();
+      if (!make) fail(BRAID_ERR_UNSUPPORTED, "kvstore_create: this libbraid was built without runtime/distributed");
+      kv->remote = make(*ctx_use, kv->type);
+    }
     ctx->refs.fetch_add(1);  // as a tensor holds it: the application's release count is its own
     kv->ctx = ctx;
     *out = KVStorePool::instance().publish(std::move(kv));
@@ -160,7 +197,7 @@ BRAID_API braid_status braid_kvstore_release(braid_kvstore kv) {
 BRAID_API braid_status braid_kvstore_type(braid_kvstore kv, const char** out) {
   return guard("braid_kvstore_type", [&] {
     require(out, "out");
-    *out = checked_store(kv).device_mode ? "device" : "local";
+    *out = checked_store(kv).type;
   });
 }
 
@@ -174,6 +211,7 @@ BRAID_API braid_status braid_kvstore_init(braid_kvstore kv, int64_t key, braid_t
     braid_kvstore_t::Entry e;
     e.value = new_tensor(*k.ctx, v.device(), v.dtype, v.shape);
     push_range_copy("kvstore_init", v, 0, *e.value, 0, v.shape.numel());
+    if (k.remote) k.remote->init(key, *e.value);  // nothing is stored if the servers refuse it
     k.entries.emplace(key, std::move(e));
   });
 }
@@ -216,12 +254,31 @@ BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid
       check_step(*p, p->rescale_grad, "kvstore_set_optimizer");  // every push scales by rescale_grad
     }
     std::lock_guard lock(k.mu);
+    if (k.remote) k.remote->set_optimizer(p ? &*p : nullptr);  // the servers keep the state
     // Another kind of optimizer starts from fresh state, as a new MXNet updater or PyTorch optimizer
     // does (Adam after SGD took SGD's step count); new hyperparameters of the same kind (a learning
     // rate schedule) keep it.
     if (!p || !k.optimizer || p->kind != k.optimizer->kind)
       for (auto& [key, e] : k.entries) e.state = OptimizerState{};
     k.optimizer = p;
+  });
+}
+
+BRAID_API braid_status braid_kvstore_get_info(braid_kvstore kv, braid_kvstore_info* out) {
+  return guard("braid_kvstore_get_info", [&] {
+    check_out(out, "out");
+    braid_kvstore_t& k = checked_store(kv);
+    braid_kvstore_info info = k.remote ? k.remote->info() : braid_kvstore_info{sizeof info, 0, 1, 0};
+    info.struct_size = sizeof info;
+    copy_out(out, info, "out");
+  });
+}
+
+BRAID_API braid_status braid_kvstore_barrier(braid_kvstore kv) {
+  return guard("braid_kvstore_barrier", [&] {
+    braid_kvstore_t& k = checked_store(kv);
+    std::lock_guard lock(k.mu);
+    if (k.remote) k.remote->barrier();
   });
 }
 

@@ -29,7 +29,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 8, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 9, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 5,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -466,6 +466,10 @@ BRAID_PIN_OFFSET(braid_process_group_options, flags, 48);
 BRAID_PIN_SIZE(braid_process_group_info, 64);
 BRAID_PIN_OFFSET(braid_process_group_info, timeout_seconds, 24);
 BRAID_PIN_OFFSET(braid_process_group_info, backend, 32);
+BRAID_PIN_SIZE(braid_kvstore_info, 16);
+BRAID_PIN_OFFSET(braid_kvstore_info, rank, 4);
+BRAID_PIN_OFFSET(braid_kvstore_info, num_workers, 8);
+BRAID_PIN_OFFSET(braid_kvstore_info, num_servers, 12);
 BRAID_PIN_OFFSET(braid_trainer_options, optimizer, 8);
 BRAID_PIN_OFFSET(braid_trainer_options, bucket_bytes, 72);
 BRAID_PIN_OFFSET(braid_trainer_options, algorithm, 80);

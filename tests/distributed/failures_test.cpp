@@ -1,7 +1,7 @@
 // Process groups when things go wrong: mismatched collectives, a rank killed mid-step, a stalled
-// rank, bad settings. Each case forks its ranks from this process (each child makes its own context
-// and group on a free port), checks inside each child what that rank must see, and asserts here on
-// every child's exit: 0 when the rank saw what it should, 1 (with the reason on stderr) otherwise.
+// rank, bad settings; and a KVStore worker killed mid-step. Each case forks its ranks from this process (each child
+// makes its own context and group on a free port), checks inside each child what that rank must see, and asserts here
+// on every child's exit: 0 when the rank saw what it should, 1 (with the reason on stderr) otherwise.
 #include <doctest/doctest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -236,6 +236,64 @@ TEST_CASE("a rank killed mid-step makes every other rank fail soon, naming it") 
       },
       std::chrono::seconds(90));
   CHECK(codes == std::vector<int>{0, 0, -SIGKILL});
+}
+
+TEST_CASE("a KVStore worker killed mid-step makes the other workers' calls and the server fail, naming it") {
+  // Children 0 and 1 are the workers of a dist_sync store, child 2 its one server.
+  const int port = free_port();
+  const auto codes = run_ranks(
+      3,
+      [port](int child) {
+        const int rank = child;  // for RANK_EXPECT
+        const bool server = child == 2;
+        ::setenv("BRAID_ROLE", server ? "server" : "worker", 1);
+        ::setenv("BRAID_WORLD_SIZE", "2", 1);
+        ::setenv("BRAID_NUM_SERVERS", "1", 1);
+        ::setenv("BRAID_KVSTORE_PORT", std::to_string(port).c_str(), 1);
+        ::setenv("BRAID_MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("BRAID_DIST_TIMEOUT", "20", 1);
+        if (server)
+          ::setenv("BRAID_SERVER_RANK", "0", 1);
+        else
+          ::setenv("BRAID_RANK", std::to_string(child).c_str(), 1);
+        braid_context_options co = BRAID_CONTEXT_OPTIONS_INIT;
+        co.backends = "cpu";
+        braid_context ctx = nullptr;
+        RANK_EXPECT(braid_context_create(&co, &ctx) == BRAID_OK, "%s", braid_last_error());
+        if (server) {
+          const braid_status st = braid_kvstore_run_server(ctx);
+          const std::string msg = braid_last_error();
+          RANK_EXPECT(st == BRAID_ERR_IO && has(msg, "worker 1"), "the server fails naming worker 1: %s: %s",
+                      braid_status_name(st), msg.c_str());
+          braid_context_release(ctx);
+          return 0;
+        }
+        braid_kvstore kv = nullptr;
+        RANK_EXPECT(braid_kvstore_create(ctx, "dist_sync", &kv) == BRAID_OK, "%s", braid_last_error());
+        const int64_t n = 1000;
+        braid_tensor t = nullptr;
+        (void)braid_full(ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, &t);
+        RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
+        RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first step works: %s",
+                    braid_last_error());
+        if (child == 1) ::raise(SIGKILL);  // dies between two steps, as a crash would
+        const auto t0 = Clock::now();
+        const braid_status st = braid_kvstore_pushpull(kv, 1, 1, &t, &t);  // the round waits for worker 1
+        const std::string msg = braid_last_error();
+        const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+        RANK_EXPECT(st == BRAID_ERR_IO || st == BRAID_ERR_TIMEOUT, "%s: %s", braid_status_name(st), msg.c_str());
+        RANK_EXPECT(has(msg, "worker 1"), "the dead worker named: %s", msg.c_str());
+        RANK_EXPECT(took < 20 + 5, "failed after %.1f s, the timeout being 20 s", took);
+        std::fprintf(stderr, "worker %d: failed after %.2f s: %s\n", child, took, msg.c_str());
+        // Later calls fail at once; releasing the store still works.
+        RANK_EXPECT(braid_kvstore_pull(kv, 1, 1, &t) != BRAID_OK, "a later call fails too");
+        braid_tensor_release(t);
+        RANK_EXPECT(braid_kvstore_release(kv) == BRAID_OK, "%s", braid_last_error());
+        braid_context_release(ctx);
+        return 0;
+      },
+      std::chrono::seconds(90));
+  CHECK(codes == std::vector<int>{0, -SIGKILL, 0});
 }
 
 TEST_CASE("a stalled rank makes the others time out, naming it; the group is failed for it too") {

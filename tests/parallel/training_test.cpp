@@ -223,7 +223,9 @@ TEST_CASE("KVStore: push sums a list, pull copies, an updater runs on the store"
   }
   Ctx c(1);
   braid_kvstore kv = nullptr;
-  CHECK(braid_kvstore_create(c.ctx, "dist_sync", &kv) == BRAID_ERR_UNSUPPORTED);  // MXNet's, across machines
+  // MXNet's, across processes: a job without server processes (no braid-run --servers) is told so.
+  CHECK(braid_kvstore_create(c.ctx, "dist_sync", &kv) == BRAID_ERR_INVALID_STATE);
+  CHECK(std::string(braid_last_error()).find("--servers") != std::string::npos);
   CHECK(braid_kvstore_create(c.ctx, "lokal", &kv) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(kv == nullptr);
 }

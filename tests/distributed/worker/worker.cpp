@@ -12,6 +12,13 @@
 //   trainer      the same through braid_trainer over every CPU device of the process and
 //                braid_trainer_set_process_group (hierarchical: replicas, then processes), with
 //                momentum, against a trainer of this process alone on the whole batch
+//   kv_sync      a dist_sync KVStore (braid-run --servers S; "kv_device_sync" for dist_device_sync):
+//                only rank 0's init is stored; a push from every worker (from two devices where the
+//                process has two) is summed over workers; a second push waits for the round; int64 keys;
+//                SGD on the servers equals the update computed here; a key split over the servers
+//                (BRAID_KVSTORE_BIGARRAY_BOUND); errors for an unknown key and a float16 key
+//   kv_async     a dist_async KVStore: rank 0's pushes are applied while rank 1 has pushed nothing (rank 1
+//                waits on the process group until rank 0 has pulled), then every push is in the value
 #include <braid.hpp>
 
 #include <cmath>
@@ -331,11 +338,157 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
   std::printf("rank %d: %d replicas, w[0] %.6f (this process alone: %.6f)\n", rank, replicas, wd[0], wr[0]);
 }
 
+// Expects `f` to throw a braid::Error with `status` whose message contains `text`.
+template <class F>
+void expect_error(F f, braid_status status, const char* text, const char* what) {
+  try {
+    f();
+    EXPECT(false, "%s succeeded", what);
+  } catch (const braid::Error& e) {
+    EXPECT(e.status() == status && std::strstr(e.what(), text), "%s: status %d, message '%s' (expected '%s')", what,
+           static_cast<int>(e.status()), e.what(), text);
+  }
+}
+
+void kv_sync(braid::Context& ctx, braid::ProcessGroup& pg, const char* type) {
+  const int rank = pg.rank(), size = pg.world_size();
+  const braid::Device cpu = ctx.find_device("cpu:0");
+  braid::KVStore kv(ctx, type);
+  const braid_kvstore_info info = kv.info();
+  EXPECT(kv.type() == type, "type %s", kv.type().c_str());
+  EXPECT(info.rank == rank && info.num_workers == size && info.num_servers >= 1, "info %d %d %d", info.rank,
+         info.num_workers, info.num_servers);
+  // Only rank 0's init value is kept.
+  const size_t n = 5, big = 1000;  // `big` is split over the servers when the bound is below it
+  auto junk = [&](size_t m) { return std::vector<float>(m, rank == 0 ? 0.f : -7.f); };
+  std::vector<float> init_small = junk(n), init_big = junk(big);
+  for (size_t i = 0; i < n; ++i) init_small[i] += rank == 0 ? static_cast<float>(i) : 0.f;
+  for (size_t i = 0; i < big; ++i) init_big[i] += rank == 0 ? static_cast<float>(i) * 0.5f : 0.f;
+  kv.init(3, braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(n)}, init_small));
+  kv.init(7, braid::Tensor::from_vector(ctx, cpu, {static_cast<int64_t>(big)}, init_big));
+  braid::Tensor out = braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT32, {static_cast<int64_t>(n)});
+  kv.pull(3, out);
+  std::vector<float> got = out.to_vector<float>();
+  for (size_t i = 0; i < n; ++i) EXPECT(got[i] == static_cast<float>(i), "init: [%zu] = %g", i, got[i]);
+  braid::Tensor out_big = braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT32, {static_cast<int64_t>(big)});
+  kv.pull(7, out_big);
+  got = out_big.to_vector<float>();
+  for (size_t i = 0; i < big; ++i)
+    if (got[i] != static_cast<float>(i) * 0.5f) {
+      EXPECT(false, "init big: [%zu] = %g", i, got[i]);
+      break;
+    }
+
+  // A push from every worker: the sum over workers replaces the value (no optimizer). From two devices
+  // where there are two: they are summed here first.
+  std::vector<braid::Device> devices{cpu};
+  braid_device second = 0;
+  if (braid_context_find_device(ctx.get(), "cpu:1", &second) == BRAID_OK) devices.push_back(second);
+  const float per_worker = static_cast<float>(devices.size());
+  for (int round = 1; round <= 2; ++round) {  // two pushes in a row: the second waits for the first round
+    std::vector<braid::Tensor> values;
+    for (braid::Device d : devices) {
+      std::vector<float> v(big);
+      for (size_t i = 0; i < big; ++i) v[i] = static_cast<float>((rank + 1) * round) * static_cast<float>(i % 7);
+      values.push_back(braid::Tensor::from_vector(ctx, d, {static_cast<int64_t>(big)}, v));
+    }
+    kv.push(7, braid::List<braid::Tensor>(values.data(), values.size()));
+  }
+  kv.pull(7, out_big);
+  got = out_big.to_vector<float>();
+  const float ranks_sum = static_cast<float>(size * (size + 1) / 2);
+  for (size_t i = 0; i < big; ++i) {
+    const float want = 2.f * ranks_sum * per_worker * static_cast<float>(i % 7);
+    if (got[i] != want) {
+      EXPECT(false, "push: [%zu] = %g, expected %g", i, got[i], want);
+      break;
+    }
+  }
+
+  // int64 values, summed exactly.
+  std::vector<int64_t> ints{1, -2, 3, int64_t{1} << 40};
+  for (auto& x : ints) x *= rank + 1;
+  braid::Tensor ti = braid::Tensor::from_vector(ctx, cpu, {4}, ints);
+  kv.init(9, ti);
+  kv.push(9, ti);
+  kv.pull(9, ti);
+  const std::vector<int64_t> sum_i = ti.to_vector<int64_t>();
+  const int64_t k = size * (size + 1) / 2;
+  EXPECT(sum_i[0] == k && sum_i[1] == -2 * k && sum_i[2] == 3 * k && sum_i[3] == (int64_t{1} << 40) * k,
+         "int64 sum %lld %lld", static_cast<long long>(sum_i[0]), static_cast<long long>(sum_i[3]));
+
+  // SGD on the servers: w -= lr * (sum of the workers' gradients), three rounds.
+  braid_optimizer_params sgd = BRAID_OPTIMIZER_PARAMS_INIT;
+  sgd.learning_rate = 0.25;
+  kv.set_optimizer(sgd);
+  std::vector<double> w0{1.0, -2.0, 0.5};
+  kv.init(11, braid::Tensor::from_vector(ctx, cpu, {3}, w0));
+  braid::Tensor w = braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT64, {3});
+  std::vector<double> expect = w0;
+  for (int step = 0; step < 3; ++step) {
+    std::vector<double> g{static_cast<double>(rank + 1), 1.0, -0.5 * (rank + 1)};
+    kv.push(11, braid::Tensor::from_vector(ctx, cpu, {3}, g));
+    kv.pull(11, w);
+    const double ks = static_cast<double>(k);
+    const double sums[3] = {ks, static_cast<double>(size), -0.5 * ks};
+    for (int i = 0; i < 3; ++i) expect[i] -= 0.25 * sums[i];
+    const std::vector<double> wv = w.to_vector<double>();
+    for (int i = 0; i < 3; ++i)
+      EXPECT(std::fabs(wv[i] - expect[i]) < 1e-12, "sgd step %d: w[%d] = %.17g, expected %.17g", step, i, wv[i],
+             expect[i]);
+  }
+
+  // Refusals name the problem and leave the store usable.
+  expect_error([&] { kv.pull(42, out); }, BRAID_ERR_INVALID_ARGUMENT, "not initialised", "pull of an unknown key");
+  if (rank == 0) {
+    expect_error([&] { kv.init(43, braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT16, {2})); }, BRAID_ERR_DTYPE, "float16",
+                 "init of a float16 key");
+  } else {
+    kv.init(43, braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT16, {2}));  // only rank 0's is sent
+  }
+  kv.barrier();
+  kv.pull(3, out);
+  got = out.to_vector<float>();
+  EXPECT(got[4] == 4.f, "after the refusals: [4] = %g", got[4]);
+  std::printf("rank %d: %s over %d servers: w[0] %.4f\n", rank, type, info.num_servers, expect[0]);
+}
+
+void kv_async(braid::Context& ctx, braid::ProcessGroup& pg) {
+  const int rank = pg.rank(), size = pg.world_size();
+  const braid::Device cpu = ctx.find_device("cpu:0");
+  braid::KVStore kv(ctx, "dist_async");
+  braid_optimizer_params sgd = BRAID_OPTIMIZER_PARAMS_INIT;
+  sgd.learning_rate = 1.0;
+  kv.set_optimizer(sgd);
+  kv.init(5, braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT64, {2}));
+  braid::Tensor g = braid::Tensor::from_vector(ctx, cpu, {2}, std::vector<double>{double(rank + 1), 1.0});
+  braid::Tensor w = braid::Tensor::zeros(ctx, cpu, BRAID_FLOAT64, {2});
+  if (rank == 0) {
+    // Applied as they arrive: no other worker has pushed yet (they wait for the barrier below), and
+    // under dist_sync this pull would wait for them.
+    for (int i = 0; i < 3; ++i) kv.push(5, g);
+    kv.pull(5, w);
+    const std::vector<double> v = w.to_vector<double>();
+    EXPECT(v[0] == -3.0 && v[1] == -3.0, "async: rank 0 alone: %g %g", v[0], v[1]);
+  }
+  pg.barrier();
+  if (rank != 0)
+    for (int i = 0; i < 3; ++i) kv.push(5, g);
+  kv.barrier();
+  kv.pull(5, w);
+  const std::vector<double> v = w.to_vector<double>();
+  const double all = -3.0 * size * (size + 1) / 2;
+  EXPECT(v[0] == all && v[1] == -3.0 * size, "async: every push: %g %g (expected %g %g)", v[0], v[1], all, -3.0 * size);
+  std::printf("rank %d: dist_async w %g\n", rank, v[0]);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: braid-test-dist-worker collectives|train|trainer   (started by braid-run)\n");
+    std::fprintf(stderr,
+                 "usage: braid-test-dist-worker collectives|train|trainer|kv_sync|kv_device_sync|kv_async   (started "
+                 "by braid-run)\n");
     return 2;
   }
   const std::string scenario = argv[1];
@@ -349,6 +502,12 @@ int main(int argc, char** argv) {
       train(ctx, pg);
     } else if (scenario == "trainer") {
       trainer(ctx, pg);
+    } else if (scenario == "kv_sync") {
+      kv_sync(ctx, pg, "dist_sync");
+    } else if (scenario == "kv_device_sync") {
+      kv_sync(ctx, pg, "dist_device_sync");
+    } else if (scenario == "kv_async") {
+      kv_async(ctx, pg);
     } else {
       std::fprintf(stderr, "unknown scenario '%s'\n", scenario.c_str());
       return 2;
