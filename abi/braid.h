@@ -776,6 +776,18 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
 
+/* ---- Trainer checkpoints (ABI 1.9): Gluon's Trainer.save_states and load_states ------------------ *
+ * save_states writes the optimizer's state, atomically (a temporary beside path, then a rename), as a
+ * safetensors file: the optimizer kind, the learning rate, each parameter's step count and its
+ * momentum (SGD) or moments (Adam) where they exist yet. With the parameters (braid_save_safetensors)
+ * and the application's own step and data position, a run resumed from it continues bit for bit as if
+ * it had not stopped (docs/CHECKPOINTS.md, "Resuming training"). load_states gives every replica that
+ * state and the learning rate; a file of another optimizer kind, another number of parameters, or a
+ * state whose shape or dtype is not its parameter's is BRAID_ERR_INVALID_ARGUMENT, a missing file
+ * BRAID_ERR_NOT_FOUND, a damaged one BRAID_ERR_IO; the trainer is unchanged then. */
+BRAID_API braid_status braid_trainer_save_states(braid_trainer tr, const char* path);
+BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* path);
+
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
  * "0.1.0 (ABI 1.7)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,

@@ -11,9 +11,12 @@
 #include <vector>
 
 #include "braid.h"
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/safetensors.h"
+#include "context/context.h"
 #include "core/error.h"
 #include "core/file_io.h"
+#include "tensor/host_copy.h"
 
 namespace braid::checkpoint {
 namespace {
@@ -85,6 +88,56 @@ Opened open_file(const char* path) {
 }
 
 }  // namespace
+void save_tensors(const char* path, std::span<const std::string> names, std::span<Tensor* const> tensors) {
+  if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+  std::vector<Entry> entries(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    Entry& e = entries[i];
+    e.name = names[i];
+    e.dtype = tensors[i]->dtype;
+    e.shape.assign(tensors[i]->shape.span().begin(), tensors[i]->shape.span().end());
+  }
+  const std::string header = make_header(entries);
+  AtomicFile f(path);
+  f.write(header.data(), header.size());
+  std::vector<std::byte> host;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const Entry& e = entries[i];
+    host.resize(static_cast<size_t>(e.end - e.begin));
+    try {
+      copy_to_host(*tensors[i], host.data(), host.size());
+    } catch (const Error& err) {
+      fail(err.status(), "tensors[", i, "] (\"", e.name, "\"): ", err.what());
+    }
+    f.write(host.data(), host.size());
+  }
+  f.commit();
+}
+
+std::vector<std::string> tensor_names(const char* path) {
+  const Opened o = open_file(path);
+  std::vector<std::string> names;
+  for (const Entry& e : o.header.entries) names.push_back(e.name);
+  return names;
+}
+
+std::vector<TensorRef> load_tensors(Context& ctx, Device& device, const char* path,
+                                    std::span<const std::string> names) {
+  const Opened o = open_file(path);
+  std::vector<TensorRef> out;
+  std::vector<std::byte> host;
+  for (const std::string& name : names) {
+    const Entry* e = nullptr;
+    for (const Entry& x : o.header.entries)
+      if (x.name == name) e = &x;
+    if (!e) fail(BRAID_ERR_NOT_FOUND, path, " has no tensor named \"", name, "\"");
+    host.resize(static_cast<size_t>(e->end - e->begin));
+    read_at(o.file.get(), host.data(), host.size(), o.header.data_start + e->begin, path);
+    out.push_back(tensor_from_host(ctx, device, e->dtype, Shape::of(e->shape), host.data()));
+  }
+  return out;
+}
+
 }  // namespace braid::checkpoint
 
 using namespace braid;
@@ -98,39 +151,22 @@ BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, c
     if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
     if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count is negative");
     if (count > 0 && (!names || !tensors)) fail(BRAID_ERR_INVALID_ARGUMENT, "names or tensors is NULL");
-    std::vector<Entry> entries(static_cast<size_t>(count));
+    std::vector<std::string> ns;
+    std::vector<Tensor*> ts;
     for (int32_t i = 0; i < count; ++i) {
       if (!names[i]) fail(BRAID_ERR_INVALID_ARGUMENT, "names[", i, "] is NULL");
-      Entry& e = entries[size_t(i)];
-      e.name = names[i];
-      int32_t ndim = 0;
-      int64_t shape[BRAID_MAX_DIMS];
-      if (braid_tensor_ndim(tensors[i], &ndim) != BRAID_OK || braid_tensor_shape(tensors[i], shape) != BRAID_OK ||
-          braid_tensor_dtype(tensors[i], &e.dtype) != BRAID_OK)
-        fail(BRAID_ERR_INVALID_ARGUMENT, "tensors[", i, "]: ", braid_last_error());
-      e.shape.assign(shape, shape + ndim);
+      ns.emplace_back(names[i]);
+      ts.push_back(&checked_tensor(tensors[i], cat("tensors[", i, "]").c_str()));
     }
-    const std::string header = make_header(entries);
-    AtomicFile f(path);
-    f.write(header.data(), header.size());
-    std::vector<std::byte> host;
-    for (int32_t i = 0; i < count; ++i) {
-      const Entry& e = entries[size_t(i)];
-      host.resize(static_cast<size_t>(e.end - e.begin));
-      if (braid_status s = braid_tensor_to_host(tensors[i], host.data(), host.size()); s != BRAID_OK)
-        fail(s, "tensors[", i, "] (\"", e.name, "\"): ", braid_last_error());
-      f.write(host.data(), host.size());
-    }
-    f.commit();
+    save_tensors(path, ns, ts);
   });
 }
 
 BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, size_t capacity, size_t* size) {
   return guard("braid_safetensors_names", [&] {
     if (!size) fail(BRAID_ERR_INVALID_ARGUMENT, "size is NULL");
-    const Opened o = open_file(path);
     std::string all;
-    for (const Entry& e : o.header.entries) all.append(e.name).push_back('\0');
+    for (const std::string& n : tensor_names(path)) all.append(n).push_back('\0');
     *size = all.size();
     if (!buffer) return;
     if (capacity < all.size())
@@ -145,28 +181,16 @@ BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device de
     if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count is negative");
     if (count > 0 && (!names || !outs)) fail(BRAID_ERR_INVALID_ARGUMENT, "names or outs is NULL");
     for (int32_t i = 0; i < count; ++i) outs[i] = nullptr;
-    const Opened o = open_file(path);
-    // All or nothing: on any failure the tensors made so far are released and every out is NULL.
-    try {
-      std::vector<std::byte> host;
-      for (int32_t i = 0; i < count; ++i) {
-        if (!names[i]) fail(BRAID_ERR_INVALID_ARGUMENT, "names[", i, "] is NULL");
-        const Entry* e = nullptr;
-        for (const Entry& x : o.header.entries)
-          if (x.name == names[i]) e = &x;
-        if (!e) fail(BRAID_ERR_NOT_FOUND, path, " has no tensor named \"", names[i], "\"");
-        host.resize(static_cast<size_t>(e->end - e->begin));
-        read_at(o.file.get(), host.data(), host.size(), o.header.data_start + e->begin, path);
-        if (braid_status s = braid_tensor_from_host(ctx, device, e->dtype, static_cast<int32_t>(e->shape.size()),
-                                                    e->shape.data(), host.data(), host.size(), &outs[i]);
-            s != BRAID_OK)
-          fail(s, "tensor \"", names[i], "\": ", braid_last_error());
-      }
-    } catch (...) {
-      for (int32_t i = 0; i < count; ++i)
-        if (outs[i]) braid_tensor_release(std::exchange(outs[i], nullptr));
-      throw;
+    const ContextRef c = use_context(ctx, "ctx");
+    Device& dev = c->device(device, "device");
+    std::vector<std::string> ns;
+    for (int32_t i = 0; i < count; ++i) {
+      if (!names[i]) fail(BRAID_ERR_INVALID_ARGUMENT, "names[", i, "] is NULL");
+      ns.emplace_back(names[i]);
     }
+    // All or nothing: every out stays NULL unless every tensor loaded.
+    std::vector<TensorRef> loaded = load_tensors(*c, dev, path, ns);
+    for (int32_t i = 0; i < count; ++i) outs[i] = loaded[static_cast<size_t>(i)].release();
   });
 }
 

@@ -1,5 +1,6 @@
 // Trainer (abi/braid.h): data-parallel training over parameter replicas: bucketed gradient
 // allreduce that overlaps backward, then the optimizer on every replica. See docs/PARALLEL.md.
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "autograd/tape.h"
+#include "checkpoint/checkpoint.h"
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -20,6 +22,7 @@
 #include "parallel/collectives.h"
 #include "parallel/cross_process.h"
 #include "parallel/optimizer.h"
+#include "tensor/host_copy.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -455,6 +458,88 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
   return guard("braid_trainer_learning_rate", [&] {
     require(out, "out");
     *out = checked_trainer(tr).options.optimizer.learning_rate;
+  });
+}
+
+BRAID_API braid_status braid_trainer_save_states(braid_trainer tr, const char* path) {
+  return guard("braid_trainer_save_states", [&] {
+    braid_trainer_t& t = checked_trainer(tr);
+    if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+    // Replica 0's state: every replica applies the same update to the same value, so they are equal.
+    Context& ctx = *t.param(0, 0).ctx;
+    Device& host = t.param(0, 0).device();
+    const int32_t kind = t.options.optimizer.kind;
+    const double lr = t.options.optimizer.learning_rate;
+    std::vector<int64_t> steps;
+    for (int32_t p = 0; p < t.count; ++p) steps.push_back(t.states[t.at(0, p)].step);
+    const int64_t one = 1, n = t.count;
+    std::vector<TensorRef> own;
+    own.push_back(tensor_from_host(ctx, host, BRAID_INT32, Shape::of({&one, 1}), &kind));
+    own.push_back(tensor_from_host(ctx, host, BRAID_FLOAT64, Shape::of({&one, 1}), &lr));
+    own.push_back(tensor_from_host(ctx, host, BRAID_INT64, Shape::of({&n, 1}), steps.data()));
+    std::vector<std::string> names{"optimizer", "learning_rate", "step"};
+    std::vector<Tensor*> tensors{own[0].get(), own[1].get(), own[2].get()};
+    for (int32_t p = 0; p < t.count; ++p) {
+      const OptimizerState& st = t.states[t.at(0, p)];
+      const std::pair<const char*, const TensorRef*> parts[] = {{"momentum", &st.momentum}, {"m", &st.m}, {"v", &st.v}};
+      for (const auto& [name, ref] : parts)
+        if (ref->get()) {
+          names.push_back(cat(name, ".", p));
+          tensors.push_back(ref->get());
+        }
+    }
+    checkpoint::save_tensors(path, names, tensors);
+  });
+}
+
+BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* path) {
+  return guard("braid_trainer_load_states", [&] {
+    braid_trainer_t& t = checked_trainer(tr);
+    if (!path) fail(BRAID_ERR_INVALID_ARGUMENT, "path is NULL");
+    Tensor& first = t.param(0, 0);
+    Context& ctx = *first.ctx;
+    const std::vector<std::string> present = checkpoint::tensor_names(path);
+    auto has = [&](const std::string& n) { return std::find(present.begin(), present.end(), n) != present.end(); };
+    const std::vector<std::string> head{"optimizer", "learning_rate", "step"};
+    for (const std::string& n : head)
+      if (!has(n)) fail(BRAID_ERR_INVALID_ARGUMENT, path, " is not a Trainer's states file (no \"", n, "\")");
+    std::vector<TensorRef> h = checkpoint::load_tensors(ctx, first.device(), path, head);
+    int32_t kind = 0;
+    double lr = 0;
+    if (h[0]->dtype != BRAID_INT32 || h[0]->shape.numel() != 1 || h[1]->dtype != BRAID_FLOAT64 ||
+        h[1]->shape.numel() != 1 || h[2]->dtype != BRAID_INT64)
+      fail(BRAID_ERR_INVALID_ARGUMENT, path, " is not a Trainer's states file (its header tensors are malformed)");
+    copy_to_host(*h[0], &kind, sizeof kind);
+    copy_to_host(*h[1], &lr, sizeof lr);
+    if (kind != t.options.optimizer.kind)
+      fail(BRAID_ERR_INVALID_ARGUMENT, path, " holds the states of optimizer kind ", kind, "; this trainer's is ",
+           static_cast<int32_t>(t.options.optimizer.kind));
+    if (h[2]->shape.numel() != t.count)
+      fail(BRAID_ERR_INVALID_ARGUMENT, path, " holds the states of ", h[2]->shape.numel(),
+           " parameters; this trainer has ", t.count);
+    check_learning_rate(lr, "trainer_load_states");
+    std::vector<int64_t> steps(static_cast<size_t>(t.count));
+    copy_to_host(*h[2], steps.data(), steps.size() * sizeof(int64_t));
+    // Everything is read and checked before the trainer changes.
+    std::vector<OptimizerState> loaded(t.states.size());
+    for (int32_t r = 0; r < t.replicas; ++r)
+      for (int32_t p = 0; p < t.count; ++p) {
+        Tensor& w = t.param(r, p);
+        OptimizerState& st = loaded[t.at(r, p)];
+        st.step = steps[static_cast<size_t>(p)];
+        const std::pair<const char*, TensorRef*> parts[] = {{"momentum", &st.momentum}, {"m", &st.m}, {"v", &st.v}};
+        for (const auto& [name, ref] : parts) {
+          const std::string n = cat(name, ".", p);
+          if (!has(n)) continue;
+          std::vector<TensorRef> v = checkpoint::load_tensors(ctx, w.device(), path, std::span(&n, 1));
+          if (v[0]->dtype != w.dtype || !(v[0]->shape == w.shape))
+            fail(BRAID_ERR_INVALID_ARGUMENT, path, ": \"", n, "\" is ", dtype_name(v[0]->dtype), " ", v[0]->shape.str(),
+                 ", parameter ", p, " is ", dtype_name(w.dtype), " ", w.shape.str());
+          *ref = std::move(v[0]);
+        }
+      }
+    t.states = std::move(loaded);
+    t.options.optimizer.learning_rate = lr;
   });
 }
 
