@@ -274,21 +274,24 @@ def init_process_group(backend=None, rank=None, world_size=None, master_addr=Non
                        timeout=None, check_calls=True):
     """Joins the default group (ProcessGroup's arguments; None: from the launcher) and returns it.
     RuntimeError if it exists already (gluon.Trainer(kvstore="dist_sync") makes it on first use)."""
-    global _default
     with _lock:
         if _default is not None:
             raise RuntimeError("braid: the default process group exists already (distributed.default_group() "
                                "returns it; destroy_process_group() leaves it)")
-        _default = ProcessGroup(rank, world_size, master_addr, master_port, backend, timeout, check_calls)
-        atexit.register(_leave_at_exit)
-        return _default
+        return _make_default(ProcessGroup(rank, world_size, master_addr, master_port, backend, timeout, check_calls))
+
+
+def _make_default(group):
+    global _default
+    _default = group
+    atexit.register(_leave_at_exit)  # after the context's handler, so it runs before it
+    return group
 
 
 def default_group():
     """The default group, joined from the launcher's variables if it does not exist yet."""
     with _lock:
-        group = _default
-    return group if group is not None else init_process_group()
+        return _default if _default is not None else _make_default(ProcessGroup())
 
 
 def is_initialized():

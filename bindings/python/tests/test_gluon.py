@@ -321,9 +321,11 @@ class KVStore(unittest.TestCase):
         with self.assertRaises(braid.BraidError) as e:
             kv.init(3, np.ones(1))  # the key exists
         self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
-        with self.assertRaises(braid.BraidError) as e:
-            braid.kv.create("dist_sync")
-        self.assertEqual(e.exception.status, "BRAID_ERR_UNSUPPORTED")
+        self.assertEqual((kv.rank, kv.num_workers), (0, 1))
+        with self.assertRaises(NotImplementedError):  # dist_sync works across processes: test_distributed.py
+            braid.kv.create("dist_async")
+        with self.assertRaises(ValueError):
+            braid.kv.create("dist")
         with self.assertRaises(TypeError):
             kv.push("w", np.ones(1))
 
