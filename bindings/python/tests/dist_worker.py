@@ -157,9 +157,13 @@ def main():
     braid.seed(100 + rank)  # different initial values on every rank: the Trainer broadcasts rank 0's
     net = model(devices)
     own = values(net)
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": LR, "momentum": MOMENTUM},
-                            kvstore="dist_sync")
+    statistic = gluon.Parameter("statistic", shape=(3,), grad_req="null")  # as BatchNorm's running mean
+    statistic.initialize(init=init.Constant(rank + 1.0), ctx=devices)
+    trainer = gluon.Trainer(list(net.collect_params().values()) + [statistic], "sgd",
+                            {"learning_rate": LR, "momentum": MOMENTUM}, kvstore="dist_sync")
     expect((trainer.rank, trainer.num_workers) == (rank, size), "the trainer's rank and size")
+    for copy in statistic.list_data():
+        numpy.testing.assert_array_equal(copy.asnumpy(), [1.0, 1.0, 1.0])  # rank 0's, on every device
     initial = values(net)
     if rank:
         expect(any((own[k] != initial[k]).any() for k in own), "rank 0's values replaced this rank's")

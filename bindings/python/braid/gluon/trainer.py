@@ -43,21 +43,23 @@ class Trainer:
             params = list(params.values())
         if not all(isinstance(p, Parameter) for p in params):
             raise TypeError("braid: Trainer takes a ParameterDict or a list of Parameters")
-        unique = {id(p): p for p in params if p.grad_req != "null"}  # a shared parameter is listed once
-        self._params = list(unique.values())
+        unique = {id(p): p for p in params}  # a shared parameter is listed once
+        self._params = [p for p in unique.values() if p.grad_req != "null"]
         self._optimizer = _optimizer.optimizer_params(optimizer, dict(optimizer_params or {}))
         self._handle = None
         self._ignore_stale = None
         self._pending_check = None
         self._group = _process_group(kvstore)  # update_on_kvstore changes nothing: every rank updates alike
         if self._group is not None and self._group.size > 1:
-            self._broadcast_initialised()
+            self._broadcast_initialised(list(unique.values()))
 
-    def _broadcast_initialised(self):
+    def _broadcast_initialised(self, params):
         """Rank 0's values of the parameters initialised by now, so that the first step's gradients
-        are already taken at the same values on every rank (the C trainer broadcasts them all again
-        at the first step, once the deferred ones have their shapes too)."""
-        for p in self._params:
+        are already taken at the same values on every rank (the C trainer broadcasts the trained ones
+        again at the first step, once the deferred ones have their shapes too). Those without
+        gradients (BatchNorm's running statistics) start from rank 0's too, then follow each rank's
+        own batches."""
+        for p in params:
             try:
                 copies = p.list_data()
             except DeferredInitializationError:
