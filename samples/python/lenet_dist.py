@@ -53,6 +53,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256, help="the global batch, over every rank (default 256)")
     ap.add_argument("--lr", type=float, default=0.2)
     ap.add_argument("--seed", type=int, default=0, help="initial weights and shuffling (default 0)")
+    ap.add_argument("--init-std", type=float, default=0.01,
+                    help="standard deviation of the initial weights (default 0.01, which starts on a loss plateau)")
     ap.add_argument("--hybridize", action="store_true")
     ap.add_argument("--json", action="store_true", help="rank 0 prints one JSON object per epoch")
     args = ap.parse_args()
@@ -63,7 +65,7 @@ def main():
         ap.error(f"--batch-size {args.batch_size} gives some of the {size} ranks no rows")
     braid.seed(args.seed)  # the same initial values on every rank (the Trainer broadcasts rank 0's anyway)
     net = lenet()
-    net.initialize(init=init.Normal(sigma=0.01))
+    net.initialize(init=init.Normal(sigma=args.init_std))
     if args.hybridize:
         net.hybridize()
     net(np.zeros((1, 1, 28, 28)))  # the deferred shapes, so that the Trainer broadcasts every parameter now

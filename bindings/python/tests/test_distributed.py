@@ -1,7 +1,9 @@
 """Several processes: braid.distributed's collectives and gluon.Trainer(kvstore="dist_sync"), run as
 2 and 4 ranks of dist_worker.py under braid-run. Every rank's parameters after training must be
-bit-identical, and equal (within float tolerance) one process trained on the global batches. Skipped
+bit-identical, and equal (within float tolerance) one process trained on the global batches; and
+samples/python/lenet_dist.py on 2 ranks must follow one process's loss for a few batches. Skipped
 where braid-run or the Gloo plugin is not built next to the libbraid under test."""
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +19,7 @@ from braid import gluon
 import dist_worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.environ.get("BRAID_DATA_DIR", "/usr/share/datasets/fashion-mnist")
 
 
 def _build_dirs():
@@ -137,6 +140,24 @@ class SeveralProcesses(unittest.TestCase):
 
     def test_four_ranks(self):
         self.run_ranks(4)
+
+    @unittest.skipIf(not os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte.gz")), f"no Fashion-MNIST in {DATA}")
+    def test_the_lenet_sample_on_two_ranks_trains_as_one_process(self):
+        sample = os.path.join(HERE, "..", "..", "..", "samples", "python", "lenet_dist.py")
+        args = [sample, "--batches", "8", "--test-batches", "1", "--batch-size", "64", "--init-std", "0.1",
+                "--lr", "0.2", "--json"]
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, ".."))
+        results = []
+        for command in ([BRAID_RUN, "-n", "2", sys.executable] + args, [sys.executable] + args):
+            done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=240)
+            self.assertEqual(done.returncode, 0, done.stdout)
+            line = next(t for t in done.stdout.splitlines() if "{" in t)
+            results.append(json.loads(line[line.index("{"):]))
+        two, one = results
+        self.assertEqual((two["ranks"], one["ranks"], two["batches"]), (2, 1, 8))
+        self.assertAlmostEqual(two["mean_loss"], one["mean_loss"], places=4)
+        self.assertAlmostEqual(two["test_accuracy"], one["test_accuracy"], delta=0.05)
 
 
 if __name__ == "__main__":
