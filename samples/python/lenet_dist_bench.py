@@ -80,7 +80,8 @@ def main():
     if args.json:
         print(json.dumps(summary))
     else:
-        print(f"{'':14} {'samples/s':>10} {'vs anchor':>9} {'loss':>7} {'test acc':>8}  (means over seeds {args.seeds})")
+        print(f"{'':14} {'samples/s':>10} {'vs anchor':>9} {'loss':>7} {'test acc':>8}  "
+              f"(means over seeds {args.seeds})")
         for name, s in summary.items():
             print(f"{name:14} {s['samples_per_second']:10.0f} {s['speed_vs_1_process']:9.2f} {s['mean_loss']:7.4f} "
                   f"{s['test_accuracy']:8.4f}")

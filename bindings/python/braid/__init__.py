@@ -15,6 +15,6 @@ init = initializer  # MXNet's mx.init
 kv = kvstore  # MXNet's mx.kv
 nd = np  # braid's arrays have NumPy's semantics whichever name imports them
 random = np.random
-__all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray", "NDArray", "BraidError", "Device",
-           "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
+__all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
+           "NDArray", "BraidError", "Device", "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release

@@ -141,7 +141,8 @@ class SeveralProcesses(unittest.TestCase):
     def test_four_ranks(self):
         self.run_ranks(4)
 
-    @unittest.skipIf(not os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte.gz")), f"no Fashion-MNIST in {DATA}")
+    @unittest.skipIf(not os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte.gz")),
+                     f"no Fashion-MNIST in {DATA}")
     def test_the_lenet_sample_on_two_ranks_trains_as_one_process(self):
         sample = os.path.join(HERE, "..", "..", "..", "samples", "python", "lenet_dist.py")
         args = [sample, "--batches", "8", "--test-batches", "1", "--batch-size", "64", "--init-std", "0.1",

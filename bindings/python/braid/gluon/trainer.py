@@ -136,9 +136,10 @@ class Trainer:
             pending, self._pending_check = self._pending_check, None
             high, neg_low = pending.asnumpy().tolist()
             if high != -neg_low:
-                raise ValueError(f"braid: the processes passed different batch sizes to Trainer.step (from {-neg_low:g} "
-                                 f"to {high:g}); every rank must pass the same one: its own batch when the shards are "
-                                 "equal, else the global batch divided by the number of processes")
+                raise ValueError(f"braid: the processes passed different batch sizes to Trainer.step "
+                                 f"(from {-neg_low:g} to {high:g}); every rank must pass the same one: its own "
+                                 "batch when the shards are equal, else the global batch divided by the number of "
+                                 "processes")
         from .. import np
         sent = np.array([batch_size, -batch_size], dtype="float64")
         return batch_size * self._group.size, sent
