@@ -6,7 +6,7 @@ ctypes; nothing is compiled). See docs/PYTHON.md.
     y = x + 1
     npx.waitall()
 """
-from . import _lib, autograd, data, gluon, initializer, kvstore, np, npx  # noqa: F401
+from . import _lib, autograd, data, distributed, gluon, initializer, kvstore, np, npx  # noqa: F401
 from ._lib import BraidError
 from .device import Device, cpu, devices, gpu, num_gpus, seed, vulkan, waitall  # noqa: F401
 from .ndarray import NDArray, ndarray  # noqa: F401
@@ -15,6 +15,6 @@ init = initializer  # MXNet's mx.init
 kv = kvstore  # MXNet's mx.kv
 nd = np  # braid's arrays have NumPy's semantics whichever name imports them
 random = np.random
-__all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "random", "ndarray", "NDArray", "BraidError", "Device",
-           "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
+__all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
+           "NDArray", "BraidError", "Device", "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release

@@ -8,7 +8,7 @@ import ctypes
 import os
 
 ABI_MAJOR = 1
-ABI_MINOR_NEEDED = 7  # braid_where (1.7) is the newest function used
+ABI_MINOR_NEEDED = 9  # KVStore across processes and the Trainer's states (1.9) are the newest used
 
 c_tensor = ctypes.c_void_p
 c_context = ctypes.c_void_p
@@ -101,6 +101,26 @@ class TrainerOptions(ctypes.Structure):
                 ("algorithm", ctypes.c_int), ("flags", ctypes.c_uint64)]
 
 
+class ProcessGroupOptions(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("rank", ctypes.c_int32), ("world_size", ctypes.c_int32),
+                ("master_addr", ctypes.c_char_p), ("master_port", ctypes.c_int32), ("backend", ctypes.c_char_p),
+                ("timeout_seconds", ctypes.c_double), ("flags", ctypes.c_uint32)]
+
+
+PROCESS_GROUP_NO_CHECK = 1
+
+
+class ProcessGroupInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("rank", ctypes.c_int32), ("world_size", ctypes.c_int32),
+                ("local_rank", ctypes.c_int32), ("local_size", ctypes.c_int32), ("timeout_seconds", ctypes.c_double),
+                ("backend", ctypes.c_char * 32)]
+
+
+class KVStoreInfo(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("rank", ctypes.c_int32), ("num_workers", ctypes.c_int32),
+                ("num_servers", ctypes.c_int32)]
+
+
 # braid_hybrid_fn: status (void* user, int32 num_inputs, const braid_tensor* inputs, int32 num_outputs,
 # braid_tensor* outputs)
 HYBRID_FN = ctypes.CFUNCTYPE(c_status, ctypes.c_void_p, ctypes.c_int32, ctypes.POINTER(c_tensor), ctypes.c_int32,
@@ -181,6 +201,21 @@ _PROTOTYPES = {
     "braid_trainer_allreduce_grads": (c_status, [ctypes.c_void_p]),
     "braid_trainer_update": (c_status, [ctypes.c_void_p, ctypes.c_double]),
     "braid_trainer_set_learning_rate": (c_status, [ctypes.c_void_p, ctypes.c_double]),
+    "braid_trainer_learning_rate": (c_status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_double)]),
+    "braid_process_group_create": (c_status, [c_context, ctypes.POINTER(ProcessGroupOptions),
+                                              ctypes.POINTER(ctypes.c_void_p)]),
+    "braid_process_group_retain": (c_status, [ctypes.c_void_p]),
+    "braid_process_group_release": (c_status, [ctypes.c_void_p]),
+    "braid_process_group_get_info": (c_status, [ctypes.c_void_p, ctypes.POINTER(ProcessGroupInfo)]),
+    "braid_process_group_allreduce": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int]),
+    "braid_process_group_broadcast": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32]),
+    "braid_process_group_reduce": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32, ctypes.c_int]),
+    "braid_process_group_all_gather": (c_status, [ctypes.c_void_p, c_tensor, c_tensor]),
+    "braid_process_group_reduce_scatter": (c_status, [ctypes.c_void_p, c_tensor, c_tensor, ctypes.c_int]),
+    "braid_process_group_barrier": (c_status, [ctypes.c_void_p]),
+    "braid_process_group_send": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32, ctypes.c_int32]),
+    "braid_process_group_recv": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32, ctypes.c_int32]),
+    "braid_trainer_set_process_group": (c_status, [ctypes.c_void_p, ctypes.c_void_p]),
     "braid_kvstore_create": (c_status, [c_context, ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p)]),
     "braid_kvstore_release": (c_status, [ctypes.c_void_p]),
     "braid_kvstore_type": (c_status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p)]),
@@ -189,6 +224,11 @@ _PROTOTYPES = {
     "braid_kvstore_pull": (c_status, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, c_tensorp]),
     "braid_kvstore_pushpull": (c_status, [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, c_tensorp, c_tensorp]),
     "braid_kvstore_set_optimizer": (c_status, [ctypes.c_void_p, ctypes.POINTER(OptimizerParams)]),
+    "braid_kvstore_get_info": (c_status, [ctypes.c_void_p, ctypes.POINTER(KVStoreInfo)]),
+    "braid_kvstore_barrier": (c_status, [ctypes.c_void_p]),
+    "braid_kvstore_run_server": (c_status, [c_context]),
+    "braid_trainer_save_states": (c_status, [ctypes.c_void_p, ctypes.c_char_p]),
+    "braid_trainer_load_states": (c_status, [ctypes.c_void_p, ctypes.c_char_p]),
     "braid_save_safetensors": (c_status, [ctypes.c_char_p, ctypes.c_int32, ctypes.POINTER(ctypes.c_char_p), c_tensorp]),
     "braid_safetensors_names": (c_status, [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t,
                                            ctypes.POINTER(ctypes.c_size_t)]),

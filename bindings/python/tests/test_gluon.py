@@ -246,6 +246,43 @@ class Training(unittest.TestCase):
         with self.assertRaises(ValueError):
             gluon.Trainer(layer.collect_params(), "rmsprop")
 
+    def test_save_states_and_load_states_resume_bit_for_bit(self):
+        X = numpy.random.RandomState(3).normal(size=(6, 8, 4)).astype(numpy.float32)
+        y = numpy.random.RandomState(4).randint(0, 3, size=(6, 8)).astype(numpy.int32)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+        def net_and_trainer(optimizer, params):
+            braid.seed(9)
+            net = nn.Sequential()
+            net.add(nn.Dense(6, activation="relu", in_units=4), nn.Dense(3, in_units=6))
+            net.initialize(init=init.Normal(0.3))
+            return net, gluon.Trainer(net.collect_params(), optimizer, params)
+
+        def steps(net, trainer, first, last):
+            for s in range(first, last):
+                with autograd.record():
+                    loss = loss_fn(net(np.array(X[s])), np.array(y[s])).mean()
+                loss.backward()
+                trainer.step(1)
+            return [p.data().asnumpy() for p in net.collect_params().values()]
+
+        with tempfile.TemporaryDirectory() as d:
+            for optimizer, params in (("sgd", {"learning_rate": 0.3, "momentum": 0.9}), ("adam", {"learning_rate": 0.05})):
+                whole = steps(*net_and_trainer(optimizer, params), 0, 6)
+                net, trainer = net_and_trainer(optimizer, params)
+                steps(net, trainer, 0, 3)
+                net.save_parameters(os.path.join(d, "p"))
+                trainer.save_states(os.path.join(d, "s"))
+                net, trainer = net_and_trainer(optimizer, params)
+                net.load_parameters(os.path.join(d, "p"))
+                trainer.load_states(os.path.join(d, "s"))
+                for got, want in zip(steps(net, trainer, 3, 6), whole):
+                    numpy.testing.assert_array_equal(got, want, err_msg=optimizer)  # bit for bit
+            net, trainer = net_and_trainer("sgd", {"learning_rate": 0.3})
+            with self.assertRaises(braid.BraidError) as e:
+                trainer.load_states(os.path.join(d, "s"))  # Adam's states
+            self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+
     @unittest.skipUnless(braid.cpu(1) in braid.devices(), "one CPU device (BRAID_CPU_DEVICES=2 makes two)")
     def test_two_devices_match_one(self):
         def train(devices):
@@ -321,9 +358,12 @@ class KVStore(unittest.TestCase):
         with self.assertRaises(braid.BraidError) as e:
             kv.init(3, np.ones(1))  # the key exists
         self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+        self.assertEqual((kv.rank, kv.num_workers), (0, 1))
         with self.assertRaises(braid.BraidError) as e:
-            braid.kv.create("dist_sync")  # no server processes in this job (braid-run --servers)
+            braid.kv.create("dist_async")  # no server processes in this job (braid-run --servers)
         self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_STATE")
+        with self.assertRaises(ValueError):
+            braid.kv.create("dist")
         with self.assertRaises(TypeError):
             kv.push("w", np.ones(1))
 

@@ -1,14 +1,45 @@
 """gluon.Trainer over braid's Trainer (braid_trainer_*, docs/PARALLEL.md): step(batch_size) sums every
 parameter's gradients over the devices it lives on, in buckets that overlap the rest of backward,
 then updates every copy with SGD (momentum, weight decay) or Adam, scaled by rescale_grad / batch_size
-as Gluon's Trainer does."""
+as Gluon's Trainer does.
+
+With kvstore="dist_sync" (or "dist_device_sync", the same here) the trainer also reduces across the
+processes of the job (braid.distributed's default group, joined from the launcher's variables when
+the Trainer is made): each bucket of gradients is summed over this process's devices, then over the
+processes, then handed back, and every rank applies the same update (braid_trainer_set_process_group).
+step(batch_size) takes this process's batch, as every Gluon script passes it (data.shape[0]): the
+gradients are summed over every row of every process and divided by batch_size x the number of
+processes, so N processes on equal shards train as one process on the global batch (the gradient
+averaged over the processes, as PyTorch's DDP and Horovod do). Every rank must pass the same
+batch_size (checked: a rank that differs is a ValueError at the next step); with unequal shards,
+pass the global batch divided by the number of processes (a float is fine) on every rank."""
 import ctypes
 
 from .._lib import TrainerOptions, c_tensor, check, lib
+from .. import kvstore as _kvstore
 from .. import optimizer as _optimizer
-from .parameter import Parameter
+from .parameter import DeferredInitializationError, Parameter
 
 _IGNORE_STALE_GRAD = 1
+
+
+def _process_group(kvstore):
+    """The ProcessGroup a kvstore argument asks for (None: this process alone)."""
+    if kvstore is None or kvstore is False:
+        return None
+    if isinstance(kvstore, _kvstore.KVStore):
+        kvstore = kvstore.type
+    if kvstore == "nccl":  # MXNet's in-process NCCL store: braid's trainer picks its own allreduce
+        return None
+    if _kvstore.check_type(kvstore) == "dist_async":
+        raise NotImplementedError(
+            "braid: gluon.Trainer(kvstore='dist_async') is not available yet: use kvstore='dist_sync' (gradients "
+            "averaged across the processes), or braid.kv.create('dist_async') with braid-run --servers to push "
+            "gradients and pull weights yourself (docs/DISTRIBUTED.md)")
+    if kvstore in _kvstore.DIST_TYPES:
+        from .. import distributed
+        return distributed.default_group()
+    return None
 
 
 class Trainer:
@@ -17,11 +48,60 @@ class Trainer:
             params = list(params.values())
         if not all(isinstance(p, Parameter) for p in params):
             raise TypeError("braid: Trainer takes a ParameterDict or a list of Parameters")
-        unique = {id(p): p for p in params if p.grad_req != "null"}  # a shared parameter is listed once
-        self._params = list(unique.values())
+        unique = {id(p): p for p in params}  # a shared parameter is listed once
+        self._params = [p for p in unique.values() if p.grad_req != "null"]
         self._optimizer = _optimizer.optimizer_params(optimizer, dict(optimizer_params or {}))
         self._handle = None
         self._ignore_stale = None
+        self._pending_check = None
+        self._group = _process_group(kvstore)  # update_on_kvstore changes nothing: every rank updates alike
+        if self._group is not None and self._group.size > 1:
+            self._broadcast_initialised(list(unique.values()))
+
+    def _broadcast_initialised(self, params):
+        """Rank 0's values of the parameters initialised by now, so that the first step's gradients
+        are already taken at the same values on every rank (the C trainer broadcasts the trained ones
+        again at the first step, once the deferred ones have their shapes too). Those without
+        gradients (BatchNorm's running statistics) start from rank 0's too, then follow each rank's
+        own batches."""
+        for p in params:
+            try:
+                copies = p.list_data()
+            except DeferredInitializationError:
+                continue
+            self._group.broadcast(copies[0], 0)
+            for other in copies[1:]:
+                copies[0].copyto(other)
+
+    @property
+    def process_group(self):
+        """The braid.distributed.ProcessGroup the gradients are reduced across; None in one process."""
+        return self._group
+
+    @property
+    def rank(self):
+        """This process's rank (kvstore.rank in MXNet); 0 in one process."""
+        return self._group.rank if self._group is not None else 0
+
+    @property
+    def num_workers(self):
+        """How many processes train together (kvstore.num_workers in MXNet); 1 in one process."""
+        return self._group.size if self._group is not None else 1
+
+    def save_states(self, fname):
+        """Writes the optimizer's state (momentum or Adam's moments, step counts, learning rate) to
+        fname, atomically (Gluon's Trainer.save_states). With the parameters (Block.save_parameters) and
+        your own step and data position, a run resumed from it goes on bit for bit."""
+        import os
+        check(lib.braid_trainer_save_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
+
+    def load_states(self, fname):
+        """Restores what save_states wrote (Gluon's Trainer.load_states), on every device's copy."""
+        import os
+        check(lib.braid_trainer_load_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
+        out = ctypes.c_double()
+        check(lib.braid_trainer_learning_rate(self._handle, ctypes.byref(out)))
+        self._optimizer.learning_rate = out.value
 
     @property
     def learning_rate(self):
@@ -52,18 +132,56 @@ class Trainer:
         handle = ctypes.c_void_p()
         check(lib.braid_trainer_create(len(devices), len(self._params), handles, ctypes.byref(options),
                                        ctypes.byref(handle)))
+        if self._group is not None:
+            status = lib.braid_trainer_set_process_group(handle, self._group.handle)
+            if status:
+                lib.braid_trainer_release(handle)
+                check(status)
         self._handle, self._ignore_stale = handle, ignore_stale_grad
         return handle
 
+    def _global_batch(self, batch_size):
+        """The batch_size braid's trainer takes: this process's times the processes (the global batch).
+        Checks that the previous step's batch_size was the same on every rank (one small collective per
+        step, read a step later so that it never waits), and sends this one's."""
+        if self._group is None or self._group.size == 1:
+            return float(batch_size), None  # braid_trainer_step refuses what is not a positive number
+        try:
+            batch_size = float(batch_size)
+        except (TypeError, ValueError):
+            raise TypeError(f"braid: batch_size is a number, not {batch_size!r}") from None
+        if not 0 < batch_size < float("inf"):
+            raise ValueError(f"braid: batch_size must be a positive number, not {batch_size}")
+        if self._pending_check is not None:
+            pending, self._pending_check = self._pending_check, None
+            high, neg_low = pending.asnumpy().tolist()
+            if high != -neg_low:
+                raise ValueError(f"braid: the processes passed different batch sizes to Trainer.step "
+                                 f"(from {-neg_low:g} to {high:g}); every rank must pass the same one: its own "
+                                 "batch when the shards are equal, else the global batch divided by the number of "
+                                 "processes")
+        from .. import np
+        sent = np.array([batch_size, -batch_size], dtype="float64")
+        return batch_size * self._group.size, sent
+
+    def _check_after(self, sent):
+        if sent is not None:
+            self._pending_check = self._group.allreduce(sent, "max")
+
     def step(self, batch_size, ignore_stale_grad=False):
-        """allreduce_grads() then update(batch_size)."""
-        check(lib.braid_trainer_step(self._trainer(ignore_stale_grad), float(batch_size)))
+        """allreduce_grads() then update(batch_size). batch_size is this process's (see the module's
+        docstring for several processes)."""
+        total, sent = self._global_batch(batch_size)
+        check(lib.braid_trainer_step(self._trainer(ignore_stale_grad), total))
+        self._check_after(sent)
 
     def allreduce_grads(self):
         check(lib.braid_trainer_allreduce_grads(self._trainer(bool(self._ignore_stale))))
 
     def update(self, batch_size, ignore_stale_grad=False):
-        check(lib.braid_trainer_update(self._trainer(ignore_stale_grad), float(batch_size)))
+        total, sent = self._global_batch(batch_size)
+        check(lib.braid_trainer_update(self._trainer(ignore_stale_grad), total))
+        self._check_after(sent)
 
     def __del__(self):
         try:

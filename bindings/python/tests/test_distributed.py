@@ -1,0 +1,175 @@
+"""Several processes: braid.distributed's collectives and gluon.Trainer(kvstore="dist_sync"), run as
+2 and 4 ranks of dist_worker.py under braid-run. Every rank's parameters after training must be
+bit-identical, and equal (within float tolerance) one process trained on the global batches; and
+samples/python/lenet_dist.py on 2 ranks must follow one process's loss for a few batches. Skipped
+where braid-run or the Gloo plugin is not built next to the libbraid under test."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy
+
+import braid
+from braid import distributed as dist
+from braid import gluon
+
+import dist_worker
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.environ.get("BRAID_DATA_DIR", "/usr/share/datasets/fashion-mnist")
+
+
+def _build_dirs():
+    """Where libbraid's build keeps its plugins (lib) and tools (bin): next to BRAID_LIBRARY (ctest
+    sets it), else this checkout's build/."""
+    library = os.environ.get("BRAID_LIBRARY")
+    lib_dir = (os.path.dirname(os.path.realpath(library)) if library
+               else os.path.join(HERE, "..", "..", "..", "build", "lib"))
+    return os.path.normpath(lib_dir), os.path.normpath(os.path.join(lib_dir, "..", "bin"))
+
+
+LIB_DIR, BIN_DIR = _build_dirs()
+BRAID_RUN = os.path.join(BIN_DIR, "braid-run")
+GLOO = os.path.join(LIB_DIR, "libbraid-comm-gloo.so")
+MISSING = ("the Gloo plugin is not built (no {})".format(GLOO) if not os.path.exists(GLOO)
+           else "braid-run is not built (no {})".format(BRAID_RUN) if not os.path.exists(BRAID_RUN) else None)
+
+
+class WithoutProcesses(unittest.TestCase):
+    """What needs no group, or a group of one."""
+
+    def test_kvstore_strings(self):
+        with self.assertRaises(NotImplementedError) as caught:
+            gluon.Trainer([], "sgd", kvstore="dist_async")
+        self.assertIn("dist_sync", str(caught.exception))
+        with self.assertRaises(braid.BraidError):  # no server processes here
+            braid.kv.create("dist_async")
+        for bad in ("dist", "dist_sync_async", "Device", "horovod"):
+            with self.assertRaises(ValueError):
+                gluon.Trainer([], "sgd", kvstore=bad)
+        with self.assertRaises(TypeError):
+            braid.kv.create(3)
+        trainer = gluon.Trainer([], "sgd", kvstore="device")
+        self.assertEqual((trainer.rank, trainer.num_workers, trainer.process_group), (0, 1, None))
+        store = braid.kv.create("local")
+        self.assertEqual((store.rank, store.num_workers), (0, 1))
+
+    def test_the_module_needs_a_group(self):
+        if not dist.is_initialized():
+            with self.assertRaises(RuntimeError):
+                dist.get_rank()
+        with self.assertRaises(TypeError):
+            dist.get_rank(group="world")
+
+    def test_bad_options_are_refused_before_joining(self):
+        for kwargs, error in [({"rank": -1}, ValueError), ({"world_size": 0}, ValueError),
+                              ({"rank": 0.5}, TypeError), ({"master_port": 70000}, ValueError),
+                              ({"timeout": -1}, ValueError), ({"master_addr": 3}, TypeError),
+                              ({"backend": ""}, TypeError)]:
+            with self.assertRaises(error, msg=str(kwargs)):
+                dist.ProcessGroup(**kwargs)
+
+    @unittest.skipIf(MISSING, MISSING)
+    def test_a_group_of_one(self):
+        with dist.ProcessGroup(rank=0, world_size=1, master_port=_free_port(), timeout=30) as group:
+            self.assertEqual((group.rank, group.size, group.backend), (0, 1, "gloo"))
+            x = braid.np.array([1.0, 2.0])
+            self.assertIs(group.allreduce(x, op="max"), x)
+            numpy.testing.assert_array_equal(x.asnumpy(), [1.0, 2.0])
+            with self.assertRaises(ValueError):
+                group.allreduce(x, op="median")
+            with self.assertRaises(TypeError):
+                group.allreduce(x, op=None)
+            with self.assertRaises(TypeError):
+                group.allreduce([1.0, 2.0])
+            with self.assertRaises(ValueError):
+                group.broadcast(x, root=1)
+        with self.assertRaises(RuntimeError):
+            group.barrier()  # closed
+
+
+def _free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def reference(world_size, initial):
+    """One process on the global batches, from the ranks' initial values."""
+    devices = [braid.cpu(0)]
+    net = dist_worker.model(devices)
+    for name, p in net.collect_params().items():
+        p.set_data(braid.np.array(initial[name]))
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": dist_worker.LR, "momentum": dist_worker.MOMENTUM})
+    dist_worker.train(net, trainer, dist_worker.global_batches(world_size), devices,
+                      world_size * dist_worker.ROWS_PER_RANK)
+    return dist_worker.values(net)
+
+
+@unittest.skipIf(MISSING, MISSING)
+class SeveralProcesses(unittest.TestCase):
+    def run_ranks(self, n):
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
+            done = subprocess.run([BRAID_RUN, "-n", str(n), sys.executable, os.path.join(HERE, "dist_worker.py"), out],
+                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+            self.assertEqual(done.returncode, 0, done.stdout)
+            for r in range(n):
+                self.assertIn(f"[{r}] rank {r} of {n}: ok", done.stdout)
+            ranks = []
+            for r in range(n):
+                with numpy.load(os.path.join(out, f"rank{r}.npz")) as f:
+                    ranks.append({k: f[k] for k in f.files})
+        for r in range(1, n):
+            for key, value in ranks[0].items():
+                numpy.testing.assert_array_equal(ranks[r][key], value, err_msg=f"rank {r}'s {key}")  # bit for bit
+        initial = {k.split("/", 1)[1]: v for k, v in ranks[0].items() if k.startswith("initial/")}
+        want = reference(n, initial)
+        for name, value in want.items():
+            self.assertFalse(numpy.array_equal(ranks[0][f"final/{name}"], initial[name]), f"{name} was trained")
+            numpy.testing.assert_allclose(ranks[0][f"final/{name}"], value, rtol=1e-4, atol=1e-5, err_msg=name)
+
+    def test_two_ranks(self):
+        self.run_ranks(2)
+
+    def test_a_dist_sync_kvstore_with_servers(self):
+        env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
+        done = subprocess.run([BRAID_RUN, "-n", "2", "--servers", "2", sys.executable,
+                               os.path.join(HERE, "dist_worker.py"), "--kv"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        self.assertEqual(done.returncode, 0, done.stdout)
+        for r in range(2):
+            self.assertIn(f"[{r}] rank {r} of 2: kv ok over 2 server(s)", done.stdout)
+
+    def test_four_ranks(self):
+        self.run_ranks(4)
+
+    @unittest.skipIf(not os.path.exists(os.path.join(DATA, "train-images-idx3-ubyte.gz")),
+                     f"no Fashion-MNIST in {DATA}")
+    def test_the_lenet_sample_on_two_ranks_trains_as_one_process(self):
+        sample = os.path.join(HERE, "..", "..", "..", "samples", "python", "lenet_dist.py")
+        args = [sample, "--batches", "8", "--test-batches", "1", "--batch-size", "64", "--init-std", "0.1",
+                "--lr", "0.2", "--json"]
+        env = dict(os.environ, PYTHONPATH=os.path.join(HERE, ".."))
+        results = []
+        for command in ([BRAID_RUN, "-n", "2", sys.executable] + args, [sys.executable] + args):
+            done = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                  timeout=240)
+            self.assertEqual(done.returncode, 0, done.stdout)
+            line = next(t for t in done.stdout.splitlines() if "{" in t)
+            results.append(json.loads(line[line.index("{"):]))
+        two, one = results
+        self.assertEqual((two["ranks"], one["ranks"], two["batches"]), (2, 1, 8))
+        self.assertAlmostEqual(two["mean_loss"], one["mean_loss"], places=4)
+        self.assertAlmostEqual(two["test_accuracy"], one["test_accuracy"], delta=0.05)
+
+
+if __name__ == "__main__":
+    unittest.main()
