@@ -810,6 +810,9 @@ class Trainer {
   ~Trainer() { braid_trainer_release(h_); }
   braid_trainer get() const noexcept { return h_; }
   void step(double batch_size) const { check(braid_trainer_step(h_, batch_size)); }
+  // The optimizer's state to and from a file (braid_trainer_save_states / load_states).
+  void save_states(const std::string& path) const { check(braid_trainer_save_states(h_, path.c_str())); }
+  void load_states(const std::string& path) const { check(braid_trainer_load_states(h_, path.c_str())); }
   void allreduce_grads() const { check(braid_trainer_allreduce_grads(h_)); }
   void update(double batch_size) const { check(braid_trainer_update(h_, batch_size)); }
   void set_learning_rate(double lr) const { check(braid_trainer_set_learning_rate(h_, lr)); }

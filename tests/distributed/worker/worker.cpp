@@ -22,7 +22,9 @@
 #include <braid.hpp>
 
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -338,6 +340,79 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
   std::printf("rank %d: %d replicas, w[0] %.6f (this process alone: %.6f)\n", rank, replicas, wd[0], wr[0]);
 }
 
+// Training that checkpoints after every step into `dir` (rank 0 writes; the parameters file, named by
+// the step, is written last and so marks a complete checkpoint) and, started again by braid-run
+// --max-restarts, resumes from the newest complete one. On the first attempt rank 1 dies (SIGKILL) at
+// the start of step `kill_at` (-1: never). Rank 0 writes each step's global loss to dir/loss.STEP as a
+// hexadecimal float, so that an interrupted run's losses can be compared bit for bit with an
+// uninterrupted one's (tests/distributed/resume_test.sh).
+void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir, int kill_at) {
+  const int rank = pg.rank(), world = pg.world_size();
+  const braid::Device cpu = ctx.find_device("cpu:0");
+  const int64_t batch = 16, features = 4, steps = 8;
+  const int64_t shard = batch / world;
+  int first = 0;
+  std::vector<float> w0(static_cast<size_t>(features), 0.25f), b0{0.5f};
+  std::string states;
+  for (int s = static_cast<int>(steps) - 1; s >= 0; --s) {
+    const std::string params = dir + "/ckpt-" + std::to_string(s) + ".params";
+    if (FILE* f = std::fopen(params.c_str(), "rb")) {
+      std::fclose(f);
+      const auto loaded = braid::load_safetensors(ctx, cpu, params, {"w", "b"});
+      w0 = loaded[0].to_vector<float>();
+      b0 = loaded[1].to_vector<float>();
+      states = dir + "/ckpt-" + std::to_string(s) + ".states";
+      first = s + 1;
+      break;
+    }
+  }
+  auto w = braid::Tensor::from_vector(ctx, cpu, {features, 1}, w0);
+  auto b = braid::Tensor::from_vector(ctx, cpu, {1}, b0);
+  braid::attach_grad(w);
+  braid::attach_grad(b);
+  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
+  o.optimizer.learning_rate = 0.02;
+  o.optimizer.momentum = 0.9;
+  braid::Trainer trainer({{w, b}}, o);
+  braid::set_process_group(trainer, pg);
+  if (!states.empty()) trainer.load_states(states);
+  if (first > 0) std::printf("rank %d: resumed at step %d\n", rank, first);
+  for (int s = first; s < steps; ++s) {
+    if (s == kill_at && rank == 1 && std::getenv("BRAID_RESTART") && std::string(std::getenv("BRAID_RESTART")) == "0")
+      ::raise(SIGKILL);  // as a crash would, between two steps
+    std::vector<float> x(static_cast<size_t>(shard * features)), y(static_cast<size_t>(shard));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = std::sin(static_cast<float>(static_cast<int64_t>(i) + (s * batch + rank * shard) * features) * 0.37f);
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = std::cos(static_cast<float>(static_cast<int64_t>(i) + s * batch + rank * shard) * 0.11f);
+    auto X = braid::Tensor::from_vector(ctx, cpu, {shard, features}, x);
+    auto Y = braid::Tensor::from_vector(ctx, cpu, {shard, 1}, y);
+    braid::Tensor loss;
+    {
+      braid::AutogradScope rec(ctx);
+      auto err = braid::sub(braid::add(braid::matmul(X, w), b), Y);
+      loss = braid::sum(braid::mul(err, err));
+    }
+    braid::backward(loss);
+    trainer.step(static_cast<double>(batch));
+    auto total = braid::Tensor::from_vector(ctx, cpu, {1}, loss.to_vector<float>());
+    pg.allreduce(total);
+    const float l = total.to_vector<float>()[0];
+    if (rank == 0) {
+      const std::string base = dir + "/ckpt-" + std::to_string(s);
+      trainer.save_states(base + ".states");
+      const std::pair<std::string, braid::Tensor> named[] = {{"w", w}, {"b", b}};
+      braid::save_safetensors(base + ".params", named);  // last: the checkpoint is complete
+      if (FILE* f = std::fopen((dir + "/loss." + std::to_string(s)).c_str(), "w")) {
+        std::fprintf(f, "%a\n", static_cast<double>(l));
+        std::fclose(f);
+      }
+    }
+    pg.barrier();  // every rank past this step's checkpoint
+  }
+  std::printf("rank %d: trained to step %d\n", rank, static_cast<int>(steps));
+}
+
 // Expects `f` to throw a braid::Error with `status` whose message contains `text`.
 template <class F>
 void expect_error(F f, braid_status status, const char* text, const char* what) {
@@ -485,6 +560,18 @@ void kv_async(braid::Context& ctx, braid::ProcessGroup& pg) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::string(argv[1]) == "resume") {  // resume DIR KILL_AT
+    try {
+      braid::Context ctx;
+      braid::ProcessGroup pg(ctx);
+      g_rank = pg.rank();
+      resume(ctx, pg, argv[2], std::atoi(argv[3]));
+    } catch (const braid::Error& e) {
+      std::fprintf(stderr, "rank %d: FAIL: %s\n", g_rank, e.what());
+      return 1;
+    }
+    return g_failures ? 1 : 0;
+  }
   if (argc != 2) {
     std::fprintf(stderr,
                  "usage: braid-test-dist-worker collectives|train|trainer|kv_sync|kv_device_sync|kv_async   (started "
