@@ -52,7 +52,10 @@ class DistStore final : public parallel::RemoteStore {
   void exchange_then_barrier(std::vector<Exchange>& xs, const char* call);
   // t's bytes in host memory once its writers have ended (staged through a host device if needed).
   const std::byte* host_bytes(Tensor& t, TensorRef& staged, const char* call);
-  std::vector<Part> parts_of(int64_t key, const Tensor& t, Kind kind, std::vector<Message>& requests) const;
+  // One request per server holding a part of the key: its part of `send` as the payload, and its part
+  // of `receive` for the reply (either may be NULL).
+  std::vector<Exchange> requests(int64_t key, const Tensor& t, Kind kind, const std::byte* send,
+                                 std::byte* receive) const;
 
   Context& ctx_;
   ContextRef ctx_ref_;
@@ -207,34 +210,36 @@ const std::byte* DistStore::host_bytes(Tensor& t, TensorRef& staged, const char*
   return host_address(*host);
 }
 
-std::vector<Part> DistStore::parts_of(int64_t key, const Tensor& t, Kind kind, std::vector<Message>& requests) const {
+std::vector<DistStore::Exchange> DistStore::requests(int64_t key, const Tensor& t, Kind kind, const std::byte* send,
+                                                     std::byte* receive) const {
   const auto total = static_cast<uint64_t>(t.shape.numel());
-  std::vector<Part> parts = partition(key, total, job_);
-  for (const Part& p : parts) {
-    Message m;
-    m.kind = kind;
-    m.key = key;
-    m.offset = p.offset;
-    m.count = p.count;
-    m.total = total;
-    m.dtype = static_cast<int32_t>(t.dtype);
-    requests.push_back(m);
+  const uint64_t size = dtype_size(t.dtype);
+  std::vector<Exchange> xs;
+  for (const Part& p : partition(key, total, job_)) {
+    Exchange x{p.server, {}};
+    x.request.kind = kind;
+    x.request.key = key;
+    x.request.offset = p.offset;
+    x.request.count = p.count;
+    x.request.total = total;
+    x.request.dtype = static_cast<int32_t>(t.dtype);
+    if (send) {
+      x.request.bytes = p.count * size;
+      x.payload = send + p.offset * size;
+    }
+    if (receive) {
+      x.reply = receive + p.offset * size;
+      x.reply_bytes = p.count * size;
+    }
+    xs.push_back(x);
   }
-  return parts;
+  return xs;
 }
 
 void DistStore::init(int64_t key, Tensor& value) {
   if (job_.rank == 0) {
     TensorRef staged;
-    const std::byte* data = host_bytes(value, staged, "kvstore_init");
-    std::vector<Message> ms;
-    const std::vector<Part> parts = parts_of(key, value, Kind::kInit, ms);
-    std::vector<Exchange> xs;
-    const uint64_t size = dtype_size(value.dtype);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      ms[i].bytes = parts[i].count * size;
-      xs.push_back({parts[i].server, ms[i], data + parts[i].offset * size});
-    }
+    std::vector<Exchange> xs = requests(key, value, Kind::kInit, host_bytes(value, staged, "kvstore_init"), nullptr);
     exchange_then_barrier(xs, "kvstore_init");
     return;
   }
@@ -243,15 +248,7 @@ void DistStore::init(int64_t key, Tensor& value) {
 
 void DistStore::push(int64_t key, Tensor& sum) {
   TensorRef staged;
-  const std::byte* data = host_bytes(sum, staged, "kvstore_push");
-  std::vector<Message> ms;
-  const std::vector<Part> parts = parts_of(key, sum, Kind::kPush, ms);
-  std::vector<Exchange> xs;
-  const uint64_t size = dtype_size(sum.dtype);
-  for (size_t i = 0; i < parts.size(); ++i) {
-    ms[i].bytes = parts[i].count * size;
-    xs.push_back({parts[i].server, ms[i], data + parts[i].offset * size});
-  }
+  std::vector<Exchange> xs = requests(key, sum, Kind::kPush, host_bytes(sum, staged, "kvstore_push"), nullptr);
   exchange(xs, "kvstore_push");
 }
 
@@ -262,13 +259,7 @@ void DistStore::pull(int64_t key, Tensor& into) {
          ", and no device of this context has host memory to receive it in (load the CPU backend)");
   // A fresh storage has no readers or writers yet: the replies are written straight into it.
   TensorRef fresh = new_tensor(ctx_, *dev, into.dtype, into.shape);
-  std::byte* data = host_address(*fresh);
-  std::vector<Message> ms;
-  const std::vector<Part> parts = parts_of(key, into, Kind::kPull, ms);
-  std::vector<Exchange> xs;
-  const uint64_t size = dtype_size(into.dtype);
-  for (size_t i = 0; i < parts.size(); ++i)
-    xs.push_back({parts[i].server, ms[i], nullptr, data + parts[i].offset * size, parts[i].count * size});
+  std::vector<Exchange> xs = requests(key, into, Kind::kPull, nullptr, host_address(*fresh));
   exchange(xs, "kvstore_pull");
   push_range_copy("kvstore_pull", *fresh, 0, into, 0, into.shape.numel());
 }

@@ -331,11 +331,18 @@ std::vector<float> uniform(size_t n, uint32_t seed) {
   return v;
 }
 
-// Trains `steps` steps on k replicas (devices 0..k-1 of ctx) and returns replica 0's parameters,
-// checking that every replica holds the same values.
-std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_params opt, uint64_t bucket_bytes,
-                                      braid_allreduce_algorithm algorithm, int steps) {
-  const std::vector<std::vector<float>> init = {uniform(32, 1), uniform(8, 2), uniform(8, 3)};
+// Steps [from, to) of a training on k replicas (devices 0..k-1 of ctx), from the parameters `init`
+// and, when `states` is set, the optimizer states saved there; with `save` set, the parameters and
+// states are saved to save + ".params" / ".states" after the last step. Returns replica 0's
+// parameters, checking that every replica holds the same values.
+struct Run {
+  int from = 0, to = 5;
+  uint64_t bucket_bytes = 0;
+  braid_allreduce_algorithm algorithm = BRAID_ALLREDUCE_AUTO;
+  std::string states, save;
+};
+std::vector<std::vector<float>> train_span(braid_context ctx, int k, braid_optimizer_params opt,
+                                           const std::vector<std::vector<float>>& init, const Run& run) {
   std::vector<Mlp> reps;
   std::vector<braid_tensor> handles;
   for (int r = 0; r < k; ++r) {
@@ -344,14 +351,15 @@ std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_
   }
   braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
   o.optimizer = opt;
-  o.bucket_bytes = bucket_bytes;
-  o.algorithm = algorithm;
+  o.bucket_bytes = run.bucket_bytes;
+  o.algorithm = run.algorithm;
   braid_trainer tr = nullptr;
   BRAID_CHECK_OK(braid_trainer_create(k, 3, handles.data(), &o, &tr));
+  if (!run.states.empty()) BRAID_CHECK_OK(braid_trainer_load_states(tr, run.states.c_str()));
   const int64_t batch = 12;
   std::vector<braid_device> devs;
   for (int r = 0; r < k; ++r) devs.push_back(r);
-  for (int s = 0; s < steps; ++s) {
+  for (int s = run.from; s < run.to; ++s) {
     T x = tensor(ctx, 0, uniform(batch * 4, 100 + s), {batch, 4});
     T y = tensor(ctx, 0, uniform(batch, 200 + s), {batch, 1});
     std::vector<braid_tensor> xs(static_cast<size_t>(k)), ys(static_cast<size_t>(k));
@@ -362,6 +370,11 @@ std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_
       forward_backward(ctx, reps[static_cast<size_t>(r)], xr, yr);
     }
     BRAID_CHECK_OK(braid_trainer_step(tr, static_cast<double>(batch)));
+  }
+  if (!run.save.empty()) {
+    const char* names[] = {"w1", "b1", "w2"};
+    BRAID_CHECK_OK(braid_save_safetensors((run.save + ".params").c_str(), 3, names, handles.data()));
+    BRAID_CHECK_OK(braid_trainer_save_states(tr, (run.save + ".states").c_str()));
   }
   BRAID_CHECK_OK(braid_trainer_release(tr));
   std::vector<std::vector<float>> out;
@@ -371,47 +384,11 @@ std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_
   return out;
 }
 
-// Steps [from, to) of the same training as train(), from the parameters `init` and, when `states` is
-// set, the optimizer states saved there; with `save` set, the parameters and states are saved to
-// save + ".params" / ".states" after the last step. Returns replica 0's parameters.
-std::vector<std::vector<float>> train_span(braid_context ctx, int k, braid_optimizer_params opt,
-                                           const std::vector<std::vector<float>>& init, int from, int to,
-                                           const std::string& states, const std::string& save) {
-  std::vector<Mlp> reps;
-  std::vector<braid_tensor> handles;
-  for (int r = 0; r < k; ++r) {
-    reps.push_back(mlp_on(ctx, r, init));
-    for (T& p : reps.back().params) handles.push_back(p.t);
-  }
-  braid_trainer_options o = BRAID_TRAINER_OPTIONS_INIT;
-  o.optimizer = opt;
-  braid_trainer tr = nullptr;
-  BRAID_CHECK_OK(braid_trainer_create(k, 3, handles.data(), &o, &tr));
-  if (!states.empty()) BRAID_CHECK_OK(braid_trainer_load_states(tr, states.c_str()));
-  const int64_t batch = 12;
-  std::vector<braid_device> devs;
-  for (int r = 0; r < k; ++r) devs.push_back(r);
-  for (int s = from; s < to; ++s) {
-    T x = tensor(ctx, 0, uniform(batch * 4, 100 + s), {batch, 4});
-    T y = tensor(ctx, 0, uniform(batch, 200 + s), {batch, 1});
-    std::vector<braid_tensor> xs(static_cast<size_t>(k)), ys(static_cast<size_t>(k));
-    BRAID_CHECK_OK(braid_split_and_load(x.t, k, devs.data(), nullptr, xs.data()));
-    BRAID_CHECK_OK(braid_split_and_load(y.t, k, devs.data(), nullptr, ys.data()));
-    for (int r = 0; r < k; ++r) {
-      T xr(xs[static_cast<size_t>(r)]), yr(ys[static_cast<size_t>(r)]);
-      forward_backward(ctx, reps[static_cast<size_t>(r)], xr, yr);
-    }
-    BRAID_CHECK_OK(braid_trainer_step(tr, static_cast<double>(batch)));
-  }
-  if (!save.empty()) {
-    const char* names[] = {"w1", "b1", "w2"};
-    BRAID_CHECK_OK(braid_save_safetensors((save + ".params").c_str(), 3, names, handles.data()));
-    BRAID_CHECK_OK(braid_trainer_save_states(tr, (save + ".states").c_str()));
-  }
-  BRAID_CHECK_OK(braid_trainer_release(tr));
-  std::vector<std::vector<float>> out;
-  for (T& p : reps[0].params) out.push_back(floats(p));
-  return out;
+// `steps` steps from the usual start (train_span).
+std::vector<std::vector<float>> train(braid_context ctx, int k, braid_optimizer_params opt, uint64_t bucket_bytes,
+                                      braid_allreduce_algorithm algorithm, int steps) {
+  const std::vector<std::vector<float>> init = {uniform(32, 1), uniform(8, 2), uniform(8, 3)};
+  return train_span(ctx, k, opt, init, {0, steps, bucket_bytes, algorithm, "", ""});
 }
 
 }  // namespace
@@ -429,18 +406,18 @@ TEST_CASE("Trainer: a run resumed from saved parameters and states ends bit for 
     opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
     opt.weight_decay = 1e-3;
     Ctx c(2);
-    const auto whole = train_span(c.ctx, 2, opt, init, 0, 6, "", "");
-    (void)train_span(c.ctx, 2, opt, init, 0, 3, "", base);
+    const auto whole = train_span(c.ctx, 2, opt, init, {.from = 0, .to = 6});
+    (void)train_span(c.ctx, 2, opt, init, {.from = 0, .to = 3, .save = base});
     // The second half starts from the files alone: parameters loaded, a new trainer, its states loaded.
     const char* names[] = {"w1", "b1", "w2"};
     braid_tensor loaded[3] = {};
     BRAID_CHECK_OK(braid_load_safetensors(c.ctx, 0, (base + ".params").c_str(), 3, names, loaded));
     std::vector<std::vector<float>> mid;
     for (braid_tensor t : loaded) mid.push_back(floats(T(t)));
-    const auto resumed = train_span(c.ctx, 2, opt, mid, 3, 6, base + ".states", "");
+    const auto resumed = train_span(c.ctx, 2, opt, mid, {.from = 3, .to = 6, .states = base + ".states"});
     for (size_t i = 0; i < 3; ++i) CHECK(resumed[i] == whole[i]);  // bit for bit
     // Without the states, momentum and Adam's moments start again: the end differs.
-    const auto without = train_span(c.ctx, 2, opt, mid, 3, 6, "", "");
+    const auto without = train_span(c.ctx, 2, opt, mid, {.from = 3, .to = 6});
     CHECK(without[0] != whole[0]);
   }
   // A states file of another optimizer, or none, is refused and leaves the trainer as it was.

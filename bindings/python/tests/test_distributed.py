@@ -42,9 +42,9 @@ class WithoutProcesses(unittest.TestCase):
     """What needs no group, or a group of one."""
 
     def test_kvstore_strings(self):
-        with self.assertRaises(NotImplementedError) as caught:
+        with self.assertRaises(braid.BraidError) as caught:  # no server processes here
             gluon.Trainer([], "sgd", kvstore="dist_async")
-        self.assertIn("dist_sync", str(caught.exception))
+        self.assertIn("--servers", str(caught.exception))
         with self.assertRaises(braid.BraidError):  # no server processes here
             braid.kv.create("dist_async")
         for bad in ("dist", "dist_sync_async", "Device", "horovod"):
@@ -137,6 +137,17 @@ class SeveralProcesses(unittest.TestCase):
 
     def test_two_ranks(self):
         self.run_ranks(2)
+
+    def test_a_dist_async_trainer_with_servers(self):
+        env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
+        done = subprocess.run([BRAID_RUN, "-n", "2", "--servers", "1", sys.executable,
+                               os.path.join(HERE, "dist_worker.py"), "--async"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        self.assertEqual(done.returncode, 0, done.stdout)
+        sums = [line.split("checksum ")[1] for line in done.stdout.splitlines() if "async ok" in line]
+        self.assertEqual(len(sums), 2, done.stdout)
+        self.assertEqual(sums[0], sums[1], "every rank pulled the same weights")
 
     def test_a_dist_sync_kvstore_with_servers(self):
         env = dict(os.environ, BRAID_DIST_TIMEOUT="60")

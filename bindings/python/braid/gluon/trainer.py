@@ -12,10 +12,14 @@ gradients are summed over every row of every process and divided by batch_size x
 processes, so N processes on equal shards train as one process on the global batch (the gradient
 averaged over the processes, as PyTorch's DDP and Horovod do). Every rank must pass the same
 batch_size (checked: a rank that differs is a ValueError at the next step); with unequal shards,
-pass the global batch divided by the number of processes (a float is fine) on every rank."""
+pass the global batch divided by the number of processes (a float is fine) on every rank.
+
+With kvstore="dist_async" (MXNet's update_on_kvstore) the parameters live in KVStore server processes
+(braid-run --servers S): each step pushes this process's gradients (summed over its devices) and pulls
+the weights back; the servers apply each push as it arrives, with rescale_grad / batch_size."""
 import ctypes
 
-from .._lib import TrainerOptions, c_tensor, check, lib
+from .._lib import OptimizerParams, TrainerOptions, c_tensor, check, lib
 from .. import kvstore as _kvstore
 from .. import optimizer as _optimizer
 from .parameter import DeferredInitializationError, Parameter
@@ -32,10 +36,7 @@ def _process_group(kvstore):
     if kvstore == "nccl":  # MXNet's in-process NCCL store: braid's trainer picks its own allreduce
         return None
     if _kvstore.check_type(kvstore) == "dist_async":
-        raise NotImplementedError(
-            "braid: gluon.Trainer(kvstore='dist_async') is not available yet: use kvstore='dist_sync' (gradients "
-            "averaged across the processes), or braid.kv.create('dist_async') with braid-run --servers to push "
-            "gradients and pull weights yourself (docs/DISTRIBUTED.md)")
+        return None  # the servers update: Trainer._async_store
     if kvstore in _kvstore.DIST_TYPES:
         from .. import distributed
         return distributed.default_group()
@@ -55,6 +56,12 @@ class Trainer:
         self._ignore_stale = None
         self._pending_check = None
         self._group = _process_group(kvstore)  # update_on_kvstore changes nothing: every rank updates alike
+        # dist_async: MXNet's update on the kvstore. The parameters live in server processes
+        # (braid-run --servers), each step pushes the gradients and pulls the weights the servers'
+        # optimizer made, and no worker waits for another.
+        self._async, self._async_scale, self._async_keys = None, None, False
+        if kvstore == "dist_async" or (isinstance(kvstore, _kvstore.KVStore) and kvstore.type == "dist_async"):
+            self._async = kvstore if isinstance(kvstore, _kvstore.KVStore) else _kvstore.create("dist_async")
         if self._group is not None and self._group.size > 1:
             self._broadcast_initialised(list(unique.values()))
 
@@ -73,6 +80,33 @@ class Trainer:
             for other in copies[1:]:
                 copies[0].copyto(other)
 
+    def _async_step(self, batch_size):
+        """dist_async: every parameter's gradients (summed over this process's devices) to the servers,
+        which update at once with rescale_grad / batch_size; then the weights back to every device.
+        The keys are made at the first step (rank 0's values; every rank pulls them), and the optimizer
+        is sent again whenever batch_size changes (every worker must pass the same one)."""
+        kv = self._async
+        if not self._async_keys:
+            for i, p in enumerate(self._params):
+                kv.init(i, p.list_data()[0])
+                kv.pull(i, p.list_data())
+            self._async_keys = True
+        try:
+            scale = self._optimizer.rescale_grad / float(batch_size)
+        except (TypeError, ValueError):
+            raise TypeError(f"braid: batch_size must be a number, not {batch_size!r}") from None
+        if not scale > 0 or scale == float("inf"):
+            raise ValueError(f"braid: batch_size must be a positive number, not {batch_size!r}")
+        if scale != self._async_scale:
+            settings = OptimizerParams.from_buffer_copy(self._optimizer)
+            settings.rescale_grad = scale
+            check(lib.braid_kvstore_set_optimizer(kv._handle, ctypes.byref(settings)))
+            self._async_scale = scale
+        for i, p in enumerate(self._params):
+            kv.push(i, p.list_grad())
+        for i, p in enumerate(self._params):
+            kv.pull(i, p.list_data())
+
     @property
     def process_group(self):
         """The braid.distributed.ProcessGroup the gradients are reduced across; None in one process."""
@@ -81,11 +115,15 @@ class Trainer:
     @property
     def rank(self):
         """This process's rank (kvstore.rank in MXNet); 0 in one process."""
+        if self._async is not None:
+            return self._async.rank
         return self._group.rank if self._group is not None else 0
 
     @property
     def num_workers(self):
         """How many processes train together (kvstore.num_workers in MXNet); 1 in one process."""
+        if self._async is not None:
+            return self._async.num_workers
         return self._group.size if self._group is not None else 1
 
     def save_states(self, fname):
@@ -93,11 +131,15 @@ class Trainer:
         fname, atomically (Gluon's Trainer.save_states). With the parameters (Block.save_parameters) and
         your own step and data position, a run resumed from it goes on bit for bit."""
         import os
+        if self._async is not None:
+            raise NotImplementedError("braid: with kvstore='dist_async' the servers hold the optimizer's state")
         check(lib.braid_trainer_save_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
 
     def load_states(self, fname):
         """Restores what save_states wrote (Gluon's Trainer.load_states), on every device's copy."""
         import os
+        if self._async is not None:
+            raise NotImplementedError("braid: with kvstore='dist_async' the servers hold the optimizer's state")
         check(lib.braid_trainer_load_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
         out = ctypes.c_double()
         check(lib.braid_trainer_learning_rate(self._handle, ctypes.byref(out)))
@@ -109,6 +151,7 @@ class Trainer:
 
     def set_learning_rate(self, lr):
         self._optimizer.learning_rate = float(lr)
+        self._async_scale = None  # dist_async: the servers get the new rate with the next step
         if self._handle is not None:
             check(lib.braid_trainer_set_learning_rate(self._handle, float(lr)))
 
@@ -171,14 +214,21 @@ class Trainer:
     def step(self, batch_size, ignore_stale_grad=False):
         """allreduce_grads() then update(batch_size). batch_size is this process's (see the module's
         docstring for several processes)."""
+        if self._async is not None:
+            self._async_step(batch_size)
+            return
         total, sent = self._global_batch(batch_size)
         check(lib.braid_trainer_step(self._trainer(ignore_stale_grad), total))
         self._check_after(sent)
 
     def allreduce_grads(self):
+        if self._async is not None:
+            raise NotImplementedError("braid: with kvstore='dist_async' the servers reduce: call step()")
         check(lib.braid_trainer_allreduce_grads(self._trainer(bool(self._ignore_stale))))
 
     def update(self, batch_size, ignore_stale_grad=False):
+        if self._async is not None:
+            raise NotImplementedError("braid: with kvstore='dist_async' the servers update: call step()")
         total, sent = self._global_batch(batch_size)
         check(lib.braid_trainer_update(self._trainer(ignore_stale_grad), total))
         self._check_after(sent)
