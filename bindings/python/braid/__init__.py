@@ -18,3 +18,21 @@ random = np.random
 __all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
            "NDArray", "BraidError", "Device", "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release
+
+
+def _serve_if_server():
+    """Under MXNet's launchers every process runs the same script; the ones whose DMLC_ROLE is server or
+    scheduler serve the job (braid_kvstore_run_server) when they import braid, then exit, as MXNet's
+    processes do (docs/DISTRIBUTED.md, "KVStore across processes")."""
+    import os
+    import sys
+    if os.environ.get("DMLC_ROLE") in ("server", "scheduler"):
+        try:
+            kvstore.run_server()
+        except BraidError as e:
+            print(f"braid: {os.environ['DMLC_ROLE']}: {e}", file=sys.stderr)
+            sys.exit(1)
+        sys.exit(0)
+
+
+_serve_if_server()

@@ -149,6 +149,26 @@ class SeveralProcesses(unittest.TestCase):
         self.assertEqual(len(sums), 2, done.stdout)
         self.assertEqual(sums[0], sums[1], "every rank pulled the same weights")
 
+    def test_mxnet_launch_variables(self):
+        """DMLC_ROLE scheduler, server and worker processes running one script, as MXNet's launcher
+        starts them: importing braid serves in the scheduler and the server; the workers are numbered
+        as they arrive."""
+        script = ("import braid\nfrom braid import np\nkv = braid.kv.create('dist_sync')\n"
+                  "kv.init(0, np.array([kv.rank + 10.0]))\nkv.push(0, np.array([kv.rank + 1.0]))\n"
+                  "out = np.zeros(1)\nkv.pull(0, out)\n"
+                  "print('worker', kv.rank, kv.num_workers, kv.num_servers, float(out.asnumpy()[0]))\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("BRAID_RANK", "BRAID_WORLD", "OMPI_", "SLURM_"))}
+        env.update(PYTHONPATH=os.path.join(HERE, ".."), DMLC_NUM_WORKER="2", DMLC_NUM_SERVER="1",
+                   DMLC_PS_ROOT_URI="127.0.0.1", DMLC_PS_ROOT_PORT=str(_free_port()), BRAID_DIST_TIMEOUT="60")
+        procs = [subprocess.Popen([sys.executable, "-c", script], env=dict(env, DMLC_ROLE=role), stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)
+                 for role in ("scheduler", "server", "worker", "worker")]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0, 0, 0], outs)
+        self.assertEqual(outs[0] + outs[1], "", "the scheduler and the server print nothing")
+        workers = sorted(line.split()[1:] for out in outs[2:] for line in out.splitlines() if line.startswith("worker"))
+        self.assertEqual(workers, [["0", "2", "1", "3.0"], ["1", "2", "1", "3.0"]])  # 10 (rank 0's) replaced by 1 + 2
+
     def test_a_dist_sync_kvstore_with_servers(self):
         env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
