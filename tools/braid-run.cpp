@@ -1,7 +1,8 @@
 // braid-run: starts the ranks of a job on this host, each with the variables a process group reads
 // (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK, BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR,
 // BRAID_MASTER_PORT, BRAID_RESTART), prefixes every line each rank prints with "[rank] ", and stops
-// every rank when one fails; with --max-restarts it starts them all again (docs/DISTRIBUTED.md).
+// every rank when one fails; with --max-restarts it starts them all again, with --min-ranks without the
+// rank that failed (elastic; docs/DISTRIBUTED.md).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -264,7 +265,8 @@ int main(int argc, char** argv) {
     OPT_MAX_RESTARTS,
     OPT_NO_TAG,
     OPT_GRACE,
-    OPT_SERVERS
+    OPT_SERVERS,
+    OPT_MIN_RANKS
   };
   static const struct option options[] = {{"nproc", required_argument, nullptr, OPT_NPROC},
                                           {"master-addr", required_argument, nullptr, OPT_MASTER_ADDR},
@@ -273,17 +275,20 @@ int main(int argc, char** argv) {
                                           {"no-tag", no_argument, nullptr, OPT_NO_TAG},
                                           {"grace", required_argument, nullptr, OPT_GRACE},
                                           {"servers", required_argument, nullptr, OPT_SERVERS},
+                                          {"min-ranks", required_argument, nullptr, OPT_MIN_RANKS},
                                           CLI_STANDARD_OPTIONS,
                                           {nullptr, 0, nullptr, 0}};
   cli_parser cli = cli_parser_init(
       "braid-run",
-      "usage: braid-run -n N [--servers S] [--master-addr A] [--master-port P] [--max-restarts K] [--grace S] "
-      "[--no-tag] COMMAND [ARGS...]\n",
+      "usage: braid-run -n N [--servers S] [--master-addr A] [--master-port P] [--max-restarts K] [--min-ranks M] "
+      "[--grace S] [--no-tag] COMMAND [ARGS...]\n",
       "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
       "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
       "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
       "SIGKILL after --grace seconds (default 5); with --max-restarts K the whole job starts again, up to K\n"
-      "times, with BRAID_RESTART counting the restarts (resume from your last checkpoint). The exit status\n"
+      "times, with BRAID_RESTART counting the restarts (resume from your last checkpoint); with --min-ranks M\n"
+      "(elastic) the rank that failed is left out of the restarted job while at least M ranks remain, and\n"
+      "the others start again with the smaller BRAID_WORLD_SIZE (re-split your data). The exit status\n"
       "is the first failed rank's (128 + signal for a signal), 0 when every rank succeeded. Without\n"
       "--master-port, each start takes a free port. --servers S also starts S KVStore servers\n"
       "(braid-kvstore-server, output tagged \"[sI]\") for the ranks' dist_sync / dist_async stores, and sets\n"
@@ -292,7 +297,7 @@ int main(int argc, char** argv) {
       options);
   cli.short_options = "+n:";  // the command's own options are its own
   Job job;
-  int max_restarts = 0;
+  int max_restarts = 0, min_ranks = 0;
   bool have_n = false;
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
@@ -306,10 +311,12 @@ int main(int argc, char** argv) {
       case OPT_NO_TAG: job.tag = false; break;
       case OPT_GRACE: job.grace_seconds = cli_real(&cli, 1); break;
       case OPT_SERVERS: job.servers = static_cast<int>(cli_int(&cli, 0, 4096)); break;
+      case OPT_MIN_RANKS: min_ranks = static_cast<int>(cli_int(&cli, 1, 4096)); break;
       default: break;
     }
   }
   if (!have_n) cli_fail(&cli, "-n N (the number of ranks) is required");
+  if (min_ranks > job.ranks) cli_fail(&cli, "--min-ranks %d is more than the %d ranks of -n", min_ranks, job.ranks);
   if (optind >= argc) cli_fail(&cli, "no command to run");
   for (int i = optind; i < argc; ++i) job.command.push_back(argv[i]);
   if (job.servers > 0) {
@@ -336,6 +343,13 @@ int main(int argc, char** argv) {
     const int code = run_once(job, restart);
     if (code == 0) return 0;
     if (g_signal || restart >= max_restarts) return code;
+    // Elastic: the failed rank is taken as lost, and the survivors go on without it while enough remain.
+    if (min_ranks > 0 && job.ranks - 1 >= min_ranks) {
+      --job.ranks;
+      std::fprintf(stderr, "braid-run: continuing with %d ranks (--min-ranks %d; restart %d of %d)\n", job.ranks,
+                   min_ranks, restart + 1, max_restarts);
+      continue;
+    }
     std::fprintf(stderr, "braid-run: restarting every rank (restart %d of %d)\n", restart + 1, max_restarts);
   }
 }

@@ -343,13 +343,14 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
 // Training that checkpoints after every step into `dir` (rank 0 writes; the parameters file, named by
 // the step, is written last and so marks a complete checkpoint) and, started again by braid-run
 // --max-restarts, resumes from the newest complete one. On the first attempt rank 1 dies (SIGKILL) at
-// the start of step `kill_at` (-1: never). Rank 0 writes each step's global loss to dir/loss.STEP as a
+// the start of step `kill_at` (-1: never). Each step's global batch is the same whatever the number of
+// ranks, each rank taking its share (an elastic restart with fewer ranks re-splits it). Rank 0 writes each step's global loss to dir/loss.STEP as a
 // hexadecimal float, so that an interrupted run's losses can be compared bit for bit with an
 // uninterrupted one's (tests/distributed/resume_test.sh).
 void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir, int kill_at) {
   const int rank = pg.rank(), world = pg.world_size();
   const braid::Device cpu = ctx.find_device("cpu:0");
-  const int64_t batch = 16, features = 4, steps = 8;
+  const int64_t batch = 12, features = 4, steps = 8;  // 12 rows split over 2, 3 or 4 ranks
   const int64_t shard = batch / world;
   int first = 0;
   std::vector<float> w0(static_cast<size_t>(features), 0.25f), b0{0.5f};
@@ -376,7 +377,7 @@ void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir
   braid::Trainer trainer({{w, b}}, o);
   braid::set_process_group(trainer, pg);
   if (!states.empty()) trainer.load_states(states);
-  if (first > 0) std::printf("rank %d: resumed at step %d\n", rank, first);
+  if (first > 0) std::printf("rank %d of %d: resumed at step %d\n", rank, world, first);
   for (int s = first; s < steps; ++s) {
     if (s == kill_at && rank == 1 && std::getenv("BRAID_RESTART") && std::string(std::getenv("BRAID_RESTART")) == "0")
       ::raise(SIGKILL);  // as a crash would, between two steps
