@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/support.h"
@@ -341,6 +342,14 @@ struct Run {
   braid_allreduce_algorithm algorithm = BRAID_ALLREDUCE_AUTO;
   std::string states, save;
 };
+Run span_of(int from, int to, std::string states = {}, std::string save = {}) {
+  Run r;
+  r.from = from;
+  r.to = to;
+  r.states = std::move(states);
+  r.save = std::move(save);
+  return r;
+}
 std::vector<std::vector<float>> train_span(braid_context ctx, int k, braid_optimizer_params opt,
                                            const std::vector<std::vector<float>>& init, const Run& run) {
   std::vector<Mlp> reps;
@@ -406,18 +415,18 @@ TEST_CASE("Trainer: a run resumed from saved parameters and states ends bit for 
     opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
     opt.weight_decay = 1e-3;
     Ctx c(2);
-    const auto whole = train_span(c.ctx, 2, opt, init, {.from = 0, .to = 6});
-    (void)train_span(c.ctx, 2, opt, init, {.from = 0, .to = 3, .save = base});
+    const auto whole = train_span(c.ctx, 2, opt, init, span_of(0, 6));
+    (void)train_span(c.ctx, 2, opt, init, span_of(0, 3, "", base));
     // The second half starts from the files alone: parameters loaded, a new trainer, its states loaded.
     const char* names[] = {"w1", "b1", "w2"};
     braid_tensor loaded[3] = {};
     BRAID_CHECK_OK(braid_load_safetensors(c.ctx, 0, (base + ".params").c_str(), 3, names, loaded));
     std::vector<std::vector<float>> mid;
     for (braid_tensor t : loaded) mid.push_back(floats(T(t)));
-    const auto resumed = train_span(c.ctx, 2, opt, mid, {.from = 3, .to = 6, .states = base + ".states"});
+    const auto resumed = train_span(c.ctx, 2, opt, mid, span_of(3, 6, base + ".states"));
     for (size_t i = 0; i < 3; ++i) CHECK(resumed[i] == whole[i]);  // bit for bit
     // Without the states, momentum and Adam's moments start again: the end differs.
-    const auto without = train_span(c.ctx, 2, opt, mid, {.from = 3, .to = 6});
+    const auto without = train_span(c.ctx, 2, opt, mid, span_of(3, 6));
     CHECK(without[0] != whole[0]);
   }
   // A states file of another optimizer, or none, is refused and leaves the trainer as it was.

@@ -344,9 +344,9 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
 // the step, is written last and so marks a complete checkpoint) and, started again by braid-run
 // --max-restarts, resumes from the newest complete one. On the first attempt rank 1 dies (SIGKILL) at
 // the start of step `kill_at` (-1: never). Each step's global batch is the same whatever the number of
-// ranks, each rank taking its share (an elastic restart with fewer ranks re-splits it). Rank 0 writes each step's global loss to dir/loss.STEP as a
-// hexadecimal float, so that an interrupted run's losses can be compared bit for bit with an
-// uninterrupted one's (tests/distributed/resume_test.sh).
+// ranks, each rank taking its share (an elastic restart with fewer ranks re-splits it). Rank 0 writes each step's
+// global loss to dir/loss.STEP as a hexadecimal float, so that an interrupted run's losses can be compared bit for bit
+// with an uninterrupted one's (tests/distributed/resume_test.sh).
 void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir, int kill_at) {
   const int rank = pg.rank(), world = pg.world_size();
   const braid::Device cpu = ctx.find_device("cpu:0");
