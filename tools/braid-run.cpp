@@ -163,7 +163,8 @@ std::string label_of(const Job& job, size_t i) {
   return label;
 }
 
-int run_once(const Job& job, int restart) {
+// *worker_failed tells whether the first failure was a rank's (not a server's).
+int run_once(const Job& job, int restart, bool* worker_failed) {
   const int port = job.master_port ? job.master_port : free_port();
   int kv_port = job.master_port ? job.master_port + 1 : free_port();
   while (job.servers > 0 && !job.master_port && kv_port == port) kv_port = free_port();
@@ -206,9 +207,16 @@ int run_once(const Job& job, int restart) {
       if (::waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
       r.running = false;
       r.status = status;
-      const bool stopped_server = static_cast<int>(i) >= job.ranks && servers_stop_at != decltype(servers_stop_at){} &&
-                                  std::chrono::steady_clock::now() >= servers_stop_at;
-      if (exit_code(status) != 0 && !stopping && !stopped_server) {
+      // Once every rank has succeeded, a server's exit does not fail the job: it may have been stopped
+      // after the grace, or have seen a rank leave without releasing its store.
+      bool ranks_succeeded = true;
+      for (int w = 0; w < job.ranks; ++w) {
+        const Rank& x = ranks[static_cast<size_t>(w)];
+        ranks_succeeded = ranks_succeeded && !x.running && exit_code(x.status) == 0;
+      }
+      const bool server_after_success = static_cast<int>(i) >= job.ranks && ranks_succeeded;
+      if (exit_code(status) != 0 && !stopping && !server_after_success) {
+        *worker_failed = static_cast<int>(i) < job.ranks;
         first_failure = exit_code(status);
         std::fprintf(stderr, "braid-run: %s %s %s; stopping the other ranks\n",
                      static_cast<int>(i) < job.ranks ? "rank" : "server", label_of(job, i).c_str(),
@@ -340,11 +348,12 @@ int main(int argc, char** argv) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
   for (int restart = 0;; ++restart) {
-    const int code = run_once(job, restart);
+    bool worker_failed = false;
+    const int code = run_once(job, restart, &worker_failed);
     if (code == 0) return 0;
     if (g_signal || restart >= max_restarts) return code;
     // Elastic: the failed rank is taken as lost, and the survivors go on without it while enough remain.
-    if (min_ranks > 0 && job.ranks - 1 >= min_ranks) {
+    if (min_ranks > 0 && worker_failed && job.ranks - 1 >= min_ranks) {
       --job.ranks;
       std::fprintf(stderr, "braid-run: continuing with %d ranks (--min-ranks %d; restart %d of %d)\n", job.ranks,
                    min_ranks, restart + 1, max_restarts);

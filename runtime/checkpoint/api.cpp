@@ -133,7 +133,11 @@ std::vector<TensorRef> load_tensors(Context& ctx, Device& device, const char* pa
     if (!e) fail(BRAID_ERR_NOT_FOUND, path, " has no tensor named \"", name, "\"");
     host.resize(static_cast<size_t>(e->end - e->begin));
     read_at(o.file.get(), host.data(), host.size(), o.header.data_start + e->begin, path);
-    out.push_back(tensor_from_host(ctx, device, e->dtype, Shape::of(e->shape), host.data()));
+    try {
+      out.push_back(tensor_from_host(ctx, device, e->dtype, Shape::of(e->shape), host.data()));
+    } catch (const Error& err) {
+      fail(err.status(), "tensor \"", name, "\": ", err.what());
+    }
   }
   return out;
 }
@@ -181,6 +185,10 @@ BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device de
     if (count < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "count is negative");
     if (count > 0 && (!names || !outs)) fail(BRAID_ERR_INVALID_ARGUMENT, "names or outs is NULL");
     for (int32_t i = 0; i < count; ++i) outs[i] = nullptr;
+    // The file first: a missing or damaged one is reported before anything about the context, and a
+    // call that loads nothing only checks the file.
+    (void)tensor_names(path);
+    if (count == 0) return;
     const ContextRef c = use_context(ctx, "ctx");
     Device& dev = c->device(device, "device");
     std::vector<std::string> ns;

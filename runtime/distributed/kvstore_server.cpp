@@ -73,6 +73,9 @@ class Server {
   void update(Key& k, const std::byte* grad);  // with mu_ held
   void wait(Lock& lock, const std::function<bool()>& done);
   void fail_job(const std::string& why);
+  // With mu_ held: fails the job when a departed worker is needed: by key's round (a push), by a
+  // barrier (call "barrier", key NULL), or at a goodbye (both NULL) by any round or barrier in progress.
+  void check_departed(const Key* key, const char* call);
 
   Context& ctx_;
   KVJob job_;
@@ -89,6 +92,8 @@ class Server {
   std::optional<braid_optimizer_params> optimizer_;
   int32_t barrier_arrived_ = 0;
   uint64_t barrier_generation_ = 0;
+  // Workers that said goodbye: a round or a barrier that needs one of them can never complete.
+  std::vector<int32_t> departed_;
   std::string failure_;  // the first failure; from then every request is refused with it
 };
 
@@ -98,6 +103,34 @@ void Server::fail_job(const std::string& why) {
     if (failure_.empty()) failure_ = why;
   }
   cv_.notify_all();
+}
+
+void Server::check_departed(const Key* key, const char* call) {
+  if (departed_.empty()) return;
+  // A round of a key waits for a departed worker that has not pushed in it; a barrier for every worker.
+  auto round_waits = [&](const Key& k) {
+    for (int32_t d : departed_)
+      if (!k.pushed[static_cast<size_t>(d)]) return true;
+    return false;
+  };
+  bool blocked = false;
+  if (key) {
+    blocked = round_waits(*key);
+  } else if (call) {
+    blocked = true;  // a barrier
+  } else {
+    blocked = barrier_arrived_ > 0;
+    for (const auto& [k, state] : keys_) blocked = blocked || (state.pushes > 0 && round_waits(state));
+  }
+  if (!blocked) return;
+  std::string who;
+  for (int32_t w : departed_) who += cat(who.empty() ? "" : ", ", w);
+  failure_ =
+      cat("worker(s) ", who, " released their store (said goodbye) while ",
+          call ? cat("another worker's ", call, " needs them") : std::string("a round or barrier waited for them"),
+          " (every worker must make the same pushes and barriers: uneven step counts?)");
+  cv_.notify_all();
+  fail(BRAID_ERR_IO, failure_);
 }
 
 void Server::wait(Lock& lock, const std::function<bool()>& done) {
@@ -163,10 +196,13 @@ Message Server::handle(int32_t worker, const Message& m, std::vector<std::byte>&
       if (optimizer_ && k.dtype != BRAID_FLOAT32 && k.dtype != BRAID_FLOAT64)
         fail(BRAID_ERR_DTYPE, "kvstore_push: key ", m.key, " holds ", dtype_name(k.dtype),
              " values; the optimizer updates float32 or float64 ones");
+      if (payload.size() != k.count * dtype_size(k.dtype))
+        fail(BRAID_ERR_IO, "kvstore_push: key ", m.key, ": the payload does not match its element count");
       if (!sync_) {
         update(k, payload.data());
         return reply;
       }
+      check_departed(&k, "push");
       const auto w = static_cast<size_t>(worker);
       // A second push before the round ended belongs to the next round.
       wait(lock, [&] { return !k.pushed[w]; });
@@ -210,6 +246,7 @@ Message Server::handle(int32_t worker, const Message& m, std::vector<std::byte>&
       return reply;
     }
     case Kind::kBarrier: {
+      check_departed(nullptr, "barrier");
       const uint64_t generation = barrier_generation_;
       if (++barrier_arrived_ == job_.num_workers) {
         barrier_arrived_ = 0;
@@ -241,13 +278,24 @@ void Server::session(int32_t worker) {
     Message m;
     try {
       m = channel->receive(kIdleWait, cat("server ", job_.rank, " waiting for ", who));
+      if (m.bytes > (uint64_t{1} << 40)) fail(BRAID_ERR_IO, who, " announced a payload of ", m.bytes, " bytes");
       payload.resize(m.bytes);
       channel->receive_payload(payload.data(), m.bytes, job_.timeout, cat("server ", job_.rank, " reading ", who));
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {
       fail_job(cat(who, "'s connection to server ", job_.rank, " failed (did it die?): ", e.what()));
       return;
     }
     if (m.kind == Kind::kBye) {
+      {
+        Lock lock(mu_);
+        departed_.push_back(worker);
+        if (failure_.empty()) {
+          try {
+            check_departed(nullptr, nullptr);
+          } catch (const Error&) {  // failure_ is set: the waiting workers get it
+          }
+        }
+      }
       Message reply;
       reply.seq = m.seq;
       try {
@@ -259,7 +307,11 @@ void Server::session(int32_t worker) {
     Message reply;
     out.clear();
     try {
-      reply = handle(worker, m, payload, out);
+      try {
+        reply = handle(worker, m, payload, out);
+      } catch (const std::bad_alloc&) {
+        fail(BRAID_ERR_OUT_OF_MEMORY, "server ", job_.rank, " is out of memory");
+      }
     } catch (const Error& e) {
       const std::string text = e.what();
       reply = Message{};

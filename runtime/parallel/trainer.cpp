@@ -520,24 +520,46 @@ BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* p
     check_learning_rate(lr, "trainer_load_states");
     std::vector<int64_t> steps(static_cast<size_t>(t.count));
     copy_to_host(*h[2], steps.data(), steps.size() * sizeof(int64_t));
-    // Everything is read and checked before the trainer changes.
-    std::vector<OptimizerState> loaded(t.states.size());
-    for (int32_t r = 0; r < t.replicas; ++r)
-      for (int32_t p = 0; p < t.count; ++p) {
-        Tensor& w = t.param(r, p);
-        OptimizerState& st = loaded[t.at(r, p)];
-        st.step = steps[static_cast<size_t>(p)];
-        const std::pair<const char*, TensorRef*> parts[] = {{"momentum", &st.momentum}, {"m", &st.m}, {"v", &st.v}};
-        for (const auto& [name, ref] : parts) {
-          const std::string n = cat(name, ".", p);
-          if (!has(n)) continue;
-          std::vector<TensorRef> v = checkpoint::load_tensors(ctx, w.device(), path, std::span(&n, 1));
-          if (v[0]->dtype != w.dtype || !(v[0]->shape == w.shape))
-            fail(BRAID_ERR_INVALID_ARGUMENT, path, ": \"", n, "\" is ", dtype_name(v[0]->dtype), " ", v[0]->shape.str(),
-                 ", parameter ", p, " is ", dtype_name(w.dtype), " ", w.shape.str());
-          *ref = std::move(v[0]);
+    // The state each parameter must have: momentum for SGD with momentum, both moments for Adam, once
+    // it has stepped (a state that is missing would silently start again).
+    const bool adam = t.options.optimizer.kind == BRAID_OPTIMIZER_ADAM;
+    const bool momentum = !adam && t.options.optimizer.momentum != 0;
+    std::vector<std::string> names;
+    std::vector<std::pair<int32_t, int>> what;  // (parameter, 0 momentum / 1 m / 2 v) of each name
+    for (int32_t p = 0; p < t.count; ++p) {
+      const int64_t step = steps[static_cast<size_t>(p)];
+      if (step < 0) fail(BRAID_ERR_INVALID_ARGUMENT, path, ": parameter ", p, " has a step count of ", step);
+      const char* parts[] = {"momentum", "m", "v"};
+      for (int i = 0; i < 3; ++i) {
+        const std::string n = cat(parts[i], ".", p);
+        const bool needed = step > 0 && (i == 0 ? momentum : adam);
+        if (has(n)) {
+          names.push_back(n);
+          what.emplace_back(p, i);
+        } else if (needed) {
+          fail(BRAID_ERR_INVALID_ARGUMENT, path, " lacks \"", n, "\", which parameter ", p, " has after ", step,
+               " steps");
         }
       }
+    }
+    // Everything is read and checked before the trainer changes: one read of the file per replica.
+    std::vector<OptimizerState> loaded(t.states.size());
+    for (int32_t r = 0; r < t.replicas; ++r) {
+      std::vector<TensorRef> v = checkpoint::load_tensors(ctx, t.param(r, 0).device(), path, names);
+      for (size_t j = 0; j < names.size(); ++j) {
+        const auto [p, i] = what[j];
+        Tensor& w = t.param(r, p);
+        if (&w.device() != &t.param(r, 0).device()) {  // replicas keep a device each; this is a guard
+          v[j] = checkpoint::load_tensors(ctx, w.device(), path, std::span(&names[j], 1))[0];
+        }
+        if (v[j]->dtype != w.dtype || !(v[j]->shape == w.shape))
+          fail(BRAID_ERR_INVALID_ARGUMENT, path, ": \"", names[j], "\" is ", dtype_name(v[j]->dtype), " ",
+               v[j]->shape.str(), ", parameter ", p, " is ", dtype_name(w.dtype), " ", w.shape.str());
+        OptimizerState& st = loaded[t.at(r, p)];
+        (i == 0 ? st.momentum : i == 1 ? st.m : st.v) = std::move(v[j]);
+      }
+      for (int32_t p = 0; p < t.count; ++p) loaded[t.at(r, p)].step = steps[static_cast<size_t>(p)];
+    }
     t.states = std::move(loaded);
     t.options.optimizer.learning_rate = lr;
   });

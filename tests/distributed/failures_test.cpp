@@ -296,6 +296,61 @@ TEST_CASE("a KVStore worker killed mid-step makes the other workers' calls and t
   CHECK(codes == std::vector<int>{0, -SIGKILL, 0});
 }
 
+TEST_CASE("a KVStore worker that leaves early fails the round it is needed in, instead of a hang") {
+  // Worker 1 pushes once and releases its store; worker 0's second push can never complete its round.
+  const int port = free_port();
+  const auto codes = run_ranks(
+      3,
+      [port](int child) {
+        const int rank = child;  // for RANK_EXPECT
+        const bool server = child == 2;
+        ::setenv("BRAID_ROLE", server ? "server" : "worker", 1);
+        ::setenv("BRAID_WORLD_SIZE", "2", 1);
+        ::setenv("BRAID_NUM_SERVERS", "1", 1);
+        ::setenv("BRAID_KVSTORE_PORT", std::to_string(port).c_str(), 1);
+        ::setenv("BRAID_MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("BRAID_DIST_TIMEOUT", "30", 1);
+        if (server)
+          ::setenv("BRAID_SERVER_RANK", "0", 1);
+        else
+          ::setenv("BRAID_RANK", std::to_string(child).c_str(), 1);
+        braid_context_options co = BRAID_CONTEXT_OPTIONS_INIT;
+        co.backends = "cpu";
+        braid_context ctx = nullptr;
+        RANK_EXPECT(braid_context_create(&co, &ctx) == BRAID_OK, "%s", braid_last_error());
+        if (server) {
+          const braid_status st = braid_kvstore_run_server(ctx);
+          const std::string msg = braid_last_error();
+          RANK_EXPECT(st == BRAID_ERR_IO && has(msg, "worker(s) 1 released their store"), "the server fails: %s: %s",
+                      braid_status_name(st), msg.c_str());
+          braid_context_release(ctx);
+          return 0;
+        }
+        braid_kvstore kv = nullptr;
+        RANK_EXPECT(braid_kvstore_create(ctx, "dist_sync", &kv) == BRAID_OK, "%s", braid_last_error());
+        const int64_t n = 4;
+        braid_tensor t = nullptr;
+        (void)braid_full(ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, &t);
+        RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
+        RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first round: %s", braid_last_error());
+        if (child == 0) {
+          const auto t0 = Clock::now();
+          const braid_status st = braid_kvstore_pushpull(kv, 1, 1, &t, &t);
+          const std::string msg = braid_last_error();
+          const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+          RANK_EXPECT(st == BRAID_ERR_IO && has(msg, "released their store"), "%s: %s", braid_status_name(st),
+                      msg.c_str());
+          RANK_EXPECT(took < 25, "failed after %.1f s, before the 30 s timeout", took);
+        }
+        braid_tensor_release(t);
+        RANK_EXPECT(braid_kvstore_release(kv) == BRAID_OK, "%s", braid_last_error());
+        braid_context_release(ctx);
+        return 0;
+      },
+      std::chrono::seconds(90));
+  CHECK(codes == std::vector<int>{0, 0, 0});
+}
+
 TEST_CASE("a stalled rank makes the others time out, naming it; the group is failed for it too") {
   const int port = free_port();
   const auto codes = run_ranks(

@@ -442,11 +442,22 @@ TEST_CASE("Trainer: a run resumed from saved parameters and states ends bit for 
   CHECK(braid_trainer_load_states(tr, (base + ".none").c_str()) == BRAID_ERR_NOT_FOUND);
   CHECK(braid_trainer_load_states(tr, (base + ".params").c_str()) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_trainer_load_states(tr, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
+  // An SGD trainer with momentum refuses the states of one without (no momentum after its steps).
+  {
+    braid_optimizer_params plain = BRAID_OPTIMIZER_PARAMS_INIT;
+    Ctx c1(1);
+    (void)train_span(c1.ctx, 1, plain, init, span_of(0, 2, "", base + ".plain"));
+  }
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+  o.optimizer.momentum = 0.9;
+  BRAID_CHECK_OK(braid_trainer_create(1, 3, hs.data(), &o, &tr));
+  CHECK(braid_trainer_load_states(tr, (base + ".plain.states").c_str()) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(braid_last_error()).find("lacks \"momentum.0\"") != std::string::npos);
   double lr = 0;
   BRAID_CHECK_OK(braid_trainer_learning_rate(tr, &lr));
   CHECK(lr == o.optimizer.learning_rate);
   BRAID_CHECK_OK(braid_trainer_release(tr));
-  for (const char* ext : {".params", ".states"}) std::remove((base + ext).c_str());
+  for (const char* ext : {".params", ".states", ".plain.params", ".plain.states"}) std::remove((base + ext).c_str());
   ::rmdir(dir);
 }
 

@@ -43,12 +43,21 @@ class KVStore:
         kind = check_type(kind)
         self._handle = ctypes.c_void_p()
         check(lib.braid_kvstore_create(_device.context_handle(), kind.encode(), ctypes.byref(self._handle)))
+        if kind in DIST_TYPES:
+            # The release tells the servers this worker is done; __del__ is not sure to run at exit.
+            import atexit
+            atexit.register(self._release)
+
+    def _release(self):
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            try:
+                lib.braid_kvstore_release(handle)
+            except (AttributeError, TypeError):
+                pass
 
     def __del__(self):
-        try:
-            lib.braid_kvstore_release(self._handle)
-        except (AttributeError, TypeError):
-            pass
+        self._release()
 
     @property
     def type(self):

@@ -279,9 +279,19 @@ class Training(unittest.TestCase):
                 for got, want in zip(steps(net, trainer, 3, 6), whole):
                     numpy.testing.assert_array_equal(got, want, err_msg=optimizer)  # bit for bit
             net, trainer = net_and_trainer("sgd", {"learning_rate": 0.3})
+            with self.assertRaises(ValueError):
+                trainer.load_states(os.path.join(d, "s"))  # Adam's states, before the first step
+            steps(net, trainer, 0, 1)
             with self.assertRaises(braid.BraidError) as e:
-                trainer.load_states(os.path.join(d, "s"))  # Adam's states
+                trainer.load_states(os.path.join(d, "s"))  # and after it
             self.assertEqual(e.exception.status, "BRAID_ERR_INVALID_ARGUMENT")
+            # Loaded before the first step, the states wait for it: the step still chooses ignore_stale_grad.
+            net, trainer = net_and_trainer("adam", {"learning_rate": 0.05})
+            trainer.load_states(os.path.join(d, "s"))
+            with autograd.record():
+                loss = loss_fn(net(np.array(X[0])), np.array(y[0])).mean()
+            loss.backward()
+            trainer.step(1, ignore_stale_grad=True)
 
     @unittest.skipUnless(braid.cpu(1) in braid.devices(), "one CPU device (BRAID_CPU_DEVICES=2 makes two)")
     def test_two_devices_match_one(self):

@@ -60,6 +60,7 @@ class Trainer:
         # (braid-run --servers), each step pushes the gradients and pulls the weights the servers'
         # optimizer made, and no worker waits for another.
         self._async, self._async_scale, self._async_keys = None, None, False
+        self._pending_states = None  # load_states before the first step
         if kvstore == "dist_async" or (isinstance(kvstore, _kvstore.KVStore) and kvstore.type == "dist_async"):
             self._async = kvstore if isinstance(kvstore, _kvstore.KVStore) else _kvstore.create("dist_async")
         if self._group is not None and self._group.size > 1:
@@ -81,29 +82,31 @@ class Trainer:
                 copies[0].copyto(other)
 
     def _async_step(self, batch_size):
-        """dist_async: every parameter's gradients (summed over this process's devices) to the servers,
-        which update at once with rescale_grad / batch_size; then the weights back to every device.
-        The keys are made at the first step (rank 0's values; every rank pulls them), and the optimizer
-        is sent again whenever batch_size changes (every worker must pass the same one)."""
+        """dist_async: every parameter's gradients (summed over this process's devices, scaled here by
+        rescale_grad / batch_size, so that workers with different batch sizes each push their own mean)
+        to the servers, which update at once; then the weights back to every device. The keys are made
+        at the first step (rank 0's values; every rank pulls them). The optimizer goes to the servers at
+        the first step and again after set_learning_rate (a barrier of every worker: call it on every
+        worker alike, as a schedule does)."""
         kv = self._async
-        if not self._async_keys:
-            for i, p in enumerate(self._params):
-                kv.init(i, p.list_data()[0])
-                kv.pull(i, p.list_data())
-            self._async_keys = True
         try:
             scale = self._optimizer.rescale_grad / float(batch_size)
         except (TypeError, ValueError):
             raise TypeError(f"braid: batch_size must be a number, not {batch_size!r}") from None
         if not scale > 0 or scale == float("inf"):
             raise ValueError(f"braid: batch_size must be a positive number, not {batch_size!r}")
-        if scale != self._async_scale:
+        if not self._async_keys:
+            for i, p in enumerate(self._params):
+                kv.init(i, p.list_data()[0])
+                kv.pull(i, p.list_data())
+            self._async_keys = True
+        if self._async_scale is None:  # the servers' optimizer: the gradients arrive scaled
             settings = OptimizerParams.from_buffer_copy(self._optimizer)
-            settings.rescale_grad = scale
+            settings.rescale_grad = 1.0
             check(lib.braid_kvstore_set_optimizer(kv._handle, ctypes.byref(settings)))
-            self._async_scale = scale
+            self._async_scale = 1.0
         for i, p in enumerate(self._params):
-            kv.push(i, p.list_grad())
+            kv.push(i, [g * scale for g in p.list_grad()])
         for i, p in enumerate(self._params):
             kv.pull(i, p.list_data())
 
@@ -136,11 +139,29 @@ class Trainer:
         check(lib.braid_trainer_save_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
 
     def load_states(self, fname):
-        """Restores what save_states wrote (Gluon's Trainer.load_states), on every device's copy."""
+        """Restores what save_states wrote (Gluon's Trainer.load_states), on every device's copy. Before
+        the first step it is applied when braid's trainer is made (at that step, so that the step still
+        decides ignore_stale_grad)."""
         import os
         if self._async is not None:
             raise NotImplementedError("braid: with kvstore='dist_async' the servers hold the optimizer's state")
-        check(lib.braid_trainer_load_states(self._trainer(bool(self._ignore_stale)), os.fsencode(fname)))
+        if self._handle is None:
+            # What can be checked without braid's trainer is checked now (the shapes at the first step).
+            from .. import checkpoint
+            present = checkpoint.names(fname)
+            if not {"optimizer", "learning_rate", "step"} <= set(present):
+                raise ValueError(f"braid: {fname!r} is not a Trainer's states file")
+            head = checkpoint.load_named(fname, ["optimizer", "step"])
+            kind, count = int(head["optimizer"].asnumpy()[0]), head["step"].shape[0]
+            if kind != self._optimizer.kind or count != len(self._params):
+                raise ValueError(f"braid: {fname!r} holds the states of optimizer kind {kind} for {count} parameters; "
+                                 f"this Trainer has kind {self._optimizer.kind} and {len(self._params)} parameters")
+            self._pending_states = os.fsencode(fname)
+            return
+        self._load_states(os.fsencode(fname))
+
+    def _load_states(self, path):
+        check(lib.braid_trainer_load_states(self._handle, path))
         out = ctypes.c_double()
         check(lib.braid_trainer_learning_rate(self._handle, ctypes.byref(out)))
         self._optimizer.learning_rate = out.value
@@ -181,6 +202,9 @@ class Trainer:
                 lib.braid_trainer_release(handle)
                 check(status)
         self._handle, self._ignore_stale = handle, ignore_stale_grad
+        if self._pending_states is not None:
+            path, self._pending_states = self._pending_states, None
+            self._load_states(path)
         return handle
 
     def _global_batch(self, batch_size):
