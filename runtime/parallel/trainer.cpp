@@ -549,9 +549,8 @@ BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* p
       for (size_t j = 0; j < names.size(); ++j) {
         const auto [p, i] = what[j];
         Tensor& w = t.param(r, p);
-        if (&w.device() != &t.param(r, 0).device()) {  // replicas keep a device each; this is a guard
-          v[j] = checkpoint::load_tensors(ctx, w.device(), path, std::span(&names[j], 1))[0];
-        }
+        if (&w.device() != &t.param(r, 0).device())  // a replica's parameters on several devices
+          v[j] = std::move(checkpoint::load_tensors(ctx, w.device(), path, std::span(&names[j], 1))[0]);
         if (v[j]->dtype != w.dtype || !(v[j]->shape == w.shape))
           fail(BRAID_ERR_INVALID_ARGUMENT, path, ": \"", names[j], "\" is ", dtype_name(v[j]->dtype), " ",
                v[j]->shape.str(), ", parameter ", p, " is ", dtype_name(w.dtype), " ", w.shape.str());
