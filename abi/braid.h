@@ -782,8 +782,9 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
  * momentum (SGD) or moments (Adam) where they exist yet. With the parameters (braid_save_safetensors)
  * and the application's own step and data position, a run resumed from it continues bit for bit as if
  * it had not stopped (docs/CHECKPOINTS.md, "Resuming training"). load_states gives every replica that
- * state and the learning rate; a file of another optimizer kind, another number of parameters, or a
- * state whose shape or dtype is not its parameter's is BRAID_ERR_INVALID_ARGUMENT, a missing file
+ * state and the learning rate; a file of another optimizer kind, another number of parameters, a
+ * state whose shape or dtype is not its parameter's, or one without a state the optimizer has after
+ * the steps it counts (momentum, Adam's moments) is BRAID_ERR_INVALID_ARGUMENT, a missing file
  * BRAID_ERR_NOT_FOUND, a damaged one BRAID_ERR_IO; the trainer is unchanged then. */
 BRAID_API braid_status braid_trainer_save_states(braid_trainer tr, const char* path);
 BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* path);
