@@ -111,14 +111,21 @@ def reference(world_size, initial):
     return dist_worker.values(net)
 
 
+def run_job(launcher_args, worker_args):
+    """braid-run LAUNCHER_ARGS python3 dist_worker.py WORKER_ARGS, with this package on the path; the
+    finished process (its output in stdout)."""
+    env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
+    return subprocess.run([BRAID_RUN, *launcher_args, sys.executable, os.path.join(HERE, "dist_worker.py"),
+                           *worker_args], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=240)
+
+
 @unittest.skipIf(MISSING, MISSING)
 class SeveralProcesses(unittest.TestCase):
     def run_ranks(self, n):
         with tempfile.TemporaryDirectory() as out:
-            env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
-            env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
-            done = subprocess.run([BRAID_RUN, "-n", str(n), sys.executable, os.path.join(HERE, "dist_worker.py"), out],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+            done = run_job(["-n", str(n)], [out])
             self.assertEqual(done.returncode, 0, done.stdout)
             for r in range(n):
                 self.assertIn(f"[{r}] rank {r} of {n}: ok", done.stdout)
@@ -139,11 +146,7 @@ class SeveralProcesses(unittest.TestCase):
         self.run_ranks(2)
 
     def test_a_dist_async_trainer_with_servers(self):
-        env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
-        done = subprocess.run([BRAID_RUN, "-n", "2", "--servers", "1", sys.executable,
-                               os.path.join(HERE, "dist_worker.py"), "--async"],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        done = run_job(["-n", "2", "--servers", "1"], ["--async"])
         self.assertEqual(done.returncode, 0, done.stdout)
         sums = [line.split("checksum ")[1] for line in done.stdout.splitlines() if "async ok" in line]
         self.assertEqual(len(sums), 2, done.stdout)
@@ -170,11 +173,7 @@ class SeveralProcesses(unittest.TestCase):
         self.assertEqual(workers, [["0", "2", "1", "3.0"], ["1", "2", "1", "3.0"]])  # 10 (rank 0's) replaced by 1 + 2
 
     def test_a_dist_sync_kvstore_with_servers(self):
-        env = dict(os.environ, BRAID_DIST_TIMEOUT="60")
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(HERE, "..", ""), env.get("PYTHONPATH")]))
-        done = subprocess.run([BRAID_RUN, "-n", "2", "--servers", "2", sys.executable,
-                               os.path.join(HERE, "dist_worker.py"), "--kv"],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=240)
+        done = run_job(["-n", "2", "--servers", "2"], ["--kv"])
         self.assertEqual(done.returncode, 0, done.stdout)
         for r in range(2):
             self.assertIn(f"[{r}] rank {r} of 2: kv ok over 2 server(s)", done.stdout)
