@@ -17,6 +17,7 @@
 #include "distributed/store.h"
 #include "ops/copy.h"
 #include "parallel/optimizer.h"
+#include "tensor/host_copy.h"
 
 namespace braid::distributed {
 namespace {
@@ -140,10 +141,7 @@ void Server::wait(Lock& lock, const std::function<bool()>& done) {
 
 TensorRef Server::host_tensor(braid_dtype dtype, uint64_t count, const std::byte* data) {
   const int64_t n = static_cast<int64_t>(count);
-  TensorRef t = new_tensor(ctx_, *host_, dtype, Shape::of({&n, 1}));
-  // A fresh storage has no readers or writers yet: written directly.
-  if (count) std::memcpy(host_address(*t), data, count * dtype_size(dtype));
-  return t;
+  return tensor_from_host(ctx_, *host_, dtype, Shape::of({&n, 1}), data);
 }
 
 Server::Key& Server::key_of(const Message& m, const char* call) {
@@ -224,10 +222,12 @@ Message Server::handle(int32_t worker, const Message& m, std::vector<std::byte>&
       Key& k = key_of(m, "kvstore_pull");
       // Under dist_sync a worker reads the value its own last push went into.
       if (sync_) wait(lock, [&] { return !k.pushed[static_cast<size_t>(worker)]; });
-      const WaitResult r = ctx_.engine->wait_to_read(*k.value->storage);
-      if (r.status != BRAID_OK) fail(r.status, "kvstore_pull: the update of key ", m.key, " failed: ", r.message);
-      const std::byte* data = host_address(*k.value);
-      out.assign(data, data + k.count * dtype_size(k.dtype));
+      out.resize(k.count * dtype_size(k.dtype));
+      try {
+        copy_to_host(*k.value, out.data(), out.size());  // waits for the update
+      } catch (const Error& e) {
+        fail(e.status(), "kvstore_pull: the update of key ", m.key, " failed: ", e.what());
+      }
       reply.bytes = out.size();
       return reply;
     }

@@ -332,6 +332,16 @@ std::vector<float> uniform(size_t n, uint32_t seed) {
   return v;
 }
 
+// The optimizers the training tests use: SGD with momentum, or Adam, with weight decay.
+braid_optimizer_params optimizer_of(braid_optimizer_kind kind) {
+  braid_optimizer_params opt = BRAID_OPTIMIZER_PARAMS_INIT;
+  opt.kind = kind;
+  opt.learning_rate = kind == BRAID_OPTIMIZER_SGD ? 0.1 : 0.01;
+  opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
+  opt.weight_decay = 1e-3;
+  return opt;
+}
+
 // Steps [from, to) of a training on k replicas (devices 0..k-1 of ctx), from the parameters `init`
 // and, when `states` is set, the optimizer states saved there; with `save` set, the parameters and
 // states are saved to save + ".params" / ".states" after the last step. Returns replica 0's
@@ -409,11 +419,7 @@ TEST_CASE("Trainer: a run resumed from saved parameters and states ends bit for 
   const std::vector<std::vector<float>> init = {uniform(32, 1), uniform(8, 2), uniform(8, 3)};
   for (braid_optimizer_kind kind : {BRAID_OPTIMIZER_SGD, BRAID_OPTIMIZER_ADAM}) {
     CAPTURE(kind);
-    braid_optimizer_params opt = BRAID_OPTIMIZER_PARAMS_INIT;
-    opt.kind = kind;
-    opt.learning_rate = kind == BRAID_OPTIMIZER_SGD ? 0.1 : 0.01;
-    opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
-    opt.weight_decay = 1e-3;
+    const braid_optimizer_params opt = optimizer_of(kind);
     Ctx c(2);
     const auto whole = train_span(c.ctx, 2, opt, init, span_of(0, 6));
     (void)train_span(c.ctx, 2, opt, init, span_of(0, 3, "", base));
@@ -463,11 +469,7 @@ TEST_CASE("Trainer: a run resumed from saved parameters and states ends bit for 
 
 TEST_CASE("Trainer on k devices with batch b/k matches one device with batch b") {
   for (braid_optimizer_kind kind : {BRAID_OPTIMIZER_SGD, BRAID_OPTIMIZER_ADAM}) {
-    braid_optimizer_params opt = BRAID_OPTIMIZER_PARAMS_INIT;
-    opt.kind = kind;
-    opt.learning_rate = kind == BRAID_OPTIMIZER_SGD ? 0.1 : 0.01;
-    opt.momentum = kind == BRAID_OPTIMIZER_SGD ? 0.9 : 0.0;
-    opt.weight_decay = 1e-3;
+    const braid_optimizer_params opt = optimizer_of(kind);
     Ctx one(1);
     const auto want = train(one.ctx, 1, opt, 0, BRAID_ALLREDUCE_AUTO, 5);
     for (int k : {2, 3, 4}) {
