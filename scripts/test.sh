@@ -1,29 +1,33 @@
 #!/usr/bin/env bash
-# The full test job (what CI runs, through .ci/run):
+# The full test job (what CI runs, through .ci/run); docs/TESTING.md says what each step catches and
+# why it runs where it does:
 #
 #   0. the source checks: include directions in runtime/ (tools/check_layers.py) and formatting
 #      (tools/check_format.sh, .clang-format)
-#   1. build/ with warnings as errors; every ctest suite with BRAID_CPU_DEVICES=1 (one device with
-#      every core: the kernels' threaded paths), then again with BRAID_CPU_DEVICES=2 (multi-device
-#      paths) and with BRAID_ENGINE=sync (every op completes at push time). BRAID_CPU_DEVICES is always
-#      set: the ops suites default to 2 devices when it is not.
-#   2. build-asan/ (ASan + UBSan): the runtime and ops suites, leak checking on where it works
-#   3. build-tsan/ (TSan): the runtime and ops suites, pinned to one CPU, with BRAID_CPU_DEVICES=2
-#   The ASan run is repeated with BRAID_CPU_DEVICES=2 (cross-device copies and waits).
-#   4. build-fuzz/ (clang, libFuzzer + ASan + UBSan): each fuzzer in tests/fuzz/ (the IDX, safetensors
-#      and graph readers, the C API) for a bounded time
-#      (BRAID_FUZZ_SECONDS, default 60) from its seed corpus, with a fixed seed (BRAID_FUZZ_SEED,
-#      default 1) so that a run explores the same inputs first; skipped, visibly, without clang
+#   1. build/ with warnings as errors; every ctest entry with BRAID_CPU_DEVICES=1 (one device with
+#      every core: the kernels' threaded paths), then the entries labelled cpu-devices again with
+#      BRAID_CPU_DEVICES=2 (multi-device paths) and those labelled engine with BRAID_ENGINE=sync (every
+#      op completes at push time); tests/CMakeLists.txt says which. BRAID_CPU_DEVICES is always set:
+#      the ops suites default to 2 devices when it is not. Then the CPU plugin without oneDNN, and the
+#      Vulkan suites under the Khronos validation layer.
+#   2. build-asan/ (clang: ASan + UBSan, and the libFuzzer targets): the sanitized suites with one CPU
+#      device and leak checking, the multi-device ones again with two, the Vulkan plugin's; then each
+#      fuzzer in tests/fuzz/ (the IDX, safetensors and graph readers, the C API) for BRAID_FUZZ_SECONDS
+#      (default 20) from its seed corpus with a fixed seed (BRAID_FUZZ_SEED, default 1) through
+#      scripts/fuzz.sh, which also runs the long campaigns (10 minutes a target by default)
+#   3. build-tsan/ (TSan): the sanitized suites pinned to one CPU, with BRAID_CPU_DEVICES=2
+#   The sanitizer trees build only what they run (the suites, the plugins, the fuzzers).
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
-# non-zero if any step failed. Sanitizer suppressions live in tests/sanitizers/, each one explained.
+# non-zero if any step failed, and the summary lists every step with its time. Sanitizer
+# suppressions live in tests/sanitizers/, each one explained.
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 supp="$root/tests/sanitizers"
-sanitized_tests='^braid-test-(runtime|ops|ops-onednn-conv|ops-openblas-gemm|data|autograd|cpu|parallel|graph)$'
 failed=()
+times=()
 start=$SECONDS
 
 # step NAME COMMAND...: runs and times one step; a failure is recorded (and returned, so that the
@@ -35,8 +39,10 @@ step() {
   echo "==== $name"
   if "$@"; then
     echo "==== $name: ok ($((SECONDS - t0)) s)"
+    times+=("$(printf '%6d s  ok      %s' $((SECONDS - t0)) "$name")")
   else
     echo "==== $name: FAILED ($((SECONDS - t0)) s)"
+    times+=("$(printf '%6d s  FAILED  %s' $((SECONDS - t0)) "$name")")
     failed+=("$name")
     return 1
   fi
@@ -64,14 +70,17 @@ run_ctest() {
 probe_dir="$(mktemp -d)"
 trap 'rm -rf "$probe_dir"' EXIT
 printf 'int main(void) { return 0; }\n' >"$probe_dir/probe.c"
+# The sanitizer trees are built with clang where it is installed (scripts/build.sh): probe with it.
+sanitizer_cc=cc
+command -v clang >/dev/null && sanitizer_cc=clang
 leaks=1
-if cc -fsanitize=address "$probe_dir/probe.c" -o "$probe_dir/asan" 2>/dev/null &&
+if "$sanitizer_cc" -fsanitize=address "$probe_dir/probe.c" -o "$probe_dir/asan" 2>/dev/null &&
   ! ASAN_OPTIONS=detect_leaks=1 "$probe_dir/asan" >/dev/null 2>&1; then
   echo "note: LeakSanitizer does not work here (ptrace not permitted?); ASan runs without leak checking"
   leaks=0
 fi
 tsan_prefix=()
-if cc -fsanitize=thread "$probe_dir/probe.c" -o "$probe_dir/tsan" 2>/dev/null && ! "$probe_dir/tsan" >/dev/null 2>&1; then
+if "$sanitizer_cc" -fsanitize=thread "$probe_dir/probe.c" -o "$probe_dir/tsan" 2>/dev/null && ! "$probe_dir/tsan" >/dev/null 2>&1; then
   if setarch "$(uname -m)" -R "$probe_dir/tsan" >/dev/null 2>&1; then
     echo "note: TSan needs ASLR off on this kernel; its tests run under setarch -R"
     tsan_prefix=(setarch "$(uname -m)" -R)
@@ -121,8 +130,8 @@ step "include directions in runtime/ (tools/check_layers.py)" python3 tools/chec
 step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
-  step "ctest, BRAID_CPU_DEVICES=2" run_ctest build BRAID_CPU_DEVICES=2
-  step "ctest, BRAID_ENGINE=sync" run_ctest build BRAID_ENGINE=sync
+  step "ctest, BRAID_CPU_DEVICES=2 (label cpu-devices)" run_ctest build BRAID_CPU_DEVICES=2 -L cpu-devices
+  step "ctest, BRAID_ENGINE=sync (label engine)" run_ctest build BRAID_ENGINE=sync -L engine
   step "the CPU plugin without oneDNN (build-nodnnl/)" without_onednn
   if [[ -e build/lib/libbraid-backend-vulkan.so ]]; then
     step "Vulkan suites under VK_LAYER_KHRONOS_validation" vulkan_validation
@@ -130,8 +139,8 @@ if step "build (build/, -Werror)" scripts/build.sh --werror; then
 fi
 
 # ---- 2. ASan + UBSan ---------------------------------------------------------------------------------
-# No -Werror here: GCC's sanitizer instrumentation changes inlining and emits its own false-positive
-# warnings (-Wmaybe-uninitialized, -Wstringop-overflow); the warning gate is step 1.
+# No -Werror here: sanitizer instrumentation changes inlining and, with GCC, emits its own
+# false-positive warnings (-Wmaybe-uninitialized, -Wstringop-overflow); the warning gate is step 1.
 # allocator_may_return_null=1 (both sanitizers): the out-of-memory tests ask for absurd sizes on
 # purpose; a sanitizer's allocator would otherwise abort the test instead of returning NULL the way
 # malloc does on a real OOM, which is the path under test.
@@ -144,16 +153,26 @@ asan_env=(
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )
-if step "build (build-asan/, ASan+UBSan)" scripts/build.sh --sanitize address; then
-  step "ctest ASan+UBSan, BRAID_CPU_DEVICES=1" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=1 \
-    -R "$sanitized_tests"
+fuzzers=()
+[[ "$sanitizer_cc" == clang ]] && fuzzers=(idx api safetensors graph)
+# The sanitizer trees build the target braid-sanitized: the suites labelled sanitized, the plugins they
+# load and the fuzzers (tests/CMakeLists.txt), nothing else.
+if step "build (build-asan/, ASan+UBSan${fuzzers:+ and libFuzzer})" scripts/build.sh --sanitize address --target braid-sanitized; then
+  step "ctest ASan+UBSan, BRAID_CPU_DEVICES=1" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=1 -L '^sanitized$'
   step "ctest ASan+UBSan, BRAID_CPU_DEVICES=2" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=2 \
-    -R "$sanitized_tests"
+    -L '^sanitized$' -LE '^kernel-library$'
   if [[ -e build-asan/lib/libbraid-backend-vulkan.so ]]; then
     step "ctest ASan+UBSan, cpu and vulkan plugins" run_ctest build-asan "${asan_env[@]/BRAID_BACKENDS=cpu/BRAID_BACKENDS=cpu,vulkan}" \
       ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1" \
-      -R '^braid-test-(runtime|ops|data|autograd|graph|graph-vulkan|vulkan)$'  # + the vulkan plugin's own suite
+      BRAID_CPU_DEVICES=1 -R '^braid-test-(runtime|ops|data|autograd|graph|graph-vulkan|vulkan)$'  # + the vulkan plugin's own suite
   fi
+  # The fuzzers (tests/fuzz/README.md): a short run each from the seed corpus; scripts/fuzz.sh alone
+  # runs the long campaigns.
+  for name in "${fuzzers[@]}"; do
+    step "fuzz braid-fuzz-$name (${BRAID_FUZZ_SECONDS:-20} s)" \
+      scripts/fuzz.sh --seconds "${BRAID_FUZZ_SECONDS:-20}" --seed "${BRAID_FUZZ_SEED:-1}" "$name"
+  done
+  ((${#fuzzers[@]})) || echo "==== fuzzers skipped: clang not found (scripts/install-deps.sh installs it)"
 fi
 
 # ---- 3. TSan -----------------------------------------------------------------------------------------
@@ -168,42 +187,21 @@ fi
 first_cpu="$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)"
 # BRAID_BACKENDS=cpu: TSan cannot see the synchronisation inside Mesa's uninstrumented lavapipe threads.
 tsan_env=(BRAID_BACKENDS=cpu TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$supp/tsan.supp")
-if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread; then
+# No Vulkan plugin in this tree: the runs load the CPU plugin alone (above).
+if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread --target braid-sanitized -- -DBRAID_BACKEND_VULKAN=OFF; then
   # setarch (when needed) and taskset wrap ctest; the tests inherit the personality and the mask.
   launcher=("${tsan_prefix[@]}" taskset -c "${first_cpu:-0}")
   # Once, with two devices: pinned to one CPU, a one-device run exercises the same single-thread paths
-  # and nothing more, and it cost seven minutes of CI.
-  step "ctest TSan, BRAID_CPU_DEVICES=2" run_ctest build-tsan "${tsan_env[@]}" BRAID_CPU_DEVICES=2 -R "$sanitized_tests"
+  # and nothing more, and it cost seven minutes of CI. Without the kernel-library entries: they repeat
+  # the ops suite's cases inside oneDNN and OpenBLAS, which TSan cannot see into.
+  step "ctest TSan, BRAID_CPU_DEVICES=2" run_ctest build-tsan "${tsan_env[@]}" BRAID_CPU_DEVICES=2 \
+    -L '^sanitized$' -LE '^kernel-library$'
   launcher=()
 fi
 
-# fuzz_run NAME: one libFuzzer target for a bounded time. A crash, a hang over -timeout seconds, memory
-# over -rss_limit_mb or any sanitizer report ends it with a non-zero status and the reproducer file.
-fuzz_run() {
-  local name="$1" corpus artifacts="$root/build-fuzz/artifacts"
-  corpus="$(mktemp -d)"
-  mkdir -p "$artifacts"
-  cp "$root/tests/fuzz/corpus/$name/"* "$corpus/"
-  (set -o pipefail
-   "$root/build-fuzz/bin/braid-fuzz-$name" -seed="${BRAID_FUZZ_SEED:-1}" -max_total_time="${BRAID_FUZZ_SECONDS:-60}" -timeout=20 \
-     -rss_limit_mb=3072 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$corpus" 2>&1 | tail -n 25)
-  local rc=$?
-  rm -rf "$corpus"
-  ((rc == 0)) || echo "reproducer in $artifacts/ (replay: build-fuzz/bin/braid-fuzz-$name FILE)"
-  return "$rc"
-}
-if command -v clang++ >/dev/null; then
-  if step "build (build-fuzz/, clang libFuzzer + ASan + UBSan)" scripts/build.sh --sanitize fuzz; then
-    step "fuzz the IDX reader (braid_dataset_open)" fuzz_run idx
-    step "fuzz the C API (random programs of op calls)" fuzz_run api
-    step "fuzz the safetensors reader (braid_load_safetensors)" fuzz_run safetensors
-    step "fuzz the graph reader (braid_graph_load, then a run)" fuzz_run graph
-  fi
-else
-  echo "==== fuzzers skipped: clang++ not found (scripts/install-deps.sh installs it)"
-fi
-
 echo
+echo "test.sh: the steps and their times"
+printf '  %s\n' "${times[@]}"
 if ((${#failed[@]})); then
   echo "test.sh: ${#failed[@]} step(s) FAILED in $((SECONDS - start)) s:"
   printf '  - %s\n' "${failed[@]}"

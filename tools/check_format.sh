@@ -12,10 +12,17 @@ if [[ "${1:-}" == --fix ]]; then
   clang-format -i "${files[@]}"
   exit 0
 fi
-bad=()
-for f in "${files[@]}"; do
-  clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
-done
+# Many files per clang-format process, one process per core: the check took 44 s file by file. With
+# --dry-run --Werror, clang-format names each file that differs ("FILE:LINE:COL: error: code should be
+# clang-formatted"); any other failure (a file it cannot read or parse) is printed as it came.
+out="$(printf '%s\0' "${files[@]}" | xargs -0 -n 32 -P "$(nproc)" clang-format --dry-run --Werror 2>&1 >/dev/null)" &&
+  status=0 || status=$?
+mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: code should be clang-formatted.*/\1/p' <<<"$out" | sort -u)
+if ((status != 0 && ${#bad[@]} == 0)); then
+  printf '%s\n' "$out" >&2
+  echo "check_format.sh: clang-format failed (status $status)" >&2
+  exit 1
+fi
 if ((${#bad[@]})); then
   printf 'not formatted (tools/check_format.sh --fix): %s\n' "${bad[@]}" >&2
   exit 1

@@ -111,7 +111,7 @@ void resolve_table(Backend& b, const braid_backend_api* plugin) {
 
 SharedLibrary::~SharedLibrary() {
   // Sanitizer builds keep plugins mapped so leak and race reports can still symbolise their frames.
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if !defined(BRAID_SANITIZER_ADDRESS) && !defined(BRAID_SANITIZER_THREAD)
   if (handle_) dlclose(handle_);
 #endif
 }

@@ -31,7 +31,7 @@ inline const std::string kPluginDir = BRAID_TEST_PLUGIN_DIR;
 // doctest 2.4 streams a `const char*` into a message as a pointer value: wrap C strings with str().
 inline std::string str(const char* s) { return s ? s : "(null)"; }
 constexpr bool kHaveCpu = BRAID_TEST_HAVE_CPU != 0;
-#if defined(__SANITIZE_THREAD__)
+#if defined(BRAID_SANITIZER_THREAD)
 // TSan refuses to start threads in the child of a multi-threaded fork (die_after_fork); the cpu
 // backend starts queue threads, so its fork cases are skipped there.
 constexpr bool kUnderTsan = true;

@@ -48,7 +48,9 @@ TEST_CASE("gradients: binary ops with broadcasting") {
   const std::pair<ref::Shape, ref::Shape> shapes[] = {{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{4, 1, 3}, {2, 1}}};
   for (const auto& dev : harness::each_device())
     for (const Case& c : cases)
-      for (const auto& [sa, sb] : shapes) {
+      for (const auto& pair : shapes) {
+        const auto& sa = pair.first;  // plain names: INFO captures them
+        const auto& sb = pair.second;
         INFO("device ", dev.id, ", ", c.name, " ", ref::to_string(sa), " ", ref::to_string(sb));
         check(dev.index, {{spread(sa, c.lo, c.hi, 2)}, {spread(sb, c.lo * 1.01, c.hi * 0.97, 3)}},
               [&](const Xs& x) { return braid::binary(c.op, x[0], x[1]); });

@@ -489,7 +489,9 @@ TEST_CASE("graph: fused chains keep floating-point identities unsimplified, on e
              return minus_ramp(a);
            }},
       };
-      for (const auto& [what, chain] : chains) {
+      for (const auto& entry : chains) {
+        const auto& what = entry.first;  // a plain name: CAPTURE captures it
+        const auto& chain = entry.second;
         CAPTURE(what);
         const std::vector<double> want = values(run(chain, false)), got = values(run(chain, true));
         REQUIRE(want.size() == got.size());

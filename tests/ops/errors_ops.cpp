@@ -294,8 +294,8 @@ TEST_CASE("errors: batch_norm") {
       BRAID_ERR_DTYPE, "braid_batch_norm");
   // eps negative, NaN or infinite, momentum outside [0, 1] or NaN (NaN slipped past comparisons before)
   const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
-  for (const auto& [eps, momentum] :
-       {std::pair{-1.0, 0.1}, {nan, 0.1}, {inf, 0.1}, {1e-5, nan}, {1e-5, 1.5}, {1e-5, -0.5}}) {
+  for (const auto& bad_pair : {std::pair{-1.0, 0.1}, {nan, 0.1}, {inf, 0.1}, {1e-5, nan}, {1e-5, 1.5}, {1e-5, -0.5}}) {
+    const double eps = bad_pair.first, momentum = bad_pair.second;  // plain names: INFO captures them
     INFO("eps ", eps, ", momentum ", momentum);
     braid_batch_norm_params bad = p;
     bad.eps = eps, bad.momentum = momentum;

@@ -374,8 +374,9 @@ TEST_CASE("special values: float16 <-> bfloat16 casts run, or are refused at the
                           std::numeric_limits<double>::infinity(),
                           std::numeric_limits<double>::quiet_NaN()};
   for (const auto& dev : harness::each_device()) {
-    for (const auto& [from, to] :
+    for (const auto& conversion :
          {std::pair{BRAID_FLOAT16, BRAID_BFLOAT16}, std::pair{BRAID_BFLOAT16, BRAID_FLOAT16}}) {
+      const braid_dtype from = conversion.first, to = conversion.second;  // plain names: INFO captures them
       INFO("device ", dev.id, ", ", harness::dtype_name(from), " -> ", harness::dtype_name(to));
       ref::Array x({static_cast<int64_t>(std::size(edges))});
       for (size_t i = 0; i < std::size(edges); ++i) x.data[i] = ref::round_to(from, edges[i]);

@@ -15,11 +15,11 @@
 #include <iterator>
 #include <map>
 #include <set>
-#include <stdexcept>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "support.h"
 
@@ -68,227 +68,28 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
-// A strict JSON reader (RFC 8259: no raw control characters in strings, only the defined escapes,
-// well-formed UTF-8, nothing after the value). A name written unescaped makes it throw.
-struct Json {
-  enum Kind { kNull, kBool, kNumber, kString, kArray, kObject } kind = kNull;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+using Json = nlohmann::json;
 
-  const Json* get(std::string_view key) const {
-    for (const auto& [k, v] : members)
-      if (k == key) return &v;
-    return nullptr;
-  }
-  std::string str(std::string_view key) const {
-    const Json* v = get(key);
-    return v && v->kind == kString ? v->string : "";
-  }
-  int integer(std::string_view key) const {
-    const Json* v = get(key);
-    return v && v->kind == kNumber ? static_cast<int>(v->number) : -1;
-  }
-};
-
-class JsonReader {
- public:
-  explicit JsonReader(std::string_view text) : s_(text) {}
-  Json document() {
-    Json v = value();
-    space();
-    if (i_ != s_.size()) error("text after the value");
-    return v;
-  }
-
- private:
-  [[noreturn]] void error(const std::string& what) const {
-    throw std::runtime_error(what + " at byte " + std::to_string(i_));
-  }
-  void space() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r')) ++i_;
-  }
-  bool take(char c) {
-    space();
-    if (i_ < s_.size() && s_[i_] == c) return ++i_, true;
-    return false;
-  }
-  void expect(char c) {
-    if (!take(c)) error(std::string("expected '") + c + "'");
-  }
-  void literal(std::string_view word) {
-    if (s_.substr(i_, word.size()) != word) error("bad literal");
-    i_ += word.size();
-  }
-  Json value() {
-    space();
-    if (i_ >= s_.size()) error("unexpected end");
-    Json v;
-    const char c = s_[i_];
-    if (c == '{') {
-      v.kind = Json::kObject;
-      ++i_;
-      if (take('}')) return v;
-      do {
-        space();
-        std::string key = string();
-        expect(':');
-        v.members.emplace_back(std::move(key), value());
-      } while (take(','));
-      expect('}');
-    } else if (c == '[') {
-      v.kind = Json::kArray;
-      ++i_;
-      if (take(']')) return v;
-      do v.items.push_back(value());
-      while (take(','));
-      expect(']');
-    } else if (c == '"') {
-      v.kind = Json::kString;
-      v.string = string();
-    } else if (c == 't' || c == 'f') {
-      v.kind = Json::kBool;
-      v.boolean = c == 't';
-      literal(c == 't' ? "true" : "false");
-    } else if (c == 'n') {
-      literal("null");
-    } else {
-      v.kind = Json::kNumber;
-      v.number = number();
-    }
-    return v;
-  }
-  double number() {
-    const size_t start = i_;
-    auto digits = [&] {
-      const size_t from = i_;
-      while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
-      if (i_ == from) error("expected a digit");
-    };
-    if (s_[i_] == '-') ++i_;
-    if (i_ < s_.size() && s_[i_] == '0')
-      ++i_;
-    else
-      digits();
-    if (i_ < s_.size() && s_[i_] == '.') ++i_, digits();
-    if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
-      ++i_;
-      if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
-      digits();
-    }
-    return std::stod(std::string(s_.substr(start, i_ - start)));
-  }
-  unsigned hex4() {
-    if (i_ + 4 > s_.size()) error("short \\u escape");
-    unsigned v = 0;
-    for (int k = 0; k < 4; ++k) {
-      const char h = s_[i_++];
-      v <<= 4;
-      if (h >= '0' && h <= '9')
-        v |= static_cast<unsigned>(h - '0');
-      else if (h >= 'a' && h <= 'f')
-        v |= static_cast<unsigned>(h - 'a' + 10);
-      else if (h >= 'A' && h <= 'F')
-        v |= static_cast<unsigned>(h - 'A' + 10);
-      else
-        error("bad hex digit");
-    }
-    return v;
-  }
-  static void utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-  }
-  std::string string() {
-    if (i_ >= s_.size() || s_[i_] != '"') error("expected a string");
-    ++i_;
-    std::string out;
-    while (true) {
-      if (i_ >= s_.size()) error("unterminated string");
-      const auto c = static_cast<unsigned char>(s_[i_]);
-      if (c == '"') {
-        ++i_;
-        return out;
-      }
-      if (c < 0x20) error("raw control character in a string");
-      if (c == '\\') {
-        if (++i_ >= s_.size()) error("unterminated escape");
-        const char e = s_[i_++];
-        switch (e) {
-          case '"': out += '"'; break;
-          case '\\': out += '\\'; break;
-          case '/': out += '/'; break;
-          case 'b': out += '\b'; break;
-          case 'f': out += '\f'; break;
-          case 'n': out += '\n'; break;
-          case 'r': out += '\r'; break;
-          case 't': out += '\t'; break;
-          case 'u': {
-            unsigned cp = hex4();
-            if (cp >= 0xdc00 && cp <= 0xdfff) error("lone low surrogate");
-            if (cp >= 0xd800 && cp <= 0xdbff) {
-              if (s_.substr(i_, 2) != "\\u") error("lone high surrogate");
-              i_ += 2;
-              const unsigned low = hex4();
-              if (low < 0xdc00 || low > 0xdfff) error("bad low surrogate");
-              cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
-            }
-            utf8(out, cp);
-            break;
-          }
-          default: error("unknown escape");
-        }
-        continue;
-      }
-      // Raw bytes: well-formed UTF-8 only.
-      size_t len = c < 0x80                 ? 1
-                   : c >= 0xc2 && c <= 0xdf ? 2
-                   : c >= 0xe0 && c <= 0xef ? 3
-                   : c >= 0xf0 && c <= 0xf4 ? 4
-                                            : 0;
-      if (len == 0 || i_ + len > s_.size()) error("bad UTF-8");
-      unsigned cp = len == 1 ? c : c & (0x7fu >> len);
-      for (size_t k = 1; k < len; ++k) {
-        const auto b = static_cast<unsigned char>(s_[i_ + k]);
-        if ((b & 0xc0) != 0x80) error("bad UTF-8 continuation");
-        cp = (cp << 6) | (b & 0x3fu);
-      }
-      if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-        error("overlong or surrogate UTF-8");
-      out.append(s_.substr(i_, len));
-      i_ += len;
-    }
-  }
-
-  std::string_view s_;
-  size_t i_ = 0;
-};
+// A field of a trace event, or the value when the event lacks it or holds another type.
+std::string str(const Json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_string() ? it->get<std::string>() : "";
+}
+int integer(const Json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_number() ? it->get<int>() : -1;
+}
 
 // The trace's tracks: "process_name" and "thread_name" metadata by pid and (pid, tid).
 struct Tracks {
   std::map<int, std::string> processes;
   std::map<std::pair<int, int>, std::string> threads;
   explicit Tracks(const Json& trace) {
-    for (const Json& e : trace.get("traceEvents")->items) {
-      if (e.str("ph") != "M") continue;
-      const std::string name = e.get("args")->str("name");
-      if (e.str("name") == "process_name") processes[e.integer("pid")] = name;
-      if (e.str("name") == "thread_name") threads[{e.integer("pid"), e.integer("tid")}] = name;
+    for (const Json& e : trace.at("traceEvents")) {
+      if (str(e, "ph") != "M") continue;
+      const std::string name = e.contains("args") ? str(e.at("args"), "name") : "";
+      if (str(e, "name") == "process_name") processes[integer(e, "pid")] = name;
+      if (str(e, "name") == "thread_name") threads[{integer(e, "pid"), integer(e, "tid")}] = name;
     }
   }
   int pid_of(const std::string& process) const {
@@ -455,13 +256,15 @@ TEST_CASE("profile: the trace is strict JSON; each host thread that waits has it
 
   const std::string text = read_file(path);
   CHECK(text.find("\\u0001") != std::string::npos);
+  // nlohmann's parser is strict RFC 8259: it refuses raw control characters in strings, unknown escapes,
+  // lone surrogates, ill-formed UTF-8 and text after the value, so a name written unescaped fails here.
   Json trace;
   try {
-    trace = JsonReader(text).document();
+    trace = Json::parse(text);
   } catch (const std::exception& e) {
     FAIL("the trace is not strict JSON: " << e.what());
   }
-  REQUIRE(trace.get("traceEvents") != nullptr);
+  REQUIRE(trace.contains("traceEvents"));
   const Tracks tracks(trace);
   const int host = tracks.pid_of("host");
   REQUIRE(host >= 0);
@@ -470,11 +273,11 @@ TEST_CASE("profile: the trace is strict JSON; each host thread that waits has it
 
   // Every wait is on a named host track; the three threads are three tracks.
   std::map<std::string, int> waits_by_track;
-  for (const Json& e : trace.get("traceEvents")->items) {
-    if (e.str("ph") != "X" || e.str("cat") != "wait") continue;
-    CHECK(e.integer("pid") == host);
-    auto it = tracks.threads.find({host, e.integer("tid")});
-    REQUIRE_MESSAGE(it != tracks.threads.end(), "a wait on tid " << e.integer("tid") << " has no thread_name");
+  for (const Json& e : trace.at("traceEvents")) {
+    if (str(e, "ph") != "X" || str(e, "cat") != "wait") continue;
+    CHECK(integer(e, "pid") == host);
+    auto it = tracks.threads.find({host, integer(e, "tid")});
+    REQUIRE_MESSAGE(it != tracks.threads.end(), "a wait on tid " << integer(e, "tid") << " has no thread_name");
     ++waits_by_track[it->second];
   }
   CHECK(waits_by_track.size() == 3);

@@ -115,7 +115,7 @@ class PeakGrowth {
   // byte on x86-64), so the process grows about five times what the code under test allocates; that is
   // divided out, so a bound means the same in every build (a TSan run measured 90 MB for a header
   // whose Release peak is under 18 MB).
-#if defined(__SANITIZE_THREAD__)
+#if defined(BRAID_SANITIZER_THREAD)
   static constexpr uint64_t kResidentPerByte = 5;
 #else
   static constexpr uint64_t kResidentPerByte = 1;

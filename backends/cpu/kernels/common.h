@@ -248,7 +248,8 @@ class SerialExec final : public Exec {
 // while it relocates the plugin (IRELATIVE), before the GOT entries the instrumentation calls through
 // are relocated; with the template clone in fold.h, dlopen of the TSan-built plugin crashed there.
 // The sanitizer builds therefore test the baseline version of these loops (the same source).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && !defined(__SANITIZE_THREAD__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__ELF__) && \
+    !defined(BRAID_SANITIZER_THREAD)
 #define BRAID_HOT __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define BRAID_HOT
