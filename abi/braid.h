@@ -647,6 +647,8 @@ typedef enum braid_optimizer_kind {
   BRAID_OPTIMIZER_KIND_COUNT
 } braid_optimizer_kind;
 
+/* braid_trainer_options embeds this struct by value, so it keeps this layout for ABI major 1 (growing
+ * it would move the trainer options' later fields); docs/ABI.md, "How the ABI is checked". */
 typedef struct braid_optimizer_params {
   uint32_t struct_size;
   braid_optimizer_kind kind;

@@ -4,7 +4,7 @@
 #   scripts/fuzz.sh [--seconds N] [--seed S] [--build-dir DIR] [TARGET...]
 #
 #   TARGET      idx, api, safetensors, graph (default: all four, one after the other)
-#   --seconds   how long each target runs (default 600: a campaign; scripts/test.sh runs each for 20)
+#   --seconds   how long each target runs (default 600: a campaign; scripts/test.sh runs each for 15)
 #   --seed      libFuzzer's -seed (default 1), so that a run explores the same inputs first and a
 #               failure reproduces; other seeds explore elsewhere
 #   --build-dir the tree with bin/braid-fuzz-* (default build-asan; scripts/build.sh --sanitize address)

@@ -7,15 +7,16 @@
 #   1. build/ with warnings as errors; every ctest entry with BRAID_CPU_DEVICES=1 (one device with
 #      every core: the kernels' threaded paths), then the entries labelled cpu-devices again with
 #      BRAID_CPU_DEVICES=2 (multi-device paths) and those labelled engine with BRAID_ENGINE=sync (every
-#      op completes at push time); tests/CMakeLists.txt says which. BRAID_CPU_DEVICES is always set:
-#      the ops suites default to 2 devices when it is not. Then the CPU plugin without oneDNN, and the
-#      Vulkan suites under the Khronos validation layer.
+#      op completes at push time); tests/CMakeLists.txt says which. The ops suites default to 2
+#      devices when BRAID_CPU_DEVICES is not set. Then the Vulkan suites under the Khronos validation
+#      layer.
 #   2. build-asan/ (clang: ASan + UBSan, and the libFuzzer targets): the sanitized suites with one CPU
 #      device and leak checking, the multi-device ones again with two, the Vulkan plugin's; then each
 #      fuzzer in tests/fuzz/ (the IDX, safetensors and graph readers, the C API) for BRAID_FUZZ_SECONDS
-#      (default 20) from its seed corpus with a fixed seed (BRAID_FUZZ_SEED, default 1) through
+#      (default 15) from its seed corpus with a fixed seed (BRAID_FUZZ_SEED, default 1) through
 #      scripts/fuzz.sh, which also runs the long campaigns (10 minutes a target by default)
-#   3. build-tsan/ (TSan): the sanitized suites pinned to one CPU, with BRAID_CPU_DEVICES=2
+#   3. build-tsan/ (clang, TSan, -Werror, the CPU plugin without oneDNN): the sanitized suites pinned to
+#      one CPU, with BRAID_CPU_DEVICES=2
 #   The sanitizer trees build only what they run (the suites, the plugins, the fuzzers).
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
@@ -106,25 +107,6 @@ vulkan_validation() {
   return "$rc"
 }
 
-# without_onednn: the CPU plugin built without oneDNN (OpenBLAS gemms, builtin convolutions; option
-# BRAID_CPU_ONEDNN=OFF, or no libdnnl-dev) must still build and pass the op suite's matmul and
-# convolution cases; that configuration once stopped compiling unnoticed. Only the plugin is built
-# (build-nodnnl/); it runs beside build/'s libbraid, from a copy of build/lib where it replaces the
-# oneDNN one (libbraid loads the plugins next to itself first).
-without_onednn() {
-  local run=build-nodnnl/run
-  cmake -S . -B build-nodnnl -G Ninja -DCMAKE_BUILD_TYPE=Release -DBRAID_WERROR=ON -DBRAID_CPU_ONEDNN=OFF \
-    -DBRAID_BUILD_TOOLS=OFF -DBRAID_BUILD_SAMPLES=OFF -DBRAID_BACKEND_VULKAN=OFF -DBRAID_BACKEND_CUDA=OFF >/dev/null &&
-    cmake --build build-nodnnl --target braid-backend-cpu || return 1
-  rm -rf "$run" && cp -r build/lib "$run" && cp build-nodnnl/lib/libbraid-backend-cpu.so "$run/" || return 1
-  # The plugin that ran must be the one without oneDNN: it says so in its device's properties.
-  LD_LIBRARY_PATH="$PWD/$run" BRAID_BACKENDS=cpu build/bin/braid-info | grep -q '"sgemm": "openblas"' || {
-    echo "without_onednn: the plugin in $run does not report \"sgemm\": \"openblas\""
-    return 1
-  }
-  LD_LIBRARY_PATH="$PWD/$run" BRAID_BACKENDS=cpu build/bin/braid-test-ops '--test-case=*matmul*,*conv*'
-}
-
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
 step "include directions in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
 step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
@@ -132,7 +114,6 @@ if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
   step "ctest, BRAID_CPU_DEVICES=2 (label cpu-devices)" run_ctest build BRAID_CPU_DEVICES=2 -L cpu-devices
   step "ctest, BRAID_ENGINE=sync (label engine)" run_ctest build BRAID_ENGINE=sync -L engine
-  step "the CPU plugin without oneDNN (build-nodnnl/)" without_onednn
   if [[ -e build/lib/libbraid-backend-vulkan.so ]]; then
     step "Vulkan suites under VK_LAYER_KHRONOS_validation" vulkan_validation
   fi
@@ -153,6 +134,19 @@ asan_env=(
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 )
+# asan_vulkan: the suites that drive the Vulkan plugin, with it loaded beside the CPU plugin and one CPU
+# device (the multi-CPU paths had their runs above), without leak checking (lavapipe leaks from inside
+# itself, see above): the ops, data, autograd and graph suites on cpu:0 and vulkan:0, the plugin's own
+# suite, and the runtime suite's cases that involve Vulkan (its other cases ran above).
+asan_vulkan() {
+  local env=("${asan_env[@]/BRAID_BACKENDS=cpu/BRAID_BACKENDS=cpu,vulkan}" BRAID_CPU_DEVICES=1
+             ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1")
+  local rc=0
+  run_ctest build-asan "${env[@]}" -R '^braid-test-(ops|data|autograd|graph|graph-vulkan|vulkan)$' || rc=1
+  env "${env[@]}" build-asan/bin/braid-test-runtime \
+    '--test-case=mixed devices*,vulkan plugin*,errors: on every device*' || rc=1
+  return "$rc"
+}
 fuzzers=()
 [[ "$sanitizer_cc" == clang ]] && fuzzers=(idx api safetensors graph)
 # The sanitizer trees build the target braid-sanitized: the suites labelled sanitized, the plugins they
@@ -162,15 +156,13 @@ if step "build (build-asan/, ASan+UBSan${fuzzers:+ and libFuzzer})" scripts/buil
   step "ctest ASan+UBSan, BRAID_CPU_DEVICES=2" run_ctest build-asan "${asan_env[@]}" BRAID_CPU_DEVICES=2 \
     -L '^sanitized$' -LE '^kernel-library$'
   if [[ -e build-asan/lib/libbraid-backend-vulkan.so ]]; then
-    step "ctest ASan+UBSan, cpu and vulkan plugins" run_ctest build-asan "${asan_env[@]/BRAID_BACKENDS=cpu/BRAID_BACKENDS=cpu,vulkan}" \
-      ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:detect_stack_use_after_return=1" \
-      BRAID_CPU_DEVICES=1 -R '^braid-test-(runtime|ops|data|autograd|graph|graph-vulkan|vulkan)$'  # + the vulkan plugin's own suite
+    step "ASan+UBSan, cpu and vulkan plugins" asan_vulkan
   fi
   # The fuzzers (tests/fuzz/README.md): a short run each from the seed corpus; scripts/fuzz.sh alone
   # runs the long campaigns.
   for name in "${fuzzers[@]}"; do
-    step "fuzz braid-fuzz-$name (${BRAID_FUZZ_SECONDS:-20} s)" \
-      scripts/fuzz.sh --seconds "${BRAID_FUZZ_SECONDS:-20}" --seed "${BRAID_FUZZ_SEED:-1}" "$name"
+    step "fuzz braid-fuzz-$name (${BRAID_FUZZ_SECONDS:-15} s)" \
+      scripts/fuzz.sh --seconds "${BRAID_FUZZ_SECONDS:-15}" --seed "${BRAID_FUZZ_SEED:-1}" "$name"
   done
   ((${#fuzzers[@]})) || echo "==== fuzzers skipped: clang not found (scripts/install-deps.sh installs it)"
 fi
@@ -187,8 +179,12 @@ fi
 first_cpu="$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/status)"
 # BRAID_BACKENDS=cpu: TSan cannot see the synchronisation inside Mesa's uninstrumented lavapipe threads.
 tsan_env=(BRAID_BACKENDS=cpu TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1:suppressions=$supp/tsan.supp")
-# No Vulkan plugin in this tree: the runs load the CPU plugin alone (above).
-if step "build (build-tsan/, TSan)" scripts/build.sh --sanitize thread --target braid-sanitized -- -DBRAID_BACKEND_VULKAN=OFF; then
+# No Vulkan plugin in this tree: the runs load the CPU plugin alone (above). Nor oneDNN: pinned to one
+# CPU, TSan gains nothing from it (it cannot see into it), and so this tree is also the CPU plugin built
+# without oneDNN, a configuration that once stopped compiling unnoticed: clang with -Werror builds it,
+# and the ops suite runs its matmul and convolution cases on OpenBLAS and braid's own kernels.
+if step "build (build-tsan/, TSan, CPU plugin without oneDNN, -Werror)" scripts/build.sh --sanitize thread --werror \
+  --target braid-sanitized -- -DBRAID_BACKEND_VULKAN=OFF -DBRAID_CPU_ONEDNN=OFF; then
   # setarch (when needed) and taskset wrap ctest; the tests inherit the personality and the mask.
   launcher=("${tsan_prefix[@]}" taskset -c "${first_cpu:-0}")
   # Once, with two devices: pinned to one CPU, a one-device run exercises the same single-thread paths

@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Checks that runtime/ includes point one way (docs/ARCHITECTURE.md, "Layers"): a folder includes only
-its own layer and those below it. Exits 1 naming every include that points up, except the ones listed
-in KNOWN below (each is one of the exceptions ARCHITECTURE.md lists; removing one from the code
-without removing it here fails too, so the list only shrinks).
+"""Checks that runtime/ includes point one way (docs/ARCHITECTURE.md, "Layers"). Exits 1 naming
+
+  - every include of a folder in a layer above the including file's folder;
+  - every cycle between folders, inside a layer too (tensor/ including ops/ while ops/ includes
+    tensor/ makes the two one unit, whatever their layer numbers say);
+  - every folder of runtime/ that has no layer.
+
+Every include form that names a runtime folder counts: "folder/x.h", <folder/x.h> and "../folder/x.h".
+There are no exceptions.
 
     tools/check_layers.py [RUNTIME_DIR]
 """
@@ -10,7 +15,8 @@ import os
 import re
 import sys
 
-# Lower number = lower layer. Folders of one number are one layer and may include each other.
+# Lower number = lower layer. Folders of one number are one layer: they may include each other, one
+# way (a cycle is reported).
 LAYER = {
     "core": 0,
     "memory": 1, "plugin": 1,
@@ -19,20 +25,48 @@ LAYER = {
     "context": 4,
     "tensor": 5, "ops": 5, "data": 5, "checkpoint": 5, "hardware": 5,
     "autograd": 6,
-    "graph": 7,
-    "parallel": 8,
-    "distributed": 9,
+    "graph": 7, "parallel": 7,
+    "distributed": 8,
 }
 
-# (file, included folder): the upward includes that exist today (docs/ARCHITECTURE.md lists them).
-KNOWN = set()
+INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](?:\.\./)*([a-z_]+)/')
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
+
+def folder_cycles(edges):
+    """The strongly connected components of more than one folder (Tarjan), each sorted."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
 
 
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime")
-    bad, seen = [], set()
+    bad = []
+    edges, example = {}, {}  # folder -> folders it includes; (from, to) -> the first such include
     for folder in sorted(os.listdir(root)):
         path = os.path.join(root, folder)
         if not os.path.isdir(path):
@@ -47,18 +81,19 @@ def main():
             with open(os.path.join(path, name), encoding="utf-8") as f:
                 for n, line in enumerate(f, 1):
                     m = INCLUDE.match(line)
-                    if not m or m.group(1) not in LAYER or LAYER[m.group(1)] <= LAYER[folder]:
+                    if not m or m.group(1) not in LAYER or m.group(1) == folder:
                         continue
-                    if (rel, m.group(1)) in KNOWN:
-                        seen.add((rel, m.group(1)))
-                        continue
-                    bad.append(f"runtime/{rel}:{n}: includes {m.group(1)}/, a layer above {folder}/")
-    for rel, up in sorted(KNOWN - seen):
-        bad.append(f"runtime/{rel} no longer includes {up}/: remove it from KNOWN in tools/check_layers.py "
-                   "and from docs/ARCHITECTURE.md's list")
+                    to = m.group(1)
+                    edges.setdefault(folder, set()).add(to)
+                    example.setdefault((folder, to), f"runtime/{rel}:{n}")
+                    if LAYER[to] > LAYER[folder]:
+                        bad.append(f"runtime/{rel}:{n}: includes {to}/, a layer above {folder}/")
+    for cycle in folder_cycles(edges):
+        links = [f"{example[(a, b)]} includes {b}/" for a in cycle for b in cycle if (a, b) in example]
+        bad.append(f"a cycle between {', '.join(f'{c}/' for c in cycle)}: " + "; ".join(links))
     for b in bad:
         print(b)
-    print(f"layers: {len(bad)} problem(s); {len(seen)} known exception(s) remain")
+    print(f"layers: {len(bad)} problem(s) in {len(edges)} folders")
     return 1 if bad else 0
 
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "braid_backend.h"
-#include "ops/recorder.h"
+#include "tensor/recorder.h"
 #include "tensor/tensor.h"
 
 namespace braid {
@@ -90,7 +90,7 @@ bool history_is_stale(const Tensor& t);
 // Records a copy of x to another device (a byte copy, not a kernel): its gradient is dy copied back
 // to x's device, so a model split across devices back-propagates across them.
 void record_device_copy(Context& ctx, Tensor& x, Tensor& y);
-// The recorders above, for the ops layer (ops/recorder.h): installed in the context by whatever turns
+// The recorders above, for the ops layer (tensor/recorder.h): installed in the context by whatever turns
 // recording on or gives a tensor a gradient.
 void install_recorder(Context& ctx) noexcept;
 

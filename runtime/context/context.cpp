@@ -21,7 +21,8 @@
 namespace braid {
 namespace {
 
-// The one piece of process state: how many fork()s this process has seen. A context remembers the
+// Process-wide state (docs/ARCHITECTURE.md, "Process-wide state" lists the rest): how many fork()s
+// this process has seen. A context remembers the
 // generation it was created in; after fork() the child's copy has no threads behind it, so it is
 // refused, and the child creates a fresh context (docs/ENGINE.md#waits-from-engine-threads-and-fork).
 std::atomic<uint64_t> g_fork_generation{0};
@@ -252,7 +253,7 @@ std::vector<braid::ProfileDevice> braid_context_t::profile_devices() const {
     // props.name comes from the plugin: bounded, in case it is not NUL-terminated.
     const std::string_view model(d->props.name, strnlen(d->props.name, sizeof d->props.name));
     p.name = braid::cat(d->id, " (", model, ")");
-    for (const braid::Queue* q : d->queues()) p.queues.push_back({q, braid::Device::queue_name(q->track)});
+    for (const braid::Queue* q : d->queues()) p.queues.push_back({q, q->track, braid::Device::queue_name(q->track)});
   }
   return all;
 }

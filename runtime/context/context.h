@@ -1,6 +1,7 @@
 // The context behind braid_context: the loaded backends, their opened devices, the engine, the
-// profiler and the RNG counter. Everything mutable in braid lives in a context, with no global state
-// beyond it except the fork generation, which is the process's own fact (docs/ARCHITECTURE.md#layers).
+// profiler and the RNG counter. Everything mutable in braid lives in a context, except the few facts
+// that belong to the process (the fork generation, the handle pools, the log sink: the list is in
+// docs/ARCHITECTURE.md, "Process-wide state").
 #pragma once
 #include <atomic>
 #include <memory>

@@ -32,7 +32,7 @@ struct RecordingThreads {
 
 class Recording {
  public:
-  // Autograd's entry points for the ops layer below it (ops/recorder.h), installed by autograd before
+  // Autograd's entry points for the ops layer below it (tensor/recorder.h), installed by autograd before
   // anything can be recorded; null until then.
   void install(const OpRecorder* r) noexcept { recorder_.store(r, std::memory_order_release); }
   const OpRecorder* recorder() const noexcept { return recorder_.load(std::memory_order_acquire); }

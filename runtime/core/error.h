@@ -35,6 +35,11 @@ template <class... Args>
   throw Error(status, cat(std::forward<Args>(args)...));
 }
 
+// Checks a pointer argument the caller must provide.
+inline void require(const void* p, const char* what) {
+  if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+}
+
 void set_last_error(std::string message) noexcept;
 void clear_last_error() noexcept;
 

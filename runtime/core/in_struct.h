@@ -16,18 +16,34 @@
 namespace braid {
 
 struct FieldSpan {
-  size_t offset, size;
+  size_t offset, size, align;
 };
 #define BRAID_FIELD(T, f) \
-  ::braid::FieldSpan { offsetof(T, f), sizeof(T::f) }
+  ::braid::FieldSpan { offsetof(T, f), sizeof(T::f), alignof(decltype(T::f)) }
+
+// Whether fields, in order, are every field of a struct of that size and alignment after its leading
+// uint32_t struct_size: each starts where the one before ends, give or take padding (always less than
+// its own alignment), and the last one ends where the struct does, give or take its tail padding. A
+// field added to abi/braid.h and not to the list below leaves a gap or a tail (the list once lacked
+// braid_optimizer_params' beta1 and beta2, so a struct_size ending inside them was not refused); the
+// static_assert in BRAID_FIELDS then stops the build.
+constexpr bool lists_every_field(std::span<const FieldSpan> fields, size_t size, size_t align) {
+  size_t end = sizeof(uint32_t);
+  for (const FieldSpan& f : fields) {
+    if (f.offset < end || f.offset - end >= f.align) return false;
+    end = f.offset + f.size;
+  }
+  return (end + align - 1) / align * align == size;
+}
 
 // The fields after struct_size of each in-struct, one overload per struct (a struct read without one
-// does not compile).
-#define BRAID_FIELDS(T, ...)                              \
-  inline std::span<const FieldSpan> fields_of(const T*) { \
-    static constexpr FieldSpan kFields[] = {__VA_ARGS__}; \
-    return kFields;                                       \
-  }
+// does not compile), checked against the struct itself at compile time.
+#define BRAID_FIELDS(T, ...)                                                                   \
+  inline constexpr FieldSpan kFieldsOf_##T[] = {__VA_ARGS__};                                  \
+  static_assert(lists_every_field(kFieldsOf_##T, sizeof(T), alignof(T)), #T                    \
+                ": BRAID_FIELDS in core/in_struct.h must list every field after struct_size, " \
+                "in order, as abi/braid.h declares them");                                     \
+  inline std::span<const FieldSpan> fields_of(const T*) { return kFieldsOf_##T; }
 BRAID_FIELDS(braid_context_options, BRAID_FIELD(braid_context_options, backends),
              BRAID_FIELD(braid_context_options, backend_path), BRAID_FIELD(braid_context_options, engine_mode),
              BRAID_FIELD(braid_context_options, max_inflight_ops),
@@ -52,7 +68,8 @@ BRAID_FIELDS(braid_collective_options, BRAID_FIELD(braid_collective_options, op)
              BRAID_FIELD(braid_collective_options, algorithm))
 BRAID_FIELDS(braid_optimizer_params, BRAID_FIELD(braid_optimizer_params, kind),
              BRAID_FIELD(braid_optimizer_params, learning_rate), BRAID_FIELD(braid_optimizer_params, momentum),
-             BRAID_FIELD(braid_optimizer_params, weight_decay), BRAID_FIELD(braid_optimizer_params, epsilon),
+             BRAID_FIELD(braid_optimizer_params, weight_decay), BRAID_FIELD(braid_optimizer_params, beta1),
+             BRAID_FIELD(braid_optimizer_params, beta2), BRAID_FIELD(braid_optimizer_params, epsilon),
              BRAID_FIELD(braid_optimizer_params, rescale_grad))
 BRAID_FIELDS(braid_trainer_options, BRAID_FIELD(braid_trainer_options, optimizer),
              BRAID_FIELD(braid_trainer_options, bucket_bytes), BRAID_FIELD(braid_trainer_options, algorithm),
@@ -63,6 +80,9 @@ BRAID_FIELDS(braid_process_group_options, BRAID_FIELD(braid_process_group_option
              BRAID_FIELD(braid_process_group_options, master_port), BRAID_FIELD(braid_process_group_options, backend),
              BRAID_FIELD(braid_process_group_options, timeout_seconds), BRAID_FIELD(braid_process_group_options, flags))
 #undef BRAID_FIELDS
+// Embedded by value in braid_trainer_options: its layout is frozen for ABI major 1 (abi/braid.h).
+static_assert(sizeof(braid_optimizer_params) == 64 && offsetof(braid_trainer_options, bucket_bytes) == 72,
+              "braid_optimizer_params is embedded in braid_trainer_options and must not grow (docs/ABI.md)");
 
 // *in over defaults, up to the caller's struct_size (kept in the result); defaults when in is NULL.
 // `what` names the struct in errors ("params", "options").

@@ -12,7 +12,7 @@ namespace braid {
 // function that works before it writes (a measurement), so a bad call costs nothing.
 template <class T>
 void check_out(const T* out, const char* what) {
-  if (!out) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
+  require(out, what);
   if (out->struct_size < sizeof(uint32_t))
     fail(BRAID_ERR_INVALID_ARGUMENT, what, "->struct_size ", out->struct_size,
          " is too small; set it to sizeof the struct");

@@ -13,10 +13,6 @@ using namespace braid::data;
 
 namespace {
 
-void require(const void* p, const char* what) {
-  if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-}
-
 // Copies an option struct honouring the caller's struct_size: an older caller's shorter struct gets
 // the defaults for the fields it does not know.
 template <class T>

@@ -33,10 +33,6 @@ ProcessGroup& checked_group(braid_process_group pg) {
   return *GroupPool::instance().checked(pg, "pg", "process group").group;
 }
 
-void require(const void* p, const char* what) {
-  if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-}
-
 // A process group as the Trainer sees it (parallel/cross_process.h): holds the group, so a trainer
 // keeps using it after the application released its handle.
 class GroupForTrainer final : public parallel::CrossProcess {

@@ -419,7 +419,7 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
   if (n.profiled) {
     n.t_end = profiler_.now();
     if (n.t_begin == 0) n.t_begin = n.t_submit;
-    profiler_.record_op(n);
+    profiler_.record_op({n.name, n.queue, n.queue->track, n.t_begin, n.t_end, n.status});
   }
   if (n.status != BRAID_OK) record_error(n);
   // Release what the op held before announcing completion, so a waiter sees memory returned.

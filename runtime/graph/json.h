@@ -1,4 +1,4 @@
-// A graph as JSON (docs/GRAPH.md, "The file format"): format "braid.graph", version [1, 0]. Parameters
+// A graph as JSON (docs/GRAPH.md, "Export and import"): format "braid.graph", version [1, 0]. Parameters
 // are not in it; they go to a safetensors file under the names the JSON gives them.
 #pragma once
 #include <string>

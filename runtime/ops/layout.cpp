@@ -7,8 +7,8 @@
 #include "ops/call.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
-#include "ops/recorder.h"
 #include "ops/shapes.h"
+#include "tensor/recorder.h"
 
 using namespace braid;
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/trace_hook.h"
-#include "ops/recorder.h"
+#include "tensor/recorder.h"
 
 namespace braid {
 

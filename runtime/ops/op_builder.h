@@ -90,10 +90,6 @@ class OpBuilder {
   bool throttled_ = false;
 };
 
-// Checks a pointer argument the caller must provide.
-inline void require(const void* p, const char* what) {
-  if (!p) fail(BRAID_ERR_INVALID_ARGUMENT, what, " is NULL");
-}
 // Throws BRAID_ERR_DTYPE unless dtype is float32 or float64.
 void require_float(const Tensor& t, const char* op, const char* what);
 // Throws BRAID_ERR_DTYPE unless a and b have the same dtype.

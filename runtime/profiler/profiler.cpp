@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "core/error.h"
-#include "engine/node.h"
 
 namespace braid {
 
@@ -43,15 +42,16 @@ void Profiler::start() {
   enabled_.store(true);
 }
 
-void Profiler::record_op(const OpNode& n) {
+void Profiler::record_op(const ProfileEvent& op) {
   std::lock_guard lock(mu_);
   // A queue runs its work in order, so an op starts no earlier than the one before it on its queue
   // ended. Backends that launch without asking work_begin (GPU queues) give no start of their own, and
-  // t_begin is then the op's push; without this, each op of a deep queue would span the whole queue.
-  int64_t& queue_end = queue_ends_[n.queue];
-  const int64_t begin = std::max(n.t_begin, queue_end);
-  queue_end = std::max(queue_end, n.t_end);
-  events_.push_back({n.name, n.queue, n.queue->track, std::min(begin, n.t_end), n.t_end, n.status});
+  // begin_ns is then the op's push; without this, each op of a deep queue would span the whole queue.
+  int64_t& queue_end = queue_ends_[op.queue];
+  const int64_t begin = std::max(op.begin_ns, queue_end);
+  queue_end = std::max(queue_end, op.end_ns);
+  ProfileEvent& e = events_.emplace_back(op);
+  e.begin_ns = std::min(begin, op.end_ns);
 }
 
 void Profiler::record_wait(const char* what, int64_t begin_ns, int64_t end_ns) {
@@ -222,7 +222,7 @@ std::string Profiler::json(std::span<const ProfileDevice> devices) const {
     metadata("process_name", pid, nullptr, devices[d].name);
     for (const ProfileDevice::Track& t : devices[d].queues) {
       pid_of[t.queue] = pid;
-      const int tid = t.queue->track;
+      const int tid = t.track;
       metadata("thread_name", pid, &tid, t.name);
     }
   }
@@ -234,7 +234,7 @@ std::string Profiler::json(std::span<const ProfileDevice> devices) const {
   std::sort(threads.begin(), threads.end(), [](auto* a, auto* b) { return a->number < b->number; });
   for (const HostThread* t : threads) metadata("thread_name", host_pid, &t->number, t->name);
   char ts[32], dur[32];
-  for (const Event& e : events_) {
+  for (const ProfileEvent& e : events_) {
     int pid = host_pid;
     if (e.queue) {
       auto it = pid_of.find(e.queue);

@@ -5,10 +5,9 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/trace_hook.h"
-#include "ops/op_builder.h"
-#include "ops/recorder.h"
 #include "tensor/handle_watch.h"
 #include "tensor/host_copy.h"
+#include "tensor/recorder.h"
 #include "tensor/tensor.h"
 
 using namespace braid;
@@ -22,7 +21,7 @@ void check_bytes(const Tensor& t, size_t bytes, const char* what) {
 }
 
 // t's whole value was replaced by one autograd did not record: it has no history from now on
-// (ops/recorder.h).
+// (tensor/recorder.h).
 void forget_history(Tensor& t) {
   if (const OpRecorder* r = t.ctx->recording.recorder()) r->overwritten(*t.ctx, t);
 }

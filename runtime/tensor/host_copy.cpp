@@ -8,7 +8,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/trace_hook.h"
-#include "ops/recorder.h"
+#include "tensor/recorder.h"
 
 namespace braid {
 

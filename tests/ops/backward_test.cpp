@@ -251,7 +251,7 @@ TEST_CASE("backward: a bad label fails the op; bad shapes fail the call") {
     CHECK(braid_tensor_wait_to_read(gd.get()) == BRAID_ERR_KERNEL);
     // braid_wait_all reports (and clears) the failure, so later cases in this context start clean.
     CHECK(braid_wait_all(harness::context().get()) == BRAID_ERR_KERNEL);
-    const auto short_dloss = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({1}, {1}));
+    const auto short_dloss = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({1}, 1.0));
     CHECK(braid_softmax_cross_entropy_backward(logits.get(), bad.get(), short_dloss.get(), &d) == BRAID_ERR_SHAPE);
     CHECK(d == nullptr);
     const auto x =

@@ -366,7 +366,7 @@ TEST_CASE("elementwise: a 0-d operand promotes as torch.result_type") {
                         {BRAID_FLOAT64, BRAID_INT64, BRAID_FLOAT64}};
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
-      const ref::Array a({3}, {1, -2, 5}), s({}, {2});
+      const ref::Array a({3}, {1, -2, 5}), s({}, 2.0);
       for (const Case& c : cases)
         for (bool swap : {false, true}) {
           INFO("device ", dev.id, ", ", harness::dtype_name(c.dims), " [3] and ", harness::dtype_name(c.zero_d),
@@ -379,8 +379,8 @@ TEST_CASE("elementwise: a 0-d operand promotes as torch.result_type") {
           CHECK(w.dtype() == c.want);
         }
       INFO("device ", dev.id, ", two 0-d operands");
-      const auto f = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({}, {1})),
-                 d = harness::upload(dev.index, BRAID_FLOAT64, ref::Array({}, {2}));
+      const auto f = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({}, 1.0)),
+                 d = harness::upload(dev.index, BRAID_FLOAT64, ref::Array({}, 2.0));
       CHECK(braid::binary(BRAID_BINARY_ADD, f, d).dtype() == BRAID_FLOAT64);
     });
   }

@@ -458,4 +458,17 @@ TEST_CASE("errors: a struct_size that ends inside a field") {
   braid_adam_params a = BRAID_ADAM_PARAMS_INIT;
   a.struct_size = offsetof(braid_adam_params, lr) + 4;
   CHECK_FAILS(braid_adam_update(m.get(), m.get(), v.get(), v.get(), &a), BRAID_ERR_INVALID_ARGUMENT, "inside a field");
+  // Adam's beta1 and beta2 in the optimizer parameters (the field list once lacked them).
+  braid_kvstore kv = nullptr;
+  REQUIRE(braid_kvstore_create(errors::ctx(), "local", &kv) == BRAID_OK);
+  for (const size_t inside :
+       {offsetof(braid_optimizer_params, beta1) + 4, offsetof(braid_optimizer_params, beta2) + 2}) {
+    braid_optimizer_params op = BRAID_OPTIMIZER_PARAMS_INIT;
+    op.struct_size = static_cast<uint32_t>(inside);
+    CHECK_FAILS(braid_kvstore_set_optimizer(kv, &op), BRAID_ERR_INVALID_ARGUMENT, "inside a field");
+  }
+  braid_optimizer_params op = BRAID_OPTIMIZER_PARAMS_INIT;
+  op.struct_size = offsetof(braid_optimizer_params, beta2);  // an older caller's: beta2 onwards keep defaults
+  CHECK(braid_kvstore_set_optimizer(kv, &op) == BRAID_OK);
+  REQUIRE(braid_kvstore_release(kv) == BRAID_OK);
 }

@@ -40,8 +40,10 @@ class Choice {
   void declined() { onednn_ = false, declined_ = true; }  // oneDNN did not take the call: builtin runs it
 
  private:
-  Tuning* tuning_ = nullptr;  // the shape's record while it is being measured (conv_onednn.cpp)
-  bool onednn_ = false, declined_ = false, timed_ = false;
+  // Built without oneDNN, nothing is measured: tuning_ and timed_ stay unused there.
+  [[maybe_unused]] Tuning* tuning_ = nullptr;  // the shape's record while it is being measured (conv_onednn.cpp)
+  bool onednn_ = false, declined_ = false;
+  [[maybe_unused]] bool timed_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -1,7 +1,9 @@
-// How ops reach autograd, a layer above them (docs/ARCHITECTURE.md, "Layers"): OpBuilder hands every
-// pushed op, and reshape and device copies their views and byte copies, to the recorder that
-// autograd installs in the context (Recording::install) when it is first needed. Ops never include
-// autograd; until a recorder is installed nothing was ever recorded, so there is nothing to tell.
+// How ops and tensor writes reach autograd, a layer above them (docs/ARCHITECTURE.md, "Layers"):
+// OpBuilder hands every pushed op, reshape and device copies their views and byte copies, and a host
+// write the tensor it overwrote, to the recorder that autograd installs in the context
+// (Recording::install) when it is first needed. It lives with the tensors, below the ops, because
+// both report to it. Neither includes autograd; until a recorder is installed nothing was ever
+// recorded, so there is nothing to tell.
 #pragma once
 #include <cstdint>
 #include <span>
