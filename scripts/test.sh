@@ -112,8 +112,8 @@ step "include directions in runtime/ (tools/check_layers.py)" python3 tools/chec
 step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1
-  step "ctest, BRAID_CPU_DEVICES=2 (label cpu-devices)" run_ctest build BRAID_CPU_DEVICES=2 -L cpu-devices
-  step "ctest, BRAID_ENGINE=sync (label engine)" run_ctest build BRAID_ENGINE=sync -L engine
+  step "ctest, BRAID_CPU_DEVICES=2 (label cpu-devices)" run_ctest build BRAID_CPU_DEVICES=2 -L '^cpu-devices$'
+  step "ctest, BRAID_ENGINE=sync (label engine)" run_ctest build BRAID_ENGINE=sync -L '^engine$'
   if [[ -e build/lib/libbraid-backend-vulkan.so ]]; then
     step "Vulkan suites under VK_LAYER_KHRONOS_validation" vulkan_validation
   fi

@@ -145,9 +145,10 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 // A dist_sync KVStore job of two workers (children 0 and 1) and one server (child 2), each child with
 // its own context and the job's variables. The server must fail with BRAID_ERR_IO naming
-// `server_names`; a worker runs worker(ctx, rank, kv) and returns its exit code.
-std::vector<int> run_kv_job(const char* server_names,
-                            const std::function<int(braid_context, int, braid_kvstore)>& worker) {
+// `server_names`. Each worker initialises key 1 with `elements` ones and completes a first round of
+// pushpull on it, then runs worker(rank, kv, t) with that tensor and returns its exit code.
+std::vector<int> run_kv_job(const char* server_names, int64_t elements,
+                            const std::function<int(int, braid_kvstore, braid_tensor)>& worker) {
   const int port = free_port();
   return run_ranks(
       3,
@@ -177,7 +178,12 @@ std::vector<int> run_kv_job(const char* server_names,
         } else {
           braid_kvstore kv = nullptr;
           RANK_EXPECT(braid_kvstore_create(ctx, "dist_sync", &kv) == BRAID_OK, "%s", braid_last_error());
-          code = worker(ctx, child, kv);
+          braid_tensor t = nullptr;
+          RANK_EXPECT(braid_full(ctx, 0, BRAID_FLOAT32, 1, &elements, 1.0, &t) == BRAID_OK, "%s", braid_last_error());
+          RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
+          RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first round: %s", braid_last_error());
+          code = worker(child, kv, t);
+          braid_tensor_release(t);
           // Worker 0's release still works after a failure (worker 1 died, or released its own).
           if (code == 0 && child == 0) RANK_EXPECT(braid_kvstore_release(kv) == BRAID_OK, "%s", braid_last_error());
         }
@@ -283,12 +289,7 @@ TEST_CASE("a rank killed mid-step makes every other rank fail soon, naming it") 
 }
 
 TEST_CASE("a KVStore worker killed mid-step makes the other workers' calls and the server fail, naming it") {
-  const auto codes = run_kv_job("worker 1", [](braid_context ctx, int rank, braid_kvstore kv) {
-    const int64_t n = 1000;
-    braid_tensor t = nullptr;
-    (void)braid_full(ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, &t);
-    RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
-    RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first step works: %s", braid_last_error());
+  const auto codes = run_kv_job("worker 1", 1000, [](int rank, braid_kvstore kv, braid_tensor t) {
     if (rank == 1) ::raise(SIGKILL);  // dies between two steps, as a crash would
     const auto t0 = Clock::now();
     const braid_status st = braid_kvstore_pushpull(kv, 1, 1, &t, &t);  // the round waits for worker 1
@@ -299,7 +300,6 @@ TEST_CASE("a KVStore worker killed mid-step makes the other workers' calls and t
     RANK_EXPECT(took < 20 + 5, "failed after %.1f s, the timeout being 20 s", took);
     std::fprintf(stderr, "worker %d: failed after %.2f s: %s\n", rank, took, msg.c_str());
     RANK_EXPECT(braid_kvstore_pull(kv, 1, 1, &t) != BRAID_OK, "a later call fails too");
-    braid_tensor_release(t);
     return 0;
   });
   CHECK(codes == std::vector<int>{0, -SIGKILL, 0});
@@ -307,12 +307,7 @@ TEST_CASE("a KVStore worker killed mid-step makes the other workers' calls and t
 
 TEST_CASE("a KVStore worker that leaves early fails the round it is needed in, instead of a hang") {
   // Worker 1 pushes once and releases its store; worker 0's second push can never complete its round.
-  const auto codes = run_kv_job("worker(s) 1 released their store", [](braid_context ctx, int rank, braid_kvstore kv) {
-    const int64_t n = 4;
-    braid_tensor t = nullptr;
-    (void)braid_full(ctx, 0, BRAID_FLOAT32, 1, &n, 1.0, &t);
-    RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
-    RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first round: %s", braid_last_error());
+  const auto codes = run_kv_job("worker(s) 1 released their store", 4, [](int rank, braid_kvstore kv, braid_tensor t) {
     if (rank == 0) {
       const auto t0 = Clock::now();
       const braid_status st = braid_kvstore_pushpull(kv, 1, 1, &t, &t);
@@ -323,7 +318,6 @@ TEST_CASE("a KVStore worker that leaves early fails the round it is needed in, i
     } else {
       RANK_EXPECT(braid_kvstore_release(kv) == BRAID_OK, "%s", braid_last_error());
     }
-    braid_tensor_release(t);
     return 0;
   });
   CHECK(codes == std::vector<int>{0, 0, 0});
