@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 #include "braid.h"
 
 namespace test {
@@ -21,18 +22,16 @@ struct TraceEvent {
   double end() const { return ts + dur; }
 };
 
+// The complete ("X") events of a trace file, parsed as JSON (the profiler's output is checked as JSON
+// by profile_test.cpp; here only the fields the assertions read).
 inline std::vector<TraceEvent> read_trace(const std::string& path) {
-  std::vector<TraceEvent> events;
   std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find("\"ph\":\"X\"") == std::string::npos) continue;
-    TraceEvent e;
-    auto name_at = line.find("\"name\":\"") + 8;
-    e.name = line.substr(name_at, line.find('"', name_at) - name_at);
-    auto pid_at = line.find("\"pid\":");
-    std::sscanf(line.c_str() + pid_at, "\"pid\":%d,\"tid\":%d,\"ts\":%lf,\"dur\":%lf", &e.pid, &e.tid, &e.ts, &e.dur);
-    events.push_back(e);
+  const auto trace = nlohmann::json::parse(in);
+  std::vector<TraceEvent> events;
+  for (const auto& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X") continue;
+    events.push_back(TraceEvent{e.at("name").get<std::string>(), e.at("pid").get<int>(), e.at("tid").get<int>(),
+                                e.at("ts").get<double>(), e.at("dur").get<double>()});
   }
   return events;
 }
