@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 9
+#define BRAID_ABI_MINOR 10
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -492,9 +492,19 @@ typedef struct braid_batch_iterator_options {
   int32_t drop_last;   /* 0: the last batch may be smaller */
   braid_device device; /* where the batches are placed */
   int32_t prefetch;    /* batches prepared ahead by the background thread; default 2 */
+  /* ABI 1.10: this iterator reads part part_index (0 <= part_index < num_parts) of each epoch, for
+   * data parallelism across processes (MXNet's num_parts and part_index; PyTorch's
+   * DistributedSampler). Every part has the same number of examples, so every rank takes the same
+   * number of steps: the epoch's order is cut to floor(count / num_parts) * num_parts examples
+   * (drop_last) or padded to ceil(count / num_parts) * num_parts by repeating it from its start;
+   * part p takes positions p, p + num_parts, p + 2 num_parts, ... of that order. So batch b of the
+   * parts together holds the examples of batch b of one iterator with num_parts times the batch size
+   * (the same seed and shuffle). num_parts 0 or 1: the whole dataset. docs/DATA.md, "Parts". */
+  int32_t num_parts;
+  int32_t part_index;
 } braid_batch_iterator_options;
 #define BRAID_BATCH_ITERATOR_OPTIONS_INIT \
-  { sizeof(braid_batch_iterator_options), 256, 1, 0, 0, 0, 2 }
+  { sizeof(braid_batch_iterator_options), 256, 1, 0, 0, 0, 2, 1, 0 }
 
 /* Creates an iterator over ds (which it retains) and starts its prefetch thread. options may be NULL
  * (defaults). Thread-safe. The iterator itself is NOT thread-safe: call _next and _batches on one

@@ -562,6 +562,10 @@ struct BatchIteratorOptions {
   bool drop_last = false;
   Device device = 0;
   int32_t prefetch = 2;
+  // This process's part of each epoch (braid_batch_iterator_options, "ABI 1.10"): typically the process
+  // group's size and rank.
+  int32_t num_parts = 1;
+  int32_t part_index = 0;
 };
 
 struct Batch {
@@ -584,6 +588,8 @@ class BatchIterator {
     c.drop_last = o.drop_last ? 1 : 0;
     c.device = o.device;
     c.prefetch = o.prefetch;
+    c.num_parts = o.num_parts;
+    c.part_index = o.part_index;
     check(braid_batch_iterator_create(ds.get(), &c, &h_));
   }
   BatchIterator(const BatchIterator& o) : h_(o.h_) {

@@ -63,7 +63,8 @@ BRAID_FIELDS(braid_dataset_options, BRAID_FIELD(braid_dataset_options, name), BR
 BRAID_FIELDS(braid_batch_iterator_options, BRAID_FIELD(braid_batch_iterator_options, batch_size),
              BRAID_FIELD(braid_batch_iterator_options, shuffle), BRAID_FIELD(braid_batch_iterator_options, seed),
              BRAID_FIELD(braid_batch_iterator_options, drop_last), BRAID_FIELD(braid_batch_iterator_options, device),
-             BRAID_FIELD(braid_batch_iterator_options, prefetch))
+             BRAID_FIELD(braid_batch_iterator_options, prefetch), BRAID_FIELD(braid_batch_iterator_options, num_parts),
+             BRAID_FIELD(braid_batch_iterator_options, part_index))
 BRAID_FIELDS(braid_collective_options, BRAID_FIELD(braid_collective_options, op),
              BRAID_FIELD(braid_collective_options, algorithm))
 BRAID_FIELDS(braid_optimizer_params, BRAID_FIELD(braid_optimizer_params, kind),

@@ -79,6 +79,10 @@ BRAID_API braid_status braid_batch_iterator_create(braid_dataset ds, const braid
     if (o.batch_size <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "options->batch_size ", o.batch_size, " must be > 0");
     if (o.prefetch < 0 || o.prefetch > 64)
       fail(BRAID_ERR_INVALID_ARGUMENT, "options->prefetch ", o.prefetch, " must be in [0, 64]");
+    if (o.num_parts < 0) fail(BRAID_ERR_INVALID_ARGUMENT, "options->num_parts ", o.num_parts, " must be >= 0");
+    if (o.part_index < 0 || o.part_index >= std::max(o.num_parts, 1))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "options->part_index ", o.part_index, " must be in [0, num_parts ",
+           std::max(o.num_parts, 1), ")");
     const ContextRef ctx_use = use_context(d.ctx, "the dataset's context");
     d.ctx->device(o.device, "options->device");  // validates the index
     *out = IteratorPool::instance().publish(IteratorPool::instance().make(d, o));

@@ -4,18 +4,25 @@
 #include <memory>
 #include <numeric>
 
+#include "context/context.h"
 #include "core/error.h"
+#include "core/shape.h"
 #include "data/shuffle.h"
+#include "tensor/host_copy.h"
+#include "tensor/tensor.h"
 
 using namespace braid;
 using namespace braid::data;
 
 braid_batch_iterator_t::braid_batch_iterator_t(Dataset& ds, const braid_batch_iterator_options& options)
-    : ds_(&ds), opt_(options) {
+    : ds_(&ds), opt_(options), parts_(std::max(options.num_parts, 1)) {
   const int64_t n = ds.count, bs = opt_.batch_size;
-  // Not (n + bs - 1) / bs: that overflows for a batch size near INT64_MAX ("the whole dataset in one
+  // Every part gets the same number of examples: the epoch cut to a multiple of the parts, or padded to
+  // one by wrapping around (fill()), so every rank of a job takes the same number of steps.
+  part_size_ = n / parts_ + (!opt_.drop_last && n % parts_ != 0 ? 1 : 0);
+  // Not (m + bs - 1) / bs: that overflows for a batch size near INT64_MAX ("the whole dataset in one
   // batch"), which then gave zero batches.
-  batches_ = n / bs + (!opt_.drop_last && n % bs != 0 ? 1 : 0);
+  batches_ = part_size_ / bs + (!opt_.drop_last && part_size_ % bs != 0 ? 1 : 0);
   for (int v = 0; v < 256; ++v) scale_[v] = static_cast<float>(v) / 255.0f;
   ds.refs.hold();  // its own reference, not the application's
   if (opt_.prefetch > 0 && batches_ > 0) {
@@ -44,16 +51,19 @@ std::vector<int64_t> braid_batch_iterator_t::order_of(uint64_t epoch) const {
 void braid_batch_iterator_t::fill(const std::vector<int64_t>& order, int64_t b, HostBatch& out) const {
   const int64_t bs = opt_.batch_size;
   const int64_t first = b * bs;
-  const int64_t size = std::min(bs, ds_->count - first);
+  const int64_t size = std::min(bs, part_size_ - first);
   const int64_t pixels = ds_->image_size();
   // Sized for a full batch once; a smaller last batch uses a prefix. A batch never holds more than the
-  // dataset, whatever batch_size says (INT64_MAX would overflow bs * pixels).
-  const int64_t capacity = std::min(bs, ds_->count);
+  // part, whatever batch_size says (INT64_MAX would overflow bs * pixels).
+  const int64_t capacity = std::min(bs, part_size_);
   out.images.resize(static_cast<size_t>(capacity * pixels));
   out.labels.resize(static_cast<size_t>(capacity));
   out.size = size;
   for (int64_t k = 0; k < size; ++k) {
-    const int64_t idx = order[static_cast<size_t>(first + k)];
+    // Position k of this part is position k * parts + part_index of the epoch's order; positions past
+    // its end (the padding of the last round) wrap around to its start, as DistributedSampler pads.
+    const int64_t position = ((first + k) * parts_ + opt_.part_index) % ds_->count;
+    const int64_t idx = order[static_cast<size_t>(position)];
     const uint8_t* src = ds_->pixels.data() + idx * pixels;
     float* dst = out.images.data() + k * pixels;
     for (int64_t p = 0; p < pixels; ++p) dst[p] = scale_[src[p]];
@@ -113,15 +123,10 @@ void braid_batch_iterator_t::give_back(HostBatch&& b) {
 
 namespace {
 // Places a host array on the device as a new tensor (an upload through the engine).
-braid_tensor upload(braid_context ctx, braid_device device, braid_dtype dtype, std::initializer_list<int64_t> shape,
-                    const void* data, size_t bytes) {
-  braid_tensor t = nullptr;
+TensorRef upload(Context& ctx, braid_device device, braid_dtype dtype, std::initializer_list<int64_t> shape,
+                 const void* data) {
   const std::vector<int64_t> dims(shape);
-  if (braid_status s =
-          braid_tensor_from_host(ctx, device, dtype, static_cast<int32_t>(dims.size()), dims.data(), data, bytes, &t);
-      s != BRAID_OK)
-    fail(s, braid_last_error());
-  return t;
+  return tensor_from_host(ctx, ctx.device(device, "the iterator's device"), dtype, Shape::of(dims), data);
 }
 }  // namespace
 
@@ -146,23 +151,15 @@ void braid_batch_iterator_t::next(braid_tensor* images, braid_tensor* labels) {
   }
 
   const int64_t n = b->size;
-  const int64_t pixels = ds_->image_size();
-  braid_tensor img = upload(ds_->ctx, opt_.device, BRAID_FLOAT32, {n, 1, ds_->rows, ds_->cols}, b->images.data(),
-                            static_cast<size_t>(n * pixels) * sizeof(float));
-  braid_tensor lab = nullptr;
-  try {
-    lab = upload(ds_->ctx, opt_.device, BRAID_INT32, {n}, b->labels.data(), static_cast<size_t>(n) * sizeof(int32_t));
-  } catch (...) {
-    braid_tensor_release(img);
-    throw;
-  }
+  TensorRef img = upload(*ds_->ctx, opt_.device, BRAID_FLOAT32, {n, 1, ds_->rows, ds_->cols}, b->images.data());
+  TensorRef lab = upload(*ds_->ctx, opt_.device, BRAID_INT32, {n}, b->labels.data());
   if (has_pending_) {
     give_back(std::move(pending_));
     has_pending_ = false;
   }
   ++batch_;
-  *images = img;
-  *labels = lab;
+  *images = img.release();
+  *labels = lab.release();
 }
 
 namespace braid::data {

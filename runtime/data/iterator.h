@@ -49,6 +49,8 @@ struct braid_batch_iterator_t {
 
   braid::data::Dataset* ds_;  // one reference
   braid_batch_iterator_options opt_;
+  int64_t parts_ = 1;      // num_parts, 0 read as 1
+  int64_t part_size_ = 0;  // examples of this part per epoch (the same for every part)
   int64_t batches_ = 0;
   float scale_[256];  // pixel value -> float32 in [0, 1]
 

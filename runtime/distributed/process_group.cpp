@@ -205,6 +205,13 @@ ProcessGroup::ProcessGroup(Context& ctx, GroupSettings settings) : ctx_(ctx), ct
 ProcessGroup::~ProcessGroup() {
   EngineDevice* d = &queue_->device();
   (void)ctx_.engine->wait_idle({&d, 1});
+  // Said before the connections close, so that a rank whose call fails because this one left can name
+  // it and its last call (culprits()) rather than suspect a stall.
+  try {
+    const std::string calls = std::to_string(next_seq_);
+    store_->set(prefix_ + cat("left/", s_.rank), calls.data(), calls.size());
+  } catch (...) {  // the store is gone: the others learn nothing more from it anyway
+  }
   {
     std::lock_guard lock(ctx_.aux_mu);
     std::erase(ctx_.aux_devices, d);
@@ -367,8 +374,9 @@ braid_status ProcessGroup::fail_group(const Call& call, braid_status status, con
 }
 
 // Which ranks are to blame, as far as the store can tell: those that died (their store connection
-// closed without a goodbye), else those that did not report a failure of their own within a short
-// grace (alive but stalled, or not making the call).
+// closed without a goodbye), else those that left the group (released it: they made fewer calls, as
+// uneven batch counts do), else those that did not report a failure of their own within a short grace
+// (alive but stalled, or not making the call).
 std::string ProcessGroup::culprits(uint64_t seq) {
   try {
     const std::vector<int32_t> dead = store_->dead_ranks();
@@ -378,6 +386,14 @@ std::string ProcessGroup::culprits(uint64_t seq) {
       return cat(dead.size() == 1 ? "rank " : "ranks ", list, dead.size() == 1 ? " has" : " have",
                  " died (the connection to the rendezvous store closed without a goodbye)");
     }
+    std::string left;
+    for (int32_t r = 0; r < s_.world_size; ++r)
+      if (r != s_.rank)
+        if (auto calls = store_->get(prefix_ + cat("left/", r), std::chrono::milliseconds(0)))
+          left += cat(left.empty() ? "" : "; ", "rank ", r, " left the group after ", *calls, " call(s)");
+    if (!left.empty())
+      return cat(left, ": the ranks made different numbers of collectives (uneven batch counts? docs/DISTRIBUTED.md, ",
+                 "\"Uneven batch counts\")");
     const auto grace = std::min<std::chrono::milliseconds>(s_.timeout, std::chrono::seconds(3));
     const auto deadline = std::chrono::steady_clock::now() + grace;
     std::string silent;

@@ -29,7 +29,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 9, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 10, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 5,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -413,7 +413,7 @@ BRAID_PIN_OFFSET(braid_dataset_options, name, 8);
 BRAID_PIN_OFFSET(braid_dataset_options, dir, 16);
 BRAID_PIN_OFFSET(braid_dataset_options, split, 24);
 
-BRAID_PIN_SIZE(braid_batch_iterator_options, 48);
+BRAID_PIN_SIZE(braid_batch_iterator_options, 56);
 BRAID_PIN_ALIGN(braid_batch_iterator_options, 8);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, batch_size, 8);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, shuffle, 16);
@@ -421,6 +421,8 @@ BRAID_PIN_OFFSET(braid_batch_iterator_options, seed, 24);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, drop_last, 32);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, device, 36);
 BRAID_PIN_OFFSET(braid_batch_iterator_options, prefetch, 40);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, num_parts, 44);
+BRAID_PIN_OFFSET(braid_batch_iterator_options, part_index, 48);
 #endif /* x86-64 */
 
 /* parallel section (ABI 1.2): collectives, optimizers, KVStore, Trainer. */

@@ -143,6 +143,18 @@ TEST_CASE("braid_batch_iterator_create") {
     bad.device = d;
     CHECK_INVALID(braid_batch_iterator_create(f.ds.ds, &bad, &out), "device");
   }
+  for (int32_t parts : {-1, INT32_MIN}) {
+    bad = o;
+    bad.num_parts = parts;
+    CHECK_INVALID(braid_batch_iterator_create(f.ds.ds, &bad, &out), "num_parts -");
+  }
+  const std::pair<int32_t, int32_t> bad_parts[] = {{1, 1}, {0, 1}, {4, 4}, {4, -1}, {INT32_MAX, INT32_MAX}};
+  for (const auto& [parts, index] : bad_parts) {
+    bad = o;
+    bad.num_parts = parts;
+    bad.part_index = index;
+    CHECK_INVALID(braid_batch_iterator_create(f.ds.ds, &bad, &out), "part_index");
+  }
   CHECK(out == nullptr);
 
   // NULL options: the defaults (batch 256 > 20 examples: one batch).

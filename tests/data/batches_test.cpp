@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <numeric>
 #include <string>
@@ -232,6 +233,111 @@ TEST_CASE("batches feed ops like any tensor") {
   std::vector<float> l(50);
   BRAID_CHECK_OK(braid_tensor_to_host(loss.t, l.data(), l.size() * sizeof(float)));
   for (float v : l) CHECK(v > 0.0f);  // -log p of one of 10 classes: positive, finite
+}
+
+// Parts (num_parts, part_index): what every rank of a data-parallel job reads.
+TEST_CASE("parts: the same number of batches on every part, together the whole epoch") {
+  Fixture f;
+  struct Case {
+    int32_t parts;
+    int64_t batch;
+    bool drop_last;
+  };
+  // 1000 examples: 4 parts divide it, 3 and 7 do not (padded by wrapping, or cut with drop_last), and
+  // more parts than examples per batch.
+  const Case cases[] = {{4, 64, false}, {3, 64, false}, {3, 64, true}, {7, 50, false},
+                        {7, 50, true},  {1, 64, false}, {0, 64, false}};
+  for (const Case& c : cases) {
+    CAPTURE(c.parts);
+    CAPTURE(c.drop_last);
+    const int32_t parts = std::max(c.parts, 1);
+    const int64_t part_size = c.drop_last ? kCount / parts : (kCount + parts - 1) / parts;
+    // The one-iterator epoch with the parts' batches side by side: parts times the batch size.
+    dtest::Iterator whole;
+    auto wo = opts(c.batch * parts, true, 11, false);
+    BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &wo, whole.out()));
+    const Epoch one = run_epoch(whole.it);
+    std::vector<Epoch> part_epochs;
+    for (int32_t p = 0; p < parts; ++p) {
+      CAPTURE(p);
+      dtest::Iterator it;
+      auto o = opts(c.batch, true, 11, c.drop_last, p % 2 == 0 ? 2 : 0);
+      o.num_parts = c.parts;
+      o.part_index = p;
+      BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
+      int64_t batches = -1;
+      BRAID_CHECK_OK(braid_batch_iterator_batches(it.it, &batches));
+      CHECK(batches == part_size / c.batch + (!c.drop_last && part_size % c.batch != 0 ? 1 : 0));
+      part_epochs.push_back(run_epoch(it.it));
+      CHECK(int64_t(part_epochs.back().order.size()) == (c.drop_last ? part_size / c.batch * c.batch : part_size));
+      CHECK(int64_t(part_epochs.back().sizes.size()) == batches);
+    }
+    // Position k of part p is position k * parts + p of the epoch's order (wrapping past its end).
+    for (int32_t p = 0; p < parts; ++p)
+      for (size_t k = 0; k < part_epochs[size_t(p)].order.size(); ++k)
+        CHECK(part_epochs[size_t(p)].order[k] == one.order[(k * size_t(parts) + size_t(p)) % size_t(kCount)]);
+    // Together: the whole epoch (each example once where the parts divide it or drop_last cuts it; the
+    // padding repeats the epoch's first examples).
+    std::vector<int64_t> all;
+    for (const Epoch& e : part_epochs) all.insert(all.end(), e.order.begin(), e.order.end());
+    if (!c.drop_last) {
+      std::vector<int64_t> distinct = all;
+      std::sort(distinct.begin(), distinct.end());
+      distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+      CHECK(int64_t(distinct.size()) == kCount);
+      CHECK(int64_t(all.size()) == part_size * parts);
+    } else {
+      std::sort(all.begin(), all.end());
+      CHECK(std::adjacent_find(all.begin(), all.end()) == all.end());
+    }
+  }
+}
+
+TEST_CASE("parts: batch b of every part together is batch b of one iterator with parts times the batch") {
+  Fixture f;
+  constexpr int32_t kParts = 4;
+  constexpr int64_t kBatch = 32;
+  dtest::Iterator whole;
+  auto wo = opts(kBatch * kParts, true, 5);
+  BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &wo, whole.out()));
+  std::vector<dtest::Iterator> parts(kParts);
+  for (int32_t p = 0; p < kParts; ++p) {
+    auto o = opts(kBatch, true, 5);
+    o.num_parts = kParts;
+    o.part_index = p;
+    BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, parts[size_t(p)].out()));
+  }
+  for (int epoch = 0; epoch < 2; ++epoch) {  // the second epoch is reshuffled alike
+    CAPTURE(epoch);
+    const Epoch one = run_epoch(whole.it);
+    std::vector<Epoch> each;
+    for (auto& it : parts) each.push_back(run_epoch(it.it));
+    size_t at = 0;
+    for (size_t b = 0; b < one.sizes.size(); ++b) {
+      std::vector<int64_t> expected(one.order.begin() + long(at), one.order.begin() + long(at + size_t(one.sizes[b])));
+      at += size_t(one.sizes[b]);
+      std::vector<int64_t> got;
+      for (const Epoch& e : each) {
+        REQUIRE(b < e.sizes.size());
+        const size_t first = b * size_t(kBatch);
+        got.insert(got.end(), e.order.begin() + long(first), e.order.begin() + long(first + size_t(e.sizes[b])));
+      }
+      std::sort(expected.begin(), expected.end());
+      std::sort(got.begin(), got.end());
+      CHECK(got == expected);
+    }
+  }
+}
+
+TEST_CASE("parts: a caller of ABI 1.9 (no num_parts) reads the whole dataset") {
+  Fixture f;
+  dtest::Iterator it;
+  auto o = opts(kCount, false);
+  o.num_parts = 3;  // beyond the struct_size below: never read
+  o.part_index = 2;
+  o.struct_size = static_cast<uint32_t>(offsetof(braid_batch_iterator_options, num_parts));
+  BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
+  CHECK(is_permutation_of_all(run_epoch(it.it).order, kCount));
 }
 
 }  // TEST_SUITE("batches")

@@ -323,6 +323,41 @@ TEST_CASE("a KVStore worker that leaves early fails the round it is needed in, i
   CHECK(codes == std::vector<int>{0, 0, 0});
 }
 
+TEST_CASE("a rank that leaves after fewer steps (uneven batch counts) is named with its last call, before the timeout") {
+  const int port = free_port();
+  const double timeout = 30;
+  const auto codes = run_ranks(
+      3,
+      [port, timeout](int rank) {
+        Rank r(rank, 3, port, timeout);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(1000, 1);
+        const int steps = rank == 1 ? 1 : 2;  // rank 1 ran out of batches one step early
+        braid_status st = BRAID_OK;
+        std::string msg;
+        const auto t0 = Clock::now();
+        for (int s = 0; s < steps && st == BRAID_OK; ++s) {
+          (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM);
+          st = braid_tensor_wait_to_read(t);
+          msg = braid_last_error();
+        }
+        const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+        braid_tensor_release(t);
+        if (rank == 1) {
+          RANK_EXPECT(st == BRAID_OK, "its one step works: %s", msg.c_str());
+          return 0;  // ~Rank releases the group: it leaves
+        }
+        RANK_EXPECT(st == BRAID_ERR_IO || st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
+        RANK_EXPECT(has(msg, "allreduce #2") && has(msg, "rank 1 left the group after 1 call(s)") &&
+                        has(msg, "Uneven batch counts"),
+                    "the rank that left and its calls named: %s", msg.c_str());
+        RANK_EXPECT(took < timeout / 2, "failed after %.1f s, the timeout being %.0f s", took, timeout);
+        return 0;
+      },
+      std::chrono::seconds(90));
+  CHECK(codes == std::vector<int>{0, 0, 0});
+}
+
 TEST_CASE("a stalled rank makes the others time out, naming it; the group is failed for it too") {
   const int port = free_port();
   const auto codes = run_ranks(

@@ -17,7 +17,7 @@ class _DatasetOptions(ctypes.Structure):
 class _IteratorOptions(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("batch_size", ctypes.c_int64), ("shuffle", ctypes.c_int32),
                 ("seed", ctypes.c_uint64), ("drop_last", ctypes.c_int32), ("device", ctypes.c_int32),
-                ("prefetch", ctypes.c_int32)]
+                ("prefetch", ctypes.c_int32), ("num_parts", ctypes.c_int32), ("part_index", ctypes.c_int32)]
 
 
 for _name, _restype, _argtypes in [
@@ -36,16 +36,18 @@ for _name, _restype, _argtypes in [
 class BatchIterator:
     """One pass over a dataset per `for X, y in it:` (X float32 (B, 1, 28, 28) in [0, 1], y int32 (B,)),
     prepared ahead by braid's background thread. Leaving a pass early and starting another skips the
-    rest of the first: every pass is a whole epoch."""
+    rest of the first: every pass is a whole epoch. With num_parts > 1 it reads part part_index of
+    every epoch (MXNet's names; PyTorch's DistributedSampler): every part has the same number of
+    batches, padded by repeating the epoch's first examples (docs/DATA.md, "Parts")."""
 
-    def __init__(self, name, split, batch_size, shuffle, seed, device, data_dir):
+    def __init__(self, name, split, batch_size, shuffle, seed, device, data_dir, num_parts=1, part_index=0):
         options = _DatasetOptions(ctypes.sizeof(_DatasetOptions), name.encode(),
                                   None if data_dir is None else str(data_dir).encode(), split)
         dataset = ctypes.c_void_p()
         check(lib.braid_dataset_open(_device.context_handle(), ctypes.byref(options), ctypes.byref(dataset)))
         try:
             it_options = _IteratorOptions(ctypes.sizeof(_IteratorOptions), int(batch_size), int(bool(shuffle)),
-                                          int(seed), 0, device.index, 2)
+                                          int(seed), 0, device.index, 2, int(num_parts), int(part_index))
             self._it = ctypes.c_void_p()
             check(lib.braid_batch_iterator_create(dataset, ctypes.byref(it_options), ctypes.byref(self._it)))
         finally:
@@ -78,10 +80,14 @@ class BatchIterator:
         self._midway = False
 
 
-def load_data_fashion_mnist(batch_size, ctx=None, device=None, seed=0, data_dir=None, name="fashion-mnist"):
+def load_data_fashion_mnist(batch_size, ctx=None, device=None, seed=0, data_dir=None, name="fashion-mnist",
+                            num_parts=1, part_index=0):
     """(train_iter, test_iter): the training set reshuffled every pass, the test set in order; batches
     placed on ctx (default cpu(0)). data_dir defaults to $BRAID_DATA_DIR, else Debian's
-    /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist)."""
+    /usr/share/datasets/fashion-mnist (package dataset-fashion-mnist). num_parts and part_index give
+    this process its part of the training set in a data-parallel job (typically the group's size and
+    rank): batch_size is then the batch of one process, and every process takes the same number of
+    steps. The test set stays whole."""
     dev = resolve_device(ctx, device)
-    return (BatchIterator(name, _TRAIN, batch_size, True, seed, dev, data_dir),
+    return (BatchIterator(name, _TRAIN, batch_size, True, seed, dev, data_dir, num_parts, part_index),
             BatchIterator(name, _TEST, batch_size, False, seed, dev, data_dir))

@@ -171,6 +171,21 @@ class Data(unittest.TestCase):
         X, _ = next(iter(test))
         self.assertTrue(0.0 <= X.min().item() and X.max().item() <= 1.0)
 
+    def test_fashion_mnist_parts(self):
+        # 60000 examples in 7 parts of 8572 (padded by 4): 34 batches of 256 on every part, the last
+        # of 124; together every example, each batch b the rows of one batch of 7 * 256.
+        whole, _ = braid.data.load_data_fashion_mnist(7 * 256, seed=3)
+        parts = [braid.data.load_data_fashion_mnist(256, seed=3, num_parts=7, part_index=p)[0] for p in range(7)]
+        self.assertEqual({len(p) for p in parts}, {34})
+        firsts = [next(iter(p)) for p in parts]
+        X, y = next(iter(whole))
+        rows = sorted(x.tobytes() for part_X, _ in firsts for x in part_X.asnumpy())
+        self.assertEqual(rows, sorted(x.tobytes() for x in X.asnumpy()))
+        self.assertEqual(sorted(l for _, part_y in firsts for l in part_y.asnumpy().tolist()),
+                         sorted(y.asnumpy().tolist()))
+        with self.assertRaisesRegex(braid.BraidError, "part_index 7 must be in"):
+            braid.data.load_data_fashion_mnist(256, num_parts=7, part_index=7)
+
 
 if __name__ == "__main__":
     unittest.main()
