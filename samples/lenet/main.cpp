@@ -3,7 +3,8 @@
 //
 //   braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]
 //               [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]
-//               [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--list-devices]
+//               [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--dist]
+//               [--list-devices]
 //
 // An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
 // reads the command line.
@@ -30,6 +31,14 @@
 //                   and run it as one graph per batch (docs/GRAPH.md); evaluation is hybridized too
 //   --export PREFIX  after training, save the forward pass as a graph: PREFIX.json, PREFIX.safetensors
 //                   (samples/hybrid/run_exported.c loads and evaluates it)
+//   --dist          data parallelism across processes too: join the job's process group (rank, size and
+//                   rendezvous from the launcher: `braid-run -n 2 braid-lenet --dist`, mpirun, srun;
+//                   docs/DISTRIBUTED.md). --batch-size is then the global batch, a multiple of the
+//                   ranks; each rank reads its part of every epoch (braid_batch_iterator_options
+//                   num_parts / part_index), the Trainer sums the gradients over its devices and then
+//                   across the ranks, and the losses reported are the means over every rank's rows.
+//                   Every rank evaluates the whole test set with the same parameters and prints its
+//                   JSON (braid-run prefixes each line with the rank)
 //   --list-devices  print the devices (id and name) and exit
 //
 // A progress bar runs on stderr during each epoch (plain lines at each quarter when stderr is not a
@@ -44,6 +53,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -76,13 +86,14 @@ struct Options {
   int64_t step_losses = 0;
   bool hybridize = false;
   std::string export_prefix;
+  bool dist = false;
 };
 
 constexpr const char* kUsage =
     "usage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]\n"
     "                   [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]\n"
     "                   [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX]\n"
-    "                   [--list-devices] [--help] [--version]\n";
+    "                   [--dist] [--list-devices] [--help] [--version]\n";
 
 Options parse(int argc, char** argv) {
   enum {
@@ -102,6 +113,7 @@ Options parse(int argc, char** argv) {
     kStepLosses,
     kHybridize,
     kExport,
+    kDist,
     kListDevices,
   };
   static const option options[] = {
@@ -121,6 +133,7 @@ Options parse(int argc, char** argv) {
       {"step-losses", required_argument, nullptr, kStepLosses},
       {"hybridize", no_argument, nullptr, kHybridize},
       {"export", required_argument, nullptr, kExport},
+      {"dist", no_argument, nullptr, kDist},
       {"list-devices", no_argument, nullptr, kListDevices},
       CLI_STANDARD_OPTIONS,
       {},
@@ -147,6 +160,7 @@ Options parse(int argc, char** argv) {
       case kStepLosses: o.step_losses = cli_int(&cli, 0, INT64_MAX); break;
       case kHybridize: o.hybridize = true; break;
       case kExport: o.export_prefix = cli.value; break;
+      case kDist: o.dist = true; break;
       case kListDevices: o.list = true; break;
     }
   }
@@ -196,10 +210,23 @@ void save_params(const lenet::Model& m, const std::string& path) {
   if (std::fclose(f) != 0 || !ok) throw std::runtime_error("--save-init: cannot write " + path);
 }
 
-double mean_of(const std::vector<braid::Tensor>& losses) {
+// The scalars' values on the host; with a process group, each is first averaged over the ranks (one
+// collective for them all). A rank's losses are means over its own rows and every rank's part is as
+// large, so the mean over the ranks is the mean over the global batch.
+std::vector<double> rank_means(const std::vector<braid::Tensor>& scalars, const braid::ProcessGroup* group) {
+  if (scalars.empty()) return {};
+  std::vector<braid::Tensor> columns;
+  for (const braid::Tensor& s : scalars) columns.push_back(braid::reshape(s, {1}));
+  braid::Tensor all = braid::concat(columns, 0);
+  if (group) group->allreduce(all, BRAID_COLLECTIVE_AVG);
+  const std::vector<float> v = all.to_vector<float>();
+  return {v.begin(), v.end()};
+}
+
+double mean_of(std::span<const double> values) {
   double s = 0;
-  for (const auto& l : losses) s += static_cast<double>(l.to_vector<float>()[0]);
-  return losses.empty() ? 0.0 : s / static_cast<double>(losses.size());
+  for (double v : values) s += v;
+  return values.empty() ? 0.0 : s / static_cast<double>(values.size());
 }
 
 int run(const Options& opt) {
@@ -224,6 +251,24 @@ int run(const Options& opt) {
   for (size_t i = 1; i < devs.size(); ++i) ids += std::string(",") + ctx.device_info(devs[i]).id;
   const braid_device_info info = ctx.device_info(dev);
   ctx.set_seed(opt.seed + 1);
+  // --dist: this process is one rank of a job; its part of each global batch is batch_size / ranks rows.
+  std::unique_ptr<braid::ProcessGroup> group;
+  int32_t rank = 0, ranks = 1;
+  if (opt.dist) {
+    group = std::make_unique<braid::ProcessGroup>(ctx);
+    rank = group->rank();
+    ranks = group->world_size();
+    if (opt.batch_size % ranks != 0) {
+      std::fprintf(stderr, "braid-lenet: --batch-size %lld is not a multiple of the %d ranks\n",
+                   static_cast<long long>(opt.batch_size), ranks);
+      return 2;
+    }
+    if (opt.hybridize || !opt.export_prefix.empty() || !opt.save_init.empty()) {
+      std::fprintf(stderr, "braid-lenet: --dist trains with the Trainer: not with --hybridize, --export, --save-init\n");
+      return 2;
+    }
+  }
+  const int64_t local_batch = opt.batch_size / ranks;
 
   braid::Dataset train_set, test_set;
   try {
@@ -234,8 +279,14 @@ int run(const Options& opt) {
     std::fprintf(stderr, "braid-lenet: %s\n", e.what());
     return 77;
   }
-  braid::BatchIterator train(train_set,
-                             {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
+  // With --dist every rank reads the same shuffled epoch and takes its part: batch b of the parts together is
+  // batch b of one process's iterator of the global batch size.
+  braid::BatchIterator train(train_set, {.batch_size = local_batch,
+                                         .shuffle = true,
+                                         .seed = opt.seed,
+                                         .device = dev,
+                                         .num_parts = ranks,
+                                         .part_index = rank});
   braid::BatchIterator test(test_set, {.batch_size = 1000, .shuffle = false, .device = dev});
   const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
 
@@ -260,15 +311,18 @@ int run(const Options& opt) {
     samples::drop_idle(devs, replicas, weights);
   }
   std::unique_ptr<braid::Trainer> trainer;
-  if (devs.size() > 1) {
+  if (devs.size() > 1 || group) {
     std::vector<std::vector<braid::Tensor>> params;
     for (const lenet::Model& r : replicas) params.push_back(r.params());
     braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
     to.optimizer.learning_rate = opt.lr;
     trainer = std::make_unique<braid::Trainer>(params, to);
+    // Every rank starts from rank 0's parameters (broadcast here) and sums its gradients across the ranks.
+    if (group) braid::set_process_group(*trainer, *group);
   }
   // One data-parallel step: the batch split over the devices, each shard's summed loss back-propagated
-  // on its replica, the Trainer's allreduce and update. Returns the batch's mean loss on dev.
+  // on its replica, the Trainer's allreduce (over the devices, then the ranks) and update. Returns the
+  // mean loss of this process's rows, on dev.
   auto parallel_step = [&](const braid::Tensor& images, const braid::Tensor& labels) {
     const std::vector<braid::Tensor> xs = braid::split_and_load(images, devs, weights);
     const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, weights);
@@ -284,7 +338,7 @@ int run(const Options& opt) {
     for (const braid::Tensor& l : losses)
       if (l) total = total ? total + l : l;
     const double rows = static_cast<double>(labels.numel());
-    trainer->step(rows);
+    trainer->step(rows * ranks);  // the global batch: every rank's parts are as large (equal parts)
     return total / rows;
   };
   if (opt.hybridize && trainer) {
@@ -347,8 +401,12 @@ int run(const Options& opt) {
     }
     if (!epoch_ended)  // skip the rest of a short epoch and its end marker: the next call starts a new one
       while (train.next()) {}
-    const double loss =
-        static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(n, 1));
+    std::vector<braid::Tensor> read{loss_sum};
+    read.insert(read.end(), first.begin(), first.end());
+    read.insert(read.end(), last.begin(), last.end());
+    const std::vector<double> means = rank_means(read, group.get());
+    const double loss = means[0] / static_cast<double>(std::max<int64_t>(n, 1));
+    const std::span<const double> first_means(means.data() + 1, first.size()), last_means(means.data() + 1 + first.size(), last.size());
     ctx.wait_all();
     const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
     const uint64_t peak = ctx.memory_stats(dev).peak_allocated_bytes;
@@ -367,7 +425,7 @@ int run(const Options& opt) {
     const double acc =
         static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
-    results.push_back({seconds, loss, acc, mean_of(first), mean_of(last), n, steady, peak});
+    results.push_back({seconds, loss, acc, mean_of(first_means), mean_of(last_means), n, steady, peak});
     progress.end_epoch();
     std::fprintf(stderr, "epoch %d: %.2f s, train loss %.4f, test accuracy %.4f\n", epoch, seconds, loss, acc);
   }
@@ -395,9 +453,11 @@ int run(const Options& opt) {
                  step_graph.num_params, double(step_graph.workspace_bytes) / 1e6,
                  double(step_graph.intermediate_bytes) / 1e6);
   }
+  const std::vector<double> step_loss_means = rank_means(step_losses, group.get());  // a collective: every rank
   if (opt.json) {
     std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, ", ids.c_str(),
                 static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false");
+    if (group) std::printf("\"rank\": %d, \"ranks\": %d, ", rank, ranks);
     if (opt.hybridize)
       std::printf(
           "\"step_graph\": {\"kernels\": %d, \"kernels_per_run\": %d, \"workspace_bytes\": %llu, "
@@ -417,8 +477,7 @@ int run(const Options& opt) {
     std::printf("]");
     if (opt.step_losses > 0) {
       std::printf(", \"step_losses\": [");
-      for (size_t i = 0; i < step_losses.size(); ++i)
-        std::printf("%s%.9g", i ? ", " : "", static_cast<double>(step_losses[i].to_vector<float>()[0]));
+      for (size_t i = 0; i < step_losses.size(); ++i) std::printf("%s%.9g", i ? ", " : "", step_loss_means[i]);
       std::printf("]");
     }
     std::printf("}\n");
