@@ -4,7 +4,7 @@
 // accuracy.
 //
 //   braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]
-//                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json]
+//                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist]
 //
 // An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
 // reads the command line.
@@ -16,6 +16,12 @@
 //   --batch-size N  global batch (default 256); --lr X (default 0.1, SGD)
 //   --test-batches N  evaluate N test batches of 256 (0 = all; default 0)
 //   --json          one JSON object on stdout at the end
+//   --dist          data parallelism across processes too (`braid-run -n 2 braid-resnet --dist`, mpirun,
+//                   srun; docs/DISTRIBUTED.md): --batch-size is the global batch, a multiple of the
+//                   ranks; each rank reads its part of every epoch, the Trainer sums the gradients over
+//                   the process's devices and then across the ranks, and the reported loss is the mean
+//                   over every rank's rows. Before each evaluation the batch norms' running statistics
+//                   are averaged over the ranks, so every rank evaluates the same model
 //
 // Progress goes to stderr: a bar per epoch on a terminal, plain lines at each quarter otherwise.
 //
@@ -48,14 +54,28 @@ struct Options {
   uint64_t seed = 0;
   std::string data_dir;
   bool json = false;
+  bool dist = false;
 };
 
 constexpr const char* kUsage =
     "usage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]\n"
-    "                    [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--help] [--version]\n";
+    "                    [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist] [--help]\n"
+    "                    [--version]\n";
 
 Options parse(int argc, char** argv) {
-  enum { kDevices = CLI_FIRST, kWeights, kEpochs, kBatches, kBatchSize, kTestBatches, kSeed, kLr, kDataDir, kJson };
+  enum {
+    kDevices = CLI_FIRST,
+    kWeights,
+    kEpochs,
+    kBatches,
+    kBatchSize,
+    kTestBatches,
+    kSeed,
+    kLr,
+    kDataDir,
+    kJson,
+    kDist
+  };
   static const option options[] = {
       {"devices", required_argument, nullptr, kDevices},
       {"weights", required_argument, nullptr, kWeights},
@@ -67,6 +87,7 @@ Options parse(int argc, char** argv) {
       {"lr", required_argument, nullptr, kLr},
       {"data-dir", required_argument, nullptr, kDataDir},
       {"json", no_argument, nullptr, kJson},
+      {"dist", no_argument, nullptr, kDist},
       CLI_STANDARD_OPTIONS,
       {},
   };
@@ -86,6 +107,7 @@ Options parse(int argc, char** argv) {
       case kLr: o.lr = cli_real(&cli, 0); break;
       case kDataDir: o.data_dir = cli.value; break;
       case kJson: o.json = true; break;
+      case kDist: o.dist = true; break;
     }
   }
   if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
@@ -108,6 +130,19 @@ int run(const Options& opt) {
     ids += name;
   }
   ctx.set_seed(opt.seed + 1);
+  // --dist: this process is one rank of a job; its part of each global batch is batch_size / ranks rows.
+  std::unique_ptr<braid::ProcessGroup> group;
+  int32_t rank = 0, ranks = 1;
+  if (opt.dist) {
+    group = std::make_unique<braid::ProcessGroup>(ctx);
+    rank = group->rank();
+    ranks = group->world_size();
+    if (opt.batch_size % ranks != 0) {
+      std::fprintf(stderr, "braid-resnet: --batch-size %lld is not a multiple of the %d ranks\n",
+                   static_cast<long long>(opt.batch_size), ranks);
+      return 2;
+    }
+  }
   braid::Dataset train_set, test_set;
   try {
     train_set = braid::Dataset(ctx, BRAID_SPLIT_TRAIN, "fashion-mnist", opt.data_dir);
@@ -118,8 +153,12 @@ int run(const Options& opt) {
     return 77;
   }
   const braid::Device dev = devs[0];
-  braid::BatchIterator train(train_set,
-                             {.batch_size = opt.batch_size, .shuffle = true, .seed = opt.seed, .device = dev});
+  braid::BatchIterator train(train_set, {.batch_size = opt.batch_size / ranks,
+                                         .shuffle = true,
+                                         .seed = opt.seed,
+                                         .device = dev,
+                                         .num_parts = ranks,
+                                         .part_index = rank});
   braid::BatchIterator test(test_set, {.batch_size = 256, .shuffle = false, .device = dev});
   const int64_t per_epoch = opt.batches > 0 ? std::min(opt.batches, train.batches()) : train.batches();
 
@@ -152,6 +191,7 @@ int run(const Options& opt) {
   braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
   to.optimizer.learning_rate = opt.lr;
   braid::Trainer trainer(params, to);
+  if (group) braid::set_process_group(trainer, *group);  // rank 0's parameters everywhere, gradients summed across ranks
   std::string split = "even";
   if (!weights.empty()) {
     split.clear();
@@ -193,7 +233,7 @@ int run(const Options& opt) {
       for (const braid::Tensor& l : losses)
         if (l) loss_sum = loss_sum + l;
       rows += b.labels.numel();
-      trainer.step(static_cast<double>(b.labels.numel()));
+      trainer.step(static_cast<double>(b.labels.numel() * ranks));  // the global batch (equal parts)
       ++n;
       if (n == 1) {
         // The first batch pays the warm-up (pools, first-touch pages; a calibrated run paid it while
@@ -206,6 +246,11 @@ int run(const Options& opt) {
     }
     if (!ended)
       while (train.next()) {}
+    if (group) {
+      // Every rank's rows: the loss summed over the ranks' equal parts, and the running statistics averaged.
+      group->allreduce(loss_sum, BRAID_COLLECTIVE_AVG);
+      for (const braid::Tensor& s : replicas[0].running_stats()) group->allreduce(s, BRAID_COLLECTIVE_AVG);
+    }
     const double loss =
         static_cast<double>(loss_sum.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(rows, 1));
     ctx.wait_all();
@@ -224,14 +269,16 @@ int run(const Options& opt) {
     const double acc =
         static_cast<double>(hits.to_vector<float>()[0]) / static_cast<double>(std::max<int64_t>(seen, 1));
     const double steady = n > 1 ? static_cast<double>(rows - rows_first) / steady_seconds : 0.0;
-    results.push_back({seconds, static_cast<double>(rows) / seconds, loss, acc, steady});
+    results.push_back({seconds, static_cast<double>(rows * ranks) / seconds, loss, acc, steady * ranks});
     progress.end_epoch();
     std::fprintf(stderr, "epoch %d: %.2f s, %.1f samples/s, train loss %.4f, test accuracy %.4f\n", epoch, seconds,
                  results.back().samples_per_s, loss, acc);
   }
   if (opt.json) {
-    std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, \"epochs\": [", ids.c_str(),
-                split.c_str(), static_cast<long long>(opt.batch_size));
+    std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, ", ids.c_str(), split.c_str(),
+                static_cast<long long>(opt.batch_size));
+    if (group) std::printf("\"rank\": %d, \"ranks\": %d, ", rank, ranks);
+    std::printf("\"epochs\": [");
     for (size_t i = 0; i < results.size(); ++i)
       std::printf(
           "%s{\"seconds\": %.4f, \"samples_per_s\": %.3f, \"steady_samples_per_s\": %.3f, "

@@ -58,6 +58,14 @@ std::vector<Tensor> Model::params() const {
   return p;
 }
 
+std::vector<Tensor> Model::running_stats() const {
+  std::vector<Tensor> s{bn0.running_mean, bn0.running_var};
+  for (const Residual& r : blocks)
+    for (const Tensor& t : {r.bn1.running_mean, r.bn1.running_var, r.bn2.running_mean, r.bn2.running_var})
+      s.push_back(t);
+  return s;
+}
+
 Model init(const braid::Context& ctx, braid::Device d) {
   Model m;
   m.w0 = weight(ctx, d, {64, 1, 3, 3}, 9);

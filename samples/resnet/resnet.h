@@ -26,6 +26,8 @@ struct Model {
   braid::Tensor dense_w, dense_b;
   // The trained parameters, in a fixed order (the running statistics are state, not parameters).
   std::vector<braid::Tensor> params() const;
+  // The batch norms' running statistics (mean, variance), in a fixed order.
+  std::vector<braid::Tensor> running_stats() const;
 };
 
 // Convolution and dense weights from the context's RNG (PyTorch's default scale), BN gamma 1 and beta 0, gradients
