@@ -803,7 +803,7 @@ BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* p
 
 /* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.7)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.10)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
 
