@@ -264,7 +264,8 @@ int run(const Options& opt) {
       return 2;
     }
     if (opt.hybridize || !opt.export_prefix.empty() || !opt.save_init.empty()) {
-      std::fprintf(stderr, "braid-lenet: --dist trains with the Trainer: not with --hybridize, --export, --save-init\n");
+      std::fprintf(stderr,
+                   "braid-lenet: --dist trains with the Trainer: not with --hybridize, --export, --save-init\n");
       return 2;
     }
   }
@@ -406,7 +407,8 @@ int run(const Options& opt) {
     read.insert(read.end(), last.begin(), last.end());
     const std::vector<double> means = rank_means(read, group.get());
     const double loss = means[0] / static_cast<double>(std::max<int64_t>(n, 1));
-    const std::span<const double> first_means(means.data() + 1, first.size()), last_means(means.data() + 1 + first.size(), last.size());
+    const std::span<const double> first_means(means.data() + 1, first.size()),
+        last_means(means.data() + 1 + first.size(), last.size());
     ctx.wait_all();
     const double seconds = seconds_since(t0), steady_seconds = seconds_since(t_first);
     const uint64_t peak = ctx.memory_stats(dev).peak_allocated_bytes;

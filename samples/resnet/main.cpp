@@ -191,7 +191,8 @@ int run(const Options& opt) {
   braid_trainer_options to = BRAID_TRAINER_OPTIONS_INIT;
   to.optimizer.learning_rate = opt.lr;
   braid::Trainer trainer(params, to);
-  if (group) braid::set_process_group(trainer, *group);  // rank 0's parameters everywhere, gradients summed across ranks
+  if (group)
+    braid::set_process_group(trainer, *group);  // rank 0's parameters everywhere, gradients summed across ranks
   std::string split = "even";
   if (!weights.empty()) {
     split.clear();

@@ -323,7 +323,8 @@ TEST_CASE("a KVStore worker that leaves early fails the round it is needed in, i
   CHECK(codes == std::vector<int>{0, 0, 0});
 }
 
-TEST_CASE("a rank that leaves after fewer steps (uneven batch counts) is named with its last call, before the timeout") {
+TEST_CASE(
+    "a rank that leaves after fewer steps (uneven batch counts) is named with its last call, before the timeout") {
   const int port = free_port();
   const double timeout = 30;
   const auto codes = run_ranks(
