@@ -1,8 +1,8 @@
-// braid-run: starts the ranks of a job on this host, each with the variables a process group reads
-// (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK, BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR,
-// BRAID_MASTER_PORT, BRAID_RESTART), prefixes every line each rank prints with "[rank] ", and stops
-// every rank when one fails; with --max-restarts it starts them all again, with --min-ranks without the
-// rank that failed (elastic; docs/DISTRIBUTED.md).
+// braid-run: starts the ranks of a job on this host, or on the hosts of --hosts through ssh, each with
+// the variables a process group reads (BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,
+// BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT, BRAID_RESTART), prefixes every line each
+// rank prints with "[rank] ", and stops every rank when one fails; with --max-restarts it starts them all
+// again, with --min-ranks without the rank that failed (elastic; docs/DISTRIBUTED.md).
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -25,8 +26,9 @@
 namespace {
 
 struct Rank {
-  pid_t pid = -1;
+  pid_t pid = -1;                  // the rank, or for a rank on another host the ssh that runs it
   int out = -1, err = -1;          // read ends of the rank's stdout and stderr
+  int in = -1;                     // another host's rank: the write end of its ssh's stdin (closed: stop)
   std::string out_line, err_line;  // a line not yet ended
   bool running = false;
   int status = 0;  // wait status once ended
@@ -88,8 +90,18 @@ int exit_code(int status) {
   return 1;
 }
 
+// A host of --hosts and the ranks it runs.
+struct Host {
+  std::string name;
+  int slots = 1;
+  bool local = false;  // this host: its ranks are started directly, not through ssh
+};
+
 struct Job {
   int ranks = 1;
+  std::vector<Host> hosts;         // --hosts; empty: every rank on this host
+  std::vector<std::string> agent;  // how another host runs a command: "ssh -o BatchMode=yes", --ssh
+  std::vector<std::string> forward;  // NAME=VALUE for other hosts: braid-run's BRAID_* and -x variables
   int servers = 0;             // KVStore server processes (braid-kvstore-server), after the ranks
   std::string server_program;  // braid-kvstore-server beside braid-run, or BRAID_KVSTORE_SERVER
   std::string master_addr = "127.0.0.1";
@@ -99,10 +111,74 @@ struct Job {
   std::vector<char*> command;
 };
 
-// Process i of the job: rank i of the command, or for i >= job.ranks server i - job.ranks.
+// Where process i runs: its host (nullptr: this host, no --hosts), its rank among that host's ranks,
+// and how many ranks that host has. Ranks fill the hosts in order; servers run on the first host.
+struct Placement {
+  const Host* host = nullptr;
+  int local_rank = 0, local_size = 0;
+};
+
+Placement place(const Job& job, int i) {
+  if (job.hosts.empty()) return {nullptr, i < job.ranks ? i : 0, job.ranks};
+  if (i >= job.ranks) return {&job.hosts[0], 0, std::min(job.hosts[0].slots, job.ranks)};
+  int first = 0;
+  for (const Host& h : job.hosts) {
+    const int here = std::min(h.slots, job.ranks - first);
+    if (i < first + here) return {&h, i - first, here};
+    first += here;
+  }
+  return {&job.hosts.back(), 0, 1};  // not reached: -n is at most the slots
+}
+
+// 'text' for a POSIX shell, appended to line. (Appends, not operator+: GCC 12's -Wrestrict misfires on
+// a literal + std::string.)
+void append_quoted(std::string& line, const std::string& text) {
+  line += '\'';
+  for (char c : text)
+    if (c == '\'')
+      line += "'\\''";
+    else
+      line += c;
+  line += '\'';
+}
+
+// The command another host's shell runs for a rank: in braid-run's folder, with the variables, the rank
+// started in the background in a session of its own (setsid: its pid is its process group) and a
+// watcher on the ssh connection's stdin, which braid-run closes to stop the rank and what it started
+// (and which closes when braid-run dies): ssh passes no signal on to the remote command.
+std::string remote_command(const std::vector<std::string>& env, const std::vector<std::string>& argv) {
+  std::string line;
+  char cwd[4096] = {};
+  if (::getcwd(cwd, sizeof cwd)) {
+    line += "cd ";
+    append_quoted(line, cwd);
+    line += " 2>/dev/null; ";
+  }
+  line += "exec env";
+  for (const std::string& v : env) {
+    line += ' ';
+    append_quoted(line, v);
+  }
+  // An asynchronous list's stdin is /dev/null unless redirected: the watcher reads fd 3, ssh's stdin.
+  line += " sh -c ";
+  append_quoted(line,
+                "exec 3<&0; setsid \"$@\" </dev/null 3<&- & p=$!; "
+                "{ read -r _ || :; kill -s TERM -- \"-$p\" 2>/dev/null; } <&3 >/dev/null 2>&1 & exec 3<&-; wait \"$p\"");
+  line += " braid-rank";
+  for (const std::string& a : argv) {
+    line += ' ';
+    append_quoted(line, a);
+  }
+  return line;
+}
+
+// Process i of the job: rank i of the command, or for i >= job.ranks server i - job.ranks; on this host,
+// or through the agent (ssh) on its host of --hosts.
 pid_t start_rank(const Job& job, int i, int port, int kv_port, int restart, Rank& r) {
-  int out[2], err[2];
-  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
+  const Placement at = place(job, i);
+  const bool remote = at.host && !at.host->local;
+  int out[2], err[2], in[2] = {-1, -1};
+  if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0 || (remote && ::pipe2(in, O_CLOEXEC) != 0)) {
     std::perror("braid-run: pipe");
     std::exit(1);
   }
@@ -116,7 +192,12 @@ pid_t start_rank(const Job& job, int i, int port, int kv_port, int restart, Rank
     ::setpgid(0, 0);                     // a process group of its own: stopping the rank stops what it started too
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
-    auto set = [](const char* name, const std::string& v) { ::setenv(name, v.c_str(), 1); };
+    if (remote) ::dup2(in[0], 0);
+    std::vector<std::string> remote_env = job.forward;  // another host's: what is set below, and forwarded
+    auto set = [&](const char* name, const std::string& v) {
+      ::setenv(name, v.c_str(), 1);
+      remote_env.push_back(std::string(name) + "=" + v);
+    };
     const bool server = i >= job.ranks;
     set("BRAID_WORLD_SIZE", std::to_string(job.ranks));
     set("BRAID_MASTER_ADDR", job.master_addr);
@@ -128,28 +209,40 @@ pid_t start_rank(const Job& job, int i, int port, int kv_port, int restart, Rank
       set("BRAID_ROLE", server ? "server" : "worker");
     }
     ::unsetenv("POSIXLY_CORRECT");
+    std::vector<std::string> argv;
     if (server) {
       ::unsetenv("BRAID_RANK");
       set("BRAID_SERVER_RANK", std::to_string(i - job.ranks));
-      const char* argv[] = {job.server_program.c_str(), nullptr};
-      ::execv(argv[0], const_cast<char* const*>(argv));
-      std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-      ::_exit(127);
+      argv = {job.server_program};
+    } else {
+      set("BRAID_RANK", std::to_string(i));
+      set("BRAID_LOCAL_RANK", std::to_string(at.local_rank));
+      set("BRAID_LOCAL_WORLD_SIZE", std::to_string(at.local_size));
+      for (char* a : job.command)
+        if (a) argv.emplace_back(a);
     }
-    set("BRAID_RANK", std::to_string(i));
-    set("BRAID_LOCAL_RANK", std::to_string(i));
-    set("BRAID_LOCAL_WORLD_SIZE", std::to_string(job.ranks));
-    ::execvp(job.command[0], job.command.data());
-    std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", job.command[0], std::strerror(errno));
+    if (remote) {  // agent... HOST 'the remote command'
+      std::vector<std::string> line = job.agent;
+      line.push_back(at.host->name);
+      line.push_back(remote_command(remote_env, argv));
+      argv = std::move(line);
+    }
+    std::vector<char*> c_argv;
+    for (std::string& a : argv) c_argv.push_back(a.data());
+    c_argv.push_back(nullptr);
+    ::execvp(c_argv[0], c_argv.data());
+    std::fprintf(stderr, "braid-run: cannot run '%s': %s\n", c_argv[0], std::strerror(errno));
     ::_exit(127);
   }
   (void)::setpgid(pid, pid);  // also here, so that a stop right after the fork finds the group
   ::close(out[1]);
   ::close(err[1]);
+  if (remote) ::close(in[0]);
   r = Rank{};
   r.pid = pid;
   r.out = out[0];
   r.err = err[0];
+  r.in = in[1];
   r.running = true;
   return pid;
 }
@@ -176,9 +269,15 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
   int first_failure = 0;
   bool stopping = false;
   std::chrono::steady_clock::time_point kill_at{};
+  auto stop = [](Rank& r, int sig) {
+    if (r.in >= 0) {  // another host's rank: its watcher sends it SIGTERM when its stdin closes
+      ::close(r.in);
+      r.in = -1;
+    }
+    if (r.running) ::kill(-r.pid, sig);  // the rank's process group: a shell's children too
+  };
   auto stop_all = [&](int sig) {
-    for (Rank& r : ranks)
-      if (r.running) ::kill(-r.pid, sig);  // the rank's process group: a shell's children too
+    for (Rank& r : ranks) stop(r, sig);
   };
   std::chrono::steady_clock::time_point all_ended{};
   for (;;) {
@@ -207,6 +306,10 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
       if (::waitpid(r.pid, &status, WNOHANG) != r.pid) continue;
       r.running = false;
       r.status = status;
+      if (r.in >= 0) {  // its ssh has ended: nothing is left to stop there
+        ::close(r.in);
+        r.in = -1;
+      }
       // Once every rank has succeeded, a server's exit does not fail the job: it may have been stopped
       // after the grace, or have seen a rank leave without releasing its store.
       bool ranks_succeeded = true;
@@ -243,8 +346,7 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
       if (!workers_running && servers_stop_at == decltype(servers_stop_at){})
         servers_stop_at = now + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
       if (!workers_running && now >= servers_stop_at)
-        for (size_t i = static_cast<size_t>(job.ranks); i < ranks.size(); ++i)
-          if (ranks[i].running) ::kill(-ranks[i].pid, SIGKILL);
+        for (size_t i = static_cast<size_t>(job.ranks); i < ranks.size(); ++i) stop(ranks[i], SIGKILL);
     }
     // Done when every rank has ended and its output is read; a process a rank left behind that keeps
     // the rank's output open is given a second, then let go.
@@ -259,8 +361,45 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
   for (Rank& r : ranks) {
     if (r.out >= 0) ::close(r.out);
     if (r.err >= 0) ::close(r.err);
+    if (r.in >= 0) ::close(r.in);
   }
   return first_failure;
+}
+
+// Words of a command line given as one string ("ssh -p 2222"): split at spaces, no quoting.
+std::vector<std::string> command_words(const std::string& text) {
+  std::vector<std::string> words;
+  size_t at = 0;
+  while ((at = text.find_first_not_of(' ', at)) != std::string::npos) {
+    const size_t end = text.find(' ', at);
+    words.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    at = end;
+  }
+  return words;
+}
+
+// --hosts H1:N1,H2,...: each host's name and ranks (1 without ":N"); this host is named localhost,
+// 127.0.0.1 or by its hostname.
+std::vector<Host> parse_hosts(const cli_parser& cli) {
+  char self[256] = {};
+  (void)::gethostname(self, sizeof self - 1);
+  std::vector<Host> hosts;
+  for (const std::string& item : cli_list(cli, cli.value)) {
+    Host h;
+    const size_t colon = item.rfind(':');
+    h.name = item.substr(0, colon);
+    if (colon != std::string::npos) {
+      char* end = nullptr;
+      const long n = std::strtol(item.c_str() + colon + 1, &end, 10);
+      if (end == item.c_str() + colon + 1 || *end != '\0' || n < 1 || n > 4096)
+        cli_fail(&cli, "--hosts: '%s' is not HOST:N with N in [1, 4096]", item.c_str());
+      h.slots = static_cast<int>(n);
+    }
+    if (h.name.empty()) cli_fail(&cli, "--hosts: '%s' has no host name", item.c_str());
+    h.local = h.name == "localhost" || h.name == "127.0.0.1" || h.name == self;
+    hosts.push_back(std::move(h));
+  }
+  return hosts;
 }
 
 }  // namespace
@@ -274,7 +413,10 @@ int main(int argc, char** argv) {
     OPT_NO_TAG,
     OPT_GRACE,
     OPT_SERVERS,
-    OPT_MIN_RANKS
+    OPT_MIN_RANKS,
+    OPT_HOSTS,
+    OPT_SSH,
+    OPT_EXPORT = 'x'
   };
   static const struct option options[] = {{"nproc", required_argument, nullptr, OPT_NPROC},
                                           {"master-addr", required_argument, nullptr, OPT_MASTER_ADDR},
@@ -284,12 +426,14 @@ int main(int argc, char** argv) {
                                           {"grace", required_argument, nullptr, OPT_GRACE},
                                           {"servers", required_argument, nullptr, OPT_SERVERS},
                                           {"min-ranks", required_argument, nullptr, OPT_MIN_RANKS},
+                                          {"hosts", required_argument, nullptr, OPT_HOSTS},
+                                          {"ssh", required_argument, nullptr, OPT_SSH},
                                           CLI_STANDARD_OPTIONS,
                                           {nullptr, 0, nullptr, 0}};
   cli_parser cli = cli_parser_init(
       "braid-run",
-      "usage: braid-run -n N [--servers S] [--master-addr A] [--master-port P] [--max-restarts K] [--min-ranks M] "
-      "[--grace S] [--no-tag] COMMAND [ARGS...]\n",
+      "usage: braid-run -n N [--hosts H1:N1,H2:N2...] [--ssh CMD] [-x NAME[=VALUE]]... [--servers S] [--master-addr A]\n"
+      "                 [--master-port P] [--max-restarts K] [--min-ranks M] [--grace S] [--no-tag] COMMAND [ARGS...]\n",
       "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
       "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
       "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
@@ -301,19 +445,30 @@ int main(int argc, char** argv) {
       "--master-port, each start takes a free port. --servers S also starts S KVStore servers\n"
       "(braid-kvstore-server, output tagged \"[sI]\") for the ranks' dist_sync / dist_async stores, and sets\n"
       "BRAID_NUM_SERVERS and BRAID_KVSTORE_PORT; once every rank has succeeded they get --grace seconds to end.\n"
-      "See docs/DISTRIBUTED.md.\n",
+      "--hosts H1:N1,H2:N2 places N1 ranks on H1, then N2 on H2 (-n, if given, at most their sum; the servers\n"
+      "on H1); a host other than this one (localhost, 127.0.0.1 or its hostname) runs its ranks through\n"
+      "--ssh (default: $BRAID_RUN_SSH, else \"ssh -o BatchMode=yes\"), in this folder, with the variables above,\n"
+      "braid-run's BRAID_* variables and those of -x. The master address is then H1 (this host's name when H1\n"
+      "is this host) unless --master-addr says otherwise. See docs/DISTRIBUTED.md.\n",
       options);
-  cli.short_options = "+n:";  // the command's own options are its own
+  cli.short_options = "+n:x:";  // the command's own options are its own
   Job job;
   int max_restarts = 0, min_ranks = 0;
-  bool have_n = false;
+  bool have_n = false, have_addr = false;
+  std::vector<std::string> exports;  // -x
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     switch (opt) {
       case OPT_NPROC:
         job.ranks = static_cast<int>(cli_int(&cli, 1, 4096));
         have_n = true;
         break;
-      case OPT_MASTER_ADDR: job.master_addr = cli.value; break;
+      case OPT_MASTER_ADDR:
+        job.master_addr = cli.value;
+        have_addr = true;
+        break;
+      case OPT_HOSTS: job.hosts = parse_hosts(cli); break;
+      case OPT_SSH: job.agent = command_words(cli.value); break;
+      case OPT_EXPORT: exports.emplace_back(cli.value); break;
       case OPT_MASTER_PORT: job.master_port = static_cast<int>(cli_int(&cli, 1, 65535)); break;
       case OPT_MAX_RESTARTS: max_restarts = static_cast<int>(cli_int(&cli, 0, 1000000)); break;
       case OPT_NO_TAG: job.tag = false; break;
@@ -323,7 +478,44 @@ int main(int argc, char** argv) {
       default: break;
     }
   }
+  int slots = 0;
+  for (const Host& h : job.hosts) slots += h.slots;
+  if (!job.hosts.empty()) {
+    if (!have_n) job.ranks = slots;
+    if (job.ranks > slots) cli_fail(&cli, "-n %d is more than the %d slots of --hosts", job.ranks, slots);
+    have_n = true;
+  }
   if (!have_n) cli_fail(&cli, "-n N (the number of ranks) is required");
+  bool any_remote = false;
+  for (const Host& h : job.hosts) any_remote = any_remote || !h.local;
+  if (any_remote) {
+    if (job.agent.empty()) {
+      const char* agent = std::getenv("BRAID_RUN_SSH");
+      job.agent = command_words(agent && *agent ? agent : "ssh -o BatchMode=yes");
+    }
+    if (!have_addr) {  // an address every host reaches: the first host's name
+      char self[256] = {};
+      job.master_addr = !job.hosts[0].local ? job.hosts[0].name
+                        : ::gethostname(self, sizeof self - 1) == 0 ? std::string(self)
+                                                                      : job.hosts[0].name;
+    }
+    // A free port here says nothing of another host's: torchrun's default there.
+    if (job.master_port == 0 && !job.hosts[0].local) job.master_port = 29500;
+    // Other hosts get braid-run's BRAID_* settings (the ranks' own variables are set for each) and -x's.
+    for (char** e = environ; *e; ++e) {
+      const std::string v = *e;
+      const std::string name = v.substr(0, v.find('='));
+      if (name.rfind("BRAID_", 0) == 0 && name != "BRAID_RANK" && name != "BRAID_SERVER_RANK")
+        job.forward.push_back(v);
+    }
+    for (const std::string& x : exports) {
+      if (x.find('=') != std::string::npos) {
+        job.forward.push_back(x);
+      } else if (const char* v = std::getenv(x.c_str())) {
+        job.forward.push_back(x + "=" + v);
+      }
+    }
+  }
   if (min_ranks > job.ranks) cli_fail(&cli, "--min-ranks %d is more than the %d ranks of -n", min_ranks, job.ranks);
   if (optind >= argc) cli_fail(&cli, "no command to run");
   for (int i = optind; i < argc; ++i) job.command.push_back(argv[i]);

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Two "hosts" on one machine: two network namespaces joined by a veth pair that this test makes, one
 # rank in each, so the ranks talk real TCP between two separate network stacks (no shared loopback).
-# Runs braid-test-dist-worker's scenarios there. Exit 77 (ctest: skipped) with the reason where
-# namespaces cannot be made (not root, no iproute2, a container without the capability).
+# Runs braid-test-dist-worker's scenarios there, first started by hand in each namespace, then by
+# `braid-run --hosts` through netns_ssh.sh, a stand-in for ssh that runs the remote command in the
+# namespace named as the host; and checks that braid-run stops a rank on one host when a rank on the
+# other fails. Exit 77 (ctest: skipped) with the reason where namespaces cannot be made (not root, no
+# iproute2, a container without the capability).
 #
-#   tests/distributed/netns_test.sh PATH/TO/braid-test-dist-worker
+#   tests/distributed/netns_test.sh PATH/TO/braid-test-dist-worker PATH/TO/braid-run
 set -u
 worker="$1"
+braid_run="$2"
+agent="$(cd "$(dirname "$0")" && pwd)/netns_ssh.sh"
 skip() {
   echo "skipped: $*"
   exit 77
@@ -51,4 +56,44 @@ for scenario in collectives train trainer; do
     echo "ok: $scenario across two network namespaces (10.231.7.1 and 10.231.7.2 over a veth pair)"
   fi
 done
+
+# braid-run --hosts: two ranks on each host (local ranks 0 and 1 there), started through the stand-in.
+hosts=(--hosts "$a:2,$b:2" --ssh "$agent" --master-addr 10.231.7.1 --master-port 29613)
+for scenario in collectives trainer; do
+  if BRAID_DIST_TIMEOUT=60 "$braid_run" "${hosts[@]}" "$worker" "$scenario" >"$logs/run" 2>&1 &&
+    [[ $(grep -c "$scenario passed" "$logs/run") == 4 ]]; then
+    echo "ok: braid-run --hosts $a:2,$b:2 $scenario"
+  else
+    cat "$logs/run"
+    echo "FAIL: braid-run --hosts $a:2,$b:2 $scenario"
+    failed=1
+  fi
+done
+"$braid_run" "${hosts[@]}" sh -c 'echo "rank $BRAID_RANK of $BRAID_WORLD_SIZE, local $BRAID_LOCAL_RANK of $BRAID_LOCAL_WORLD_SIZE"' \
+  >"$logs/run" 2>&1
+for expected in "[0] rank 0 of 4, local 0 of 2" "[1] rank 1 of 4, local 1 of 2" "[2] rank 2 of 4, local 0 of 2" \
+  "[3] rank 3 of 4, local 1 of 2"; do
+  grep -qxF "$expected" "$logs/run" || {
+    cat "$logs/run"
+    echo "FAIL: braid-run --hosts: no line '$expected'"
+    failed=1
+  }
+done
+# A rank failing on host b stops the rank still running on host a (which sleeps for a minute): braid-run
+# ends with the failed rank's status within a few seconds, and nothing of the job is left in either
+# namespace.
+start=$SECONDS
+"$braid_run" --hosts "$a:1,$b:1" --ssh "$agent" --master-addr 10.231.7.1 \
+  sh -c 'if [ "$BRAID_RANK" = 1 ]; then sleep 1; exit 3; fi; sleep 60' >"$logs/run" 2>&1
+code=$?
+took=$((SECONDS - start))
+sleep 1
+left="$(ip netns pids "$a"; ip netns pids "$b")"
+if ((code == 3 && took < 10)) && [[ -z $left ]] && grep -q "rank 1 exited with status 3" "$logs/run"; then
+  echo "ok: a rank failing on $b stopped the rank on $a (braid-run exited with 3 after ${took} s)"
+else
+  cat "$logs/run"
+  echo "FAIL: braid-run --hosts after a failure: status $code after ${took} s; processes left: ${left:-none}"
+  failed=1
+fi
 exit "$failed"
