@@ -99,11 +99,11 @@ struct Host {
 
 struct Job {
   int ranks = 1;
-  std::vector<Host> hosts;         // --hosts; empty: every rank on this host
-  std::vector<std::string> agent;  // how another host runs a command: "ssh -o BatchMode=yes", --ssh
+  std::vector<Host> hosts;           // --hosts; empty: every rank on this host
+  std::vector<std::string> agent;    // how another host runs a command: "ssh -o BatchMode=yes", --ssh
   std::vector<std::string> forward;  // NAME=VALUE for other hosts: braid-run's BRAID_* and -x variables
-  int servers = 0;             // KVStore server processes (braid-kvstore-server), after the ranks
-  std::string server_program;  // braid-kvstore-server beside braid-run, or BRAID_KVSTORE_SERVER
+  int servers = 0;                   // KVStore server processes (braid-kvstore-server), after the ranks
+  std::string server_program;        // braid-kvstore-server beside braid-run, or BRAID_KVSTORE_SERVER
   std::string master_addr = "127.0.0.1";
   int master_port = 0;  // 0: a free one for each start
   bool tag = true;
@@ -161,9 +161,10 @@ std::string remote_command(const std::vector<std::string>& env, const std::vecto
   }
   // An asynchronous list's stdin is /dev/null unless redirected: the watcher reads fd 3, ssh's stdin.
   line += " sh -c ";
-  append_quoted(line,
-                "exec 3<&0; setsid \"$@\" </dev/null 3<&- & p=$!; "
-                "{ read -r _ || :; kill -s TERM -- \"-$p\" 2>/dev/null; } <&3 >/dev/null 2>&1 & exec 3<&-; wait \"$p\"");
+  append_quoted(
+      line,
+      "exec 3<&0; setsid \"$@\" </dev/null 3<&- & p=$!; "
+      "{ read -r _ || :; kill -s TERM -- \"-$p\" 2>/dev/null; } <&3 >/dev/null 2>&1 & exec 3<&-; wait \"$p\"");
   line += " braid-rank";
   for (const std::string& a : argv) {
     line += ' ';
@@ -432,8 +433,10 @@ int main(int argc, char** argv) {
                                           {nullptr, 0, nullptr, 0}};
   cli_parser cli = cli_parser_init(
       "braid-run",
-      "usage: braid-run -n N [--hosts H1:N1,H2:N2...] [--ssh CMD] [-x NAME[=VALUE]]... [--servers S] [--master-addr A]\n"
-      "                 [--master-port P] [--max-restarts K] [--min-ranks M] [--grace S] [--no-tag] COMMAND [ARGS...]\n",
+      "usage: braid-run -n N [--hosts H1:N1,H2:N2...] [--ssh CMD] [-x NAME[=VALUE]]... [--servers S] [--master-addr "
+      "A]\n"
+      "                 [--master-port P] [--max-restarts K] [--min-ranks M] [--grace S] [--no-tag] COMMAND "
+      "[ARGS...]\n",
       "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
       "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
       "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
@@ -495,9 +498,9 @@ int main(int argc, char** argv) {
     }
     if (!have_addr) {  // an address every host reaches: the first host's name
       char self[256] = {};
-      job.master_addr = !job.hosts[0].local ? job.hosts[0].name
+      job.master_addr = !job.hosts[0].local                         ? job.hosts[0].name
                         : ::gethostname(self, sizeof self - 1) == 0 ? std::string(self)
-                                                                      : job.hosts[0].name;
+                                                                    : job.hosts[0].name;
     }
     // A free port here says nothing of another host's: torchrun's default there.
     if (job.master_port == 0 && !job.hosts[0].local) job.master_port = 29500;
@@ -505,8 +508,7 @@ int main(int argc, char** argv) {
     for (char** e = environ; *e; ++e) {
       const std::string v = *e;
       const std::string name = v.substr(0, v.find('='));
-      if (name.rfind("BRAID_", 0) == 0 && name != "BRAID_RANK" && name != "BRAID_SERVER_RANK")
-        job.forward.push_back(v);
+      if (name.rfind("BRAID_", 0) == 0 && name != "BRAID_RANK" && name != "BRAID_SERVER_RANK") job.forward.push_back(v);
     }
     for (const std::string& x : exports) {
       if (x.find('=') != std::string::npos) {
