@@ -1098,6 +1098,15 @@ BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_te
  * process's replicas alone. A parameter must be stale (or fresh) on every rank alike: ranks that
  * differ make different collectives, which fail as mismatched (docs/DISTRIBUTED.md, "Trainer"). */
 BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_process_group pg);
+/* ABI 1.10: elastic jobs taking lost ranks back (braid-run --min-ranks M --rejoin S). *pending becomes
+ * 1 on every rank alike when braid-run has ranks lost earlier ready to come back: the application then
+ * finishes its checkpoint, releases its group and exits with BRAID_EXIT_REJOIN, and braid-run starts
+ * every rank again with the larger world size, to resume from that checkpoint. 0 otherwise, and always
+ * outside braid-run --rejoin. Call it on every rank at the same point (after a checkpoint is complete);
+ * rank 0 looks and the others receive its answer through the rendezvous store (BRAID_ERR_TIMEOUT after
+ * the group's timeout when rank 0 does not answer). docs/DISTRIBUTED.md, "Elastic". */
+#define BRAID_EXIT_REJOIN 75
+BRAID_API braid_status braid_process_group_rejoin_pending(braid_process_group pg, int32_t* pending);
 
 #ifdef __cplusplus
 } /* extern "C" */

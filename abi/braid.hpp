@@ -1047,6 +1047,12 @@ class ProcessGroup {
     check(braid_process_group_reduce_scatter(h_, in.get(), out.get(), op));
   }
   void barrier() const { check(braid_process_group_barrier(h_)); }
+  // Elastic jobs: braid-run has lost ranks ready to rejoin; checkpoint, then exit with BRAID_EXIT_REJOIN.
+  bool rejoin_pending() const {
+    int32_t pending = 0;
+    check(braid_process_group_rejoin_pending(h_, &pending));
+    return pending != 0;
+  }
   void send(const Tensor& t, int32_t peer, int32_t tag = 0) const {
     check(braid_process_group_send(h_, t.get(), peer, tag));
   }

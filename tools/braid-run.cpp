@@ -108,6 +108,11 @@ struct Job {
   int master_port = 0;  // 0: a free one for each start
   bool tag = true;
   double grace_seconds = 5;
+  // --rejoin: while the job runs with fewer than full_ranks, after rejoin_seconds braid-run creates
+  // rejoin_file (BRAID_REJOIN_FILE of every rank) to ask for a stop at the next checkpoint.
+  int full_ranks = 1;
+  double rejoin_seconds = -1;  // < 0: no --rejoin
+  std::string rejoin_file;
   std::vector<char*> command;
 };
 
@@ -204,6 +209,7 @@ pid_t start_rank(const Job& job, int i, int port, int kv_port, int restart, Rank
     set("BRAID_MASTER_ADDR", job.master_addr);
     set("BRAID_MASTER_PORT", std::to_string(port));
     set("BRAID_RESTART", std::to_string(restart));
+    if (!job.rejoin_file.empty()) set("BRAID_REJOIN_FILE", job.rejoin_file);
     if (job.servers > 0) {
       set("BRAID_NUM_SERVERS", std::to_string(job.servers));
       set("BRAID_KVSTORE_PORT", std::to_string(kv_port));
@@ -257,18 +263,41 @@ std::string label_of(const Job& job, size_t i) {
   return label;
 }
 
+// run_once's result when every rank stopped with BRAID_EXIT_REJOIN after braid-run asked them to.
+constexpr int kRejoin = -1;
+constexpr int kExitRejoin = 75;  // BRAID_EXIT_REJOIN (braid.h)
+
 // *worker_failed tells whether the first failure was a rank's (not a server's).
 int run_once(const Job& job, int restart, bool* worker_failed) {
   const int port = job.master_port ? job.master_port : free_port();
   int kv_port = job.master_port ? job.master_port + 1 : free_port();
   while (job.servers > 0 && !job.master_port && kv_port == port) kv_port = free_port();
-  std::vector<Rank> ranks(static_cast<size_t>(job.ranks + job.servers));
-  for (size_t i = 0; i < ranks.size(); ++i) start_rank(job, static_cast<int>(i), port, kv_port, restart, ranks[i]);
   // Once every rank has succeeded, the servers are given --grace seconds to see their workers' goodbyes
   // and end, then stopped: a server left waiting is not a failure of the job.
   std::chrono::steady_clock::time_point servers_stop_at{};
   int first_failure = 0;
   bool stopping = false;
+  // --rejoin: when to ask a job running short of ranks to stop at its next checkpoint for them.
+  const bool short_of_ranks = job.rejoin_seconds >= 0 && job.ranks < job.full_ranks;
+  const auto rejoin_at = std::chrono::steady_clock::now() +
+                         std::chrono::milliseconds(static_cast<int64_t>(std::max(job.rejoin_seconds, 0.0) * 1000));
+  bool rejoin_asked = false;
+  int rejoin_exits = 0;
+  auto ask_rejoin = [&] {
+    if (!short_of_ranks || rejoin_asked || std::chrono::steady_clock::now() < rejoin_at) return;
+    rejoin_asked = true;  // once, whether or not the file can be made
+    if (FILE* f = std::fopen(job.rejoin_file.c_str(), "w")) {
+      std::fclose(f);
+      std::fprintf(stderr, "braid-run: %d lost rank(s) ready to rejoin at the job's next checkpoint\n",
+                   job.full_ranks - job.ranks);
+    } else {
+      std::fprintf(stderr, "braid-run: --rejoin: cannot create %s: %s\n", job.rejoin_file.c_str(),
+                   std::strerror(errno));
+    }
+  };
+  ask_rejoin();  // --rejoin 0: before the ranks start, so that their first check sees it
+  std::vector<Rank> ranks(static_cast<size_t>(job.ranks + job.servers));
+  for (size_t i = 0; i < ranks.size(); ++i) start_rank(job, static_cast<int>(i), port, kv_port, restart, ranks[i]);
   std::chrono::steady_clock::time_point kill_at{};
   auto stop = [](Rank& r, int sig) {
     if (r.in >= 0) {  // another host's rank: its watcher sends it SIGTERM when its stdin closes
@@ -319,7 +348,12 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
         ranks_succeeded = ranks_succeeded && !x.running && exit_code(x.status) == 0;
       }
       const bool server_after_success = static_cast<int>(i) >= job.ranks && ranks_succeeded;
-      if (exit_code(status) != 0 && !stopping && !server_after_success) {
+      // A rank stopping for the lost ranks to rejoin, as asked: not a failure (the others follow).
+      const bool rejoining = rejoin_asked && static_cast<int>(i) < job.ranks && exit_code(status) == kExitRejoin;
+      if (rejoining && ++rejoin_exits == 1)
+        std::fprintf(stderr, "braid-run: rank %s stopped at its checkpoint for the lost ranks to rejoin\n",
+                     label_of(job, i).c_str());
+      if (exit_code(status) != 0 && !rejoining && !stopping && !server_after_success) {
         *worker_failed = static_cast<int>(i) < job.ranks;
         first_failure = exit_code(status);
         std::fprintf(stderr, "braid-run: %s %s %s; stopping the other ranks\n",
@@ -340,6 +374,7 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
           std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(job.grace_seconds * 1000));
     }
     if (stopping && std::chrono::steady_clock::now() >= kill_at) stop_all(SIGKILL);
+    if (!stopping) ask_rejoin();
     if (!stopping && job.servers > 0) {
       bool workers_running = false;
       for (int i = 0; i < job.ranks; ++i) workers_running = workers_running || ranks[static_cast<size_t>(i)].running;
@@ -363,6 +398,13 @@ int run_once(const Job& job, int restart, bool* worker_failed) {
     if (r.out >= 0) ::close(r.out);
     if (r.err >= 0) ::close(r.err);
     if (r.in >= 0) ::close(r.in);
+  }
+  if (rejoin_asked) (void)::unlink(job.rejoin_file.c_str());
+  if (first_failure == 0 && rejoin_exits > 0) {
+    if (rejoin_exits == job.ranks) return kRejoin;
+    std::fprintf(stderr, "braid-run: %d of the %d ranks stopped for the lost ranks to rejoin, the others ended\n",
+                 rejoin_exits, job.ranks);
+    return kExitRejoin;  // the ranks did not agree: a failure
   }
   return first_failure;
 }
@@ -417,6 +459,7 @@ int main(int argc, char** argv) {
     OPT_MIN_RANKS,
     OPT_HOSTS,
     OPT_SSH,
+    OPT_REJOIN,
     OPT_EXPORT = 'x'
   };
   static const struct option options[] = {{"nproc", required_argument, nullptr, OPT_NPROC},
@@ -429,22 +472,24 @@ int main(int argc, char** argv) {
                                           {"min-ranks", required_argument, nullptr, OPT_MIN_RANKS},
                                           {"hosts", required_argument, nullptr, OPT_HOSTS},
                                           {"ssh", required_argument, nullptr, OPT_SSH},
+                                          {"rejoin", required_argument, nullptr, OPT_REJOIN},
                                           CLI_STANDARD_OPTIONS,
                                           {nullptr, 0, nullptr, 0}};
   cli_parser cli = cli_parser_init(
       "braid-run",
-      "usage: braid-run -n N [--hosts H1:N1,H2:N2...] [--ssh CMD] [-x NAME[=VALUE]]... [--servers S] [--master-addr "
-      "A]\n"
-      "                 [--master-port P] [--max-restarts K] [--min-ranks M] [--grace S] [--no-tag] COMMAND "
-      "[ARGS...]\n",
+      "usage: braid-run -n N [--hosts H1:N1,H2:N2...] [--ssh CMD] [-x NAME[=VALUE]]... [--servers S]\n"
+      "                 [--master-addr A] [--master-port P] [--max-restarts K] [--min-ranks M [--rejoin S]]\n"
+      "                 [--grace S] [--no-tag] COMMAND [ARGS...]\n",
       "Starts N ranks of COMMAND on this host, each with BRAID_RANK, BRAID_WORLD_SIZE, BRAID_LOCAL_RANK,\n"
       "BRAID_LOCAL_WORLD_SIZE, BRAID_MASTER_ADDR, BRAID_MASTER_PORT and BRAID_RESTART set, and prefixes each\n"
       "line a rank prints with \"[RANK] \" (--no-tag: not). When a rank fails, the others get SIGTERM, then\n"
       "SIGKILL after --grace seconds (default 5); with --max-restarts K the whole job starts again, up to K\n"
       "times, with BRAID_RESTART counting the restarts (resume from your last checkpoint); with --min-ranks M\n"
       "(elastic) the rank that failed is left out of the restarted job while at least M ranks remain, and\n"
-      "the others start again with the smaller BRAID_WORLD_SIZE (re-split your data). The exit status\n"
-      "is the first failed rank's (128 + signal for a signal), 0 when every rank succeeded. Without\n"
+      "the others start again with the smaller BRAID_WORLD_SIZE (re-split your data); with --rejoin S, S seconds\n"
+      "later braid-run asks the job (braid_process_group_rejoin_pending) to stop at its next checkpoint with\n"
+      "status 75 (BRAID_EXIT_REJOIN) and starts it again with every rank (not counted as a restart). The exit\n"
+      "status is the first failed rank's (128 + signal for a signal), 0 when every rank succeeded. Without\n"
       "--master-port, each start takes a free port. --servers S also starts S KVStore servers\n"
       "(braid-kvstore-server, output tagged \"[sI]\") for the ranks' dist_sync / dist_async stores, and sets\n"
       "BRAID_NUM_SERVERS and BRAID_KVSTORE_PORT; once every rank has succeeded they get --grace seconds to end.\n"
@@ -472,6 +517,7 @@ int main(int argc, char** argv) {
       case OPT_HOSTS: job.hosts = parse_hosts(cli); break;
       case OPT_SSH: job.agent = command_words(cli.value); break;
       case OPT_EXPORT: exports.emplace_back(cli.value); break;
+      case OPT_REJOIN: job.rejoin_seconds = cli_real(&cli, 1); break;
       case OPT_MASTER_PORT: job.master_port = static_cast<int>(cli_int(&cli, 1, 65535)); break;
       case OPT_MAX_RESTARTS: max_restarts = static_cast<int>(cli_int(&cli, 0, 1000000)); break;
       case OPT_NO_TAG: job.tag = false; break;
@@ -519,6 +565,7 @@ int main(int argc, char** argv) {
     }
   }
   if (min_ranks > job.ranks) cli_fail(&cli, "--min-ranks %d is more than the %d ranks of -n", min_ranks, job.ranks);
+  if (job.rejoin_seconds >= 0 && min_ranks == 0) cli_fail(&cli, "--rejoin needs --min-ranks (an elastic job)");
   if (optind >= argc) cli_fail(&cli, "no command to run");
   for (int i = optind; i < argc; ++i) job.command.push_back(argv[i]);
   if (job.servers > 0) {
@@ -541,18 +588,43 @@ int main(int argc, char** argv) {
   sa.sa_handler = [](int sig) { g_signal = sig; };
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  job.full_ranks = job.ranks;
+  std::string rejoin_dir;
+  if (job.rejoin_seconds >= 0) {
+    // Where rank 0 looks for the file: /tmp here; in this folder (a shared file system, as --hosts
+    // assumes) when rank 0 runs on another host.
+    std::string pattern = !job.hosts.empty() && !job.hosts[0].local ? ".braid-run-XXXXXX" : "/tmp/braid-run-XXXXXX";
+    if (!::mkdtemp(pattern.data())) {
+      std::perror("braid-run: --rejoin: mkdtemp");
+      return 1;
+    }
+    rejoin_dir = pattern;
+    char full[4096] = {};
+    job.rejoin_file = (::realpath(rejoin_dir.c_str(), full) ? std::string(full) : rejoin_dir) + "/rejoin";
+  }
+  int failures = 0;  // restarts after a failure (--max-restarts); rejoining is not one
+  int code = 0;
   for (int restart = 0;; ++restart) {
     bool worker_failed = false;
-    const int code = run_once(job, restart, &worker_failed);
-    if (code == 0) return 0;
-    if (g_signal || restart >= max_restarts) return code;
+    code = run_once(job, restart, &worker_failed);
+    if (code == 0) break;
+    if (code == kRejoin) {
+      std::fprintf(stderr, "braid-run: restarting with %d ranks: %d rejoin from the checkpoint\n", job.full_ranks,
+                   job.full_ranks - job.ranks);
+      job.ranks = job.full_ranks;
+      continue;
+    }
+    if (g_signal || failures >= max_restarts) break;
+    ++failures;
     // Elastic: the failed rank is taken as lost, and the survivors go on without it while enough remain.
     if (min_ranks > 0 && worker_failed && job.ranks - 1 >= min_ranks) {
       --job.ranks;
       std::fprintf(stderr, "braid-run: continuing with %d ranks (--min-ranks %d; restart %d of %d)\n", job.ranks,
-                   min_ranks, restart + 1, max_restarts);
+                   min_ranks, failures, max_restarts);
       continue;
     }
-    std::fprintf(stderr, "braid-run: restarting every rank (restart %d of %d)\n", restart + 1, max_restarts);
+    std::fprintf(stderr, "braid-run: restarting every rank (restart %d of %d)\n", failures, max_restarts);
   }
+  if (!rejoin_dir.empty()) (void)::rmdir(rejoin_dir.c_str());
+  return code;
 }

@@ -131,6 +131,14 @@ BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_te
   return guard("braid_process_group_recv", [&] { checked_group(pg).recv(checked_tensor(t, "t"), peer, tag); });
 }
 
+BRAID_API braid_status braid_process_group_rejoin_pending(braid_process_group pg, int32_t* pending) {
+  return guard("braid_process_group_rejoin_pending", [&] {
+    require(pending, "pending");
+    *pending = 0;
+    *pending = checked_group(pg).rejoin_pending() ? 1 : 0;
+  });
+}
+
 BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_process_group pg) {
   return guard("braid_trainer_set_process_group", [&] {
     std::shared_ptr<parallel::CrossProcess> cross;

@@ -69,6 +69,7 @@ LaunchEnv read_launch_env() {
   e.master_port = read_int("BRAID_MASTER_PORT", 0, 65535, "a TCP port");
   if (e.master_port == 0) e.master_port = read_int("MASTER_PORT", 0, 65535, "a TCP port");
   e.restart = read_int("BRAID_RESTART", 0, kMaxRanks, "a restart count");
+  if (const char* f = env("BRAID_REJOIN_FILE")) e.rejoin_file = f;
   return e;
 }
 

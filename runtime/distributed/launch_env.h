@@ -16,6 +16,7 @@ struct LaunchEnv {
   std::string master_addr;  // "" when unset
   int32_t master_port = 0;  // 0 when unset
   int32_t restart = 0;      // BRAID_RESTART: how many times braid-run has restarted the job
+  std::string rejoin_file;  // BRAID_REJOIN_FILE: exists while braid-run has lost ranks ready to rejoin
   std::string rank_from;    // the variable the rank came from, for messages ("BRAID_RANK")
 };
 

@@ -1,5 +1,7 @@
 #include "distributed/process_group.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -155,6 +157,7 @@ GroupSettings resolve_settings(const braid_process_group_options* o) {
     fail(BRAID_ERR_INVALID_ARGUMENT, "flags 0x", std::hex, o->flags, " has bits braid does not know");
   s.check_calls = !(o && (o->flags & BRAID_PROCESS_GROUP_NO_CHECK)) && env_u64("BRAID_DIST_CHECK", 1, "0 or 1") != 0;
   s.restart = e.restart;
+  s.rejoin_file = e.rejoin_file;
   return s;
 }
 
@@ -411,6 +414,20 @@ std::string ProcessGroup::culprits(uint64_t seq) {
   } catch (const Error&) {
     return "the rendezvous store does not answer: rank 0, which serves it, has exited or is unreachable";
   }
+}
+
+bool ProcessGroup::rejoin_pending() {
+  const std::string key = prefix_ + cat("rejoin/", ++rejoin_checks_);
+  if (s_.rank == 0) {
+    const bool pending = !s_.rejoin_file.empty() && ::access(s_.rejoin_file.c_str(), F_OK) == 0;
+    store_->set(key, pending ? "1" : "0", 1);
+    return pending;
+  }
+  const auto answer = store_->get(key, s_.timeout);
+  if (!answer)
+    fail(BRAID_ERR_TIMEOUT, "process_group_rejoin_pending: rank ", s_.rank, " of ", s_.world_size, ": rank 0 did not ",
+         "answer check #", rejoin_checks_, " within ", s_.timeout.count(), " ms (every rank must make the call)");
+  return *answer == "1";
 }
 
 void ProcessGroup::allreduce(Tensor& t, braid_collective_op op) {

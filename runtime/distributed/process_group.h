@@ -38,6 +38,7 @@ struct GroupSettings {
   std::chrono::milliseconds timeout{300000};
   bool check_calls = true;  // exchange a fingerprint before each call
   int32_t restart = 0;      // braid-run's restart count: keys of a restarted job never meet the old ones'
+  std::string rejoin_file;  // braid-run --rejoin: exists while lost ranks are ready to come back
 };
 
 // A host-visible device of the context, where tensors of other devices are staged (NULL if none).
@@ -75,6 +76,10 @@ class ProcessGroup {
   // Point to point (not checked by fingerprint: only the two ranks take part); tag pairs them.
   void send(Tensor& t, int32_t peer, int32_t tag);
   void recv(Tensor& t, int32_t peer, int32_t tag);
+  // Whether braid-run has lost ranks ready to rejoin (rank 0 looks, every rank gets its answer through
+  // the store, so all agree). Every rank must call it at the same point; a rank that does not comes to
+  // the others as a timeout naming rank 0's answer as missing.
+  bool rejoin_pending();
 
   struct Call;  // one call as the queue runs it (process_group.cpp)
 
@@ -97,6 +102,7 @@ class ProcessGroup {
   std::unique_ptr<HostQueue> queue_;
   std::mutex push_mu_;  // numbers calls in the order they reach the queue
   uint64_t next_seq_ = 0;
+  uint64_t rejoin_checks_ = 0;  // rejoin_pending() calls, numbering their keys
   // The group's failure (queue thread only): every call after it fails with it.
   braid_status failed_ = BRAID_OK;
   std::string failure_;

@@ -146,7 +146,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 // A dist_sync KVStore job of two workers (children 0 and 1) and one server (child 2), each child with
 // its own context and the job's variables. The server must fail with BRAID_ERR_IO naming
 // `server_names`. Each worker initialises key 1 with `elements` ones and completes a first round of
-// pushpull on it, then runs worker(rank, kv, t) with that tensor and returns its exit code.
+// pushpull on it and a barrier, then runs worker(rank, kv, t) with that tensor and returns its exit code.
 std::vector<int> run_kv_job(const char* server_names, int64_t elements,
                             const std::function<int(int, braid_kvstore, braid_tensor)>& worker) {
   const int port = free_port();
@@ -182,6 +182,10 @@ std::vector<int> run_kv_job(const char* server_names, int64_t elements,
           RANK_EXPECT(braid_full(ctx, 0, BRAID_FLOAT32, 1, &elements, 1.0, &t) == BRAID_OK, "%s", braid_last_error());
           RANK_EXPECT(braid_kvstore_init(kv, 1, t) == BRAID_OK, "%s", braid_last_error());
           RANK_EXPECT(braid_kvstore_pushpull(kv, 1, 1, &t, &t) == BRAID_OK, "the first round: %s", braid_last_error());
+          // Both workers have their first round back before either goes on (to die, in one case): else a
+          // worker dying at once could fail the other's pull of that round while it is still in flight.
+          RANK_EXPECT(braid_kvstore_barrier(kv) == BRAID_OK, "the barrier after the first round: %s",
+                      braid_last_error());
           code = worker(child, kv, t);
           braid_tensor_release(t);
           // Worker 0's release still works after a failure (worker 1 died, or released its own).
@@ -460,6 +464,12 @@ TEST_CASE("a group of one: every collective is the identity; bad arguments are r
         braid_full(r.ctx, r.cpu, BRAID_INT32, 1, &n, 1, &ints);
         RANK_EXPECT(braid_process_group_allreduce(r.pg, ints, BRAID_COLLECTIVE_AVG) == BRAID_ERR_DTYPE, "AVG of int32");
         RANK_EXPECT(braid_process_group_barrier(r.pg) == BRAID_OK, "%s", braid_last_error());
+        // Outside braid-run --rejoin nothing is pending; a NULL out-parameter is refused.
+        int32_t pending = -1;
+        RANK_EXPECT(braid_process_group_rejoin_pending(r.pg, &pending) == BRAID_OK && pending == 0, "not pending: %s",
+                    braid_last_error());
+        RANK_EXPECT(braid_process_group_rejoin_pending(r.pg, nullptr) == BRAID_ERR_INVALID_ARGUMENT, "NULL pending");
+        RANK_EXPECT(braid_process_group_rejoin_pending(nullptr, &pending) == BRAID_ERR_INVALID_ARGUMENT, "NULL pg");
         braid_tensor_release(ints);
         braid_tensor_release(small);
         braid_tensor_release(t);

@@ -108,6 +108,7 @@ class ProcessGroupOptions(ctypes.Structure):
 
 
 PROCESS_GROUP_NO_CHECK = 1
+EXIT_REJOIN = 75  # BRAID_EXIT_REJOIN
 
 
 class ProcessGroupInfo(ctypes.Structure):
@@ -213,6 +214,7 @@ _PROTOTYPES = {
     "braid_process_group_all_gather": (c_status, [ctypes.c_void_p, c_tensor, c_tensor]),
     "braid_process_group_reduce_scatter": (c_status, [ctypes.c_void_p, c_tensor, c_tensor, ctypes.c_int]),
     "braid_process_group_barrier": (c_status, [ctypes.c_void_p]),
+    "braid_process_group_rejoin_pending": (c_status, [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32)]),
     "braid_process_group_send": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32, ctypes.c_int32]),
     "braid_process_group_recv": (c_status, [ctypes.c_void_p, c_tensor, ctypes.c_int32, ctypes.c_int32]),
     "braid_trainer_set_process_group": (c_status, [ctypes.c_void_p, ctypes.c_void_p]),

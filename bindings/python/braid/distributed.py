@@ -24,7 +24,7 @@ import operator
 import threading
 
 from . import device as _device
-from ._lib import PROCESS_GROUP_NO_CHECK, ProcessGroupInfo, ProcessGroupOptions, check, lib
+from ._lib import EXIT_REJOIN, PROCESS_GROUP_NO_CHECK, ProcessGroupInfo, ProcessGroupOptions, check, lib
 from .ndarray import ndarray
 
 # braid_collective_op; "mean" is MXNet's and NumPy's name for "avg"
@@ -215,6 +215,14 @@ class ProcessGroup:
         """Blocks until every rank is here and this rank's earlier calls of the group have ended."""
         check(lib.braid_process_group_barrier(self.handle))
 
+    def rejoin_pending(self):
+        """True, on every rank alike, when braid-run --rejoin has ranks lost earlier ready to come back:
+        finish the checkpoint, then sys.exit(distributed.EXIT_REJOIN), and braid-run starts every rank
+        again with the larger world. Every rank must call it at the same point."""
+        pending = ctypes.c_int32()
+        check(lib.braid_process_group_rejoin_pending(self.handle, ctypes.byref(pending)))
+        return bool(pending.value)
+
     def send(self, array, dst, tag=0):
         """array's elements to rank dst, paired with its recv(..., src=this rank, tag=tag)."""
         _array(array, "send")
@@ -363,6 +371,10 @@ def barrier(group=None):
     _group(group).barrier()
 
 
+def rejoin_pending(group=None):
+    return _group(group).rejoin_pending()
+
+
 def send(array, dst, tag=0, group=None):
     return _group(group).send(array, dst, tag)
 
@@ -375,4 +387,4 @@ all_reduce = allreduce
 allgather = all_gather
 __all__ = ["ProcessGroup", "OPS", "init_process_group", "default_group", "is_initialized", "destroy_process_group",
            "get_rank", "get_world_size", "get_local_rank", "allreduce", "all_reduce", "broadcast", "reduce",
-           "all_gather", "allgather", "reduce_scatter", "barrier", "send", "recv"]
+           "all_gather", "allgather", "reduce_scatter", "barrier", "rejoin_pending", "EXIT_REJOIN", "send", "recv"]

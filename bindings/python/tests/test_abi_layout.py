@@ -221,6 +221,7 @@ class AbiLayoutTest(unittest.TestCase):
         self.assertEqual(e["BRAID_GRAPH_PASS_ALL"], block._ALL_PASSES)
         self.assertEqual(self.h.defines["BRAID_TRAINER_IGNORE_STALE_GRAD"], trainer._IGNORE_STALE_GRAD)
         self.assertEqual(self.h.defines["BRAID_PROCESS_GROUP_NO_CHECK"], _lib.PROCESS_GROUP_NO_CHECK)
+        self.assertEqual(self.h.defines["BRAID_EXIT_REJOIN"], _lib.EXIT_REJOIN)
 
     def test_a_field_added_to_the_header_alone_fails(self):
         # The check itself: the header with one more field in braid_optimizer_params no longer matches

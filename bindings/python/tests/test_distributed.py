@@ -90,6 +90,28 @@ class WithoutProcesses(unittest.TestCase):
         with self.assertRaises(RuntimeError):
             group.barrier()  # closed
 
+    @unittest.skipIf(MISSING, MISSING)
+    def test_rejoin_pending_reads_braid_runs_file(self):
+        # Outside braid-run --rejoin: never pending. With BRAID_REJOIN_FILE naming a file (braid-run makes
+        # it when lost ranks may come back): pending while it exists.
+        with tempfile.TemporaryDirectory() as folder:
+            flag = os.path.join(folder, "rejoin")
+            old = os.environ.get("BRAID_REJOIN_FILE")
+            os.environ["BRAID_REJOIN_FILE"] = flag
+            try:
+                with dist.ProcessGroup(rank=0, world_size=1, master_port=_free_port(), timeout=30) as group:
+                    self.assertFalse(group.rejoin_pending())
+                    open(flag, "w").close()
+                    self.assertTrue(group.rejoin_pending())
+                    os.remove(flag)
+                    self.assertFalse(group.rejoin_pending())
+            finally:
+                if old is None:
+                    del os.environ["BRAID_REJOIN_FILE"]
+                else:
+                    os.environ["BRAID_REJOIN_FILE"] = old
+        self.assertEqual(dist.EXIT_REJOIN, 75)
+
 
 def _free_port():
     import socket

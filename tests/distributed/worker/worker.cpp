@@ -347,7 +347,8 @@ void trainer(braid::Context& ctx, braid::ProcessGroup& pg) {
 // ranks, each rank taking its share (an elastic restart with fewer ranks re-splits it). Rank 0 writes each step's
 // global loss to dir/loss.STEP as a hexadecimal float, so that an interrupted run's losses can be compared bit for bit
 // with an uninterrupted one's (tests/distributed/resume_test.sh).
-void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir, int kill_at) {
+// Returns false when it stopped at a checkpoint for lost ranks to rejoin (braid-run --rejoin).
+bool resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir, int kill_at) {
   const int rank = pg.rank(), world = pg.world_size();
   const braid::Device cpu = ctx.find_device("cpu:0");
   const int64_t batch = 12, features = 4, steps = 8;  // 12 rows split over 2, 3 or 4 ranks
@@ -409,9 +410,14 @@ void resume(braid::Context& ctx, braid::ProcessGroup& pg, const std::string& dir
         std::fclose(f);
       }
     }
-    pg.barrier();  // every rank past this step's checkpoint
+    pg.barrier();                                // every rank past this step's checkpoint
+    if (s + 1 < steps && pg.rejoin_pending()) {  // the checkpoint is complete: stop for the lost ranks
+      std::printf("rank %d of %d: stopping after step %d for lost ranks to rejoin\n", rank, world, s);
+      return false;
+    }
   }
   std::printf("rank %d: trained to step %d\n", rank, static_cast<int>(steps));
+  return true;
 }
 
 // Expects `f` to throw a braid::Error with `status` whose message contains `text`.
@@ -566,7 +572,7 @@ int main(int argc, char** argv) {
       braid::Context ctx;
       braid::ProcessGroup pg(ctx);
       g_rank = pg.rank();
-      resume(ctx, pg, argv[2], std::atoi(argv[3]));
+      if (!resume(ctx, pg, argv[2], std::atoi(argv[3]))) return BRAID_EXIT_REJOIN;  // after leaving the group
     } catch (const braid::Error& e) {
       std::fprintf(stderr, "rank %d: FAIL: %s\n", g_rank, e.what());
       return 1;
