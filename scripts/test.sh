@@ -2,7 +2,7 @@
 # The full test job (what CI runs, through .ci/run); docs/TESTING.md says what each step catches and
 # why it runs where it does:
 #
-#   0. the source checks: include directions in runtime/ (tools/check_layers.py) and formatting
+#   0. the source checks: include directions and C API calls in runtime/ (tools/check_layers.py) and formatting
 #      (tools/check_format.sh, .clang-format)
 #   1. build/ with warnings as errors; every ctest entry with BRAID_CPU_DEVICES=1 (one device with
 #      every core: the kernels' threaded paths), then the entries labelled cpu-devices again with
@@ -108,7 +108,7 @@ vulkan_validation() {
 }
 
 # ---- 1. the normal build, warnings as errors --------------------------------------------------------
-step "include directions in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
+step "include directions and C API calls in runtime/ (tools/check_layers.py)" python3 tools/check_layers.py
 step "formatting (tools/check_format.sh, .clang-format)" tools/check_format.sh
 if step "build (build/, -Werror)" scripts/build.sh --werror; then
   step "ctest, BRAID_CPU_DEVICES=1" run_ctest build BRAID_CPU_DEVICES=1

@@ -4,7 +4,10 @@
   - every include of a folder in a layer above the including file's folder;
   - every cycle between folders, inside a layer too (tensor/ including ops/ while ops/ includes
     tensor/ makes the two one unit, whatever their layer numbers say);
-  - every folder of runtime/ that has no layer.
+  - every folder of runtime/ that has no layer;
+  - every use of a public braid_* function of abi/braid.h inside runtime/ other than its own BRAID_API
+    definition: libbraid calls its C++ entry points (ops/entry.h, tensor/host_copy.h, ...), never back
+    through the C API (docs/ARCHITECTURE.md, "The C boundary").
 
 Every include form that names a runtime folder counts: "folder/x.h", <folder/x.h> and "../folder/x.h".
 There are no exceptions.
@@ -30,6 +33,23 @@ LAYER = {
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+[<"](?:\.\./)*([a-z_]+)/')
+API_FUNCTION = re.compile(r"BRAID_API\s+[\w\s*]+?\b(braid_\w+)\s*\(")
+# A name followed by a call's parenthesis, an argument's comma or a closing parenthesis (its address).
+NAME_USE = re.compile(r"\b(braid_\w+)\s*[(,)]")
+
+
+def api_functions(runtime_root):
+    with open(os.path.join(runtime_root, "..", "abi", "braid.h"), encoding="utf-8") as f:
+        return set(API_FUNCTION.findall(f.read()))
+
+
+def c_api_uses(line, api):
+    """The public functions a line of libbraid's code uses (comments and strings aside), unless it is a
+    BRAID_API definition."""
+    code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', line.split("//")[0])
+    if "BRAID_API" in code:
+        return []
+    return [m.group(1) for m in NAME_USE.finditer(code) if m.group(1) in api]
 
 
 def folder_cycles(edges):
@@ -66,6 +86,7 @@ def folder_cycles(edges):
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "runtime")
     bad = []
+    api = api_functions(root)
     edges, example = {}, {}  # folder -> folders it includes; (from, to) -> the first such include
     for folder in sorted(os.listdir(root)):
         path = os.path.join(root, folder)
@@ -80,6 +101,8 @@ def main():
             rel = f"{folder}/{name}"
             with open(os.path.join(path, name), encoding="utf-8") as f:
                 for n, line in enumerate(f, 1):
+                    for fn in c_api_uses(line, api):
+                        bad.append(f"runtime/{rel}:{n}: calls {fn}, a function of the C API (use its C++ entry point)")
                     m = INCLUDE.match(line)
                     if not m or m.group(1) not in LAYER or m.group(1) == folder:
                         continue

@@ -284,8 +284,8 @@ void conv_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   Tensor* w = h(n.inputs[1]);
   const braid_conv2d_params p = conv_params(n);
   const braid_conv2d_params* pp = &p;
-  if (n.needs[0]) dx[0] = op::run(braid_conv2d_backward_data, dy, w, x->shape.dims.data(), pp);
-  if (n.needs[1]) dx[1] = op::run(braid_conv2d_backward_weight, dy, x, w->shape.dims.data(), pp);
+  if (n.needs[0]) dx[0] = op::run(entry::conv2d_backward_data, dy, w, x->shape.dims.data(), pp);
+  if (n.needs[1]) dx[1] = op::run(entry::conv2d_backward_weight, dy, x, w->shape.dims.data(), pp);
   if (n.inputs.size() > 2 && n.needs[2]) dx[2] = op::reduce(BRAID_REDUCE_SUM, dy, {0, 2, 3}, false);
 }
 
@@ -296,14 +296,13 @@ void pool_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   p.stride[1] = int32_t(n.i[4]);
   p.padding[0] = int32_t(n.i[5]), p.padding[1] = int32_t(n.i[6]);
   const braid_pool2d_params* pp = &p;
-  dx[0] = op::run(braid_pool2d_backward, dy, h(n.inputs[0]), pp);
+  dx[0] = op::run(entry::pool2d_backward, dy, h(n.inputs[0]), pp);
 }
 
 void batch_norm_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   braid_tensor gx = nullptr, gg = nullptr, gb = nullptr;
-  braid_status st = braid_batch_norm_backward(dy, h(n.inputs[0]), h(n.inputs[1]), h(n.outputs[1]), h(n.outputs[2]),
-                                              int32_t(n.i[0]), &gx, &gg, &gb);
-  if (st != BRAID_OK) fail(st, braid_last_error());
+  entry::batch_norm_backward(dy, h(n.inputs[0]), h(n.inputs[1]), h(n.outputs[1]), h(n.outputs[2]), int32_t(n.i[0]), &gx,
+                             &gg, &gb);
   TensorRef rx(gx), rg(gg), rb(gb);
   if (n.needs[0]) dx[0] = std::move(rx);
   if (n.needs[1]) dx[1] = std::move(rg);
@@ -336,7 +335,7 @@ void softmax_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 }
 
 void softmax_ce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
-  dx[0] = op::run(braid_softmax_cross_entropy_backward, h(n.inputs[0]), h(n.inputs[1]), dy);
+  dx[0] = op::run(entry::softmax_cross_entropy_backward, h(n.inputs[0]), h(n.inputs[1]), dy);
 }
 
 void dropout_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
@@ -438,7 +437,7 @@ void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) 
     return;
   }
   if (std::string_view(n.name) == "device_copy") {
-    dx[0] = op::run(braid_copy, g, n.inputs[0]->device().index);
+    dx[0] = op::run(entry::copy, g, n.inputs[0]->device().index);
     return;
   }
   switch (n.kop) {

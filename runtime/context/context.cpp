@@ -166,7 +166,7 @@ void braid_context_t::open_devices(Backend& b) {
     braid_status st = api->device_props(i, &d->props);
     if (st == BRAID_OK) st = api->device_open(i, &d->handle);
     if (st != BRAID_OK) {
-      b.reason = cat("device ", i, " failed to open: ", braid_status_name(st));
+      b.reason = cat("device ", i, " failed to open: ", status_name(st));
       continue;
     }
     d->index = static_cast<int32_t>(devices.size());

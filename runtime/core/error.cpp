@@ -31,24 +31,6 @@ BRAID_API const char* braid_version_string(void) {
 
 BRAID_API const char* braid_last_error(void) { return braid::last_error(); }
 
-BRAID_API const char* braid_status_name(braid_status status) {
-  switch (status) {
-    case BRAID_OK: return "BRAID_OK";
-    case BRAID_ERR_INVALID_ARGUMENT: return "BRAID_ERR_INVALID_ARGUMENT";
-    case BRAID_ERR_SHAPE: return "BRAID_ERR_SHAPE";
-    case BRAID_ERR_DTYPE: return "BRAID_ERR_DTYPE";
-    case BRAID_ERR_DEVICE: return "BRAID_ERR_DEVICE";
-    case BRAID_ERR_OUT_OF_MEMORY: return "BRAID_ERR_OUT_OF_MEMORY";
-    case BRAID_ERR_UNSUPPORTED: return "BRAID_ERR_UNSUPPORTED";
-    case BRAID_ERR_NOT_FOUND: return "BRAID_ERR_NOT_FOUND";
-    case BRAID_ERR_ABI_MISMATCH: return "BRAID_ERR_ABI_MISMATCH";
-    case BRAID_ERR_INVALID_STATE: return "BRAID_ERR_INVALID_STATE";
-    case BRAID_ERR_KERNEL: return "BRAID_ERR_KERNEL";
-    case BRAID_ERR_IO: return "BRAID_ERR_IO";
-    case BRAID_ERR_TIMEOUT: return "BRAID_ERR_TIMEOUT";
-    case BRAID_ERR_INTERNAL: return "BRAID_ERR_INTERNAL";
-  }
-  return "BRAID_ERR_UNKNOWN";
-}
+BRAID_API const char* braid_status_name(braid_status status) { return braid::status_name(status); }
 
 }  // extern "C"

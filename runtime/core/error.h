@@ -42,6 +42,28 @@ inline void require(const void* p, const char* what) {
 
 void set_last_error(std::string message) noexcept;
 void clear_last_error() noexcept;
+// What braid_last_error returns, for code inside libbraid.
+const char* last_error() noexcept;
+// What braid_status_name returns (inline: code built into tests beside libbraid uses it too).
+inline const char* status_name(braid_status status) noexcept {
+  switch (status) {
+    case BRAID_OK: return "BRAID_OK";
+    case BRAID_ERR_INVALID_ARGUMENT: return "BRAID_ERR_INVALID_ARGUMENT";
+    case BRAID_ERR_SHAPE: return "BRAID_ERR_SHAPE";
+    case BRAID_ERR_DTYPE: return "BRAID_ERR_DTYPE";
+    case BRAID_ERR_DEVICE: return "BRAID_ERR_DEVICE";
+    case BRAID_ERR_OUT_OF_MEMORY: return "BRAID_ERR_OUT_OF_MEMORY";
+    case BRAID_ERR_UNSUPPORTED: return "BRAID_ERR_UNSUPPORTED";
+    case BRAID_ERR_NOT_FOUND: return "BRAID_ERR_NOT_FOUND";
+    case BRAID_ERR_ABI_MISMATCH: return "BRAID_ERR_ABI_MISMATCH";
+    case BRAID_ERR_INVALID_STATE: return "BRAID_ERR_INVALID_STATE";
+    case BRAID_ERR_KERNEL: return "BRAID_ERR_KERNEL";
+    case BRAID_ERR_IO: return "BRAID_ERR_IO";
+    case BRAID_ERR_TIMEOUT: return "BRAID_ERR_TIMEOUT";
+    case BRAID_ERR_INTERNAL: return "BRAID_ERR_INTERNAL";
+  }
+  return "BRAID_ERR_UNKNOWN";
+}
 
 // Runs f at the ABI boundary: returns BRAID_OK, or the status of what it threw with the message
 // prefixed by the API function's name.

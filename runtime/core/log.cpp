@@ -48,6 +48,16 @@ thread_local bool t_in_callback = false;
 
 }  // namespace
 
+const char* log_level_name(braid_log_level level) noexcept {
+  switch (enum_int(level)) {
+    case BRAID_LOG_DEBUG: return "debug";
+    case BRAID_LOG_INFO: return "info";
+    case BRAID_LOG_WARNING: return "warning";
+    case BRAID_LOG_ERROR: return "error";
+    default: return "invalid";
+  }
+}
+
 void log_message(braid_log_level level, const char* message) noexcept {
   if (message == nullptr) return;
   Sink& s = sink();
@@ -63,8 +73,7 @@ void log_message(braid_log_level level, const char* message) noexcept {
     }
   }
   const int threshold = env_threshold();
-  if (threshold >= 0 && int(level) >= threshold)
-    std::fprintf(stderr, "braid %s: %s\n", braid_log_level_name(level), message);
+  if (threshold >= 0 && int(level) >= threshold) std::fprintf(stderr, "braid %s: %s\n", log_level_name(level), message);
 }
 
 std::string log_env_error() {
@@ -90,14 +99,6 @@ BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid
   });
 }
 
-BRAID_API const char* braid_log_level_name(braid_log_level level) {
-  switch (braid::enum_int(level)) {
-    case BRAID_LOG_DEBUG: return "debug";
-    case BRAID_LOG_INFO: return "info";
-    case BRAID_LOG_WARNING: return "warning";
-    case BRAID_LOG_ERROR: return "error";
-    default: return "invalid";
-  }
-}
+BRAID_API const char* braid_log_level_name(braid_log_level level) { return braid::log_level_name(level); }
 
 }  // extern "C"

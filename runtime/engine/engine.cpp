@@ -358,7 +358,7 @@ void Engine::submit_locked(OpNode& n) {
   if (st == BRAID_OK) return;
   // Refused synchronously: fail the op, but keep the queue's timeline whole with a marker.
   n.status = st;
-  n.message = cat("op '", n.name, "' on ", n.device->id, " was refused by the backend: ", braid_status_name(st));
+  n.message = cat("op '", n.name, "' on ", n.device->id, " was refused by the backend: ", status_name(st));
   n.work.kind = BRAID_WORK_MARKER;
   if (api->queue_submit(n.queue->handle, &n.work) != BRAID_OK) {
     // The queue is unusable: fail its timeline so nobody waits forever, and end the op here.
@@ -412,8 +412,8 @@ void Engine::finish(OpNode& n, braid_status status, const char* message) {
       inherit(n, *p);  // backends that cannot skip still report the inherited error
     } else if (status != BRAID_OK) {
       n.status = status;
-      n.message = cat("op '", n.name, "' on ", n.device->id,
-                      " failed: ", message && *message ? message : braid_status_name(status));
+      n.message =
+          cat("op '", n.name, "' on ", n.device->id, " failed: ", message && *message ? message : status_name(status));
     }
   }
   if (n.profiled) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "braid.h"
+#include "checkpoint/checkpoint.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/file_io.h"
@@ -27,6 +28,14 @@ using GraphPool = HandlePool<braid_graph_t>;
 
 braid_graph_t& checked_graph(braid_graph g, const char* what) {
   return GraphPool::instance().checked(g, what, "graph");
+}
+
+// Drops a reference a hybrid function handed back in an output (the application's own); a handle that
+// is not a live tensor is left alone, as the failed call reports the function's error instead.
+void release_returned(braid_tensor t) noexcept {
+  try {
+    release_app_reference(checked_tensor(t, "a hybrid function's output"));
+  } catch (...) {}
 }
 
 // Drops an internal reference to a graph (a hybrid function's cache entry); the last destroys it.
@@ -199,15 +208,15 @@ void call_fn(braid_hybrid_t& h, const braid_tensor* inputs, braid_tensor* output
     if ((retained[k] < 0 || !live) && released < 0) released = static_cast<int32_t>(k);
     if (!live) continue;
     const auto returned = std::count(outputs, outputs + h.num_outputs, ins[k]);
-    for (int64_t r = retained[k]; r < returned; ++r) braid_tensor_retain(ins[k]);
+    for (int64_t r = retained[k]; r < returned; ++r) retain_app_reference(*ins[k]);
   }
   bool filled = true;
   for (int32_t k = 0; k < h.num_outputs; ++k) filled = filled && outputs[k] != nullptr;
   if (st != BRAID_OK || !filled || released >= 0) {
-    std::string why = st != BRAID_OK ? braid_last_error() : "";
-    if (why.empty()) why = cat("it returned ", braid_status_name(st), " without a braid call failing");
+    std::string why = st != BRAID_OK ? last_error() : "";  // what fn's failed braid call said
+    if (why.empty()) why = cat("it returned ", status_name(st), " without a braid call failing");
     for (int32_t k = 0; k < h.num_outputs; ++k)
-      if (outputs[k]) braid_tensor_release(std::exchange(outputs[k], nullptr));
+      if (outputs[k]) release_returned(std::exchange(outputs[k], nullptr));
     if (st != BRAID_OK) fail(st, "hybrid_call: the function failed: ", why);
     if (released >= 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: the function released inputs[", released,
@@ -361,20 +370,17 @@ BRAID_API braid_status braid_graph_save(braid_graph g, const char* json_path, co
     // One file for both would leave only the JSON there: "d/a.json" and "d/./a.json" are one.
     if (same_file_path(json_path, params_path))
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_save: json_path and params_path are the same file");
-    std::vector<const char*> names;
-    std::vector<braid_tensor> tensors;
+    std::vector<std::string> names;
+    std::vector<Tensor*> tensors;
     for (const Value& v : gr.values)
       if (v.kind == ValueKind::param) {
-        names.push_back(v.name.c_str());
+        names.push_back(v.name);
         tensors.push_back(v.tensor.get());
       }
     // The graph file's temporary first: a json_path that cannot be written (a missing folder, a
     // directory) fails before the parameters file is replaced.
     AtomicFile f(json_path);
-    if (braid_status s =
-            braid_save_safetensors(params_path, static_cast<int32_t>(names.size()), names.data(), tensors.data());
-        s != BRAID_OK)
-      fail(s, braid_last_error());
+    checkpoint::save_tensors(params_path, names, tensors);
     const std::string text = to_json(gr);
     f.write(text.data(), text.size());
     f.commit();
@@ -406,20 +412,16 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
         fail(BRAID_ERR_UNSUPPORTED, "graph_load: ", dev.id, " has no ", dtype_name(probe), " kernel for '", n.name,
              "' (", kernel_op_name(n.kop), ")");
     }
-    std::vector<const char*> names;
+    std::vector<std::string> names;
     std::vector<Value*> params;
     for (Value& v : g.values)
       if (v.kind == ValueKind::param) {
-        names.push_back(v.name.c_str());
+        names.push_back(v.name);
         params.push_back(&v);
       }
-    std::vector<braid_tensor> loaded(names.size(), nullptr);
-    if (braid_status s = braid_load_safetensors(ctx, device, params_path, static_cast<int32_t>(names.size()),
-                                                names.data(), loaded.data());
-        s != BRAID_OK)
-      fail(s, braid_last_error());
+    std::vector<TensorRef> loaded = checkpoint::load_tensors(c, dev, params_path, names);
     for (size_t k = 0; k < params.size(); ++k) {
-      TensorRef t(loaded[k]);
+      TensorRef t = std::move(loaded[k]);
       Value& v = *params[k];
       if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
         fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(),
@@ -499,7 +501,8 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
         braid_tensor* outputs;
         int32_t n;
         ~ReleaseOutputs() {
-          for (int32_t k = 0; k < n; ++k) braid_tensor_release(std::exchange(outputs[k], nullptr));
+          for (int32_t k = 0; k < n; ++k)
+            if (outputs[k]) release_returned(std::exchange(outputs[k], nullptr));
         }
       } release{outputs, hy.num_outputs};
       std::vector<Tensor*> outs;

@@ -1,5 +1,5 @@
-// braid_device_measure: a device's practical peaks, measured with braid's own ops (README.md here).
-// Built on the public C API the application sees, so it measures exactly what a program gets.
+// braid_device_measure: a device's practical peaks, measured with braid's own ops (README.md here),
+// through the ops' C++ entry points: the work a program's calls do, without the boundary's checks.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -11,21 +11,15 @@
 #include "context/context.h"
 #include "core/error.h"
 #include "core/out_struct.h"
+#include "ops/call.h"
+#include "ops/entry.h"
+#include "tensor/host_copy.h"
+#include "tensor/tensor.h"
 
 namespace braid {
 namespace {
 
-// Releases a tensor handle made here.
-struct Owned {
-  braid_tensor t = nullptr;
-  ~Owned() {
-    if (t) braid_tensor_release(t);
-  }
-};
-
-void ok(braid_status s, const char* what) {
-  if (s != BRAID_OK) fail(s, "braid_device_measure: ", what, ": ", braid_last_error());
-}
+void wait(const TensorRef& t) { wait_readable(*t->ctx, *t->storage, "device_measure"); }
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -50,13 +44,8 @@ double matmul_flops(braid_context ctx, braid_device dev, const Device& d, braid_
     const uint64_t bytes = uint64_t(n) * uint64_t(n) * (dtype == BRAID_FLOAT64 ? 8 : 4);
     if (d.props.memory_bytes != 0 && 3 * bytes > d.props.memory_bytes / 2) return 0;  // too small a device
     const int64_t shape[2] = {n, n};
-    Owned a;
-    ok(braid_full(ctx, dev, dtype, 2, shape, 0.5, &a.t), "full");
-    auto once = [&] {
-      Owned r;
-      ok(braid_matmul(a.t, a.t, 0, 0, &r.t), "matmul");
-      ok(braid_tensor_wait_to_read(r.t), "matmul");
-    };
+    const TensorRef a = op::run(entry::full, ctx, dev, dtype, 2, shape, 0.5);
+    auto once = [&] { wait(op::matmul(a.get(), a.get(), false, false)); };
     once();  // warm-up: first-touch pages, kernel pipelines
     const double one = best_of(1, once);
     if (one >= 0.02 || n >= 2048) return 2.0 * double(n) * double(n) * double(n) / std::min(one, best_of(2, once));
@@ -74,23 +63,18 @@ Transfers transfers(braid_context ctx, braid_device dev, const Device& d) {
   const int64_t n = static_cast<int64_t>(bytes / 4);
   if (n == 0) return {};
   bytes = uint64_t(n) * 4;
-  Owned x;
-  ok(braid_full(ctx, dev, BRAID_FLOAT32, 1, &n, 1.0, &x.t), "full");
-  ok(braid_tensor_wait_to_read(x.t), "full");
+  const TensorRef x = op::run(entry::full, ctx, dev, BRAID_FLOAT32, 1, &n, 1.0);
+  wait(x);
   Transfers t;
-  auto copy = [&] {
-    Owned y;
-    ok(braid_copy(x.t, dev, &y.t), "copy");
-    ok(braid_tensor_wait_to_read(y.t), "copy");
-  };
+  auto copy = [&] { wait(op::run(entry::copy, x.get(), dev)); };
   copy();
   t.copy = 2.0 * double(bytes) / best_of(3, copy);
   std::vector<float> host(static_cast<size_t>(n), 2.0f);
   auto up = [&] {
-    ok(braid_tensor_write_host(x.t, host.data(), bytes), "write_host");
-    ok(braid_tensor_wait_to_read(x.t), "write_host");
+    push_upload(*x, host.data(), bytes);
+    wait(x);
   };
-  auto down = [&] { ok(braid_tensor_to_host(x.t, host.data(), bytes), "to_host"); };
+  auto down = [&] { copy_to_host(*x, host.data(), bytes); };
   up();
   down();
   t.h2d = double(bytes) / best_of(3, up);

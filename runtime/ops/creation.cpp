@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ops/call.h"
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 
 using namespace braid;
@@ -77,39 +78,40 @@ void check_fill_value(braid_dtype dtype, double value) {
 
 }  // namespace
 
-extern "C" {
+void entry::full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim, const int64_t* shape,
+                 double value, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("full", BRAID_KOP_FILL);
+  op.on_device(ctx, device);
+  Device& dev = op.device();
+  check_dtype(dtype, "dtype");
+  Shape s = Shape::from(ndim, shape, "shape");
+  check_fill_value(dtype, value);
+  // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
+  // a wider float and cast, which rounds the value once, as a fill in it would. float32 (twice the
+  // result's bytes) where it holds the value exactly, else float64 where the device has it (four
+  // times: 0.1 would round to float32 first); float32 rounds twice there on a device without it.
+  if ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && !dev.supports(BRAID_KOP_FILL, dtype)) {
+    const bool exact32 = static_cast<double>(static_cast<float>(value)) == value || std::isnan(value);
+    const braid_dtype wide =
+        !exact32 && dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64)
+            ? BRAID_FLOAT64
+            : BRAID_FLOAT32;
+    const TensorRef filled = braid::op::run(entry::full, ctx, device, wide, ndim, shape, value);
+    *out = braid::op::cast(filled.get(), dtype).release();
+    return;
+  }
+  op.require_kernel(dtype);
+  op.output(dtype, s);
+  op.call().f[0] = value;
+  op.push();
+  *out = op.release_output(0);
+}
 
 BRAID_API braid_status braid_full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
                                   const int64_t* shape, double value, braid_tensor* out) {
-  return guard("braid_full", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op("full", BRAID_KOP_FILL);
-    op.on_device(ctx, device);
-    Device& dev = op.device();
-    check_dtype(dtype, "dtype");
-    Shape s = Shape::from(ndim, shape, "shape");
-    check_fill_value(dtype, value);
-    // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
-    // a wider float and cast, which rounds the value once, as a fill in it would. float32 (twice the
-    // result's bytes) where it holds the value exactly, else float64 where the device has it (four
-    // times: 0.1 would round to float32 first); float32 rounds twice there on a device without it.
-    if ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && !dev.supports(BRAID_KOP_FILL, dtype)) {
-      const bool exact32 = static_cast<double>(static_cast<float>(value)) == value || std::isnan(value);
-      const braid_dtype wide =
-          !exact32 && dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64)
-              ? BRAID_FLOAT64
-              : BRAID_FLOAT32;
-      const TensorRef filled = braid::op::run(braid_full, ctx, device, wide, ndim, shape, value);
-      *out = braid::op::cast(filled.get(), dtype).release();
-      return;
-    }
-    op.require_kernel(dtype);
-    op.output(dtype, s);
-    op.call().f[0] = value;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_full", [&] { entry::full(ctx, device, dtype, ndim, shape, value, out); });
 }
 
 BRAID_API braid_status braid_arange(braid_context ctx, braid_device device, braid_dtype dtype, double start,
@@ -191,5 +193,3 @@ BRAID_API braid_status braid_random_normal(braid_context ctx, braid_device devic
                                            const int64_t* shape, double mean, double stddev, braid_tensor* out) {
   return random_op("braid_random_normal", BRAID_KOP_RANDOM_NORMAL, ctx, device, dtype, ndim, shape, mean, stddev, out);
 }
-
-}  // extern "C"

@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "ops/call.h"
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
@@ -61,142 +62,146 @@ const char* binary_name(const braid_binary_op& op) {
 
 }  // namespace
 
-extern "C" {
+void entry::unary(braid_unary_op uop, braid_tensor x, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op(unary_name(uop), BRAID_KOP_UNARY);
+  Tensor& a = op.input(x, "x");
+  if (int32_t v = enum_int(uop); v < 0 || v >= BRAID_UNARY_COUNT)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_unary_op ", v);
+  if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && unary_allows_int(uop))))
+    fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this unary op");
+  op.require_kernel(a.dtype);
+  op.output(a.dtype, a.shape);
+  op.call().i[0] = uop;
+  op.push();
+  *out = op.release_output(0);
+}
 
 BRAID_API braid_status braid_unary(braid_unary_op uop, braid_tensor x, braid_tensor* out) {
-  return guard("braid_unary", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op(unary_name(uop), BRAID_KOP_UNARY);
-    Tensor& a = op.input(x, "x");
-    if (int32_t v = enum_int(uop); v < 0 || v >= BRAID_UNARY_COUNT)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_unary_op ", v);
-    if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && unary_allows_int(uop))))
-      fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this unary op");
-    op.require_kernel(a.dtype);
-    op.output(a.dtype, a.shape);
-    op.call().i[0] = uop;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_unary", [&] { entry::unary(uop, x, out); });
+}
+
+void entry::binary(braid_binary_op bop, braid_tensor a, braid_tensor b, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op(binary_name(bop), BRAID_KOP_BINARY);
+  Tensor& ta = op.operand(a, "a");
+  Tensor& tb = op.operand(b, "b");
+  check_op(bop, "binary");
+  const braid_dtype dtype = binary_dtype(bop, ta, tb);
+  check_binary(bop, dtype, "binary");
+  Shape shape = broadcast_shapes(ta.shape, tb.shape, "binary");
+  if (ta.dtype != dtype || tb.dtype != dtype) {
+    // Operands of different dtypes (or integers divided) are cast to the common dtype first, as
+    // PyTorch promotes: the casts are ops like braid_cast (autograd records them, so a gradient
+    // reaches each operand in its own dtype), and this builder is dropped unpushed.
+    TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
+    TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
+    *out = braid::op::binary(bop, ca.get(), cb.get()).release();
+    return;
+  }
+  op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
+  op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
+  op.require_kernel(dtype);
+  op.output(dtype, shape);
+  op.call().i[0] = bop;
+  op.push();
+  *out = op.release_output(0);
 }
 
 BRAID_API braid_status braid_binary(braid_binary_op bop, braid_tensor a, braid_tensor b, braid_tensor* out) {
-  return guard("braid_binary", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op(binary_name(bop), BRAID_KOP_BINARY);
-    Tensor& ta = op.operand(a, "a");
-    Tensor& tb = op.operand(b, "b");
-    check_op(bop, "binary");
-    const braid_dtype dtype = binary_dtype(bop, ta, tb);
-    check_binary(bop, dtype, "binary");
-    Shape shape = broadcast_shapes(ta.shape, tb.shape, "binary");
-    if (ta.dtype != dtype || tb.dtype != dtype) {
-      // Operands of different dtypes (or integers divided) are cast to the common dtype first, as
-      // PyTorch promotes: the casts are ops like braid_cast (autograd records them, so a gradient
-      // reaches each operand in its own dtype), and this builder is dropped unpushed.
-      TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
-      TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
-      *out = braid::op::binary(bop, ca.get(), cb.get()).release();
-      return;
-    }
-    op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
-    op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
-    op.require_kernel(dtype);
-    op.output(dtype, shape);
-    op.call().i[0] = bop;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_binary", [&] { entry::binary(bop, a, b, out); });
+}
+
+void entry::where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("where", BRAID_KOP_WHERE);
+  Tensor& tc = op.operand(cond, "cond");
+  Tensor& ta = op.operand(a, "a");
+  Tensor& tb = op.operand(b, "b");
+  const Shape shape = broadcast_shapes(broadcast_shapes(tc.shape, ta.shape, "where"), tb.shape, "where");
+  const braid_dtype dtype = result_type(ta.dtype, ta.shape.ndim == 0, tb.dtype, tb.shape.ndim == 0);
+  // The kernel selects within one numeric dtype. Storage dtypes select in the dtype that holds them
+  // exactly (float32 for float16/bfloat16, int32 for uint8), then cast back; these casts, as
+  // promotion's, are ops autograd records, and this builder is dropped unpushed.
+  const braid_dtype exact = dtype == BRAID_UINT8                                 ? BRAID_INT32
+                            : dtype_is_floating(dtype) && !dtype_is_float(dtype) ? BRAID_FLOAT32
+                                                                                 : dtype;
+  if (exact != dtype) {
+    const TensorRef ca = braid::op::cast(&ta, exact), cb = braid::op::cast(&tb, exact);
+    const TensorRef r = braid::op::run(entry::where, &tc, ca.get(), cb.get());
+    *out = braid::op::cast(r.get(), dtype).release();
+    return;
+  }
+  if (ta.dtype != dtype || tb.dtype != dtype) {
+    const TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
+    const TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
+    *out = braid::op::run(entry::where, &tc, ca.get(), cb.get()).release();
+    return;
+  }
+  if (tc.dtype != dtype) {
+    // A condition of another dtype becomes (cond == 0) in the result's dtype, 1 or 0 exactly, with
+    // the operands swapped: truncating it instead would make 0.5 false, and 2^32 false in int32.
+    TensorRef c = braid::op::retain(&tc);
+    if (tc.dtype == BRAID_UINT8) c = braid::op::cast(&tc, BRAID_INT32);
+    if (tc.dtype == BRAID_FLOAT16 || tc.dtype == BRAID_BFLOAT16) c = braid::op::cast(&tc, BRAID_FLOAT32);
+    const TensorRef zero = braid::op::scalar(BRAID_BINARY_EQUAL, c.get(), 0.0);
+    const TensorRef mask = zero->dtype != dtype ? braid::op::cast(zero.get(), dtype) : braid::op::retain(zero.get());
+    *out = braid::op::run(entry::where, mask.get(), &tb, &ta).release();
+    return;
+  }
+  op.add_input_view(tc, broadcast_view(tc.view(), tc.shape, shape));
+  op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
+  op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
+  op.require_kernel(dtype);
+  op.output(dtype, shape);
+  op.push();
+  *out = op.release_output(0);
 }
 
 BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out) {
-  return guard("braid_where", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op("where", BRAID_KOP_WHERE);
-    Tensor& tc = op.operand(cond, "cond");
-    Tensor& ta = op.operand(a, "a");
-    Tensor& tb = op.operand(b, "b");
-    const Shape shape = broadcast_shapes(broadcast_shapes(tc.shape, ta.shape, "where"), tb.shape, "where");
-    const braid_dtype dtype = result_type(ta.dtype, ta.shape.ndim == 0, tb.dtype, tb.shape.ndim == 0);
-    // The kernel selects within one numeric dtype. Storage dtypes select in the dtype that holds them
-    // exactly (float32 for float16/bfloat16, int32 for uint8), then cast back; these casts, as
-    // promotion's, are ops autograd records, and this builder is dropped unpushed.
-    const braid_dtype exact = dtype == BRAID_UINT8                                 ? BRAID_INT32
-                              : dtype_is_floating(dtype) && !dtype_is_float(dtype) ? BRAID_FLOAT32
-                                                                                   : dtype;
-    if (exact != dtype) {
-      const TensorRef ca = braid::op::cast(&ta, exact), cb = braid::op::cast(&tb, exact);
-      const TensorRef r = braid::op::run(braid_where, &tc, ca.get(), cb.get());
-      *out = braid::op::cast(r.get(), dtype).release();
-      return;
-    }
-    if (ta.dtype != dtype || tb.dtype != dtype) {
-      const TensorRef ca = ta.dtype != dtype ? braid::op::cast(&ta, dtype) : braid::op::retain(&ta);
-      const TensorRef cb = tb.dtype != dtype ? braid::op::cast(&tb, dtype) : braid::op::retain(&tb);
-      *out = braid::op::run(braid_where, &tc, ca.get(), cb.get()).release();
-      return;
-    }
-    if (tc.dtype != dtype) {
-      // A condition of another dtype becomes (cond == 0) in the result's dtype, 1 or 0 exactly, with
-      // the operands swapped: truncating it instead would make 0.5 false, and 2^32 false in int32.
-      TensorRef c = braid::op::retain(&tc);
-      if (tc.dtype == BRAID_UINT8) c = braid::op::cast(&tc, BRAID_INT32);
-      if (tc.dtype == BRAID_FLOAT16 || tc.dtype == BRAID_BFLOAT16) c = braid::op::cast(&tc, BRAID_FLOAT32);
-      const TensorRef zero = braid::op::scalar(BRAID_BINARY_EQUAL, c.get(), 0.0);
-      const TensorRef mask = zero->dtype != dtype ? braid::op::cast(zero.get(), dtype) : braid::op::retain(zero.get());
-      *out = braid::op::run(braid_where, mask.get(), &tb, &ta).release();
-      return;
-    }
-    op.add_input_view(tc, broadcast_view(tc.view(), tc.shape, shape));
-    op.add_input_view(ta, broadcast_view(ta.view(), ta.shape, shape));
-    op.add_input_view(tb, broadcast_view(tb.view(), tb.shape, shape));
-    op.require_kernel(dtype);
-    op.output(dtype, shape);
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_where", [&] { entry::where(cond, a, b, out); });
+}
+
+void entry::binary_scalar(braid_binary_op bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  check_op(bop, "binary_scalar");
+  // NumPy's and PyTorch's promotion: an integer tensor with a scalar that is not an integer (2.5,
+  // inf, NaN), or divided (true division), computes in floating point, float32 as PyTorch's default
+  // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
+  Tensor& tx = checked_tensor(x, "x");
+  // inf is no integer either (trunc(inf) == inf): x + inf is float32 inf, not a saturated integer.
+  const bool whole = std::isfinite(scalar) && std::trunc(scalar) == scalar;
+  if (dtype_is_integer(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
+    const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
+    *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
+    return;
+  }
+  // A whole number outside the integer dtype would be clamped by the kernel (x == 2^31 held for
+  // int32 2^31 - 1): refused, as NumPy 2 refuses it (PyTorch wraps it; docs/OPS.md).
+  if (dtype_is_int(tx.dtype)) {
+    const double lo = tx.dtype == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
+    const double hi = tx.dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
+    if (!(scalar >= lo && scalar < hi))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: the scalar ", scalar, " does not fit ", dtype_name(tx.dtype),
+           " (cast x to a wider dtype first)");
+  }
+  OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);
+  Tensor& a = op.input(x, "x");
+  check_binary(bop, a.dtype, "binary_scalar");
+  op.require_kernel(a.dtype);
+  op.output(a.dtype, a.shape);
+  op.call().i[0] = bop;
+  op.call().i[1] = reverse != 0;
+  op.call().f[0] = scalar;
+  op.push();
+  *out = op.release_output(0);
 }
 
 BRAID_API braid_status braid_binary_scalar(braid_binary_op bop, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out) {
-  return guard("braid_binary_scalar", [&] {
-    require(out, "out");
-    *out = nullptr;
-    check_op(bop, "binary_scalar");
-    // NumPy's and PyTorch's promotion: an integer tensor with a scalar that is not an integer (2.5,
-    // inf, NaN), or divided (true division), computes in floating point, float32 as PyTorch's default
-    // dtype; comparisons then compare exactly (x < 2.5 holds at 2) and give 1 or 0 in float32.
-    Tensor& tx = checked_tensor(x, "x");
-    // inf is no integer either (trunc(inf) == inf): x + inf is float32 inf, not a saturated integer.
-    const bool whole = std::isfinite(scalar) && std::trunc(scalar) == scalar;
-    if (dtype_is_integer(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
-      const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
-      *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
-      return;
-    }
-    // A whole number outside the integer dtype would be clamped by the kernel (x == 2^31 held for
-    // int32 2^31 - 1): refused, as NumPy 2 refuses it (PyTorch wraps it; docs/OPS.md).
-    if (dtype_is_int(tx.dtype)) {
-      const double lo = tx.dtype == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
-      const double hi = tx.dtype == BRAID_INT32 ? 2147483648.0 : 9223372036854775808.0;  // exclusive
-      if (!(scalar >= lo && scalar < hi))
-        fail(BRAID_ERR_INVALID_ARGUMENT, "binary_scalar: the scalar ", scalar, " does not fit ", dtype_name(tx.dtype),
-             " (cast x to a wider dtype first)");
-    }
-    OpBuilder op(binary_name(bop), BRAID_KOP_BINARY_SCALAR);
-    Tensor& a = op.input(x, "x");
-    check_binary(bop, a.dtype, "binary_scalar");
-    op.require_kernel(a.dtype);
-    op.output(a.dtype, a.shape);
-    op.call().i[0] = bop;
-    op.call().i[1] = reverse != 0;
-    op.call().f[0] = scalar;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_binary_scalar", [&] { entry::binary_scalar(bop, x, scalar, reverse, out); });
 }
-
-}  // extern "C"

@@ -6,93 +6,96 @@
 #include "core/trace_hook.h"
 #include "ops/call.h"
 #include "ops/copy.h"
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 #include "tensor/recorder.h"
 
 using namespace braid;
 
-extern "C" {
+void entry::reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  Tensor& a = checked_tensor(x, "x");
+  if (ndim < 0 || ndim > BRAID_MAX_DIMS) fail(BRAID_ERR_INVALID_ARGUMENT, "ndim ", ndim, " out of range");
+  if (ndim > 0) require(shape, "shape");
+  Shape s;
+  s.ndim = ndim;
+  int infer = -1;
+  int64_t known = 1;
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] == -1) {
+      if (infer >= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "only one dimension may be -1");
+      infer = i;
+    } else if (shape[i] < 0) {
+      fail(BRAID_ERR_INVALID_ARGUMENT, "negative dimension ", shape[i]);
+    } else {
+      s[i] = shape[i];
+      if (__builtin_mul_overflow(known, shape[i], &known))
+        fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(),
+             ": the new shape has more elements than int64 can count");
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || a.shape.numel() % known != 0)
+      fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " with a -1 dimension into ", known, "-element parts");
+    s[infer] = a.shape.numel() / known;
+  }
+  if (!s.fits()) fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " into ", s.str(), ": too large");
+  if (s.numel() != a.shape.numel())
+    fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
+  TensorRef y = view_tensor(a, s);
+  if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->reshape(*a.ctx, a, *y);
+  if (TraceHook* hook = t_trace_hook) hook->reshaped(a, *y);
+  *out = y.release();
+}
 
 BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out) {
-  return guard("braid_reshape", [&] {
-    require(out, "out");
-    *out = nullptr;
-    Tensor& a = checked_tensor(x, "x");
-    if (ndim < 0 || ndim > BRAID_MAX_DIMS) fail(BRAID_ERR_INVALID_ARGUMENT, "ndim ", ndim, " out of range");
-    if (ndim > 0) require(shape, "shape");
-    Shape s;
-    s.ndim = ndim;
-    int infer = -1;
-    int64_t known = 1;
-    for (int i = 0; i < ndim; ++i) {
-      if (shape[i] == -1) {
-        if (infer >= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "only one dimension may be -1");
-        infer = i;
-      } else if (shape[i] < 0) {
-        fail(BRAID_ERR_INVALID_ARGUMENT, "negative dimension ", shape[i]);
-      } else {
-        s[i] = shape[i];
-        if (__builtin_mul_overflow(known, shape[i], &known))
-          fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(),
-               ": the new shape has more elements than int64 can count");
-      }
-    }
-    if (infer >= 0) {
-      if (known == 0 || a.shape.numel() % known != 0)
-        fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " with a -1 dimension into ", known, "-element parts");
-      s[infer] = a.shape.numel() / known;
-    }
-    if (!s.fits()) fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " into ", s.str(), ": too large");
-    if (s.numel() != a.shape.numel())
-      fail(BRAID_ERR_SHAPE, "cannot reshape ", a.shape.str(), " (", a.shape.numel(), " elements) into ", s.str());
-    TensorRef y = view_tensor(a, s);
-    if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->reshape(*a.ctx, a, *y);
-    if (TraceHook* hook = t_trace_hook) hook->reshaped(a, *y);
-    *out = y.release();
-  });
+  return guard("braid_reshape", [&] { entry::reshape(x, ndim, shape, out); });
+}
+
+void entry::slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  Tensor& a = checked_tensor(x, "x");
+  const int nd = a.shape.ndim;
+  if (nd > 0) {
+    require(begin, "begin");
+    require(end, "end");
+  }
+  braid_buffer_view from = a.view();
+  Shape s;
+  s.ndim = nd;
+  // Python/NumPy semantics for a positive step: a negative bound counts from the end, then both
+  // bounds clamp to [0, dim] (x[2:100], x[-100:5] are not errors), and end <= begin is empty.
+  // Clamping before subtracting keeps every step of the arithmetic inside int64 whatever the
+  // caller passed (INT64_MIN, INT64_MAX).
+  const auto clamp_bound = [](int64_t v, int64_t dim) {
+    if (v < 0) v = v < -dim ? 0 : v + dim;
+    return v > dim ? dim : v;
+  };
+  for (int i = 0; i < nd; ++i) {
+    const int64_t dim = a.shape[i];
+    const int64_t st = step ? step[i] : 1;
+    if (st <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "slice: step[", i, "] is ", st, "; steps must be positive");
+    const int64_t b = clamp_bound(begin[i], dim);
+    const int64_t e = clamp_bound(end[i], dim);
+    s[i] = e > b ? (e - b - 1) / st + 1 : 0;
+    // An empty axis reads nothing: its offset stays at the start so the view never points past x.
+    if (s[i] > 0) from.byte_offset += static_cast<uint64_t>(b * from.strides[i]) * dtype_size(a.dtype);
+    from.shape[i] = s[i];
+    // With two or more elements st < dim, so the product stays in range; with fewer the stride is
+    // never used and a huge step (INT64_MAX) must not overflow it.
+    if (s[i] > 1) from.strides[i] *= st;
+  }
+  TensorRef y = new_tensor(*a.ctx, a.device(), a.dtype, s);
+  push_copy_kernel("slice", a, from, *y, y->view());
+  *out = y.release();
 }
 
 BRAID_API braid_status braid_slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step,
                                    braid_tensor* out) {
-  return guard("braid_slice", [&] {
-    require(out, "out");
-    *out = nullptr;
-    Tensor& a = checked_tensor(x, "x");
-    const int nd = a.shape.ndim;
-    if (nd > 0) {
-      require(begin, "begin");
-      require(end, "end");
-    }
-    braid_buffer_view from = a.view();
-    Shape s;
-    s.ndim = nd;
-    // Python/NumPy semantics for a positive step: a negative bound counts from the end, then both
-    // bounds clamp to [0, dim] (x[2:100], x[-100:5] are not errors), and end <= begin is empty.
-    // Clamping before subtracting keeps every step of the arithmetic inside int64 whatever the
-    // caller passed (INT64_MIN, INT64_MAX).
-    const auto clamp_bound = [](int64_t v, int64_t dim) {
-      if (v < 0) v = v < -dim ? 0 : v + dim;
-      return v > dim ? dim : v;
-    };
-    for (int i = 0; i < nd; ++i) {
-      const int64_t dim = a.shape[i];
-      const int64_t st = step ? step[i] : 1;
-      if (st <= 0) fail(BRAID_ERR_INVALID_ARGUMENT, "slice: step[", i, "] is ", st, "; steps must be positive");
-      const int64_t b = clamp_bound(begin[i], dim);
-      const int64_t e = clamp_bound(end[i], dim);
-      s[i] = e > b ? (e - b - 1) / st + 1 : 0;
-      // An empty axis reads nothing: its offset stays at the start so the view never points past x.
-      if (s[i] > 0) from.byte_offset += static_cast<uint64_t>(b * from.strides[i]) * dtype_size(a.dtype);
-      from.shape[i] = s[i];
-      // With two or more elements st < dim, so the product stays in range; with fewer the stride is
-      // never used and a huge step (INT64_MAX) must not overflow it.
-      if (s[i] > 1) from.strides[i] *= st;
-    }
-    TensorRef y = new_tensor(*a.ctx, a.device(), a.dtype, s);
-    push_copy_kernel("slice", a, from, *y, y->view());
-    *out = y.release();
-  });
+  return guard("braid_slice", [&] { entry::slice(x, begin, end, step, out); });
 }
 
 BRAID_API braid_status braid_transpose(braid_tensor x, const int32_t* perm, braid_tensor* out) {
@@ -169,71 +172,75 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
   });
 }
 
+void entry::cast(braid_tensor x, braid_dtype dtype, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  Tensor& a = checked_tensor(x, "x");
+  check_dtype(dtype, "dtype");
+  // A pair the backend has no kernel for (Vulkan's float16/bfloat16 <-> integers) goes through a
+  // float, so that the result is the one rounding or truncation a direct cast makes: float32 holds
+  // a 16-bit float and a uint8 exactly, and an integer rounds through it to float16 as it would
+  // directly (float32 is exact to 2^24, and float16 ends at 65504); int32 and int64 go to bfloat16
+  // through float64 (exact for int32; an int64 past 2^53 rounds twice), on a device with it.
+  Device& dev = a.device();
+  if (!casts_directly(dev, a.dtype, dtype)) {
+    const bool wide_first = dtype == BRAID_BFLOAT16 && (a.dtype == BRAID_INT32 || a.dtype == BRAID_INT64);
+    const braid_dtype order[2] = {wide_first ? BRAID_FLOAT64 : BRAID_FLOAT32,
+                                  wide_first ? BRAID_FLOAT32 : BRAID_FLOAT64};
+    for (braid_dtype mid : order)
+      if (dev.supports(BRAID_KOP_COPY, mid) && casts_directly(dev, a.dtype, mid) && casts_directly(dev, mid, dtype)) {
+        const TensorRef wide = braid::op::cast(&a, mid);
+        *out = braid::op::cast(wide.get(), dtype).release();
+        return;
+      }
+  }
+  TensorRef y = new_tensor(*a.ctx, dev, dtype, a.shape);
+  push_copy_kernel("cast", a, a.view(), *y, y->view());
+  *out = y.release();
+}
+
 BRAID_API braid_status braid_cast(braid_tensor x, braid_dtype dtype, braid_tensor* out) {
-  return guard("braid_cast", [&] {
-    require(out, "out");
-    *out = nullptr;
-    Tensor& a = checked_tensor(x, "x");
-    check_dtype(dtype, "dtype");
-    // A pair the backend has no kernel for (Vulkan's float16/bfloat16 <-> integers) goes through a
-    // float, so that the result is the one rounding or truncation a direct cast makes: float32 holds
-    // a 16-bit float and a uint8 exactly, and an integer rounds through it to float16 as it would
-    // directly (float32 is exact to 2^24, and float16 ends at 65504); int32 and int64 go to bfloat16
-    // through float64 (exact for int32; an int64 past 2^53 rounds twice), on a device with it.
-    Device& dev = a.device();
-    if (!casts_directly(dev, a.dtype, dtype)) {
-      const bool wide_first = dtype == BRAID_BFLOAT16 && (a.dtype == BRAID_INT32 || a.dtype == BRAID_INT64);
-      const braid_dtype order[2] = {wide_first ? BRAID_FLOAT64 : BRAID_FLOAT32,
-                                    wide_first ? BRAID_FLOAT32 : BRAID_FLOAT64};
-      for (braid_dtype mid : order)
-        if (dev.supports(BRAID_KOP_COPY, mid) && casts_directly(dev, a.dtype, mid) && casts_directly(dev, mid, dtype)) {
-          const TensorRef wide = braid::op::cast(&a, mid);
-          *out = braid::op::cast(wide.get(), dtype).release();
-          return;
-        }
-    }
-    TensorRef y = new_tensor(*a.ctx, dev, dtype, a.shape);
-    push_copy_kernel("cast", a, a.view(), *y, y->view());
-    *out = y.release();
-  });
+  return guard("braid_cast", [&] { entry::cast(x, dtype, out); });
+}
+
+void entry::copy(braid_tensor x, braid_device device, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  Tensor& a = checked_tensor(x, "x");
+  Device& to = a.ctx->device(device, "device");
+  TensorRef y = new_tensor(*a.ctx, to, a.dtype, a.shape);
+  if (a.bytes() > 0 && &to == &a.device()) {
+    push_copy_kernel("copy", a, a.view(), *y, y->view());
+  } else {
+    if (a.bytes() > 0) push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
+    // A byte copy, or none (an empty tensor, whose copy is still an op autograd sees, as PyTorch's
+    // x[3:3].to(device) is: an empty part of split_and_load must pass its gradient on too).
+    if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->device_copy(*a.ctx, a, *y);
+  }
+  *out = y.release();
 }
 
 BRAID_API braid_status braid_copy(braid_tensor x, braid_device device, braid_tensor* out) {
-  return guard("braid_copy", [&] {
-    require(out, "out");
-    *out = nullptr;
-    Tensor& a = checked_tensor(x, "x");
-    Device& to = a.ctx->device(device, "device");
-    TensorRef y = new_tensor(*a.ctx, to, a.dtype, a.shape);
-    if (a.bytes() > 0 && &to == &a.device()) {
-      push_copy_kernel("copy", a, a.view(), *y, y->view());
-    } else {
-      if (a.bytes() > 0) push_range_copy("copy", a, 0, *y, 0, a.shape.numel());
-      // A byte copy, or none (an empty tensor, whose copy is still an op autograd sees, as PyTorch's
-      // x[3:3].to(device) is: an empty part of split_and_load must pass its gradient on too).
-      if (const OpRecorder* recorder = a.ctx->recording.recorder()) recorder->device_copy(*a.ctx, a, *y);
-    }
-    *out = y.release();
-  });
+  return guard("braid_copy", [&] { entry::copy(x, device, out); });
+}
+
+void entry::copy_into(braid_tensor src, braid_tensor dst) {
+  Tensor& a = checked_tensor(src, "src");
+  Tensor& b = checked_tensor(dst, "dst");
+  if (a.ctx != b.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "src and dst belong to different contexts");
+  if (!(a.shape == b.shape)) fail(BRAID_ERR_SHAPE, "src shape ", a.shape.str(), " differs from dst ", b.shape.str());
+  if (a.dtype != b.dtype) fail(BRAID_ERR_DTYPE, "src and dst dtypes differ; use braid_cast");
+  if (a.storage == b.storage) return;
+  if (a.bytes() == 0) return;
+  if (&a.device() == &b.device())
+    push_copy_kernel("copy_into", a, a.view(), b, b.view());
+  else {
+    push_range_copy("copy", a, 0, b, 0, a.shape.numel());
+    // A byte copy, not a kernel, so autograd does not see it: b's old history no longer made b.
+    if (const OpRecorder* r = b.ctx->recording.recorder()) r->overwritten(*b.ctx, b);
+  }
 }
 
 BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst) {
-  return guard("braid_copy_into", [&] {
-    Tensor& a = checked_tensor(src, "src");
-    Tensor& b = checked_tensor(dst, "dst");
-    if (a.ctx != b.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "src and dst belong to different contexts");
-    if (!(a.shape == b.shape)) fail(BRAID_ERR_SHAPE, "src shape ", a.shape.str(), " differs from dst ", b.shape.str());
-    if (a.dtype != b.dtype) fail(BRAID_ERR_DTYPE, "src and dst dtypes differ; use braid_cast");
-    if (a.storage == b.storage) return;
-    if (a.bytes() == 0) return;
-    if (&a.device() == &b.device())
-      push_copy_kernel("copy_into", a, a.view(), b, b.view());
-    else {
-      push_range_copy("copy", a, 0, b, 0, a.shape.numel());
-      // A byte copy, not a kernel, so autograd does not see it: b's old history no longer made b.
-      if (const OpRecorder* r = b.ctx->recording.recorder()) r->overwritten(*b.ctx, b);
-    }
-  });
+  return guard("braid_copy_into", [&] { entry::copy_into(src, dst); });
 }
-
-}  // extern "C"

@@ -1,4 +1,5 @@
 // Matrix multiplication, 2-D or batched.
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 
 using namespace braid;
@@ -30,56 +31,54 @@ int64_t broadcast_batch(const Shape& sa, const Shape& sb) {
 }
 }  // namespace
 
-extern "C" {
+void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("matmul", BRAID_KOP_MATMUL);
+  Tensor& ta = op.operand(a, "a");
+  Tensor& tb = op.operand(b, "b");
+  require_float(ta, "matmul", "a");
+  require_same_dtype(ta, tb, "matmul");
+  const Shape &sa = ta.shape, &sb = tb.shape;
+  if (sa.ndim < 2 || sa.ndim > 3 || sb.ndim < 2 || sb.ndim > 3)
+    fail(BRAID_ERR_SHAPE, "matmul: operands must be 2-D or 3-D, got ", sa.str(), " and ", sb.str());
+  int64_t m = transpose_a ? sa[sa.ndim - 1] : sa[sa.ndim - 2];
+  int64_t ka = transpose_a ? sa[sa.ndim - 2] : sa[sa.ndim - 1];
+  int64_t kb = transpose_b ? sb[sb.ndim - 1] : sb[sb.ndim - 2];
+  int64_t n = transpose_b ? sb[sb.ndim - 2] : sb[sb.ndim - 1];
+  if (ka != kb)
+    fail(BRAID_ERR_SHAPE, "matmul: inner dimensions differ (", sa.str(), transpose_a ? "ᵀ" : "", " @ ", sb.str(),
+         transpose_b ? "ᵀ" : "", ": ", ka, " vs ", kb, ")");
+  const int64_t batch = broadcast_batch(sa, sb);
+  op.add_input_view(ta, batched_view(ta, batch));
+  op.add_input_view(tb, batched_view(tb, batch));
+  op.require_kernel(ta.dtype);
+  Shape result;
+  if (sa.ndim == 2 && sb.ndim == 2) {
+    result.ndim = 2;
+    result[0] = m;
+    result[1] = n;
+  } else {
+    result.ndim = 3;
+    result[0] = batch;
+    result[1] = m;
+    result[2] = n;
+  }
+  // m and n come from different operands: both may be large when k is 0 (an empty product).
+  if (!result.fits()) fail(BRAID_ERR_OUT_OF_MEMORY, "matmul: the result ", result.str(), " is too large");
+  Tensor& y = op.output(ta.dtype, result);
+  braid_buffer_view yv = y.view();
+  yv.ndim = 3;
+  yv.shape[0] = batch, yv.shape[1] = m, yv.shape[2] = n;
+  yv.strides[0] = m * n, yv.strides[1] = n, yv.strides[2] = 1;
+  op.call().outputs[0] = yv;
+  op.call().i[0] = transpose_a != 0;
+  op.call().i[1] = transpose_b != 0;
+  op.push();
+  *out = op.release_output(0);
+}
 
 BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b,
                                     braid_tensor* out) {
-  return guard("braid_matmul", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op("matmul", BRAID_KOP_MATMUL);
-    Tensor& ta = op.operand(a, "a");
-    Tensor& tb = op.operand(b, "b");
-    require_float(ta, "matmul", "a");
-    require_same_dtype(ta, tb, "matmul");
-    const Shape &sa = ta.shape, &sb = tb.shape;
-    if (sa.ndim < 2 || sa.ndim > 3 || sb.ndim < 2 || sb.ndim > 3)
-      fail(BRAID_ERR_SHAPE, "matmul: operands must be 2-D or 3-D, got ", sa.str(), " and ", sb.str());
-    int64_t m = transpose_a ? sa[sa.ndim - 1] : sa[sa.ndim - 2];
-    int64_t ka = transpose_a ? sa[sa.ndim - 2] : sa[sa.ndim - 1];
-    int64_t kb = transpose_b ? sb[sb.ndim - 1] : sb[sb.ndim - 2];
-    int64_t n = transpose_b ? sb[sb.ndim - 2] : sb[sb.ndim - 1];
-    if (ka != kb)
-      fail(BRAID_ERR_SHAPE, "matmul: inner dimensions differ (", sa.str(), transpose_a ? "ᵀ" : "", " @ ", sb.str(),
-           transpose_b ? "ᵀ" : "", ": ", ka, " vs ", kb, ")");
-    const int64_t batch = broadcast_batch(sa, sb);
-    op.add_input_view(ta, batched_view(ta, batch));
-    op.add_input_view(tb, batched_view(tb, batch));
-    op.require_kernel(ta.dtype);
-    Shape result;
-    if (sa.ndim == 2 && sb.ndim == 2) {
-      result.ndim = 2;
-      result[0] = m;
-      result[1] = n;
-    } else {
-      result.ndim = 3;
-      result[0] = batch;
-      result[1] = m;
-      result[2] = n;
-    }
-    // m and n come from different operands: both may be large when k is 0 (an empty product).
-    if (!result.fits()) fail(BRAID_ERR_OUT_OF_MEMORY, "matmul: the result ", result.str(), " is too large");
-    Tensor& y = op.output(ta.dtype, result);
-    braid_buffer_view yv = y.view();
-    yv.ndim = 3;
-    yv.shape[0] = batch, yv.shape[1] = m, yv.shape[2] = n;
-    yv.strides[0] = m * n, yv.strides[1] = n, yv.strides[2] = 1;
-    op.call().outputs[0] = yv;
-    op.call().i[0] = transpose_a != 0;
-    op.call().i[1] = transpose_b != 0;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_matmul", [&] { entry::matmul(a, b, transpose_a, transpose_b, out); });
 }
-
-}  // extern "C"

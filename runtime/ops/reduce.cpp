@@ -1,47 +1,49 @@
 // Reductions over axes, and argmax.
 #include "ops/call.h"
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
 
 using namespace braid;
 
-extern "C" {
+void entry::reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
+                   braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("reduce", BRAID_KOP_REDUCE);
+  Tensor& a = op.input(x, "x");
+  if (int32_t v = enum_int(rop); v < 0 || v >= BRAID_REDUCE_COUNT)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_reduce_op ", v);
+  // Integer mean and norm are refused, as torch.mean and torch.linalg.norm refuse them (NumPy
+  // would return float64): cast to a float dtype first.
+  bool int_ok = rop == BRAID_REDUCE_SUM || rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN;
+  if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && int_ok)))
+    fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this reduction");
+  uint32_t mask = reduce_mask(a.shape.ndim, naxes, axes, "reduce");
+  Shape kept = reduce_shape(a.shape, mask, true);
+  if (a.shape.numel() == 0 && (rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN) && kept.numel() != 0)
+    fail(BRAID_ERR_SHAPE, "max/min of an empty axis is undefined");
+  // NumPy and PyTorch sum integers into int64 (4 x 2^30 is 2^32, not 0): an int32 input is widened
+  // first (this builder is dropped unpushed) and the int64 sum accumulates in int64. Checked before
+  // the cast is pushed, so a device without int64 sums refuses the call without doing work.
+  if (rop == BRAID_REDUCE_SUM && a.dtype == BRAID_INT32) {
+    op.require_kernel(BRAID_INT64);
+    TensorRef wide = braid::op::cast(&a, BRAID_INT64);
+    *out = braid::op::run(entry::reduce, rop, wide.get(), naxes, axes, keepdims).release();
+    return;
+  }
+  op.require_kernel(a.dtype);
+  Tensor& y = op.output(a.dtype, reduce_shape(a.shape, mask, keepdims != 0));
+  op.call().outputs[0] = reshaped_view(y.view(), kept);  // the kernel sees the keepdims layout
+  op.call().i[0] = rop;
+  op.call().i[1] = mask;
+  op.push();
+  *out = op.release_output(0);
+}
 
 BRAID_API braid_status braid_reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes,
                                     int32_t keepdims, braid_tensor* out) {
-  return guard("braid_reduce", [&] {
-    require(out, "out");
-    *out = nullptr;
-    OpBuilder op("reduce", BRAID_KOP_REDUCE);
-    Tensor& a = op.input(x, "x");
-    if (int32_t v = enum_int(rop); v < 0 || v >= BRAID_REDUCE_COUNT)
-      fail(BRAID_ERR_INVALID_ARGUMENT, "invalid braid_reduce_op ", v);
-    // Integer mean and norm are refused, as torch.mean and torch.linalg.norm refuse them (NumPy
-    // would return float64): cast to a float dtype first.
-    bool int_ok = rop == BRAID_REDUCE_SUM || rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN;
-    if (!(dtype_is_float(a.dtype) || (dtype_is_int(a.dtype) && int_ok)))
-      fail(BRAID_ERR_DTYPE, "no ", dtype_name(a.dtype), " version of this reduction");
-    uint32_t mask = reduce_mask(a.shape.ndim, naxes, axes, "reduce");
-    Shape kept = reduce_shape(a.shape, mask, true);
-    if (a.shape.numel() == 0 && (rop == BRAID_REDUCE_MAX || rop == BRAID_REDUCE_MIN) && kept.numel() != 0)
-      fail(BRAID_ERR_SHAPE, "max/min of an empty axis is undefined");
-    // NumPy and PyTorch sum integers into int64 (4 x 2^30 is 2^32, not 0): an int32 input is widened
-    // first (this builder is dropped unpushed) and the int64 sum accumulates in int64. Checked before
-    // the cast is pushed, so a device without int64 sums refuses the call without doing work.
-    if (rop == BRAID_REDUCE_SUM && a.dtype == BRAID_INT32) {
-      op.require_kernel(BRAID_INT64);
-      TensorRef wide = braid::op::cast(&a, BRAID_INT64);
-      *out = braid::op::run(braid_reduce, rop, wide.get(), naxes, axes, keepdims).release();
-      return;
-    }
-    op.require_kernel(a.dtype);
-    Tensor& y = op.output(a.dtype, reduce_shape(a.shape, mask, keepdims != 0));
-    op.call().outputs[0] = reshaped_view(y.view(), kept);  // the kernel sees the keepdims layout
-    op.call().i[0] = rop;
-    op.call().i[1] = mask;
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_reduce", [&] { entry::reduce(rop, x, naxes, axes, keepdims, out); });
 }
 
 BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdims, braid_tensor* out) {
@@ -68,5 +70,3 @@ BRAID_API braid_status braid_argmax(braid_tensor x, int32_t axis, int32_t keepdi
     *out = op.release_output(0);
   });
 }
-
-}  // extern "C"

@@ -87,8 +87,8 @@ BRAID_API braid_status braid_split_and_load(braid_tensor x, int32_t count, const
         std::vector<int64_t> begin(static_cast<size_t>(a.shape.ndim), 0), step(begin.size(), 1);
         std::vector<int64_t> end(a.shape.dims.begin(), a.shape.dims.begin() + a.shape.ndim);
         begin[0] = first, end[0] = first + s[0];
-        const TensorRef rows = op::run(braid_slice, &a, begin.data(), end.data(), step.data());
-        made.push_back(op::run(braid_copy, rows.get(), devices[i]));
+        const TensorRef rows = op::run(entry::slice, &a, begin.data(), end.data(), step.data());
+        made.push_back(op::run(entry::copy, rows.get(), devices[i]));
       } else {
         made.push_back(new_tensor(*a.ctx, d, a.dtype, s));
         push_range_copy("split_and_load", a, first * row, *made.back(), 0, s.numel());
@@ -109,7 +109,7 @@ BRAID_API braid_status braid_replicate(braid_tensor x, int32_t count, const brai
     for (int32_t i = 0; i < count; ++i) {
       Device& d = a.ctx->device(devices[i], cat("devices[", i, "]").c_str());
       if (recorded(a)) {  // as split_and_load's parts
-        made.push_back(op::run(braid_copy, &a, devices[i]));
+        made.push_back(op::run(entry::copy, &a, devices[i]));
         continue;
       }
       made.push_back(new_tensor(*a.ctx, d, a.dtype, a.shape));

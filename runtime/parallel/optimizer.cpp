@@ -5,13 +5,11 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/trace_hook.h"
+#include "ops/call.h"
+#include "ops/entry.h"
 #include "ops/params.h"
 
 namespace braid::parallel {
-
-void check(braid_status status) {
-  if (status != BRAID_OK) fail(status, braid_last_error());
-}
 
 void check_learning_rate(double learning_rate, const char* what) {
   if (!std::isfinite(learning_rate) || learning_rate < 0)
@@ -61,9 +59,7 @@ namespace {
 // restart each step), and a hybrid function's first call would leave the state without memory.
 TensorRef zeros_like(const Tensor& w) {
   const TracePause untraced;
-  braid_tensor t = nullptr;
-  check(braid_full(w.ctx, w.device().index, w.dtype, w.shape.ndim, w.shape.dims.data(), 0.0, &t));
-  return TensorRef(t);
+  return op::run(entry::full, w.ctx, w.device().index, w.dtype, w.shape.ndim, w.shape.dims.data(), 0.0);
 }
 }  // namespace
 
@@ -75,20 +71,18 @@ void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, Optimiz
     // hyper-parameters instead of costing a pass over g.
     const double lr = p.learning_rate * scale, wd = p.weight_decay / scale;
     if (p.momentum == 0) {
-      check(braid_sgd_update(&w, &g, lr, wd));
+      entry::sgd_update(&w, &g, lr, wd);
       return;
     }
     if (!state.momentum.get()) state.momentum = zeros_like(w);
-    check(braid_sgd_momentum_update(&w, &g, state.momentum.get(), lr, p.momentum, wd));
+    entry::sgd_momentum_update(&w, &g, state.momentum.get(), lr, p.momentum, wd);
     return;
   }
   // Adam's moments see the scaled gradient itself.
   TensorRef scaled;
   Tensor* grad = &g;
   if (scale != 1.0) {
-    braid_tensor t = nullptr;
-    check(braid_binary_scalar(BRAID_BINARY_MUL, &g, scale, 0, &t));
-    scaled = TensorRef(t);
+    scaled = op::scalar(BRAID_BINARY_MUL, &g, scale);
     grad = scaled.get();
   }
   if (!state.m.get()) state.m = zeros_like(w);
@@ -96,7 +90,7 @@ void apply_update(const braid_optimizer_params& p, Tensor& w, Tensor& g, Optimiz
   braid_adam_params a = BRAID_ADAM_PARAMS_INIT;
   a.lr = p.learning_rate, a.beta1 = p.beta1, a.beta2 = p.beta2, a.epsilon = p.epsilon, a.weight_decay = p.weight_decay;
   a.step = state.step;
-  check(braid_adam_update(&w, grad, state.m.get(), state.v.get(), &a));
+  entry::adam_update(&w, grad, state.m.get(), state.v.get(), &a);
 }
 
 }  // namespace braid::parallel

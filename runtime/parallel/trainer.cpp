@@ -12,10 +12,12 @@
 #include "autograd/tape.h"
 #include "checkpoint/checkpoint.h"
 #include "context/context.h"
+#include "context/recording.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/handle_pool.h"
 #include "engine/storage.h"
+#include "ops/call.h"
 #include "ops/copy.h"
 #include "ops/op_builder.h"
 #include "ops/params.h"
@@ -72,10 +74,11 @@ void check_batch_size(double batch_size) {
     fail(BRAID_ERR_INVALID_ARGUMENT, "trainer: batch_size must be a positive number, not ", batch_size);
 }
 
+// A new reference to p's gradient buffer (checked at trainer_create: every parameter has one).
 TensorRef grad_of(Tensor& p) {
-  braid_tensor g = nullptr;
-  check(braid_tensor_grad(&p, &g));
-  return TensorRef(g);
+  if (!p.ag || !p.ag->grad.get())
+    fail(BRAID_ERR_INVALID_STATE, "trainer: a parameter's gradient was detached (braid_tensor_attach_grad)");
+  return op::retain(p.ag->grad.get());
 }
 
 // Buckets of about `bytes` of consecutive parameters of one dtype, from the last parameter back.
@@ -358,13 +361,10 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
           if (&group[size_t(r)]->device() == &group[size_t(s)]->device())
             fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: replicas ", s, " and ", r, " of parameter ", p,
                  " are both on ", group[size_t(r)]->device().id, " (one replica per device)");
-      for (Tensor* t : group) {
-        braid_tensor g = nullptr;
-        if (braid_tensor_grad(t, &g) != BRAID_OK)
+      for (Tensor* t : group)
+        if (!t->ag || !t->ag->grad.get())
           fail(BRAID_ERR_INVALID_STATE, "trainer_create: parameter ", p,
                " has no gradient attached (braid_tensor_attach_grad)");
-        braid_tensor_release(g);
-      }
     }
     const auto total = static_cast<size_t>(num_replicas) * static_cast<size_t>(num_params);
     for (size_t i = 0; i < total; ++i) {
@@ -379,14 +379,20 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     // The replicas start equal: replica 0's values are broadcast to the others, as PyTorch's
     // DistributedDataParallel broadcasts rank 0's parameters when it is built (replicas initialised
     // apart would train apart, silently).
-    if (num_replicas > 1)
+    if (num_replicas > 1) {
+      const autograd::PauseRecording pause(tr->params[0]->ctx->recording);  // collectives are not recorded
       for (int32_t p = 0; p < num_params; ++p) {
-        std::vector<braid_tensor> replicas;
+        std::vector<Tensor*> replicas;
         for (int32_t r = 0; r < num_replicas; ++r)
-          replicas.push_back(params[static_cast<size_t>(r) * static_cast<size_t>(num_params) + static_cast<size_t>(p)]);
-        if (braid_status st = braid_broadcast(num_replicas, replicas.data(), 0); st != BRAID_OK)
-          fail(st, "trainer_create: broadcasting replica 0 of parameter ", p, ": ", braid_last_error());
+          replicas.push_back(
+              tr->params[static_cast<size_t>(r) * static_cast<size_t>(num_params) + static_cast<size_t>(p)].get());
+        try {
+          broadcast(replicas, 0);
+        } catch (const Error& e) {
+          fail(e.status(), "trainer_create: broadcasting replica 0 of parameter ", p, ": ", e.what());
+        }
       }
+    }
     tr->buckets = make_buckets(*tr, tr->options.bucket_bytes);
     *out = TrainerPool::instance().publish(std::move(tr));
   });

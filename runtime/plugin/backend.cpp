@@ -150,7 +150,7 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
     return b;
   }
   if (st != BRAID_OK) {
-    b->reason = cat("braid_backend_query failed with ", braid_status_name(st));
+    b->reason = cat("braid_backend_query failed with ", status_name(st));
     return b;
   }
   if (api == nullptr) {
@@ -190,7 +190,7 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   int32_t count = 0;
   st = b->api->device_count(&count, &reason);
   if (st != BRAID_OK) {
-    b->reason = cat("device enumeration failed: ", braid_status_name(st), reason ? cat(": ", reason) : "");
+    b->reason = cat("device enumeration failed: ", status_name(st), reason ? cat(": ", reason) : "");
     count = 0;
   } else if (count == 0) {
     b->reason = reason && *reason ? reason : "no devices";
@@ -239,7 +239,8 @@ std::vector<std::string> split_list(const std::string& s, char sep) { return spl
 
 std::string directory_of_libbraid() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&braid_version), &info) == 0 || info.dli_fname == nullptr) return {};
+  // Any address inside libbraid names its file: this function's own.
+  if (dladdr(reinterpret_cast<void*>(&directory_of_libbraid), &info) == 0 || info.dli_fname == nullptr) return {};
   return std::filesystem::path(info.dli_fname).parent_path().string();
 }
 

@@ -247,7 +247,7 @@ std::string Profiler::json(std::span<const ProfileDevice> devices) const {
     sep();
     out += cat(R"({"ph":"X","name":)", json_string(e.name), R"(,"cat":")", e.queue ? "op" : "wait", R"(","pid":)", pid,
                ",\"tid\":", e.track, ",\"ts\":", ts, ",\"dur\":", dur, R"(,"args":{"status":)",
-               json_string(braid_status_name(e.status)), "}}");
+               json_string(status_name(e.status)), "}}");
   }
   out += "\n]}\n";
   return out;

@@ -66,22 +66,11 @@ BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device de
 }
 
 BRAID_API braid_status braid_tensor_retain(braid_tensor t) {
-  return guard("braid_tensor_retain", [&] {
-    checked_tensor(t, "t").refs.fetch_add(1);
-    HandleWatch::note(t, +1);
-  });
+  return guard("braid_tensor_retain", [&] { retain_app_reference(checked_tensor(t, "t")); });
 }
 
 BRAID_API braid_status braid_tensor_release(braid_tensor t) {
-  return guard("braid_tensor_release", [&] {
-    // The last tensor of a context the application already released destroys it: report a
-    // configured profile that could not be written, as braid_context_release would have.
-    Tensor& x = checked_tensor(t, "t");
-    const bool last = drop_app_reference(x);  // refused, changing nothing, beyond the application's own
-    HandleWatch::note(&x, -1);
-    if (!last) return;
-    if (std::string error = destroy_tensor(&x); !error.empty()) fail(BRAID_ERR_IO, error);
-  });
+  return guard("braid_tensor_release", [&] { release_app_reference(checked_tensor(t, "t")); });
 }
 
 BRAID_API braid_status braid_tensor_ndim(braid_tensor t, int32_t* out) {

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/trace_hook.h"
 #include "device/device.h"
+#include "tensor/handle_watch.h"
 
 namespace braid {
 
@@ -157,6 +158,20 @@ TensorRef::~TensorRef() {
     t_->held.fetch_sub(1, std::memory_order_release);
     release_tensor(t_);
   }
+}
+
+void retain_app_reference(Tensor& t) {
+  t.refs.fetch_add(1);
+  HandleWatch::note(&t, +1);
+}
+
+void release_app_reference(Tensor& t) {
+  // The last tensor of a context the application already released destroys it: report a configured
+  // profile that could not be written, as braid_context_release would have.
+  const bool last = drop_app_reference(t);  // refused, changing nothing, beyond the application's own
+  HandleWatch::note(&t, -1);
+  if (!last) return;
+  if (std::string error = destroy_tensor(&t); !error.empty()) fail(BRAID_ERR_IO, error);
 }
 
 bool drop_app_reference(Tensor& t) {

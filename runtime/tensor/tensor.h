@@ -131,5 +131,10 @@ bool drop_app_reference(Tensor& t);
 // Tears down a handle whose last reference is gone (release_tensor's second half); returns what
 // release_context returns when that was the context's last reference.
 std::string destroy_tensor(Tensor* t) noexcept;
+// braid_tensor_retain and braid_tensor_release, for the runtime acting on the application's behalf (a
+// hybrid function's inputs and outputs): references of the application's, seen by HandleWatch. The
+// release throws as braid_tensor_release fails.
+void retain_app_reference(Tensor& t);
+void release_app_reference(Tensor& t);
 
 }  // namespace braid
