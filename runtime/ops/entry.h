@@ -21,15 +21,23 @@ void cast(braid_tensor x, braid_dtype dtype, braid_tensor* out);
 void copy(braid_tensor x, braid_device device, braid_tensor* out);
 void copy_into(braid_tensor src, braid_tensor dst);
 void matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out);
-void full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim, const int64_t* shape, double value, braid_tensor* out);
-void reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims, braid_tensor* out);
-void conv2d_backward_data(braid_tensor dy, braid_tensor w, const int64_t* x_shape, const braid_conv2d_params* params, braid_tensor* dx);
-void conv2d_backward_weight(braid_tensor dy, braid_tensor x, const int64_t* w_shape, const braid_conv2d_params* params, braid_tensor* dw);
+void full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim, const int64_t* shape, double value,
+          braid_tensor* out);
+void reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
+            braid_tensor* out);
+void conv2d_backward_data(braid_tensor dy, braid_tensor w, const int64_t* x_shape, const braid_conv2d_params* params,
+                          braid_tensor* dx);
+void conv2d_backward_weight(braid_tensor dy, braid_tensor x, const int64_t* w_shape, const braid_conv2d_params* params,
+                            braid_tensor* dw);
 void pool2d_backward(braid_tensor dy, braid_tensor x, const braid_pool2d_params* params, braid_tensor* dx);
-void batch_norm_backward(braid_tensor dy, braid_tensor x, braid_tensor gamma, braid_tensor save_mean, braid_tensor save_invstd, int32_t training, braid_tensor* dx, braid_tensor* dgamma, braid_tensor* dbeta);
-void softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels, braid_tensor dloss, braid_tensor* dlogits);
+void batch_norm_backward(braid_tensor dy, braid_tensor x, braid_tensor gamma, braid_tensor save_mean,
+                         braid_tensor save_invstd, int32_t training, braid_tensor* dx, braid_tensor* dgamma,
+                         braid_tensor* dbeta);
+void softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels, braid_tensor dloss,
+                                    braid_tensor* dlogits);
 void sgd_update(braid_tensor w, braid_tensor g, double lr, double weight_decay);
-void sgd_momentum_update(braid_tensor w, braid_tensor g, braid_tensor mom, double lr, double momentum, double weight_decay);
+void sgd_momentum_update(braid_tensor w, braid_tensor g, braid_tensor mom, double lr, double momentum,
+                         double weight_decay);
 void adam_update(braid_tensor w, braid_tensor g, braid_tensor m, braid_tensor v, const braid_adam_params* params);
 
 }  // namespace braid::entry
