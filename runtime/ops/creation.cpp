@@ -78,7 +78,7 @@ void check_fill_value(braid_dtype dtype, double value) {
 
 }  // namespace
 
-void entry::full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim, const int64_t* shape,
+void entry::full(braid_context ctx, braid_device device, const braid_dtype& dtype, int32_t ndim, const int64_t* shape,
                  double value, braid_tensor* out) {
   require(out, "out");
   *out = nullptr;

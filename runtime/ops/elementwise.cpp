@@ -62,7 +62,7 @@ const char* binary_name(const braid_binary_op& op) {
 
 }  // namespace
 
-void entry::unary(braid_unary_op uop, braid_tensor x, braid_tensor* out) {
+void entry::unary(const braid_unary_op& uop, braid_tensor x, braid_tensor* out) {
   require(out, "out");
   *out = nullptr;
   OpBuilder op(unary_name(uop), BRAID_KOP_UNARY);
@@ -82,7 +82,7 @@ BRAID_API braid_status braid_unary(braid_unary_op uop, braid_tensor x, braid_ten
   return guard("braid_unary", [&] { entry::unary(uop, x, out); });
 }
 
-void entry::binary(braid_binary_op bop, braid_tensor a, braid_tensor b, braid_tensor* out) {
+void entry::binary(const braid_binary_op& bop, braid_tensor a, braid_tensor b, braid_tensor* out) {
   require(out, "out");
   *out = nullptr;
   OpBuilder op(binary_name(bop), BRAID_KOP_BINARY);
@@ -165,7 +165,8 @@ BRAID_API braid_status braid_where(braid_tensor cond, braid_tensor a, braid_tens
   return guard("braid_where", [&] { entry::where(cond, a, b, out); });
 }
 
-void entry::binary_scalar(braid_binary_op bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out) {
+void entry::binary_scalar(const braid_binary_op& bop, braid_tensor x, double scalar, int32_t reverse,
+                          braid_tensor* out) {
   require(out, "out");
   *out = nullptr;
   check_op(bop, "binary_scalar");

@@ -3,7 +3,9 @@
 // entry::X does all of braid_X's work (validation, shape inference, the push, autograd's record) and
 // throws braid::Error; braid_X is guard() around it. So the runtime never calls back through the C API:
 // no thread-local error round trip, and an error keeps its type and message on its way up. Same
-// parameters as braid_X (docs/ARCHITECTURE.md, "The C boundary").
+// parameters as braid_X (docs/ARCHITECTURE.md, "The C boundary"), enums by reference: a C caller's
+// value is not yet validated when braid_X passes it on, and loading an out-of-range value as a C++
+// enum would be undefined (core/dtype.h, enum_int).
 #pragma once
 #include <cstdint>
 
@@ -11,19 +13,19 @@
 
 namespace braid::entry {
 
-void unary(braid_unary_op uop, braid_tensor x, braid_tensor* out);
-void binary(braid_binary_op bop, braid_tensor a, braid_tensor b, braid_tensor* out);
+void unary(const braid_unary_op& uop, braid_tensor x, braid_tensor* out);
+void binary(const braid_binary_op& bop, braid_tensor a, braid_tensor b, braid_tensor* out);
 void where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out);
-void binary_scalar(braid_binary_op bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out);
+void binary_scalar(const braid_binary_op& bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out);
 void reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
 void slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out);
-void cast(braid_tensor x, braid_dtype dtype, braid_tensor* out);
+void cast(braid_tensor x, const braid_dtype& dtype, braid_tensor* out);
 void copy(braid_tensor x, braid_device device, braid_tensor* out);
 void copy_into(braid_tensor src, braid_tensor dst);
 void matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out);
-void full(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim, const int64_t* shape, double value,
-          braid_tensor* out);
-void reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
+void full(braid_context ctx, braid_device device, const braid_dtype& dtype, int32_t ndim, const int64_t* shape,
+          double value, braid_tensor* out);
+void reduce(const braid_reduce_op& rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
             braid_tensor* out);
 void conv2d_backward_data(braid_tensor dy, braid_tensor w, const int64_t* x_shape, const braid_conv2d_params* params,
                           braid_tensor* dx);

@@ -172,7 +172,7 @@ BRAID_API braid_status braid_concat(int32_t count, const braid_tensor* xs, int32
   });
 }
 
-void entry::cast(braid_tensor x, braid_dtype dtype, braid_tensor* out) {
+void entry::cast(braid_tensor x, const braid_dtype& dtype, braid_tensor* out) {
   require(out, "out");
   *out = nullptr;
   Tensor& a = checked_tensor(x, "x");

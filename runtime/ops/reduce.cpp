@@ -6,7 +6,7 @@
 
 using namespace braid;
 
-void entry::reduce(braid_reduce_op rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
+void entry::reduce(const braid_reduce_op& rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
                    braid_tensor* out) {
   require(out, "out");
   *out = nullptr;
