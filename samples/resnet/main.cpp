@@ -38,6 +38,7 @@
 
 #include "../common/calibrate.h"
 #include "../common/progress.h"
+#include "../common/ranks.h"
 #include "../common/replicas.h"
 #include "cli.h"
 #include "resnet.h"
@@ -131,18 +132,10 @@ int run(const Options& opt) {
   }
   ctx.set_seed(opt.seed + 1);
   // --dist: this process is one rank of a job; its part of each global batch is batch_size / ranks rows.
-  std::unique_ptr<braid::ProcessGroup> group;
-  int32_t rank = 0, ranks = 1;
-  if (opt.dist) {
-    group = std::make_unique<braid::ProcessGroup>(ctx);
-    rank = group->rank();
-    ranks = group->world_size();
-    if (opt.batch_size % ranks != 0) {
-      std::fprintf(stderr, "braid-resnet: --batch-size %lld is not a multiple of the %d ranks\n",
-                   static_cast<long long>(opt.batch_size), ranks);
-      return 2;
-    }
-  }
+  samples::Ranks job;
+  if (!samples::join_ranks(ctx, opt.dist, opt.batch_size, "braid-resnet", job)) return 2;
+  const std::unique_ptr<braid::ProcessGroup>& group = job.group;
+  const int32_t rank = job.rank, ranks = job.size;
   braid::Dataset train_set, test_set;
   try {
     train_set = braid::Dataset(ctx, BRAID_SPLIT_TRAIN, "fashion-mnist", opt.data_dir);
