@@ -24,6 +24,9 @@
  * failed call the group is unusable (the plugin may leave its connections in any state); the host
  * destroys it, which must close the connections so that the peers' calls fail at once too.
  *
+ * Growth: 1.1 appended braid_comm_group_desc.device and braid_comm_call.flags (a plugin reads them
+ * only where struct_size covers them, and takes the 1.0 sizes).
+ *
  * Plugins include this header and braid.h (for the shared enums), nothing else of braid.
  */
 #ifndef BRAID_COMM_H_
@@ -36,7 +39,7 @@ extern "C" {
 #endif
 
 #define BRAID_COMM_ABI_MAJOR 1
-#define BRAID_COMM_ABI_MINOR 0
+#define BRAID_COMM_ABI_MINOR 1
 #define BRAID_COMM_QUERY_SYMBOL "braid_comm_query"
 
 typedef struct braid_comm_group_t* braid_comm_group;
@@ -67,6 +70,8 @@ typedef struct braid_comm_group_desc {
   const char* prefix;  /* this group's key prefix in the store (distinct per group and per restart) */
   uint64_t timeout_ms; /* connecting, and the default of every call */
   const char* address; /* host name or address this rank's transport listens on; "" = the plugin's choice */
+  /* ---- ABI 1.1 ---- */
+  int32_t device; /* plugins for device memory: the device the group runs on (CUDA: its ordinal); -1 for host */
 } braid_comm_group_desc;
 
 /* ---- one call ---------------------------------------------------------------------------------- */
@@ -93,8 +98,16 @@ typedef struct braid_comm_call {
   int32_t peer;               /* BROADCAST, REDUCE: the root; SEND, RECV: the other rank */
   uint64_t tag;               /* SEND, RECV */
   uint64_t timeout_ms;        /* this call's; 0 = the group's */
-  void* stream;               /* plugins for device memory: the queue to enqueue on (NCCL: a cudaStream_t) */
+  void* stream;               /* plugins for device memory: the queue to enqueue on (NCCL: a cudaStream_t);
+                                 NULL: the plugin's own, and run returns when the call has ended */
+  /* ---- ABI 1.1 ---- */
+  uint32_t flags; /* BRAID_COMM_CALL_* bits */
 } braid_comm_call;
+
+/* Since 1.1. send and recv are host memory even where the plugin's `memory` lacks BRAID_COMM_MEMORY_HOST:
+ * a small control exchange (the host's check that the ranks make the same call) that a plugin for
+ * device memory stages through its own device buffer. run returns when it has ended (stream unused). */
+#define BRAID_COMM_CALL_HOST_MEMORY 1u
 
 /* Where a plugin's buffers live. */
 #define BRAID_COMM_MEMORY_HOST 1u /* plain host memory (Gloo, MPI) */

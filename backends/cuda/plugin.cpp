@@ -122,9 +122,20 @@ const char* device_props_json(int32_t index) {
   }
 }
 
+// The extension "braid_ext_cuda_buffer_device_pointer", void* (*)(braid_backend_buffer): the buffer's
+// device pointer (unified addressing: it also names the device). For libraries that take CUDA memory
+// themselves: libbraid hands it to the NCCL communication plugin (docs/CUDA.md, "Extensions").
+void* buffer_device_pointer(braid_backend_buffer buffer) { return buffer != nullptr ? buffer->ptr : nullptr; }
+
+void* get_proc_address(const char* name) {
+  if (name != nullptr && std::strcmp(name, "braid_ext_cuda_buffer_device_pointer") == 0)
+    return reinterpret_cast<void*>(&buffer_device_pointer);
+  return nullptr;
+}
+
 // Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
 // optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
-// too. No extensions (get_proc_address).
+// too.
 constexpr braid_backend_api kApi = {
     .struct_size = sizeof(braid_backend_api),
     .abi_major = BRAID_BACKEND_ABI_MAJOR,
@@ -152,7 +163,7 @@ constexpr braid_backend_api kApi = {
     .shutdown = shutdown,
     .device_props_json = device_props_json,
     .supports_call = plugin::supports_call<call_supports>,
-    .get_proc_address = nullptr,
+    .get_proc_address = get_proc_address,
 };
 
 }  // namespace

@@ -73,7 +73,9 @@ KVJob read_kv_job() {
   job.port = count_from({"BRAID_KVSTORE_PORT", "DMLC_PS_ROOT_PORT"}, master_port + 1, "a TCP port");
   if (job.port < 1 || job.port > 65535)
     fail(BRAID_ERR_INVALID_ARGUMENT, "kvstore: port ", job.port, " is not a TCP port");
-  if (const char* b = env("BRAID_DIST_BACKEND")) job.backend = b;
+  // The servers' messages are host memory: a plugin of device memory (BRAID_DIST_BACKEND=nccl for the
+  // process groups) cannot carry them, so the KVStore has a variable of its own.
+  if (const char* b = env("BRAID_KVSTORE_BACKEND")) job.backend = b;
   const uint64_t seconds = env_u64("BRAID_DIST_TIMEOUT", 300, "a number of seconds");
   job.timeout = std::chrono::milliseconds(std::max<uint64_t>(1, std::min<uint64_t>(seconds, 10'000'000)) * 1000);
   job.restart = e.restart;
@@ -126,8 +128,8 @@ Channel::Channel(std::shared_ptr<CommPlugin> plugin, StoreClient& store, const s
                  const std::string& address, std::chrono::milliseconds timeout)
     : plugin_(std::move(plugin)), peer_(1 - rank) {
   const braid_comm_store s = comm_store(store);
-  const braid_comm_group_desc desc{sizeof desc,    rank, 2, &s, prefix.c_str(), static_cast<uint64_t>(timeout.count()),
-                                   address.c_str()};
+  const braid_comm_group_desc desc{sizeof desc,     rank, 2, &s, prefix.c_str(), static_cast<uint64_t>(timeout.count()),
+                                   address.c_str(), -1};
   const braid_status st = plugin_->api->group_create(&desc, &group_);
   if (st != BRAID_OK) fail(st, plugin_->api->last_error());
 }

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "distributed/launch_env.h"
 #include "distributed/store.h"
+#include "ops/call.h"
 #include "ops/copy.h"
 
 namespace braid::distributed {
@@ -30,7 +31,8 @@ struct ProcessGroup::Call {
   std::byte* recv = nullptr;
   uint64_t recv_count = 0;  // elements of recv (AVG divides them)
   bool average = false;
-  uint64_t seq = 0;  // the group's call number (collectives; 0 for point to point)
+  bool host_divides = false;  // AVG in host memory: run() divides; on a device an op pushed after does
+  uint64_t seq = 0;           // the group's call number (collectives; 0 for point to point)
 };
 
 namespace {
@@ -125,6 +127,16 @@ Device* staging_device(Context& ctx) {
   return nullptr;
 }
 
+Device& group_device(Context& ctx, const std::string& backend, int32_t local_rank) {
+  std::vector<Device*> of_backend;
+  for (auto& d : ctx.devices)
+    if (d->api && d->api->name && backend == d->api->name) of_backend.push_back(d.get());
+  if (of_backend.empty())
+    fail(BRAID_ERR_UNSUPPORTED, "process group: its plugin takes ", backend, " memory, and this context has no ",
+         backend, " device (load the ", backend, " backend, or use the gloo plugin, which stages through the host)");
+  return *of_backend[static_cast<size_t>(local_rank) % of_backend.size()];
+}
+
 GroupSettings resolve_settings(const braid_process_group_options* o) {
   const LaunchEnv e = read_launch_env();
   GroupSettings s;
@@ -193,9 +205,21 @@ ProcessGroup::ProcessGroup(Context& ctx, GroupSettings settings) : ctx_(ctx), ct
   const braid_comm_store store = comm_store(*store_);
   const std::string address = local_address(s_.master_addr, s_.master_port);
   const std::string comm_prefix = prefix_ + "comm/";
-  const braid_comm_group_desc desc{
-      sizeof desc,    s_.rank, s_.world_size, &store, comm_prefix.c_str(), static_cast<uint64_t>(s_.timeout.count()),
-      address.c_str()};
+  if (!(plugin_->api->memory & BRAID_COMM_MEMORY_HOST)) {
+    if (!(plugin_->api->memory & BRAID_COMM_MEMORY_CUDA) || plugin_->api->abi_minor < 1)
+      fail(BRAID_ERR_UNSUPPORTED, "process group: the ", s_.backend, " plugin takes memory braid cannot give it");
+    device_ = &group_device(ctx_, "cuda", s_.local_rank);
+    device_pointer_ = reinterpret_cast<void* (*)(braid_backend_buffer)>(
+        device_->backend->proc("braid_ext_cuda_buffer_device_pointer"));
+    if (!device_pointer_)
+      fail(BRAID_ERR_UNSUPPORTED, "process group: the cuda backend of ", device_->id,
+           " does not give device pointers (braid_ext_cuda_buffer_device_pointer): it is older than the ", s_.backend,
+           " plugin");
+  }
+  const braid_comm_group_desc desc{sizeof desc,         s_.rank,
+                                   s_.world_size,       &store,
+                                   comm_prefix.c_str(), static_cast<uint64_t>(s_.timeout.count()),
+                                   address.c_str(),     device_ ? device_->backend_index : -1};
   const braid_status st = plugin_->api->group_create(&desc, &comm_);
   if (st != BRAID_OK)
     fail(st, "process group: rank ", s_.rank, " of ", s_.world_size, " could not join through ", s_.backend, ": ",
@@ -251,6 +275,7 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
     if (t->ctx != &ctx_) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": a tensor of another context than the group's");
     require_computed(*t, name);
   }
+  call.host_divides = call.average && !device_;
   const braid_collective_op plugin_reduce = call.average ? BRAID_COLLECTIVE_SUM : call.reduce;
   if (call.op != BRAID_COMM_BARRIER && !plugin_->api->supports(call.op, call.dtype, plugin_reduce))
     fail(BRAID_ERR_DTYPE, name, ": the ", s_.backend, " plugin has no ", op_name(call.op), " of ",
@@ -260,9 +285,10 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
   // some serial order of them, as one op each; and push_mu_, taken inside it, numbers the calls in the
   // order they reach the queue.
   Engine::PushUnit unit(*ctx_.engine);
-  // Tensors outside host memory go through a staging copy on a host-visible device.
+  // Tensors outside host memory go through a staging copy on a host-visible device (plugins of host
+  // memory); a plugin of device memory takes the group's device's tensors as they are.
   auto staged = [&](Tensor* t) -> TensorRef {
-    if (!t || host_address(*t)) return {};
+    if (!t || device_ || host_address(*t)) return {};
     Device* host = staging_device(ctx_);
     if (!host)
       fail(BRAID_ERR_UNSUPPORTED, name, ": the tensor is on ", t->device().id,
@@ -275,8 +301,8 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
   Tensor* in_host = in_stage.get() ? in_stage.get() : in;
   Tensor* out_host = out == in ? in_host : out_stage.get() ? out_stage.get() : out;
   if (in_stage.get()) push_range_copy("dist_stage_in", *in, 0, *in_stage, 0, in->shape.numel());
-  if (in_host) call.send = host_address(*in_host);
-  if (out_host) call.recv = host_address(*out_host);
+  if (in_host) call.send = address(*in_host, name);
+  if (out_host) call.recv = address(*out_host, name);
   std::vector<Storage*> reads, writes;
   if (in_host) reads.push_back(in_host->storage.get());
   if (out_host) {
@@ -294,6 +320,17 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
         });
   }
   if (out && out_host != out) push_range_copy("dist_stage_out", *out_host, 0, *out, 0, out->shape.numel());
+  // AVG on a device: the plugin summed; the division is an op on the tensor's device, ordered after.
+  if (call.average && !call.host_divides && out && call.recv_count > 0)
+    op::copy_into(op::scalar(BRAID_BINARY_DIV, out, static_cast<double>(s_.world_size)).get(), out);
+}
+
+std::byte* ProcessGroup::address(const Tensor& t, const char* what) const {
+  if (!device_) return host_address(t);
+  if (t.storage->device != device_)
+    fail(BRAID_ERR_DEVICE, what, ": the ", s_.backend, " group runs on ", device_->id, ", and the tensor is on ",
+         t.device().id, " (copy it there first, or use a gloo group, which stages any device through the host)");
+  return static_cast<std::byte*>(device_pointer_(t.storage->block.buffer)) + t.storage->block.offset;
 }
 
 braid_status ProcessGroup::run(Call& call, std::string& message) {
@@ -316,7 +353,8 @@ braid_status ProcessGroup::run(Call& call, std::string& message) {
                                 0,
                                 0,
                                 timeout_ms,
-                                nullptr};
+                                nullptr,
+                                BRAID_COMM_CALL_HOST_MEMORY};
     if (braid_status st = api.run(comm_, &check); st != BRAID_OK)
       return fail_group(call, st, api.last_error(), message);
     for (int32_t r = 0; r < s_.world_size; ++r)
@@ -337,9 +375,10 @@ braid_status ProcessGroup::run(Call& call, std::string& message) {
                           call.peer,
                           call.tag,
                           timeout_ms,
-                          nullptr};
+                          nullptr,
+                          0};
   if (braid_status st = api.run(comm_, &c); st != BRAID_OK) return fail_group(call, st, api.last_error(), message);
-  if (call.average && call.recv) {
+  if (call.host_divides && call.recv) {
     const double n = s_.world_size;
     if (call.dtype == BRAID_FLOAT32) {
       auto* p = reinterpret_cast<float*>(call.recv);

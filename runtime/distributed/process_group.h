@@ -44,6 +44,11 @@ struct GroupSettings {
 // A host-visible device of the context, where tensors of other devices are staged (NULL if none).
 Device* staging_device(Context& ctx);
 
+// The device a group of a plugin for device memory (NCCL: CUDA) runs on: of the context's devices of
+// that backend, number local_rank modulo their count (one GPU per process of a host, as NCCL needs).
+// Throws BRAID_ERR_UNSUPPORTED naming what is missing.
+Device& group_device(Context& ctx, const std::string& backend, int32_t local_rank);
+
 // The settings from the options (NULL fields and zeros: the launcher's variables, then defaults).
 GroupSettings resolve_settings(const braid_process_group_options* options);
 
@@ -90,6 +95,7 @@ class ProcessGroup {
   braid_status fail_group(const Call& call, braid_status status, const std::string& why, std::string& message);
   std::string culprits(uint64_t seq);
   void check_reduction(const Tensor& t, braid_collective_op op, const char* what) const;
+  std::byte* address(const Tensor& t, const char* what) const;
 
   Context& ctx_;
   ContextRef ctx_ref_;
@@ -99,6 +105,10 @@ class ProcessGroup {
   std::shared_ptr<StoreServer> server_;  // rank 0 only
   std::unique_ptr<StoreClient> store_;
   braid_comm_group comm_ = nullptr;  // after the constructor, used only on the queue's thread
+  // Plugins for device memory (NCCL): the one device whose tensors the group takes, and its backend's
+  // device-pointer extension. NULL for plugins of host memory (Gloo), which stage other devices.
+  Device* device_ = nullptr;
+  void* (*device_pointer_)(braid_backend_buffer) = nullptr;
   std::unique_ptr<HostQueue> queue_;
   std::mutex push_mu_;  // numbers calls in the order they reach the queue
   uint64_t next_seq_ = 0;

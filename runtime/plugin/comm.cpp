@@ -43,7 +43,10 @@ std::shared_ptr<CommPlugin> load_comm_plugin(const std::string& name, const std:
     for (const auto& d : dirs) where += (where.empty() ? "" : ", ") + d;
     fail(BRAID_ERR_NOT_FOUND, "no communication plugin '", name, "' (", file, " in ",
          where.empty() ? "no folder" : where, ")",
-         name == "gloo" ? ": it is built where Debian's libgloo-dev is installed (scripts/install-deps.sh)" : "");
+         name == "gloo" ? ": it is built where Debian's libgloo-dev is installed (scripts/install-deps.sh)"
+         : name == "nccl"
+             ? ": it is built where the CUDA toolkit with nccl.h is installed (docs/DISTRIBUTED.md, \"NCCL\")"
+             : "");
   }
   auto p = std::make_shared<CommPlugin>();
   p->name = name;

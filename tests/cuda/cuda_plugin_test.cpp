@@ -121,6 +121,18 @@ TEST_CASE("cuda plugin: query answers and the table is ABI 1.1") {
   CHECK(other == nullptr);
 }
 
+TEST_CASE("cuda plugin: offers the device-pointer extension, and nothing under other names") {
+  Plugin p;
+  REQUIRE(p.api() != nullptr);
+  REQUIRE((p.api()->get_proc_address != nullptr));
+  using DevicePointer = void* (*)(braid_backend_buffer);
+  auto pointer = reinterpret_cast<DevicePointer>(p.api()->get_proc_address("braid_ext_cuda_buffer_device_pointer"));
+  REQUIRE((pointer != nullptr));
+  CHECK(pointer(nullptr) == nullptr);
+  CHECK((p.api()->get_proc_address("braid_ext_cuda_no_such_extension") == nullptr));
+  CHECK((p.api()->get_proc_address(nullptr) == nullptr));
+}
+
 TEST_CASE("cuda plugin: kernel coverage matches the CPU backend's dtypes") {
   Plugin p;
   REQUIRE(p.api() != nullptr);

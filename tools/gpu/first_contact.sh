@@ -14,6 +14,8 @@
 #   vulkan     the Vulkan backend on the GPU (NVIDIA's Vulkan driver, the bundled loader): braid-info,
 #              braid-test-vulkan, the op suite on cpu and vulkan, the graph suite on vulkan
 #   profile    a Chrome trace (BRAID_PROFILE) of 20 LeNet steps on cuda:0
+#   dist       the NCCL plugin (a group of one on cuda:0; libnccl from the system or PyTorch's wheel),
+#              then two processes over Gloo where one drives cuda:0 and one is CPU-only
 #   cpu        the host CPU on two cores (taskset): braid-bench gemm and async, the conv layers
 #              (builtin and oneDNN), LeNet's epoch; whether PyTorch is there to compare with
 #
@@ -176,6 +178,18 @@ stage_vulkan() {
   BRAID_BACKENDS=vulkan run_suite test-graph-vulkan 120 braid-test-graph
 }
 
+# libnccl.so.2: the system's, else the one PyTorch's CUDA wheels install (nvidia-nccl-*).
+stage_dist() {
+  local lib
+  lib=$(ldconfig -p | awk '$1 == "libnccl.so.2" {print $NF; exit}')
+  [[ -z $lib ]] && lib=$(find /opt/torch /usr/local /usr/lib -name 'libnccl.so.2' 2>/dev/null | head -1)
+  if [[ -n $lib ]]; then export BRAID_NCCL_LIBRARY=$lib; fi
+  run nccl-library 10 bash -c "echo BRAID_NCCL_LIBRARY=${lib:-none found}"
+  BRAID_BACKENDS=cpu,cuda run_suite test-nccl 120 braid-test-distributed "--test-case=nccl*"
+  run dist-cuda-cpu 120 braid-run -n 2 bash -c 'if [ "$BRAID_RANK" = 0 ]; then export BRAID_BACKENDS=cpu,cuda; \
+    else export BRAID_BACKENDS=cpu; fi; exec braid-test-dist-worker collectives'
+}
+
 # The host CPU on two of its cores, as the 2-core machines braid is developed on: the CPU targets of
 # docs/HARDWARE.md (sgemm against the FMA peak, the conv layers, the chapter's loop, LeNet's epoch).
 stage_cpu() {
@@ -210,7 +224,7 @@ print("torch.mm 2000^2 2 threads: best %.1f GFLOP/s" % (16e9 / min(ts[2:]) / 1e9
 }
 
 stages=("$@")
-((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet profile vulkan cpu)
+((${#stages[@]})) || stages=(info cuda ops suites memcheck bench lenet profile dist vulkan cpu)
 for s in "${stages[@]}"; do
   if ! declare -F "stage_$s" >/dev/null; then
     echo "first_contact.sh: no stage '$s'" >&2

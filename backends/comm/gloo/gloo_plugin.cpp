@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "braid_comm.h"
+#include "plugin_common.h"
 
 struct braid_comm_group_t {
   std::shared_ptr<gloo::transport::Device> device;
@@ -40,12 +42,7 @@ struct braid_comm_group_t {
 
 namespace {
 
-thread_local std::string t_error;
-
-braid_status failed(braid_status status, std::string message) {
-  t_error = std::move(message);
-  return status;
-}
+using namespace braid::comm_plugin;
 
 // Gloo's rendezvous over the host's store (Debian's Gloo has no TCP store of its own). A failure is
 // thrown as gloo::IoException, which is what Gloo's own stores throw and what connectFullMesh passes on.
@@ -85,19 +82,6 @@ class HostStore final : public gloo::rendezvous::Store {
   std::string prefix_;
   uint64_t timeout_ms_;
 };
-
-size_t dtype_bytes(braid_dtype d) {
-  switch (d) {
-    case BRAID_FLOAT64:
-    case BRAID_INT64: return 8;
-    case BRAID_FLOAT32:
-    case BRAID_INT32: return 4;
-    case BRAID_FLOAT16:
-    case BRAID_BFLOAT16: return 2;
-    case BRAID_UINT8: return 1;
-    default: return 0;
-  }
-}
 
 template <typename T>
 gloo::AllreduceOptions::Func reduce_fn(braid_collective_op op) {
@@ -146,10 +130,6 @@ gloo::AllreduceOptions::Func reduce_fn(braid_dtype dtype, braid_collective_op op
   }
 }
 
-bool reduces(braid_comm_op op) {
-  return op == BRAID_COMM_ALLREDUCE || op == BRAID_COMM_REDUCE || op == BRAID_COMM_REDUCE_SCATTER;
-}
-
 int32_t gloo_supports(braid_comm_op op, braid_dtype dtype, braid_collective_op reduce) {
   if (static_cast<uint32_t>(op) >= BRAID_COMM_OP_COUNT) return 0;
   if (op == BRAID_COMM_BARRIER) return 1;
@@ -163,7 +143,8 @@ int32_t gloo_available(const char** reason) {
 }
 
 braid_status gloo_group_create(const braid_comm_group_desc* desc, braid_comm_group* out) {
-  if (!desc || !out || desc->struct_size < sizeof(braid_comm_group_desc) || !desc->store || !desc->prefix)
+  // A 1.0 host's description ends before `device`, which host memory does not need.
+  if (!desc || !out || desc->struct_size < offsetof(braid_comm_group_desc, device) || !desc->store || !desc->prefix)
     return failed(BRAID_ERR_INVALID_ARGUMENT, "group_create: incomplete description");
   if (desc->size < 1 || desc->rank < 0 || desc->rank >= desc->size)
     return failed(BRAID_ERR_INVALID_ARGUMENT, "group_create: rank " + std::to_string(desc->rank) +
@@ -314,7 +295,8 @@ void run_call(braid_comm_group g, const braid_comm_call& c) {
 }
 
 braid_status gloo_run(braid_comm_group group, const braid_comm_call* call) {
-  if (!group || !call || call->struct_size < sizeof(braid_comm_call))
+  // A 1.0 host's call ends before `flags`, whose one bit (host memory) is what Gloo always has.
+  if (!group || !call || call->struct_size < offsetof(braid_comm_call, flags))
     return failed(BRAID_ERR_INVALID_ARGUMENT, "run: incomplete call");
   if (!gloo_supports(call->op, call->dtype, call->reduce))
     return failed(BRAID_ERR_UNSUPPORTED, "run: Gloo has no such op, dtype and reduction");
@@ -337,24 +319,20 @@ braid_status gloo_run(braid_comm_group group, const braid_comm_call* call) {
   }
 }
 
-const char* gloo_last_error() { return t_error.c_str(); }
-
 const braid_comm_api kApi = {
-    sizeof(braid_comm_api), BRAID_COMM_ABI_MAJOR, BRAID_COMM_ABI_MINOR, "gloo",         BRAID_COMM_MEMORY_HOST,
-    &gloo_available,        &gloo_group_create,   &gloo_group_destroy,  &gloo_supports, &gloo_run,
-    &gloo_last_error,
+    sizeof(braid_comm_api),
+    BRAID_COMM_ABI_MAJOR,
+    BRAID_COMM_ABI_MINOR,
+    "gloo",
+    BRAID_COMM_MEMORY_HOST,
+    &gloo_available,
+    &gloo_group_create,
+    &gloo_group_destroy,
+    &gloo_supports,
+    &gloo_run,
+    &last_error,
 };
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) braid_status braid_comm_query(uint32_t host_major,
-                                                                                uint32_t host_minor,
-                                                                                const braid_comm_host_api* host,
-                                                                                const braid_comm_api** out) {
-  (void)host_minor;
-  (void)host;  // Gloo reports through exceptions, which run() turns into last_error: nothing to log
-  if (out == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
-  *out = &kApi;
-  if (host_major != BRAID_COMM_ABI_MAJOR) return BRAID_ERR_ABI_MISMATCH;
-  return BRAID_OK;
-}
+BRAID_COMM_PLUGIN_QUERY(kApi)

@@ -5,7 +5,7 @@
 //
 //   collectives  every collective (sum, avg, max, min; float32, float64, int64), broadcast, reduce,
 //                all-gather, reduce-scatter, send/recv, barrier; results used by later ops without a
-//                wait; a tensor on vulkan:0 staged through host memory (where that device exists)
+//                wait; tensors on vulkan:0 and cuda:0 staged through host memory (where those devices exist)
 //   train        data-parallel linear regression: each rank takes its shard of a global batch and
 //                averages gradients with allreduce; after the steps, every rank's parameters are
 //                bit-identical and equal (within float tolerance) one process training on the whole batch
@@ -168,13 +168,18 @@ void collectives(braid::Context& ctx, braid::ProcessGroup& pg) {
     }
   }
   pg.barrier();
-  // A tensor on a device without host memory goes through a staging copy.
+  // A tensor on a device without host memory goes through a staging copy. Every rank makes the call,
+  // on the device where its context has one and on cpu:0 where not: ranks may differ (one process
+  // driving cuda:0 beside CPU-only ones, docs/DISTRIBUTED.md).
   braid_device vk = -1;
-  if (braid_context_find_device(ctx.get(), "vulkan:0", &vk) == BRAID_OK) {
-    auto t = braid::Tensor::full(ctx, vk, BRAID_FLOAT32, {257}, rank + 1.0);
+  if (braid_context_find_device(ctx.get(), "vulkan:0", &vk) != BRAID_OK) vk = -1;
+  for (const char* name : {"vulkan:0", "cuda:0"}) {
+    braid_device d = -1;
+    const bool there = braid_context_find_device(ctx.get(), name, &d) == BRAID_OK;
+    auto t = braid::Tensor::full(ctx, there ? d : cpu, BRAID_FLOAT32, {257}, rank + 1.0);
     pg.allreduce(t);
-    for (float x : t.to_vector<float>()) EXPECT(x == world * (world + 1) / 2.0f, "vulkan:0 allreduce got %g", x);
-    std::printf("rank %d: vulkan:0 staged allreduce checked\n", rank);
+    for (float x : t.to_vector<float>()) EXPECT(x == world * (world + 1) / 2.0f, "%s allreduce got %g", name, x);
+    if (there) std::printf("rank %d: %s staged allreduce checked\n", rank, name);
   }
   // Several threads calling allreduce on the same tensors at once (issue 31's defect, across
   // processes): each call is one unit with its staging copies, so the result is a serial order's,
