@@ -1019,8 +1019,10 @@ BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* in
  * it returns at once, runs when the ops that write its tensors have ended, and later ops on those
  * tensors wait for it; its errors surface at braid_tensor_wait_to_read / braid_wait_all. Every rank
  * must make the same collectives in the same order with the same dtypes and element counts; ranks
- * that disagree fail with BRAID_ERR_INVALID_STATE naming both calls (the ranks exchange a fingerprint
- * of each call first, unless BRAID_PROCESS_GROUP_NO_CHECK). Every call has the group's timeout: a rank
+ * that disagree fail with BRAID_ERR_INVALID_STATE naming both calls (a fingerprint of each call keys
+ * it, so calls that differ never meet and are named when they time out; where the plugin cannot key
+ * calls, or with BRAID_DIST_CHECK=2, the ranks exchange it before each call and are named at once;
+ * BRAID_PROCESS_GROUP_NO_CHECK turns both off). Every call has the group's timeout: a rank
  * that died or stalls makes the others' calls fail within it (BRAID_ERR_IO or BRAID_ERR_TIMEOUT, the
  * message naming the rank, the call and its number), never hang. The first failure fails the group:
  * later calls fail at once with the same message, and the other ranks' calls fail too.
@@ -1041,7 +1043,7 @@ typedef struct braid_process_group_options {
 } braid_process_group_options;
 #define BRAID_PROCESS_GROUP_OPTIONS_INIT \
   { sizeof(braid_process_group_options), -1, 0, NULL, 0, NULL, 0.0, 0 }
-/* Skip the fingerprint exchange before each collective (one small all-gather each): a mismatch then
+/* No check of the ranks' calls against each other (neither the key nor the exchange): a mismatch then
  * gives a timeout or wrong data instead of an error naming both sides. BRAID_DIST_CHECK=0 does the same. */
 #define BRAID_PROCESS_GROUP_NO_CHECK 1u
 

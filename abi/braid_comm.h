@@ -24,8 +24,8 @@
  * failed call the group is unusable (the plugin may leave its connections in any state); the host
  * destroys it, which must close the connections so that the peers' calls fail at once too.
  *
- * Growth: 1.1 appended braid_comm_group_desc.device and braid_comm_call.flags (a plugin reads them
- * only where struct_size covers them, and takes the 1.0 sizes).
+ * Growth: 1.1 appended braid_comm_group_desc.device, braid_comm_call.flags and braid_comm_api.features
+ * (each side reads them only where the other's struct_size covers them, and takes the 1.0 sizes).
  *
  * Plugins include this header and braid.h (for the shared enums), nothing else of braid.
  */
@@ -108,6 +108,15 @@ typedef struct braid_comm_call {
  * a small control exchange (the host's check that the ranks make the same call) that a plugin for
  * device memory stages through its own device buffer. run returns when it has ended (stream unused). */
 #define BRAID_COMM_CALL_HOST_MEMORY 1u
+/* Since 1.1, for plugins with BRAID_COMM_FEATURE_KEYED_CALLS. A collective whose `tag` keys it: the
+ * ranks' calls exchange data only when their tags are equal, and calls whose tags differ never meet
+ * (each fails at its timeout). The host puts a hash of what the ranks must agree on there (call
+ * number, op, dtype, count, root, reduction), so that ranks making different calls can never mix
+ * their data, without an exchange before each call. */
+#define BRAID_COMM_CALL_KEYED 2u
+
+/* What a plugin can do beyond the 1.0 table (braid_comm_api.features, since 1.1). */
+#define BRAID_COMM_FEATURE_KEYED_CALLS 1u /* run honours BRAID_COMM_CALL_KEYED */
 
 /* Where a plugin's buffers live. */
 #define BRAID_COMM_MEMORY_HOST 1u /* plain host memory (Gloo, MPI) */
@@ -136,6 +145,8 @@ typedef struct braid_comm_api {
   /* The message of this thread's last failed group_create or run (static or thread-local storage,
    * valid until the thread's next call). Required. */
   const char* (*last_error)(void);
+  /* ---- ABI 1.1 ---- */
+  uint32_t features; /* BRAID_COMM_FEATURE_* bits */
 } braid_comm_api;
 
 typedef braid_status (*braid_comm_query_fn)(uint32_t host_major, uint32_t host_minor, const braid_comm_host_api* host,

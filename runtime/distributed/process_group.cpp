@@ -69,6 +69,7 @@ bool reduces(braid_comm_op op) {
   return op == BRAID_COMM_ALLREDUCE || op == BRAID_COMM_REDUCE || op == BRAID_COMM_REDUCE_SCATTER;
 }
 bool rooted(braid_comm_op op) { return op == BRAID_COMM_BROADCAST || op == BRAID_COMM_REDUCE; }
+bool collective_op(braid_comm_op op) { return op != BRAID_COMM_SEND && op != BRAID_COMM_RECV; }
 
 // What every rank must agree on before a collective: exchanged (all-gathered) before it runs.
 struct Fingerprint {
@@ -100,6 +101,14 @@ Fingerprint fingerprint(const ProcessGroup::Call& c) {
           static_cast<int32_t>(c.dtype),
           rooted(c.op) ? c.peer : 0,
           reduces(c.op) ? static_cast<int32_t>(c.reduce) | (c.average ? 0x100 : 0) : 0};
+}
+
+// The fingerprint as a 32-bit key (FNV-1a over its bytes, folded): a keyed call's tag.
+uint32_t key_of(const Fingerprint& f) {
+  uint64_t h = 14695981039346656037ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&f);
+  for (size_t i = 0; i < sizeof f; ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
 std::string describe(const ProcessGroup::Call& c) {
@@ -167,7 +176,11 @@ GroupSettings resolve_settings(const braid_process_group_options* o) {
   const uint32_t known = BRAID_PROCESS_GROUP_NO_CHECK;
   if (o && (o->flags & ~known))
     fail(BRAID_ERR_INVALID_ARGUMENT, "flags 0x", std::hex, o->flags, " has bits braid does not know");
-  s.check_calls = !(o && (o->flags & BRAID_PROCESS_GROUP_NO_CHECK)) && env_u64("BRAID_DIST_CHECK", 1, "0 or 1") != 0;
+  const uint64_t check = env_u64("BRAID_DIST_CHECK", 1, "0, 1 or 2");
+  if (check > 2) fail(BRAID_ERR_INVALID_ARGUMENT, "BRAID_DIST_CHECK=", check, " is not 0, 1 or 2");
+  s.check = (o && (o->flags & BRAID_PROCESS_GROUP_NO_CHECK)) || check == 0 ? GroupSettings::Check::kNone
+            : check == 2                                                   ? GroupSettings::Check::kEachCall
+                                                                           : GroupSettings::Check::kKeyed;
   s.restart = e.restart;
   s.rejoin_file = e.rejoin_file;
   return s;
@@ -224,6 +237,12 @@ ProcessGroup::ProcessGroup(Context& ctx, GroupSettings settings) : ctx_(ctx), ct
   if (st != BRAID_OK)
     fail(st, "process group: rank ", s_.rank, " of ", s_.world_size, " could not join through ", s_.backend, ": ",
          plugin_->api->last_error());
+  // Keys need the plugin's support (comm ABI 1.1 features); without it the fingerprint is exchanged.
+  const braid_comm_api& api = *plugin_->api;
+  const bool can_key = api.struct_size >= offsetof(braid_comm_api, features) + sizeof api.features &&
+                       (api.features & BRAID_COMM_FEATURE_KEYED_CALLS) != 0;
+  keyed_ = can_key && s_.check != GroupSettings::Check::kNone;
+  if (s_.check == GroupSettings::Check::kKeyed && !can_key) s_.check = GroupSettings::Check::kEachCall;
   queue_ = std::make_unique<HostQueue>(cat("comm:", s_.backend, ":", number));
   std::lock_guard lock(ctx_.aux_mu);
   ctx_.aux_devices.push_back(&queue_->device());
@@ -340,7 +359,8 @@ braid_status ProcessGroup::run(Call& call, std::string& message) {
   }
   const braid_comm_api& api = *plugin_->api;
   const uint64_t timeout_ms = static_cast<uint64_t>(s_.timeout.count());
-  if (s_.check_calls && s_.world_size > 1 && call.op != BRAID_COMM_SEND && call.op != BRAID_COMM_RECV) {
+  const bool collective = collective_op(call.op);
+  if (s_.check == GroupSettings::Check::kEachCall && s_.world_size > 1 && collective) {
     const Fingerprint mine = fingerprint(call);
     std::vector<Fingerprint> all(static_cast<size_t>(s_.world_size));
     const braid_comm_call check{sizeof(braid_comm_call),
@@ -365,6 +385,7 @@ braid_status ProcessGroup::run(Call& call, std::string& message) {
                 s_.rank, " called ", describe(mine), " (every rank must make the same collectives in the same order)"),
             message);
   }
+  const bool keyed = keyed_ && collective;
   const braid_comm_call c{sizeof(braid_comm_call),
                           call.op,
                           call.send,
@@ -373,10 +394,10 @@ braid_status ProcessGroup::run(Call& call, std::string& message) {
                           call.dtype,
                           call.average ? BRAID_COLLECTIVE_SUM : call.reduce,
                           call.peer,
-                          call.tag,
+                          keyed ? key_of(fingerprint(call)) : call.tag,
                           timeout_ms,
                           nullptr,
-                          0};
+                          keyed ? BRAID_COMM_CALL_KEYED : 0u};
   if (braid_status st = api.run(comm_, &c); st != BRAID_OK) return fail_group(call, st, api.last_error(), message);
   if (call.host_divides && call.recv) {
     const double n = s_.world_size;
@@ -402,24 +423,30 @@ braid_status ProcessGroup::fail_group(const Call& call, braid_status status, con
     plugin_->api->group_destroy(comm_);
     comm_ = nullptr;
   }
+  // The failed call as this rank made it: a rank that made another call names both from it.
   try {
-    const std::string seq = std::to_string(call.seq);
-    store_->set(prefix_ + cat("failed/", s_.rank), seq.data(), seq.size());
+    const std::string record = cat(call.seq, " ", describe(call));
+    store_->set(prefix_ + cat("failed/", s_.rank), record.data(), record.size());
   } catch (...) {  // culprits() says what is wrong with the store
   }
-  const std::string who = culprits(call.seq);
-  failed_ = status;
-  failure_ = cat("rank ", s_.rank, " of ", s_.world_size, ": ", describe(call), " failed: ", why,
-                 who.empty() ? "" : "; " + who);
+  bool mismatch = false;
+  const std::string who = culprits(call, &mismatch);
+  failed_ = mismatch ? BRAID_ERR_INVALID_STATE : status;
+  failure_ = mismatch ? cat("rank ", s_.rank, " of ", s_.world_size, ": ", describe(call), " failed: ", who)
+                      : cat("rank ", s_.rank, " of ", s_.world_size, ": ", describe(call), " failed: ", why,
+                            who.empty() ? "" : "; " + who);
+  status = failed_;
   message = failure_;
   return status;
 }
 
 // Which ranks are to blame, as far as the store can tell: those that died (their store connection
 // closed without a goodbye), else those that left the group (released it: they made fewer calls, as
-// uneven batch counts do), else those that did not report a failure of their own within a short grace
-// (alive but stalled, or not making the call).
-std::string ProcessGroup::culprits(uint64_t seq) {
+// uneven batch counts do), else those whose own failed call differs from this one (a mismatch: keyed
+// calls that differ time out on both sides), else those that did not report a failure of their own
+// within a short grace (alive but stalled, or not making the call).
+std::string ProcessGroup::culprits(const Call& call, bool* mismatch) {
+  const uint64_t seq = call.seq;
   try {
     const std::vector<int32_t> dead = store_->dead_ranks();
     if (!dead.empty()) {
@@ -438,13 +465,25 @@ std::string ProcessGroup::culprits(uint64_t seq) {
                  "\"Uneven batch counts\")");
     const auto grace = std::min<std::chrono::milliseconds>(s_.timeout, std::chrono::seconds(3));
     const auto deadline = std::chrono::steady_clock::now() + grace;
+    const std::string mine = describe(call);
     std::string silent;
     for (int32_t r = 0; r < s_.world_size; ++r) {
       if (r == s_.rank) continue;
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (!store_->get(prefix_ + cat("failed/", r), std::max(left, std::chrono::milliseconds(0))))
+      const auto record = store_->get(prefix_ + cat("failed/", r), std::max(left, std::chrono::milliseconds(0)));
+      if (!record) {
         silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+        continue;
+      }
+      // "<seq> <call>": a rank that failed in another call than this one made a different call here.
+      const size_t space = record->find(' ');
+      const std::string theirs = space == std::string::npos ? "" : record->substr(space + 1);
+      if (collective_op(call.op) && !theirs.empty() && theirs != mine && record->substr(0, space) == cat(seq)) {
+        *mismatch = true;
+        return cat("the ranks disagree: rank ", r, " called ", theirs, " where rank ", s_.rank, " called ", mine,
+                   " (every rank must make the same collectives in the same order)");
+      }
     }
     if (!silent.empty())
       return cat("rank(s) ", silent, " did not fail with it: they are alive but did not make call #", seq,

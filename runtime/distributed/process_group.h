@@ -4,9 +4,10 @@
 // that use its outputs wait for it; so it overlaps with compute like the in-process collectives do.
 //
 // Every call of a group runs on that one queue, in the order the process made them, and every rank
-// must make the same calls in the same order (as with MPI, NCCL or Gloo). Before each call the ranks
-// exchange a fingerprint of it (the call's number, op, dtype, element count, root, reduction): ranks
-// that disagree fail with an error naming both sides instead of hanging or mixing up data. A call that
+// must make the same calls in the same order (as with MPI, NCCL or Gloo). A fingerprint of each call
+// (its number, op, dtype, element count, root, reduction) guards that: hashed into the call's key where
+// the plugin can key calls (calls that differ never meet, so they time out instead of mixing data), or
+// exchanged before the call; ranks that disagree fail with an error naming both sides. A call that
 // fails (a peer died, a timeout, a mismatch) fails the group: every later call fails at once with the
 // same message, and the group's connections are closed so that the other ranks fail at once too.
 #pragma once
@@ -36,7 +37,11 @@ struct GroupSettings {
   int32_t master_port = 29500;
   std::string backend = "gloo";
   std::chrono::milliseconds timeout{300000};
-  bool check_calls = true;  // exchange a fingerprint before each call
+  // How the ranks' calls are checked against each other (docs/DISTRIBUTED.md, "The fingerprint"):
+  // not at all; by a key in each call where the plugin can key calls (a mismatch is named at the
+  // timeout), else by an exchange; by an exchange before each call (named at once).
+  enum class Check { kNone, kKeyed, kEachCall };
+  Check check = Check::kKeyed;
   int32_t restart = 0;      // braid-run's restart count: keys of a restarted job never meet the old ones'
   std::string rejoin_file;  // braid-run --rejoin: exists while lost ranks are ready to come back
 };
@@ -93,7 +98,9 @@ class ProcessGroup {
   void point_to_point(braid_comm_op op, Tensor& t, int32_t peer, int32_t tag);
   braid_status run(Call& call, std::string& message);
   braid_status fail_group(const Call& call, braid_status status, const std::string& why, std::string& message);
-  std::string culprits(uint64_t seq);
+  // Who is to blame for a failed call: dead ranks, ranks that left, ranks that made another call
+  // (*mismatch set), or ranks that did not fail with it.
+  std::string culprits(const Call& call, bool* mismatch);
   void check_reduction(const Tensor& t, braid_collective_op op, const char* what) const;
   std::byte* address(const Tensor& t, const char* what) const;
 
@@ -109,6 +116,7 @@ class ProcessGroup {
   // device-pointer extension. NULL for plugins of host memory (Gloo), which stage other devices.
   Device* device_ = nullptr;
   void* (*device_pointer_)(braid_backend_buffer) = nullptr;
+  bool keyed_ = false;  // collectives carry their fingerprint's key (the plugin can key calls)
   std::unique_ptr<HostQueue> queue_;
   std::mutex push_mu_;  // numbers calls in the order they reach the queue
   uint64_t next_seq_ = 0;

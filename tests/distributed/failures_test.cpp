@@ -78,66 +78,88 @@ std::vector<int> run_kv_job(const char* server_names, int64_t elements,
 }  // namespace
 
 TEST_SUITE("process groups: failures") {
+// The two ways the ranks' calls are checked (BRAID_DIST_CHECK): 2 exchanges a fingerprint before each
+// call (a mismatch is named at once); 1, the default, keys each call with it (calls that differ never
+// meet: named when they time out, here after 3 s).
+struct CheckMode {
+  const char* value;
+  double timeout_seconds;
+  double named_within;  // seconds
+};
+constexpr CheckMode kCheckModes[] = {{"2", 30, 10}, {"1", 3, 3 + 8}};
+
 TEST_CASE("a mismatched collective is an error naming both sides, on both ranks, and fails later calls") {
-  const int port = free_port();
-  const auto codes = run_ranks(
-      2,
-      [port](int rank) {
-        Rank r(rank, 2, port, 30);
-        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
-        braid_tensor t = r.full(rank == 0 ? 4 : 8, 1);
-        RANK_EXPECT(braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM) == BRAID_OK, "%s", braid_last_error());
-        const braid_status st = braid_tensor_wait_to_read(t);
-        const std::string msg = braid_last_error();
-        RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
-        RANK_EXPECT(
-            has(msg, "allreduce #1 (float32, 4 elements, sum)") && has(msg, "allreduce #1 (float32, 8 elements, sum)"),
-            "both calls named: %s", msg.c_str());
-        RANK_EXPECT(has(msg, rank == 0 ? "rank 1 called" : "rank 0 called"), "the other rank named: %s", msg.c_str());
-        // The group has failed: the next call fails at once with the same cause.
-        braid_tensor u = r.full(4, 1);
-        const auto t0 = Clock::now();
-        (void)braid_process_group_allreduce(r.pg, u, BRAID_COLLECTIVE_SUM);
-        const braid_status st2 = braid_tensor_wait_to_read(u);
-        const std::string msg2 = braid_last_error();
-        RANK_EXPECT(st2 == BRAID_ERR_INVALID_STATE && has(msg2, "failed earlier") && has(msg2, "disagree"), "%s: %s",
-                    braid_status_name(st2), msg2.c_str());
-        RANK_EXPECT(Clock::now() - t0 < std::chrono::seconds(5), "a call after the failure waits for nothing");
-        braid_tensor_release(t);
-        braid_tensor_release(u);
-        return 0;
-      },
-      std::chrono::seconds(60));
-  CHECK(codes == std::vector<int>{0, 0});
+  for (const CheckMode mode : kCheckModes) {
+    CAPTURE(mode.value);
+    const int port = free_port();
+    const auto codes = run_ranks(
+        2,
+        [port, mode](int rank) {
+          ::setenv("BRAID_DIST_CHECK", mode.value, 1);
+          Rank r(rank, 2, port, mode.timeout_seconds);
+          const auto started = Clock::now();
+          RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+          braid_tensor t = r.full(rank == 0 ? 4 : 8, 1);
+          RANK_EXPECT(braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_SUM) == BRAID_OK, "%s",
+                      braid_last_error());
+          const braid_status st = braid_tensor_wait_to_read(t);
+          const std::string msg = braid_last_error();
+          RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
+          RANK_EXPECT(has(msg, "allreduce #1 (float32, 4 elements, sum)") &&
+                          has(msg, "allreduce #1 (float32, 8 elements, sum)"),
+                      "both calls named: %s", msg.c_str());
+          RANK_EXPECT(has(msg, rank == 0 ? "rank 1 called" : "rank 0 called"), "the other rank named: %s", msg.c_str());
+          RANK_EXPECT(Clock::now() - started < std::chrono::duration<double>(mode.named_within), "named after %.1f s",
+                      std::chrono::duration<double>(Clock::now() - started).count());
+          // The group has failed: the next call fails at once with the same cause.
+          braid_tensor u = r.full(4, 1);
+          const auto t0 = Clock::now();
+          (void)braid_process_group_allreduce(r.pg, u, BRAID_COLLECTIVE_SUM);
+          const braid_status st2 = braid_tensor_wait_to_read(u);
+          const std::string msg2 = braid_last_error();
+          RANK_EXPECT(st2 == BRAID_ERR_INVALID_STATE && has(msg2, "failed earlier") && has(msg2, "disagree"), "%s: %s",
+                      braid_status_name(st2), msg2.c_str());
+          RANK_EXPECT(Clock::now() - t0 < std::chrono::seconds(5), "a call after the failure waits for nothing");
+          braid_tensor_release(t);
+          braid_tensor_release(u);
+          return 0;
+        },
+        std::chrono::seconds(60));
+    CHECK(codes == std::vector<int>{0, 0});
+  }
 }
 
 TEST_CASE("different collectives on two ranks are named, not run") {
-  const int port = free_port();
-  const auto codes = run_ranks(
-      2,
-      [port](int rank) {
-        Rank r(rank, 2, port, 30);
-        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
-        braid_tensor t = r.full(16, rank + 1);
-        if (rank == 0)
-          (void)braid_process_group_broadcast(r.pg, t, 0);
-        else
-          (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_MAX);
-        const braid_status st = braid_tensor_wait_to_read(t);
-        const std::string msg = braid_last_error();
-        RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
-        RANK_EXPECT(has(msg, "broadcast #1 (float32, 16 elements, root 0)") &&
-                        has(msg, "allreduce #1 (float32, 16 elements, max)"),
-                    "%s", msg.c_str());
-        // Neither tensor was touched by a half-run collective.
-        float v[16];
-        braid_status read = braid_tensor_to_host(t, v, sizeof v);
-        RANK_EXPECT(read != BRAID_OK, "a failed collective's output reads as failed (poisoned)");
-        braid_tensor_release(t);
-        return 0;
-      },
-      std::chrono::seconds(60));
-  CHECK(codes == std::vector<int>{0, 0});
+  for (const CheckMode mode : kCheckModes) {
+    CAPTURE(mode.value);
+    const int port = free_port();
+    const auto codes = run_ranks(
+        2,
+        [port, mode](int rank) {
+          ::setenv("BRAID_DIST_CHECK", mode.value, 1);
+          Rank r(rank, 2, port, mode.timeout_seconds);
+          RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+          braid_tensor t = r.full(16, rank + 1);
+          if (rank == 0)
+            (void)braid_process_group_broadcast(r.pg, t, 0);
+          else
+            (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_MAX);
+          const braid_status st = braid_tensor_wait_to_read(t);
+          const std::string msg = braid_last_error();
+          RANK_EXPECT(st == BRAID_ERR_INVALID_STATE, "%s: %s", braid_status_name(st), msg.c_str());
+          RANK_EXPECT(has(msg, "broadcast #1 (float32, 16 elements, root 0)") &&
+                          has(msg, "allreduce #1 (float32, 16 elements, max)"),
+                      "%s", msg.c_str());
+          // Neither tensor was touched by a half-run collective.
+          float v[16];
+          braid_status read = braid_tensor_to_host(t, v, sizeof v);
+          RANK_EXPECT(read != BRAID_OK, "a failed collective's output reads as failed (poisoned)");
+          braid_tensor_release(t);
+          return 0;
+        },
+        std::chrono::seconds(60));
+    CHECK(codes == std::vector<int>{0, 0});
+  }
 }
 
 TEST_CASE("a rank killed mid-step makes every other rank fail soon, naming it") {

@@ -216,7 +216,10 @@ void run_allreduce(braid_comm_group g, const braid_comm_call& c, std::chrono::mi
 
 void run_call(braid_comm_group g, const braid_comm_call& c) {
   const auto timeout = c.timeout_ms ? std::chrono::milliseconds(c.timeout_ms) : g->timeout;
-  const uint32_t tag = g->next_tag++;
+  // A keyed call's tag is Gloo's: calls of different keys use different slots and never meet. The
+  // others count; both only for collectives (point-to-point calls take the caller's tag below).
+  const bool keyed = c.struct_size >= sizeof(braid_comm_call) && (c.flags & BRAID_COMM_CALL_KEYED) != 0;
+  const uint32_t tag = keyed ? static_cast<uint32_t>(c.tag) : g->next_tag++;
   const size_t width = dtype_bytes(c.dtype);
   switch (c.op) {
     case BRAID_COMM_ALLREDUCE: run_allreduce(g, c, timeout, tag, c.recv, c.count); return;
@@ -277,14 +280,14 @@ void run_call(braid_comm_group g, const braid_comm_call& c) {
       return;
     }
     case BRAID_COMM_SEND: {
-      --g->next_tag;  // point-to-point calls are matched by the caller's tag, not the sequence
+      if (!keyed) --g->next_tag;  // point-to-point calls are matched by the caller's tag, not the sequence
       auto buf = g->context->createUnboundBuffer(const_cast<void*>(c.send), c.count * width);
       buf->send(c.peer, c.tag);
       if (!buf->waitSend(timeout)) throw gloo::IoException("send aborted");
       return;
     }
     case BRAID_COMM_RECV: {
-      --g->next_tag;
+      if (!keyed) --g->next_tag;
       auto buf = g->context->createUnboundBuffer(c.recv, c.count * width);
       buf->recv(c.peer, c.tag);
       if (!buf->waitRecv(timeout)) throw gloo::IoException("recv aborted");
@@ -331,6 +334,7 @@ const braid_comm_api kApi = {
     &gloo_supports,
     &gloo_run,
     &last_error,
+    BRAID_COMM_FEATURE_KEYED_CALLS,
 };
 
 }  // namespace

@@ -468,6 +468,7 @@ const braid_comm_api kApi = {
     &nccl_supports,
     &nccl_run,
     &last_error,
+    0,  // no keyed calls: NCCL has no tags, so the host exchanges a fingerprint before each call
 };
 
 }  // namespace
