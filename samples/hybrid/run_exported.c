@@ -2,12 +2,14 @@
  * parameters onto a chosen device and measures its accuracy on the Fashion-MNIST test set. No C++, no
  * Python: only abi/braid.h.
  *
- *   braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json]
+ *   braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--test-batches N] [--json]
  *
  *   PREFIX          the model: PREFIX.json and PREFIX.safetensors (braid-lenet --export PREFIX writes
  *                   LeNet's forward pass for batches of 1000 images)
  *   --device NAME   "cpu:0" (default), "vulkan:0", "cuda:0"
  *   --data-dir DIR  the dataset's folder (default: Debian's dataset-fashion-mnist)
+ *   --test-batches N  the first N batches of 1000 test images only (0 = all 10 000, the default), as
+ *                   braid-lenet --test-batches N measures them
  *   --json          one JSON object on stdout: {"device": ..., "images": N, "accuracy": A}
  *
  * An option's value may follow it (--device vulkan:0) or be joined to it (--device=vulkan:0);
@@ -32,27 +34,32 @@ struct command_line {
   const char* prefix;
   const char* device_name;
   const char* data_dir; /* NULL: the dataset's default folder */
+  long long test_batches; /* 0: every batch */
   int json;
 };
 
 /* Reads the command line (tools/common/cli.h): PREFIX and the options, in any order. */
 static struct command_line parse(int argc, char** argv) {
-  enum { OPT_DEVICE = CLI_FIRST, OPT_DATA_DIR, OPT_JSON };
+  enum { OPT_DEVICE = CLI_FIRST, OPT_DATA_DIR, OPT_TEST_BATCHES, OPT_JSON };
   static const struct option options[] = {{"device", required_argument, NULL, OPT_DEVICE},
                                           {"data-dir", required_argument, NULL, OPT_DATA_DIR},
+                                          {"test-batches", required_argument, NULL, OPT_TEST_BATCHES},
                                           {"json", no_argument, NULL, OPT_JSON},
                                           CLI_STANDARD_OPTIONS,
                                           {0}};
   cli_parser cli = cli_parser_init(
       "braid-run-exported",
-      "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--json] [--help] [--version]\n",
+      "usage: braid-run-exported PREFIX [--device NAME] [--data-dir DIR] [--test-batches N] [--json] [--help] "
+      "[--version]\n",
       "Measures the test-set accuracy of a model exported by braid-lenet --export PREFIX.\n", options);
-  struct command_line cl = {NULL, "cpu:0", NULL, 0};
+  struct command_line cl = {NULL, "cpu:0", NULL, 0, 0};
   for (int opt; (opt = cli_next(&cli, argc, argv)) != -1;) {
     if (opt == OPT_DEVICE)
       cl.device_name = cli.value;
     else if (opt == OPT_DATA_DIR)
       cl.data_dir = cli.value;
+    else if (opt == OPT_TEST_BATCHES)
+      cl.test_batches = cli_int(&cli, 0, 1000000);
     else if (opt == OPT_JSON)
       cl.json = 1;
   }
@@ -109,7 +116,7 @@ int main(int argc, char** argv) {
   /* Every batch's correct predictions are summed on the device; the sum is read once at the end. */
   braid_tensor hits = NULL;
   int64_t images = 0;
-  for (;;) {
+  for (long long batch = 0; cl.test_batches == 0 || batch < cl.test_batches; ++batch) {
     braid_tensor x = NULL, y = NULL;
     check(braid_batch_iterator_next(it, &x, &y), "reading a batch");
     if (!x) break;
