@@ -33,7 +33,7 @@ static void check(braid_status s, const char* what) {
 struct command_line {
   const char* prefix;
   const char* device_name;
-  const char* data_dir; /* NULL: the dataset's default folder */
+  const char* data_dir;   /* NULL: the dataset's default folder */
   long long test_batches; /* 0: every batch */
   int json;
 };
