@@ -434,12 +434,15 @@ braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
     if (ncclResult_t r = enqueue(g, c, send ? base : nullptr, recv ? staged_out : nullptr, g->stream);
         r != ncclSuccess && r != ncclInProgress)
       return failed(BRAID_ERR_IO, std::string("run: ") + nccl_message(r, g->comm));
-    if (braid_status st = settle(g, "a staged call", deadline, false); st != BRAID_OK) return st;
-    if (recv && cudaMemcpyAsync(recv, staged_out, out_bytes, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess) {
+    // The collective ends (or times out) first: a copy into pageable memory would wait for it with no
+    // timeout. The copy back then has nothing to wait for.
+    if (braid_status st = settle(g, "a staged call", deadline, true); st != BRAID_OK) return st;
+    if (recv && (cudaMemcpyAsync(recv, staged_out, out_bytes, cudaMemcpyDeviceToHost, g->stream) != cudaSuccess ||
+                 cudaStreamSynchronize(g->stream) != cudaSuccess)) {
       (void)cudaGetLastError();
       return failed(BRAID_ERR_IO, "run: copying the result back to host memory failed");
     }
-    return settle(g, "a staged call", deadline, true);
+    return BRAID_OK;
   }
   cudaStream_t stream = call->stream ? static_cast<cudaStream_t>(call->stream) : g->stream;
   if (ncclResult_t r = enqueue(g, c, send, recv, stream); r != ncclSuccess && r != ncclInProgress) {
