@@ -28,6 +28,7 @@ packages=(
   elfutils                                             # eu-stack: tools/gpu dumps a hung test's threads
   libgloo-dev                                          # the Gloo communication plugin (collectives across processes)
   iproute2                                             # the two-host test's network namespaces (ip netns)
+  openssh-server openssh-client                        # the two-host test's braid-run --hosts over a real ssh
 )
 # No CUDA here: the toolkit is preinstalled at /usr/local/cuda where the CUDA plugin is built (CI, dev
 # machines); without it CMake turns the plugin off and builds the rest (docs/CUDA.md).

@@ -21,6 +21,7 @@ command -v ip >/dev/null || skip "no 'ip' command (Debian's iproute2)"
 a="braid-a-$$" b="braid-b-$$" va="bra$$" vb="brb$$"
 logs="$(mktemp -d)"
 cleanup() {
+  for pid in "$logs"/ssh/sshd-*.pid; do [[ -s $pid ]] && kill "$(cat "$pid")" 2>/dev/null; done
   ip netns del "$a" 2>/dev/null
   ip netns del "$b" 2>/dev/null
   rm -rf "$logs"
@@ -95,5 +96,43 @@ else
   cat "$logs/run"
   echo "FAIL: braid-run --hosts after a failure: status $code after ${took} s; processes left: ${left:-none}"
   failed=1
+fi
+# braid-run --hosts through a real ssh: an sshd in each namespace (Debian's openssh-server, a key made
+# here), braid-run itself inside host a, the worker's collectives on one rank per host. Skipped, saying
+# so, where sshd is not installed.
+sshd=/usr/sbin/sshd
+if [[ -x $sshd ]] && command -v ssh >/dev/null && command -v ssh-keygen >/dev/null; then
+  keys="$logs/ssh"
+  mkdir -p "$keys" /run/sshd
+  ssh-keygen -q -t ed25519 -N '' -f "$keys/host_key" && ssh-keygen -q -t ed25519 -N '' -f "$keys/id" &&
+    cp "$keys/id.pub" "$keys/authorized_keys"
+  cat >"$keys/sshd_config" <<CONFIG
+Port 2222
+HostKey $keys/host_key
+AuthorizedKeysFile $keys/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+CONFIG
+  for ns in "$a" "$b"; do
+    ip netns exec "$ns" "$sshd" -f "$keys/sshd_config" -o "PidFile=$keys/sshd-$ns.pid" -E "$logs/sshd-$ns.log"
+  done
+  sleep 0.5
+  ssh_cmd="ssh -i $keys/id -p 2222 -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+  if ip netns exec "$a" env BRAID_DIST_TIMEOUT=60 "$braid_run" --hosts 10.231.7.1:1,10.231.7.2:1 --ssh "$ssh_cmd" \
+    --master-addr 10.231.7.1 --master-port 29615 "$worker" collectives >"$logs/run" 2>&1; then
+    echo "ok: braid-run --hosts 10.231.7.1:1,10.231.7.2:1 over ssh (an sshd in each namespace) collectives"
+  else
+    cat "$logs/run" "$logs/sshd-$a.log" "$logs/sshd-$b.log"
+    echo "FAIL: braid-run --hosts over a real ssh"
+    failed=1
+  fi
+  for ns in "$a" "$b"; do
+    [[ -s $keys/sshd-$ns.pid ]] && kill "$(cat "$keys/sshd-$ns.pid")" 2>/dev/null
+  done
+else
+  echo "skipped: braid-run --hosts over a real ssh: no sshd (Debian's openssh-server)"
 fi
 exit "$failed"

@@ -13,13 +13,14 @@
 //    device (what the host's comm queue expects today); a call given a stream is only enqueued;
 //  - BRAID_COMM_CALL_HOST_MEMORY calls (the host's check of the ranks' calls) are staged through a
 //    device buffer of the group's;
-//  - BARRIER is an allreduce of one int on that buffer; SEND/RECV match in order per pair of ranks
-//    (NCCL has no tags): the tag is not checked;
+//  - BARRIER is an allreduce of one int on that buffer; SEND/RECV are refused (NCCL matches them in
+//    order with equal counts and blocks the sender on the device, where braid's are tagged);
 //  - MAX and MIN are offered for integers only: NCCL's floating max/min drop NaN, braid's keep it.
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -104,10 +105,12 @@ const Nccl& nccl() {
   return n;
 }
 
+// NCCL's result, and its last message: one process-wide string that NCCL never clears, so it may be
+// older than this call or another group's; it is labelled as such.
 std::string nccl_message(ncclResult_t r, ncclComm_t comm) {
   std::string m = nccl().error_string ? nccl().error_string(r) : "NCCL error";
   const char* detail = nccl().last_error ? nccl().last_error(comm) : nullptr;
-  if (detail && *detail) m += std::string(": ") + detail;
+  if (detail && *detail) m += std::string(" (NCCL's last message, possibly older: ") + detail + ")";
   return m;
 }
 
@@ -120,12 +123,15 @@ std::string cuda_message(const char* what, cudaError_t e) {
 class CurrentDevice {
  public:
   explicit CurrentDevice(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (cudaGetDevice(&previous_) != cudaSuccess) {
+      previous_ = -1;
+      (void)cudaGetLastError();  // this class's own failure, not one of the thread's
+    }
     status_ = previous_ == device ? cudaSuccess : cudaSetDevice(device);
+    if (status_ != cudaSuccess) (void)cudaGetLastError();
   }
   ~CurrentDevice() {
-    if (previous_ >= 0) (void)cudaSetDevice(previous_);
-    (void)cudaGetLastError();
+    if (previous_ >= 0 && status_ == cudaSuccess && cudaSetDevice(previous_) != cudaSuccess) (void)cudaGetLastError();
   }
   CurrentDevice(const CurrentDevice&) = delete;
   CurrentDevice& operator=(const CurrentDevice&) = delete;
@@ -168,9 +174,11 @@ struct braid_comm_group_t {
       else
         (void)nccl().abort(comm);
     }
+    // In stream order, so that no wait for the whole device (cudaFree) can block here; a stream
+    // destroyed with work still queued releases it when that work ends.
+    if (scratch && stream) (void)cudaFreeAsync(scratch, stream);
     if (done) (void)cudaEventDestroy(done);
     if (stream) (void)cudaStreamDestroy(stream);
-    if (scratch) (void)cudaFree(scratch);
   }
 };
 
@@ -226,6 +234,22 @@ braid_status settle(braid_comm_group g, const char* what, std::chrono::steady_cl
   }
 }
 
+// The group's staging buffer, at least `bytes`: made at create for the host's fingerprint exchange and
+// barriers; a larger call grows it in stream order (cudaFree would wait for the whole device, behind
+// other groups' kernels that may be waiting on a peer).
+braid_status ensure_scratch(braid_comm_group g, size_t bytes) {
+  if (bytes <= g->scratch_bytes) return BRAID_OK;
+  if (g->scratch) (void)cudaFreeAsync(g->scratch, g->stream);
+  g->scratch = nullptr;
+  g->scratch_bytes = 0;
+  if (cudaError_t e = cudaMallocAsync(&g->scratch, bytes, g->stream); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return failed(BRAID_ERR_OUT_OF_MEMORY, cuda_message("cudaMallocAsync of the group's staging buffer", e));
+  }
+  g->scratch_bytes = bytes;
+  return BRAID_OK;
+}
+
 bool nccl_dtype(braid_dtype d, ncclDataType_t& out) {
   switch (d) {
     case BRAID_FLOAT32: out = ncclFloat32; return true;
@@ -256,6 +280,9 @@ bool nccl_reduction(braid_collective_op op, braid_dtype d, ncclRedOp_t& out) {
 
 int32_t nccl_supports(braid_comm_op op, braid_dtype dtype, braid_collective_op reduce) {
   if (static_cast<uint32_t>(op) >= BRAID_COMM_OP_COUNT) return 0;
+  // NCCL matches point-to-point calls in order, with equal counts, and a send waits on the device for
+  // its receive: braid's tagged, buffered SEND/RECV would mix or hang. Refused until they carry a header.
+  if (op == BRAID_COMM_SEND || op == BRAID_COMM_RECV) return 0;
   if (op == BRAID_COMM_BARRIER) return 1;
   ncclDataType_t t;
   ncclRedOp_t r;
@@ -284,13 +311,15 @@ int32_t nccl_available(const char** reason) {
 braid_status nccl_group_create(const braid_comm_group_desc* desc, braid_comm_group* out) {
   if (!desc || !out || !desc->store || !desc->prefix)
     return failed(BRAID_ERR_INVALID_ARGUMENT, "group_create: incomplete description");
-  if (desc->struct_size < sizeof(braid_comm_group_desc))
+  if (desc->struct_size < offsetof(braid_comm_group_desc, device) + sizeof desc->device)
     return failed(BRAID_ERR_ABI_MISMATCH, "group_create: a host of comm ABI 1.0 cannot name the CUDA device");
   if (desc->size < 1 || desc->rank < 0 || desc->rank >= desc->size)
     return failed(BRAID_ERR_INVALID_ARGUMENT, "group_create: rank " + std::to_string(desc->rank) +
                                                   " is outside a group of " + std::to_string(desc->size));
   const char* reason = nullptr;
   if (!nccl_available(&reason)) return failed(BRAID_ERR_UNSUPPORTED, reason);
+  // One deadline for the whole join: the store's wait for the id and NCCL's set-up share the timeout.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(desc->timeout_ms);
   auto g = std::make_unique<braid_comm_group_t>();
   g->device = desc->device;
   g->rank = desc->rank;
@@ -305,6 +334,8 @@ braid_status nccl_group_create(const braid_comm_group_desc* desc, braid_comm_gro
     return failed(BRAID_ERR_OUT_OF_MEMORY, cuda_message("group_create: cudaStreamCreateWithFlags", e));
   if (cudaError_t e = cudaEventCreateWithFlags(&g->done, cudaEventDisableTiming); e != cudaSuccess)
     return failed(BRAID_ERR_OUT_OF_MEMORY, cuda_message("group_create: cudaEventCreateWithFlags", e));
+  // Room for the host's fingerprint exchange (32 bytes in, 32 per rank out) and a barrier's int.
+  if (braid_status st = ensure_scratch(g.get(), 4096 + 64 * static_cast<size_t>(desc->size)); st != BRAID_OK) return st;
   // The unique id: made by rank 0, fetched by the others through the host's store.
   ncclUniqueId id{};
   const std::string key = std::string(desc->prefix) + "nccl_id";
@@ -331,7 +362,6 @@ braid_status nccl_group_create(const braid_comm_group_desc* desc, braid_comm_gro
     g->comm = nullptr;
     return failed(BRAID_ERR_IO, "group_create: ncclCommInitRankConfig: " + m);
   }
-  const auto deadline = std::chrono::steady_clock::now() + g->timeout;
   if (braid_status st = settle(g.get(), "joining the group (ncclCommInitRankConfig)", deadline, false); st != BRAID_OK)
     return st;
   *out = g.release();
@@ -370,17 +400,14 @@ void io_counts(const braid_comm_call& c, int size, uint64_t& in, uint64_t& out) 
   }
 }
 
-braid_status ensure_scratch(braid_comm_group g, size_t bytes) {
-  if (bytes <= g->scratch_bytes) return BRAID_OK;
-  if (g->scratch) (void)cudaFree(g->scratch);
-  g->scratch = nullptr;
-  g->scratch_bytes = 0;
-  if (cudaError_t e = cudaMalloc(&g->scratch, bytes); e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return failed(BRAID_ERR_OUT_OF_MEMORY, cuda_message("cudaMalloc of the group's staging buffer", e));
-  }
-  g->scratch_bytes = bytes;
-  return BRAID_OK;
+// A refused enqueue puts a non-blocking communicator into its error state, whatever the reason
+// (NCCL's rule: abort it then): the message first, as the abort may change NCCL's last message.
+braid_status enqueue_failed(braid_comm_group g, ncclResult_t r) {
+  const std::string m = std::string("run: ") + nccl_message(r, g->comm);
+  (void)nccl().abort(g->comm);
+  g->comm = nullptr;
+  g->broken = true;
+  return failed(r == ncclInvalidArgument || r == ncclInvalidUsage ? BRAID_ERR_INVALID_ARGUMENT : BRAID_ERR_IO, m);
 }
 
 braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
@@ -393,9 +420,9 @@ braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
   const bool rooted = p2p || call->op == BRAID_COMM_BROADCAST || call->op == BRAID_COMM_REDUCE;
   if (rooted && (call->peer < 0 || call->peer >= g->size || (p2p && call->peer == g->rank)))
     return failed(BRAID_ERR_INVALID_ARGUMENT, "run: rank " + std::to_string(call->peer) + " is not a peer");
-  const uint32_t flags = call->struct_size >= sizeof(braid_comm_call) ? call->flags : 0;
+  const uint32_t flags = call->struct_size >= offsetof(braid_comm_call, flags) + sizeof call->flags ? call->flags : 0;
   const bool host = (flags & BRAID_COMM_CALL_HOST_MEMORY) != 0;
-  CurrentDevice current(g->device);  // the queue thread's first call sets it; later ones find it set
+  CurrentDevice current(g->device);  // the caller's device is put back afterwards
   const auto deadline =
       std::chrono::steady_clock::now() + (call->timeout_ms ? std::chrono::milliseconds(call->timeout_ms) : g->timeout);
   const char* what = "NCCL call";
@@ -419,7 +446,8 @@ braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
   if (host && call->op != BRAID_COMM_BARRIER) {
     // Staged: input then output in the group's buffer (in place when the caller's are one buffer).
     const bool in_place = send == recv || !send;
-    if (braid_status st = ensure_scratch(g, in_bytes + (in_place ? 0 : out_bytes) + 64); st != BRAID_OK) return st;
+    const size_t need = in_place ? std::max(in_bytes, out_bytes) : in_bytes + out_bytes;
+    if (braid_status st = ensure_scratch(g, need + 64); st != BRAID_OK) return st;
     auto* base = static_cast<std::byte*>(g->scratch);
     void* staged_out = in_place ? base : base + in_bytes;
     if (send && cudaMemcpyAsync(base, send, in_bytes, cudaMemcpyHostToDevice, g->stream) != cudaSuccess) {
@@ -433,7 +461,7 @@ braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
     }
     if (ncclResult_t r = enqueue(g, c, send ? base : nullptr, recv ? staged_out : nullptr, g->stream);
         r != ncclSuccess && r != ncclInProgress)
-      return failed(BRAID_ERR_IO, std::string("run: ") + nccl_message(r, g->comm));
+      return enqueue_failed(g, r);
     // The collective ends (or times out) first: a copy into pageable memory would wait for it with no
     // timeout. The copy back then has nothing to wait for.
     if (braid_status st = settle(g, "a staged call", deadline, true); st != BRAID_OK) return st;
@@ -445,16 +473,8 @@ braid_status nccl_run(braid_comm_group g, const braid_comm_call* call) {
     return BRAID_OK;
   }
   cudaStream_t stream = call->stream ? static_cast<cudaStream_t>(call->stream) : g->stream;
-  if (ncclResult_t r = enqueue(g, c, send, recv, stream); r != ncclSuccess && r != ncclInProgress) {
-    // An argument NCCL refused is this call's error; anything else leaves the communicator unknown.
-    if (r != ncclInvalidArgument && r != ncclInvalidUsage) {
-      (void)nccl().abort(g->comm);
-      g->comm = nullptr;
-      g->broken = true;
-    }
-    return failed(r == ncclInvalidArgument || r == ncclInvalidUsage ? BRAID_ERR_INVALID_ARGUMENT : BRAID_ERR_IO,
-                  std::string("run: ") + nccl_message(r, g->comm));
-  }
+  if (ncclResult_t r = enqueue(g, c, send, recv, stream); r != ncclSuccess && r != ncclInProgress)
+    return enqueue_failed(g, r);
   // Given a stream, the host orders the call's end itself; with none, it ends here.
   return settle(g, what, deadline, call->stream == nullptr);
 }
