@@ -9,7 +9,9 @@
 //    each rank keeps its part (twice a ring reduce-scatter's traffic; correct for any rank count);
 //  - a call that times out or loses a peer throws and leaves its pairs in an unknown state: the call
 //    returns the error, and the host destroys the group, which closes every connection so that the
-//    peers' calls fail at once instead of at their own timeouts.
+//    peers' calls fail at once instead of at their own timeouts;
+//  - its TCP pairs write with writev, which raises SIGPIPE on a connection a dead peer reset: that
+//    would kill a surviving rank. SIGPIPE is blocked on the threads that write (SigpipeBlocked).
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
@@ -19,6 +21,8 @@
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <chrono>
@@ -43,6 +47,33 @@ struct braid_comm_group_t {
 namespace {
 
 using namespace braid::comm_plugin;
+
+// Blocks SIGPIPE on this thread for a scope, so that a write to a connection a dead peer reset fails
+// with EPIPE (which Gloo reports as an IoException) instead of killing the process. Threads started
+// inside the scope keep it blocked (Gloo's loop thread, made by CreateDevice in group_create). On the
+// way out a SIGPIPE raised meanwhile is taken off the thread first: unblocking would deliver it.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &before_);
+  }
+  ~SigpipeBlocked() {
+    if (sigismember(&before_, SIGPIPE)) return;  // the thread had it blocked already: leave it so
+    sigset_t pending;
+    if (sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec now{0, 0};
+      while (sigtimedwait(&pipe_, nullptr, &now) == SIGPIPE) {}
+    }
+    pthread_sigmask(SIG_SETMASK, &before_, nullptr);
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  sigset_t pipe_{}, before_{};
+};
 
 // Gloo's rendezvous over the host's store (Debian's Gloo has no TCP store of its own). A failure is
 // thrown as gloo::IoException, which is what Gloo's own stores throw and what connectFullMesh passes on.
@@ -149,6 +180,7 @@ braid_status gloo_group_create(const braid_comm_group_desc* desc, braid_comm_gro
   if (desc->size < 1 || desc->rank < 0 || desc->rank >= desc->size)
     return failed(BRAID_ERR_INVALID_ARGUMENT, "group_create: rank " + std::to_string(desc->rank) +
                                                   " is outside a group of " + std::to_string(desc->size));
+  const SigpipeBlocked no_sigpipe;
   try {
     auto group = std::make_unique<braid_comm_group_t>();
     gloo::transport::tcp::attr attr;
@@ -175,6 +207,7 @@ braid_status gloo_group_create(const braid_comm_group_desc* desc, braid_comm_gro
 
 void gloo_group_destroy(braid_comm_group group) {
   // Destroying the context closes its pairs: a peer blocked in a call sees the connection close.
+  const SigpipeBlocked no_sigpipe;
   std::unique_ptr<braid_comm_group_t> owned(group);
 }
 
@@ -307,6 +340,7 @@ braid_status gloo_run(braid_comm_group group, const braid_comm_call* call) {
   const bool rooted = p2p || call->op == BRAID_COMM_BROADCAST || call->op == BRAID_COMM_REDUCE;
   if (rooted && (call->peer < 0 || call->peer >= group->context->size || (p2p && call->peer == group->context->rank)))
     return failed(BRAID_ERR_INVALID_ARGUMENT, "run: rank " + std::to_string(call->peer) + " is not a peer");
+  const SigpipeBlocked no_sigpipe;
   try {
     run_call(group, *call);
     return BRAID_OK;
