@@ -15,9 +15,10 @@
 #      fuzzer in tests/fuzz/ (the IDX, safetensors and graph readers, the C API) for BRAID_FUZZ_SECONDS
 #      (default 15) from its seed corpus with a fixed seed (BRAID_FUZZ_SEED, default 1) through
 #      scripts/fuzz.sh, which also runs the long campaigns (10 minutes a target by default)
-#   3. build-tsan/ (clang, TSan, -Werror, the CPU plugin without oneDNN): the sanitized suites pinned to
-#      one CPU, with BRAID_CPU_DEVICES=2
-#   The sanitizer trees build only what they run (the suites, the plugins, the fuzzers).
+#   3. build-tsan/ (clang, TSan, -Werror, the CPU plugin without oneDNN, every file compiled alone): the
+#      sanitized suites pinned to one CPU, with BRAID_CPU_DEVICES=2
+#   The sanitizer trees build only what they run (the suites, the plugins, the fuzzers); build/ and
+#   build-asan/ are unity builds (CMakeLists.txt, BRAID_UNITY_BUILD).
 #
 # Every step runs even if an earlier one failed (one CI run shows every failure); the exit status is
 # non-zero if any step failed, and the summary lists every step with its time. Sanitizer
@@ -182,9 +183,12 @@ tsan_env=(BRAID_BACKENDS=cpu TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack
 # No Vulkan plugin in this tree: the runs load the CPU plugin alone (above). Nor oneDNN: pinned to one
 # CPU, TSan gains nothing from it (it cannot see into it), and so this tree is also the CPU plugin built
 # without oneDNN, a configuration that once stopped compiling unnoticed: clang with -Werror builds it,
-# and the ops suite runs its matmul and convolution cases on OpenBLAS and braid's own kernels.
-if step "build (build-tsan/, TSan, CPU plugin without oneDNN, -Werror)" scripts/build.sh --sanitize thread --werror \
-  --target braid-sanitized -- -DBRAID_BACKEND_VULKAN=OFF -DBRAID_CPU_ONEDNN=OFF; then
+# and the ops suite runs its matmul and convolution cases on OpenBLAS and braid's own kernels. The other
+# trees are unity builds (CMakeLists.txt, BRAID_UNITY_BUILD); this one compiles every file alone, so a
+# runtime, CPU-plugin or test file that compiles only beside its batch's others is still found.
+if step "build (build-tsan/, TSan, CPU plugin without oneDNN, one file at a time, -Werror)" scripts/build.sh \
+  --sanitize thread --werror --target braid-sanitized -- -DBRAID_BACKEND_VULKAN=OFF -DBRAID_CPU_ONEDNN=OFF \
+  -DBRAID_UNITY_BUILD=OFF; then
   # setarch (when needed) and taskset wrap ctest; the tests inherit the personality and the mask.
   launcher=("${tsan_prefix[@]}" taskset -c "${first_cpu:-0}")
   # Once, with two devices: pinned to one CPU, a one-device run exercises the same single-thread paths

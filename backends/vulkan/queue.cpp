@@ -18,8 +18,6 @@ constexpr uint64_t kRingAlign = 256;
 constexpr uint32_t kMaxSets = 256;  // dispatches per batch
 constexpr size_t kMaxItems = 512;   // submissions per batch
 
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
 }  // namespace
 
 const PhysicalDevice& Recorder::physical() const { return q_.device_.physical(); }

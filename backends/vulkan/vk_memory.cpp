@@ -11,7 +11,6 @@ namespace {
 // Every sub-allocation starts on this boundary: at least any device's minStorageBufferOffsetAlignment
 // (<= 256 by the spec), so a tensor's start can be bound as a storage buffer directly.
 constexpr uint64_t kAlign = 256;
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 }  // namespace
 
 Allocator::Allocator(Device& device, VkMemoryPropertyFlags want, uint64_t block_size)

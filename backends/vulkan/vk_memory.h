@@ -14,6 +14,9 @@
 
 namespace braid::vk {
 
+// v rounded up to a multiple of a (a > 0): sub-allocations and staging offsets keep their alignment.
+constexpr uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
 struct Device;
 
 struct MemoryBlock {

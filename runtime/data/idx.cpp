@@ -16,7 +16,8 @@
 #include "core/error.h"
 
 namespace braid::data {
-namespace {
+// Named, not anonymous: IdxReader::Impl, a class with linkage, holds a Reader.
+namespace idx_file {
 
 struct FileClose {
   void operator()(std::FILE* f) const noexcept { std::fclose(f); }
@@ -144,7 +145,10 @@ uint32_t big_endian(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-}  // namespace
+}  // namespace idx_file
+
+using idx_file::big_endian;
+using idx_file::Reader;
 
 struct IdxReader::Impl {
   Impl(const std::string& path, const std::string& hint) : in(path, hint) {}

@@ -71,7 +71,7 @@ using KVStorePool = HandlePool<braid_kvstore_t>;
 
 braid_kvstore_t& checked_store(braid_kvstore kv) { return KVStorePool::instance().checked(kv, "kv", "KVStore"); }
 
-braid_kvstore_t::Entry& entry(braid_kvstore_t& kv, int64_t key, const char* name) {
+braid_kvstore_t::Entry& keyed_entry(braid_kvstore_t& kv, int64_t key, const char* name) {
   auto it = kv.entries.find(key);
   if (it == kv.entries.end())
     fail(BRAID_ERR_INVALID_ARGUMENT, name, ": key ", key, " was not initialised (braid_kvstore_init)");
@@ -130,7 +130,7 @@ TensorRef merged(braid_kvstore_t& kv, Tensor& stored, const std::vector<Tensor*>
 
 // push and pull with kv.mu held by the caller.
 void push_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* values) {
-  braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_push");
+  braid_kvstore_t::Entry& e = keyed_entry(kv, key, "kvstore_push");
   Tensor& stored = *e.value;
   const std::vector<Tensor*> vs = checked_values(kv, stored, count, values, "kvstore_push", "values");
   if (kv.optimizer && !dtype_is_float(stored.dtype))
@@ -146,7 +146,7 @@ void push_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_te
 }
 
 void pull_locked(braid_kvstore_t& kv, int64_t key, int32_t count, const braid_tensor* outs) {
-  braid_kvstore_t::Entry& e = entry(kv, key, "kvstore_pull");
+  braid_kvstore_t::Entry& e = keyed_entry(kv, key, "kvstore_pull");
   Tensor& stored = *e.value;
   const std::vector<Tensor*> os = checked_values(kv, stored, count, outs, "kvstore_pull", "outs");
   if (kv.remote) kv.remote->pull(key, stored);
@@ -239,7 +239,7 @@ BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int
     // One unit, as MXNet's pushpull: no other thread's push lands between this push and its pull,
     // and outs are checked before anything is pushed.
     std::lock_guard lock(k.mu);
-    checked_values(k, *entry(k, key, "kvstore_pushpull").value, count, outs, "kvstore_pushpull", "outs");
+    checked_values(k, *keyed_entry(k, key, "kvstore_pushpull").value, count, outs, "kvstore_pushpull", "outs");
     push_locked(k, key, count, values);
     pull_locked(k, key, count, outs);
   });

@@ -17,14 +17,14 @@ namespace {
 std::mutex g_log_mu;
 std::vector<std::string> g_lines;  // guarded by g_log_mu
 
-void host_log(braid_log_level level, const char* message) {
+void enum_log(braid_log_level level, const char* message) {
   std::lock_guard lock(g_log_mu);
   g_lines.emplace_back(std::string(level == BRAID_LOG_WARNING ? "warning: " : "other: ") + message);
 }
-int32_t host_begin(void*) { return 1; }
-void host_end(void*, braid_status, const char*) {}
-const braid_host_api kHost = {
-    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, host_log, host_begin, host_end};
+int32_t enum_begin(void*) { return 1; }
+void enum_end(void*, braid_status, const char*) {}
+const braid_host_api kEnumHost = {
+    sizeof(braid_host_api), BRAID_BACKEND_ABI_MAJOR, BRAID_BACKEND_ABI_MINOR, enum_log, enum_begin, enum_end};
 
 // What the plugin makes of one value: the cores of each device and the log lines of the enumeration.
 struct Seen {
@@ -48,7 +48,7 @@ Seen enumerate(const char* value) {
   }
   Seen seen;
   {
-    test::PluginLib plugin(BRAID_CPU_PLUGIN, &kHost);
+    test::PluginLib plugin(BRAID_CPU_PLUGIN, &kEnumHost);
     REQUIRE_MESSAGE(plugin.api() != nullptr, "cannot open the plugin: ", plugin.error());
     const braid_backend_api* api = plugin.api();
     int32_t n = 0;

@@ -14,13 +14,13 @@
 
 namespace {
 
-constexpr int64_t kCount = 1000;
+constexpr int64_t kSamples = 1000;
 
-struct Fixture {
+struct BatchFixture {
   test::Ctx ctx;
   dtest::TempDir dir;
   dtest::Dataset ds;
-  explicit Fixture(int cpu_devices = 1, uint32_t count = kCount) : ctx(cpu_devices) {
+  explicit BatchFixture(int cpu_devices = 1, uint32_t count = kSamples) : ctx(cpu_devices) {
     dtest::write_split(dir, dtest::synth(count));
     REQUIRE(dtest::open_dir(ctx.ctx, dir.str(), ds) == BRAID_OK);
   }
@@ -84,7 +84,7 @@ bool is_permutation_of_all(std::vector<int64_t> order, int64_t count) {
 TEST_SUITE("batches") {
 
 TEST_CASE("batch count and the last batch, with and without drop_last") {
-  Fixture f;
+  BatchFixture f;
   struct Case {
     int64_t batch;
     bool drop_last;
@@ -118,23 +118,23 @@ TEST_CASE("batch count and the last batch, with and without drop_last") {
       for (int epoch = 0; epoch < 2; ++epoch) {
         const Epoch e = run_epoch(it.it);
         CHECK(e.sizes == c.sizes);
-        if (!c.drop_last) CHECK(is_permutation_of_all(e.order, kCount));
+        if (!c.drop_last) CHECK(is_permutation_of_all(e.order, kSamples));
       }
     }
   }
 }
 
 TEST_CASE("every example exactly once per epoch, reshuffled between epochs") {
-  Fixture f;
+  BatchFixture f;
   dtest::Iterator it;
   const auto o = opts(64, true, 1234);
   BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
   std::vector<std::vector<int64_t>> epochs;
   for (int e = 0; e < 3; ++e) epochs.push_back(run_epoch(it.it).order);
-  for (const auto& order : epochs) CHECK(is_permutation_of_all(order, kCount));
+  for (const auto& order : epochs) CHECK(is_permutation_of_all(order, kSamples));
   CHECK(epochs[0] != epochs[1]);
   CHECK(epochs[1] != epochs[2]);
-  std::vector<int64_t> identity(kCount);
+  std::vector<int64_t> identity(kSamples);
   std::iota(identity.begin(), identity.end(), int64_t{0});
   CHECK(epochs[0] != identity);
   // drop_last with shuffling: each epoch drops different examples, never one twice.
@@ -152,18 +152,18 @@ TEST_CASE("every example exactly once per epoch, reshuffled between epochs") {
 }
 
 TEST_CASE("without shuffle the order is the file's, every epoch") {
-  Fixture f;
+  BatchFixture f;
   dtest::Iterator it;
   const auto o = opts(300, false);
   BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
-  std::vector<int64_t> identity(kCount);
+  std::vector<int64_t> identity(kSamples);
   std::iota(identity.begin(), identity.end(), int64_t{0});
   CHECK(run_epoch(it.it).order == identity);
   CHECK(run_epoch(it.it).order == identity);
 }
 
 TEST_CASE("the order is a function of (seed, epoch) only") {
-  Fixture f;
+  BatchFixture f;
   auto epochs_of = [&](uint64_t seed, int32_t prefetch, int64_t batch, int n_epochs) {
     dtest::Iterator it;
     const auto o = opts(batch, true, seed, false, prefetch);
@@ -183,7 +183,7 @@ TEST_CASE("the order is a function of (seed, epoch) only") {
 }
 
 TEST_CASE("stopping mid-epoch, and releasing with batches prepared, is clean") {
-  Fixture f;
+  BatchFixture f;
   for (int32_t prefetch : {1, 2, 8}) {
     dtest::Iterator it;
     const auto o = opts(10, true, 5, false, prefetch);
@@ -196,7 +196,7 @@ TEST_CASE("stopping mid-epoch, and releasing with batches prepared, is clean") {
 }
 
 TEST_CASE("batches are placed on the requested device") {
-  Fixture f(2);
+  BatchFixture f(2);
   if (f.ctx.devices() < 2) {
     MESSAGE("SKIPPED: needs two CPU devices (BRAID_CPU_DEVICES=2)");
     return;
@@ -217,7 +217,7 @@ TEST_CASE("batches are placed on the requested device") {
 TEST_CASE("batches feed ops like any tensor") {
   // The chapter's use: a batch goes straight into a model. softmax cross-entropy over a [B, 10]
   // slice of the images checks that labels are valid class indices for the op, asynchronously.
-  Fixture f;
+  BatchFixture f;
   dtest::Iterator it;
   const auto o = opts(50, true, 11);
   BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
@@ -237,7 +237,7 @@ TEST_CASE("batches feed ops like any tensor") {
 
 // Parts (num_parts, part_index): what every rank of a data-parallel job reads.
 TEST_CASE("parts: the same number of batches on every part, together the whole epoch") {
-  Fixture f;
+  BatchFixture f;
   struct Case {
     int32_t parts;
     int64_t batch;
@@ -251,7 +251,7 @@ TEST_CASE("parts: the same number of batches on every part, together the whole e
     CAPTURE(c.parts);
     CAPTURE(c.drop_last);
     const int32_t parts = std::max(c.parts, 1);
-    const int64_t part_size = c.drop_last ? kCount / parts : (kCount + parts - 1) / parts;
+    const int64_t part_size = c.drop_last ? kSamples / parts : (kSamples + parts - 1) / parts;
     // The one-iterator epoch with the parts' batches side by side: parts times the batch size.
     dtest::Iterator whole;
     auto wo = opts(c.batch * parts, true, 11, false);
@@ -275,7 +275,7 @@ TEST_CASE("parts: the same number of batches on every part, together the whole e
     // Position k of part p is position k * parts + p of the epoch's order (wrapping past its end).
     for (int32_t p = 0; p < parts; ++p)
       for (size_t k = 0; k < part_epochs[size_t(p)].order.size(); ++k)
-        CHECK(part_epochs[size_t(p)].order[k] == one.order[(k * size_t(parts) + size_t(p)) % size_t(kCount)]);
+        CHECK(part_epochs[size_t(p)].order[k] == one.order[(k * size_t(parts) + size_t(p)) % size_t(kSamples)]);
     // Together: the whole epoch (each example once where the parts divide it or drop_last cuts it; the
     // padding repeats the epoch's first examples).
     std::vector<int64_t> all;
@@ -284,7 +284,7 @@ TEST_CASE("parts: the same number of batches on every part, together the whole e
       std::vector<int64_t> distinct = all;
       std::sort(distinct.begin(), distinct.end());
       distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-      CHECK(int64_t(distinct.size()) == kCount);
+      CHECK(int64_t(distinct.size()) == kSamples);
       CHECK(int64_t(all.size()) == part_size * parts);
     } else {
       std::sort(all.begin(), all.end());
@@ -294,7 +294,7 @@ TEST_CASE("parts: the same number of batches on every part, together the whole e
 }
 
 TEST_CASE("parts: batch b of every part together is batch b of one iterator with parts times the batch") {
-  Fixture f;
+  BatchFixture f;
   constexpr int32_t kParts = 4;
   constexpr int64_t kBatch = 32;
   dtest::Iterator whole;
@@ -330,14 +330,14 @@ TEST_CASE("parts: batch b of every part together is batch b of one iterator with
 }
 
 TEST_CASE("parts: a caller of ABI 1.9 (no num_parts) reads the whole dataset") {
-  Fixture f;
+  BatchFixture f;
   dtest::Iterator it;
-  auto o = opts(kCount, false);
+  auto o = opts(kSamples, false);
   o.num_parts = 3;  // beyond the struct_size below: never read
   o.part_index = 2;
   o.struct_size = static_cast<uint32_t>(offsetof(braid_batch_iterator_options, num_parts));
   BRAID_CHECK_OK(braid_batch_iterator_create(f.ds.ds, &o, it.out()));
-  CHECK(is_permutation_of_all(run_epoch(it.it).order, kCount));
+  CHECK(is_permutation_of_all(run_epoch(it.it).order, kSamples));
 }
 
 }  // TEST_SUITE("batches")

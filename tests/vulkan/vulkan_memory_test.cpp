@@ -12,23 +12,23 @@
 
 namespace {
 
-struct Context {
+struct MemoryContext {
   braid_context ctx = nullptr;
   braid_device vk = -1;
-  Context() {
+  MemoryContext() {
     braid_context_options o = BRAID_CONTEXT_OPTIONS_INIT;
     o.backends = "cpu,vulkan";
     REQUIRE(braid_context_create(&o, &ctx) == BRAID_OK);
     if (braid_context_find_device(ctx, "vulkan:0", &vk) != BRAID_OK) vk = -1;
   }
-  ~Context() { braid_context_release(ctx); }
+  ~MemoryContext() { braid_context_release(ctx); }
 };
 
 // The device's memory_bytes and its properties' max_storage_buffer_range.
 struct Limits {
   uint64_t memory = 0, max_range = 0;
 };
-Limits limits(const Context& c) {
+Limits limits(const MemoryContext& c) {
   braid_device_info info{};
   info.struct_size = sizeof info;
   REQUIRE(braid_context_device_info(c.ctx, c.vk, &info) == BRAID_OK);
@@ -44,7 +44,7 @@ Limits limits(const Context& c) {
 }  // namespace
 
 TEST_CASE("vulkan memory: a tensor beyond maxStorageBufferRange is refused at the call") {
-  Context c;
+  MemoryContext c;
   if (c.vk < 0) {
     MESSAGE("skipped: no Vulkan device");
     return;
@@ -69,7 +69,7 @@ TEST_CASE("vulkan memory: a tensor beyond maxStorageBufferRange is refused at th
 }
 
 TEST_CASE("vulkan memory: allocations stop at the heap's size with OUT_OF_MEMORY, and freeing gives it back") {
-  Context c;
+  MemoryContext c;
   if (c.vk < 0) {
     MESSAGE("skipped: no Vulkan device");
     return;
@@ -106,7 +106,7 @@ TEST_CASE("vulkan memory: allocations stop at the heap's size with OUT_OF_MEMORY
 }
 
 TEST_CASE("vulkan reductions: exact up to the per-output limit, refused beyond it (never a wrong sum)") {
-  Context c;
+  MemoryContext c;
   if (c.vk < 0) {
     MESSAGE("skipped: no Vulkan device");
     return;

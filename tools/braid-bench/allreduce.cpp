@@ -14,7 +14,7 @@
 namespace braid::bench {
 namespace {
 
-constexpr int kDefaultRepeat = 5;
+constexpr int kAllreduceRepeat = 5;
 
 std::vector<braid_device> devices_of(const Run& run) {
   std::vector<braid_device> devs;
@@ -35,13 +35,6 @@ std::vector<braid_device> devices_of(const Run& run) {
     if (info.kind == BRAID_DEVICE_CPU && std::string(info.backend) == "cpu") devs.push_back(d);
   }
   return devs;
-}
-
-// Built by appending: GCC 12 warns (-Wrestrict, a false positive) on `"literal" + std::string`.
-std::string size_name(uint64_t bytes) {
-  std::string s = std::to_string(bytes >= (1u << 20) ? bytes >> 20 : bytes >> 10);
-  s += bytes >= (1u << 20) ? "MiB" : "KiB";
-  return s;
 }
 
 }  // namespace
@@ -74,7 +67,7 @@ void suite_allreduce(Run& run) {
   static_assert(sizeof algorithms / sizeof algorithms[0] == BRAID_ALLREDUCE_ALGORITHM_COUNT);
   for (uint64_t bytes = 4u << 10; bytes <= (256u << 20); bytes *= 4) {
     const int64_t count = static_cast<int64_t>(bytes / sizeof(float));
-    const int repeat = run.repeat_or(bytes >= (64u << 20) ? 3 : kDefaultRepeat);
+    const int repeat = run.repeat_or(bytes >= (64u << 20) ? 3 : kAllreduceRepeat);
     std::vector<Tensor> ts;
     std::vector<braid_tensor> hs;
     for (braid_device d : devs) {

@@ -30,12 +30,6 @@
 namespace braid::bench {
 namespace {
 
-std::string size_name(uint64_t bytes) {
-  std::string s = std::to_string(bytes >= (1u << 20) ? bytes >> 20 : bytes >> 10);
-  s += bytes >= (1u << 20) ? "MiB" : "KiB";
-  return s;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];

@@ -16,7 +16,7 @@
 namespace braid::bench {
 namespace {
 
-constexpr int kDefaultRepeat = 3;
+constexpr int kAsyncRepeat = 3;
 
 struct Loop {
   int64_t rows, cols;
@@ -70,7 +70,7 @@ void measure(Run& run, const Loop& l, int repeat) {
 }  // namespace
 
 void suite_async(Run& run) {
-  const int repeat = run.repeat_or(kDefaultRepeat);
+  const int repeat = run.repeat_or(kAsyncRepeat);
   measure(run, {1, 2, 10000, 2000, "_1x2x10000"}, repeat);
   measure(run, {2000, 2000, 1000, 200, ""}, repeat);
   run.out->note("async",

@@ -67,6 +67,22 @@ std::string shell_quote(std::string_view s) {
   return out;
 }
 
+// Built by appending: GCC 12 warns (-Wrestrict, a false positive) on `"literal" + std::string`.
+std::string size_name(uint64_t bytes) {
+  std::string s;
+  if (bytes >= (uint64_t{1} << 30) && bytes % (uint64_t{1} << 30) == 0) {
+    s = std::to_string(bytes >> 30);
+    s += "GiB";
+  } else if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
+    s = std::to_string(bytes >> 20);
+    s += "MiB";
+  } else {
+    s = std::to_string(bytes >> 10);
+    s += "KiB";
+  }
+  return s;
+}
+
 int affinity_cores() {
   cpu_set_t set;
   CPU_ZERO(&set);

@@ -79,6 +79,8 @@ Tensor full_2d(const Run& run, int64_t rows, int64_t cols, double value);
 std::filesystem::path beside_bench(std::string_view name);
 // Single-quotes s for /bin/sh (popen runs through the shell).
 std::string shell_quote(std::string_view s);
+// A size for figure names: "4KiB", "256MiB", "1GiB" (the largest unit that divides it; KiB below 1 MiB).
+std::string size_name(uint64_t bytes);
 
 // The measured float32 FMA peak of `threads` host cores (fma_peak.cpp); isa "" where the CPU has
 // neither AVX-512 nor AVX2+FMA.

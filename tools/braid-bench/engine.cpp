@@ -19,7 +19,7 @@ namespace braid::bench {
 namespace {
 
 constexpr int64_t kOps = 200000;  // per thread and run: ~0.1 s at the 0.5 us target
-constexpr int kDefaultRepeat = 5;
+constexpr int kEngineRepeat = 5;
 
 struct PushResult {
   braid_status status = BRAID_OK;
@@ -72,7 +72,7 @@ double run_threads(Run& run, const std::vector<Tensor>& xs) {
 }  // namespace
 
 void suite_engine(Run& run) {
-  const int repeat = run.repeat_or(kDefaultRepeat);
+  const int repeat = run.repeat_or(kEngineRepeat);
   std::vector<Tensor> one, two;
   one.push_back(full_2d(run, 1, 2, 1.0));
   two.push_back(full_2d(run, 1, 2, 1.0));

@@ -15,7 +15,7 @@
 namespace braid::bench {
 namespace {
 
-constexpr int kDefaultRepeat = 15;
+constexpr int kFusionRepeat = 15;
 constexpr int64_t kRows = 1024, kCols = 1024;
 
 Tensor random_tensor(const Run& run, int ndim, const int64_t* shape) {
@@ -50,7 +50,7 @@ using Graph = std::unique_ptr<braid_graph_t, GraphRelease>;
 }  // namespace
 
 void suite_fusion(Run& run) {
-  const int repeat = run.repeat_or(kDefaultRepeat);
+  const int repeat = run.repeat_or(kFusionRepeat);
   const int64_t shape[2] = {kRows, kCols};
   Tensor x = random_tensor(run, 2, shape);
   Tensor row = random_tensor(run, 1, &shape[1]);

@@ -21,7 +21,7 @@ namespace {
 
 constexpr int64_t kN = 2000;
 constexpr int kWarmup = 1;
-constexpr int kDefaultRepeat = 5;
+constexpr int kGemmRepeat = 5;
 constexpr double kFlop = 2.0 * kN * kN * kN;
 
 #if BRAID_BENCH_HAVE_OPENBLAS
@@ -83,7 +83,7 @@ std::vector<float> to_host(braid_tensor t) {
 }  // namespace
 
 void suite_gemm(Run& run) {
-  const int repeat = run.repeat_or(kDefaultRepeat);
+  const int repeat = run.repeat_or(kGemmRepeat);
   const Tensor a = uniform_2d(run), b = uniform_2d(run);
   check(braid_wait_all(run.ctx), "braid_wait_all");
 

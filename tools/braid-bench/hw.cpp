@@ -34,7 +34,7 @@
 namespace braid::bench {
 namespace {
 
-constexpr int kDefaultRepeat = 5;
+constexpr int kHwRepeat = 5;
 constexpr const char* kSuite = "hw";
 
 // What every kernel's result is folded into (printed at the end), so no work is dead code.
@@ -67,21 +67,6 @@ class Buffer {
   char* data_ = nullptr;
   size_t bytes_ = 0;
 };
-
-std::string size_name(uint64_t bytes) {
-  std::string s;
-  if (bytes >= (uint64_t{1} << 30) && bytes % (uint64_t{1} << 30) == 0) {
-    s = std::to_string(bytes >> 30);
-    s += "GiB";
-  } else if (bytes >= (uint64_t{1} << 20) && bytes % (uint64_t{1} << 20) == 0) {
-    s = std::to_string(bytes >> 20);
-    s += "MiB";
-  } else {
-    s = std::to_string(bytes >> 10);
-    s += "KiB";
-  }
-  return s;
-}
 
 std::string fmt(const char* format, double v) {
   char text[64];
@@ -602,7 +587,7 @@ void matmul_dtypes(const Run& run, int repeat) {
 }  // namespace
 
 void suite_hw(Run& run) {
-  const int repeat = run.repeat_or(kDefaultRepeat);
+  const int repeat = run.repeat_or(kHwRepeat);
   alignment(run, repeat);
   strides(run, repeat);
   traversal(run, repeat);

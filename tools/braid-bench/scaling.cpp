@@ -23,18 +23,18 @@
 namespace braid::bench {
 namespace {
 
-struct Model {
+struct ScalingModel {
   const char* name;        // braid-<name> is the sample
   const char* one_device;  // the sample's flag for a single device
   int default_batches;     // batches of 256 per run
 };
 
-constexpr Model kModels[] = {{"lenet", "--device", 60}, {"resnet", "--devices", 3}};
+constexpr ScalingModel kModels[] = {{"lenet", "--device", 60}, {"resnet", "--devices", 3}};
 
 // Runs the sample with BRAID_CPU_DEVICES=cpu_devices and returns the steady samples/s of its (only)
 // epoch: timed after the first batch, which pays the warm-up (a calibrated run pays it while
 // calibrating, so counting it would favour the weighted split).
-double samples_per_s(const Model& m, int batches, const std::string& args, int cpu_devices) {
+double samples_per_s(const ScalingModel& m, int batches, const std::string& args, int cpu_devices) {
   const std::string exe = beside_bench(std::string("braid-") + m.name).string();
   const std::string command = "BRAID_CPU_DEVICES=" + std::to_string(cpu_devices) + " " + shell_quote(exe) +
                               " --epochs 1 --test-batches 1 --batches " + std::to_string(batches) + " " + args +
@@ -84,7 +84,7 @@ void suite_scaling(Run& run) {
   run.out->note("scaling", "devices " + list + " (BRAID_CPU_DEVICES=" + std::to_string(cut) +
                                "); samples/s of one epoch of --batches batches of 256 after its first batch, median "
                                "of --repeat rounds");
-  for (const Model& m : kModels) {
+  for (const ScalingModel& m : kModels) {
     std::error_code ec;
     if (!std::filesystem::exists(beside_bench(std::string("braid-") + m.name), ec)) {
       run.out->note("scaling", std::string("braid-") + m.name + " is not built next to braid-bench; skipped");
