@@ -51,6 +51,15 @@ bool in_support_table(const uint32_t (&masks)[BRAID_KOP_COUNT], const braid_kern
 // elementwise ops it has integer versions of.
 constexpr uint32_t op_bit(int op) { return 1u << op; }
 
+// The integer elementwise kernels, one table for every plugin: these unary ops (the C API's integer
+// ones, runtime/ops/elementwise.cpp) and every binary op (DIV truncates, POW squares; the C API
+// sends neither for integers, but the CPU and CUDA kernels have them). A plugin that lacks some says
+// so by masking them off.
+inline constexpr uint32_t kIntegerUnaryOps = op_bit(BRAID_UNARY_NEG) | op_bit(BRAID_UNARY_ABS) |
+                                             op_bit(BRAID_UNARY_RELU) | op_bit(BRAID_UNARY_SQUARE) |
+                                             op_bit(BRAID_UNARY_SIGN);
+inline constexpr uint32_t kIntegerBinaryOps = (1u << BRAID_BINARY_COUNT) - 1;
+
 // The part of a call's support that (op, dtype) cannot say, for the elementwise kernels: the sub-op
 // (i0) of a UNARY, BINARY or BINARY_SCALAR call must be valid, and an int32/int64 call's sub-op must
 // be in int_unary (UNARY) or int_binary (BINARY, BINARY_SCALAR). Every other call passes.

@@ -15,14 +15,13 @@
 #include "buffers.h"
 #include "cpu_features.h"
 #include "device.h"
-#include "entry_points.h"
 #include "enum_value.h"
 #include "guarded.h"
 #include "host.h"
 #include "kernels/gemm_onednn.h"
 #include "kernels/kernels.h"
+#include "plugin_table.h"
 #include "queue.h"
-#include "semaphore_api.h"
 #include "timeline_semaphore.h"
 #include "topology.h"
 
@@ -149,13 +148,8 @@ const char* device_props_json(int32_t index) {
 
 void shutdown() { host::release(); }
 
-// Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
-// optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
-// too. No extensions (get_proc_address).
-constexpr braid_backend_api kApi = {
-    .struct_size = sizeof(braid_backend_api),
-    .abi_major = BRAID_BACKEND_ABI_MAJOR,
-    .abi_minor = BRAID_BACKEND_ABI_MINOR,
+// The shared entries come from plugin_table.h; these are the plugin's own. No extensions (get_proc_address).
+constexpr braid_backend_api kApi = plugin::backend_api<Queue, Semaphore, kernel_supports, call_supports>({
     .name = "cpu",
     .device_count = device_count,
     .device_props = device_props,
@@ -165,28 +159,12 @@ constexpr braid_backend_api kApi = {
     .buffer_free = buffer_free,
     .buffer_host_pointer = buffer_host_pointer,
     .queue_create = queue_create,
-    .queue_destroy = plugin::queue_destroy<Queue>,
-    .queue_submit = plugin::queue_submit<Queue>,
-    .queue_flush = plugin::queue_flush<Queue>,
-    .semaphore_create = plugin::semaphore_create<Semaphore>,
-    .semaphore_destroy = plugin::semaphore_destroy<Semaphore>,
-    .semaphore_query = plugin::semaphore_query<Semaphore>,
-    .semaphore_signal = plugin::semaphore_signal<Semaphore>,
-    .semaphore_wait = plugin::semaphore_wait<Semaphore>,
-    .semaphore_notify = plugin::semaphore_notify<Semaphore>,
-    .semaphore_fail = plugin::semaphore_fail<Semaphore>,
-    .supports = plugin::supports<kernel_supports>,
     .shutdown = shutdown,
     .device_props_json = device_props_json,
-    .supports_call = plugin::supports_call<call_supports>,
-    .get_proc_address = nullptr,
-};
+});
 
 }  // namespace
 }  // namespace braid::cpu
 
-extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
-                                                      const braid_host_api* host, const braid_backend_api** out) {
-  // The fork guard is installed when OpenBLAS is opened (blas_library.cpp), after OpenBLAS's own handlers.
-  return braid::plugin::host::answer_query(host_major, host, &braid::cpu::kApi, out);
-}
+// The fork guard is installed when OpenBLAS is opened (blas_library.cpp), after OpenBLAS's own handlers.
+BRAID_BACKEND_PLUGIN_QUERY(braid::cpu::kApi)

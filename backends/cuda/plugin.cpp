@@ -13,14 +13,13 @@
 #include "braid_backend.h"
 #include "buffer.h"
 #include "device.h"
-#include "entry_points.h"
 #include "enum_value.h"
 #include "guarded.h"
 #include "host.h"
 #include "kernels/kernels.h"
+#include "plugin_table.h"
 #include "probe.h"
 #include "queue.h"
-#include "semaphore_api.h"
 #include "timeline_semaphore.h"
 
 namespace braid::cuda {
@@ -133,13 +132,8 @@ void* get_proc_address(const char* name) {
   return nullptr;
 }
 
-// Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
-// optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
-// too.
-constexpr braid_backend_api kApi = {
-    .struct_size = sizeof(braid_backend_api),
-    .abi_major = BRAID_BACKEND_ABI_MAJOR,
-    .abi_minor = BRAID_BACKEND_ABI_MINOR,
+// The shared entries come from plugin_table.h; these are the plugin's own.
+constexpr braid_backend_api kApi = plugin::backend_api<Queue, Semaphore, kernel_supports, call_supports>({
     .name = "cuda",
     .device_count = device_count,
     .device_props = device_props,
@@ -149,27 +143,12 @@ constexpr braid_backend_api kApi = {
     .buffer_free = buffer_free,
     .buffer_host_pointer = buffer_host_pointer,
     .queue_create = queue_create,
-    .queue_destroy = plugin::queue_destroy<Queue>,
-    .queue_submit = plugin::queue_submit<Queue>,
-    .queue_flush = plugin::queue_flush<Queue>,
-    .semaphore_create = plugin::semaphore_create<Semaphore>,
-    .semaphore_destroy = plugin::semaphore_destroy<Semaphore>,
-    .semaphore_query = plugin::semaphore_query<Semaphore>,
-    .semaphore_signal = plugin::semaphore_signal<Semaphore>,
-    .semaphore_wait = plugin::semaphore_wait<Semaphore>,
-    .semaphore_notify = plugin::semaphore_notify<Semaphore>,
-    .semaphore_fail = plugin::semaphore_fail<Semaphore>,
-    .supports = plugin::supports<kernel_supports>,
     .shutdown = shutdown,
     .device_props_json = device_props_json,
-    .supports_call = plugin::supports_call<call_supports>,
     .get_proc_address = get_proc_address,
-};
+});
 
 }  // namespace
 }  // namespace braid::cuda
 
-extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
-                                                      const braid_host_api* host, const braid_backend_api** out) {
-  return braid::plugin::host::answer_query(host_major, host, &braid::cuda::kApi, out);
-}
+BRAID_BACKEND_PLUGIN_QUERY(braid::cuda::kApi)

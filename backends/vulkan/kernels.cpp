@@ -780,12 +780,9 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   }
 }
 
-// The elementwise ops int_elementwise.comp has integer versions of: no DIV or POW.
-constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
-                               plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
-                               plugin::op_bit(BRAID_UNARY_SIGN);
+// int_elementwise.comp has the shared integer ops but DIV and POW.
 constexpr uint32_t kIntBinary =
-    ((1u << BRAID_BINARY_COUNT) - 1) & ~plugin::op_bit(BRAID_BINARY_DIV) & ~plugin::op_bit(BRAID_BINARY_POW);
+    plugin::kIntegerBinaryOps & ~plugin::op_bit(BRAID_BINARY_DIV) & ~plugin::op_bit(BRAID_BINARY_POW);
 
 // The shaders index elements with 32-bit offsets and counts (common.glsl): a view whose elements lie
 // further apart is refused here, at the call, rather than when the kernel is recorded. A view
@@ -803,7 +800,8 @@ bool fits_32bit(const braid_buffer_view& v) noexcept {
 }
 
 bool call_supports(const braid_kernel_call& c) noexcept {
-  if (!kernel_supports(c.op, plugin::call_dtype(c)) || !plugin::elementwise_call_ok(c, kIntUnary, kIntBinary))
+  if (!kernel_supports(c.op, plugin::call_dtype(c)) ||
+      !plugin::elementwise_call_ok(c, plugin::kIntegerUnaryOps, kIntBinary))
     return false;
   // Integer reductions: sum, max and min (an integer mean or norm has no float result to give).
   if (c.op == BRAID_KOP_REDUCE && (plugin::call_dtype(c) == BRAID_INT32 || plugin::call_dtype(c) == BRAID_INT64) &&

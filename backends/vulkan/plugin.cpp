@@ -11,14 +11,13 @@
 
 #include "braid_backend.h"
 #include "device.h"
-#include "entry_points.h"
 #include "enum_value.h"
 #include "guarded.h"
 #include "host.h"
 #include "instance.h"
 #include "kernels.h"
+#include "plugin_table.h"
 #include "queue.h"
-#include "semaphore_api.h"
 #include "timeline.h"
 
 namespace braid::vk {
@@ -128,43 +127,23 @@ const char* device_props_json(int32_t index) {
   }
 }
 
-// Designated, so an entry left out is visible here (and NULL in the table). Every 1.0 entry is set,
-// optional or not, so that hosts older than plugin ABI 1.4 (which require them all) load the plugin
-// too. No extensions (get_proc_address).
-constexpr braid_backend_api kApi = {
-    .struct_size = sizeof(braid_backend_api),
-    .abi_major = BRAID_BACKEND_ABI_MAJOR,
-    .abi_minor = BRAID_BACKEND_ABI_MINOR,
-    .name = "vulkan",
-    .device_count = device_count,
-    .device_props = device_props,
-    .device_open = device_open,
-    .device_close = device_close,
-    .buffer_alloc = buffer_alloc,
-    .buffer_free = buffer_free,
-    .buffer_host_pointer = buffer_host_pointer,
-    .queue_create = queue_create,
-    .queue_destroy = queue_destroy,
-    .queue_submit = plugin::queue_submit<braid_backend_queue_t>,
-    .queue_flush = plugin::queue_flush<braid_backend_queue_t>,
-    .semaphore_create = plugin::semaphore_create<Semaphore>,
-    .semaphore_destroy = plugin::semaphore_destroy<Semaphore>,
-    .semaphore_query = plugin::semaphore_query<Semaphore>,
-    .semaphore_signal = plugin::semaphore_signal<Semaphore>,
-    .semaphore_wait = plugin::semaphore_wait<Semaphore>,
-    .semaphore_notify = plugin::semaphore_notify<Semaphore>,
-    .semaphore_fail = plugin::semaphore_fail<Semaphore>,
-    .supports = plugin::supports<kernel_supports>,
-    .shutdown = shutdown,
-    .device_props_json = device_props_json,
-    .supports_call = plugin::supports_call<call_supports>,
-    .get_proc_address = nullptr,
-};
+// The shared entries come from plugin_table.h; these are the plugin's own. No extensions (get_proc_address).
+constexpr braid_backend_api kApi =
+    plugin::backend_api<braid_backend_queue_t, Semaphore, kernel_supports, call_supports, queue_destroy>({
+        .name = "vulkan",
+        .device_count = device_count,
+        .device_props = device_props,
+        .device_open = device_open,
+        .device_close = device_close,
+        .buffer_alloc = buffer_alloc,
+        .buffer_free = buffer_free,
+        .buffer_host_pointer = buffer_host_pointer,
+        .queue_create = queue_create,
+        .shutdown = shutdown,
+        .device_props_json = device_props_json,
+    });
 
 }  // namespace
 }  // namespace braid::vk
 
-extern "C" BRAID_API braid_status braid_backend_query(uint32_t host_major, [[maybe_unused]] uint32_t host_minor,
-                                                      const braid_host_api* host, const braid_backend_api** out) {
-  return braid::plugin::host::answer_query(host_major, host, &braid::vk::kApi, out);
-}
+BRAID_BACKEND_PLUGIN_QUERY(braid::vk::kApi)

@@ -93,15 +93,9 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   return plugin::in_support_table(kern::kSupport, op, dtype);
 }
 
-// The elementwise ops with integer versions (elementwise.cpp): every binary op (DIV truncates, POW by
-// squaring, both fail the call on a zero divisor or zero to a negative power), and these unary ones.
-constexpr uint32_t kIntUnary = plugin::op_bit(BRAID_UNARY_NEG) | plugin::op_bit(BRAID_UNARY_ABS) |
-                               plugin::op_bit(BRAID_UNARY_RELU) | plugin::op_bit(BRAID_UNARY_SQUARE) |
-                               plugin::op_bit(BRAID_UNARY_SIGN);
-constexpr uint32_t kIntBinary = (1u << BRAID_BINARY_COUNT) - 1;
-
 bool call_supports(const braid_kernel_call& call) noexcept {
-  return kernel_supports(call.op, plugin::call_dtype(call)) && plugin::elementwise_call_ok(call, kIntUnary, kIntBinary);
+  return kernel_supports(call.op, plugin::call_dtype(call)) &&
+         plugin::elementwise_call_ok(call, plugin::kIntegerUnaryOps, plugin::kIntegerBinaryOps);
 }
 
 KernelResult run_kernel(const braid_kernel_call& call, Exec& exec) {
