@@ -164,4 +164,37 @@ __host__ __device__ __forceinline__ To cvt(From x) {
 template <class T>
 using acc_t = std::conditional_t<std::is_integral_v<T>, uint64_t, double>;
 
+// ---- block reduction (shared memory tree; kThreads is a power of two): REDUCE, the convolution's
+// weight gradient, BATCH_NORM and SOFTMAX ----
+template <class A, class F>
+__device__ inline A block_reduce(A v, F combine) {
+  __shared__ A buf[kThreads];
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s >>= 1) {
+    if (int(threadIdx.x) < s) buf[threadIdx.x] = combine(buf[threadIdx.x], buf[threadIdx.x + s]);
+    __syncthreads();
+  }
+  A r = buf[0];
+  __syncthreads();  // buf is reused by the next call
+  return r;
+}
+
+// The operand dtypes the kernels assume and the host guarantees, checked as the CPU backend checks
+// them: a wrong one would be read or written with the wrong element size. BRAID_ERR_UNSUPPORTED with
+// the CPU backend's reason.
+inline braid_status refuse(const braid_kernel_call& c, braid_dtype dt, const char* detail, std::string& msg) {
+  msg = std::string("cuda backend: ") + plugin::op_name(c.op) + " is not implemented for dtype " +
+        plugin::dtype_name(dt) + " (" + detail + ")";
+  return BRAID_ERR_UNSUPPORTED;
+}
+
+// Shared by REDUCE, ARGMAX, SOFTMAX: (out, in) offsets over out's shape.
+inline Idx<2> kept_idx(const braid_buffer_view& o, const braid_buffer_view& in, int64_t& n) {
+  Idx<2> ix;
+  const int64_t* st[2] = {o.strides, in.strides};
+  n = make_idx(ix, o.ndim, o.shape, st);
+  return ix;
+}
+
 }  // namespace braid::cuda::kern
