@@ -114,7 +114,6 @@ KernelResult softmax(const braid_kernel_call& c, Recorder& r) {
   return dispatch_groups(e, r, pick(in.dtype, ShaderId::softmax_f32, ShaderId::softmax_f64));
 }
 
-
 KernelResult matmul(const braid_kernel_call& c, Recorder& r) {
   const auto &a = c.inputs[0], &b = c.inputs[1], &y = c.outputs[0];
   const bool ta = c.i[0] != 0, tb = c.i[1] != 0;

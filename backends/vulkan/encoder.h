@@ -126,7 +126,6 @@ inline void put_u64(uint32_t* at, uint64_t v) {
   at[1] = static_cast<uint32_t>(v >> 32);
 }
 
-
 // One workgroup per output element (or row): p.n groups over a 2-D grid.
 inline KernelResult dispatch_groups(Enc& e, Recorder& r, ShaderId s) {
   uint32_t gx = std::min<uint32_t>(e.p.n, 65535), gy = gx ? (e.p.n + gx - 1) / gx : 0;

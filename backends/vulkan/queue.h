@@ -143,6 +143,19 @@ class Queue {
     std::string message;  // with status: why (else a failed wait is assumed)
   };
 
+  static constexpr uint64_t kRingSize = uint64_t{16} << 20;  // staging + parameters, per queue
+  static constexpr uint64_t kChunk = kRingSize / 4;          // copies go through staging in chunks of this
+  static constexpr uint64_t kRingAlign = 256;
+  static constexpr uint32_t kMaxSets = 256;  // dispatches per batch
+  static constexpr size_t kMaxItems = 512;   // submissions per batch
+  // Set on completion threads: they must never wait for staging space, since the space comes back
+  // only when a completion thread (possibly this one) finishes a batch.
+  static inline thread_local bool completion_thread_ = false;
+  // KERNELS whose descriptors the caller keeps alive until the work ends (not copied when deferred).
+  static bool persistent_descs(const braid_work& work) {
+    return work.token != nullptr && (work.flags & BRAID_WORK_PERSISTENT_DESCS) != 0;
+  }
+
   Batch& open_batch();                                   // under mu_
   void begin(Batch& b);                                  // under mu_
   void barrier(Batch& b);                                // under mu_
