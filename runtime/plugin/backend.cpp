@@ -28,7 +28,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
 }
 
 // ABI 1.0's table ended with shutdown; later minors append.
-constexpr uint32_t kAbi10TableSize = offsetof(braid_backend_api, shutdown) + sizeof(braid_backend_api::shutdown);
+constexpr uint32_t kBackendAbi10TableSize = offsetof(braid_backend_api, shutdown) + sizeof(braid_backend_api::shutdown);
 // The bytes a table must have for its version fields to be its own: anything shorter is refused
 // before they are read, since they would come from past its end (issue 31).
 constexpr uint32_t kVersionedTableSize = offsetof(braid_backend_api, abi_minor) + sizeof(braid_backend_api::abi_minor);
@@ -172,8 +172,9 @@ std::unique_ptr<Backend> load_backend(const std::string& name, const std::string
   // Within a major version the table only grows; ABI 1.0's part must be there entirely (its optional
   // entries may be NULL, not missing). Later fields are read only where struct_size covers them
   // (resolve_table).
-  if (api->struct_size < kAbi10TableSize) {
-    b->reason = cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ", kAbi10TableSize);
+  if (api->struct_size < kBackendAbi10TableSize) {
+    b->reason =
+        cat("plugin function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ", kBackendAbi10TableSize);
     return b;
   }
   if (const char* fn = missing_function(api)) {

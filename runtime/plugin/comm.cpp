@@ -20,7 +20,7 @@ const braid_comm_host_api* comm_host_api() {
 
 // ABI 1.0's table ends with last_error; later minors append, and the host reads only what
 // struct_size covers.
-constexpr size_t kAbi10TableSize = offsetof(braid_comm_api, last_error) + sizeof(braid_comm_api::last_error);
+constexpr size_t kCommAbi10TableSize = offsetof(braid_comm_api, last_error) + sizeof(braid_comm_api::last_error);
 
 }  // namespace
 
@@ -67,9 +67,9 @@ std::shared_ptr<CommPlugin> load_comm_plugin(const std::string& name, const std:
          BRAID_COMM_ABI_MAJOR, ".", BRAID_COMM_ABI_MINOR);
   if (st != BRAID_OK || !api) fail(BRAID_ERR_NOT_FOUND, path, ": ", BRAID_COMM_QUERY_SYMBOL, " failed");
   // struct_size first, before any other field is trusted.
-  if (api->struct_size < kAbi10TableSize)
+  if (api->struct_size < kCommAbi10TableSize)
     fail(BRAID_ERR_ABI_MISMATCH, path, ": its function table is ", api->struct_size, " bytes, smaller than ABI 1.0's ",
-         kAbi10TableSize);
+         kCommAbi10TableSize);
   if (!api->available || !api->group_create || !api->group_destroy || !api->supports || !api->run || !api->last_error)
     fail(BRAID_ERR_ABI_MISMATCH, path, ": its function table lacks a required entry");
   const char* reason = nullptr;

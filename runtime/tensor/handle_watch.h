@@ -1,5 +1,5 @@
 // The application's own braid_tensor_retain / braid_tensor_release calls on some handles, counted on
-// the calling thread while a watch is open. A hybrid function's call (graph/api.cpp) needs to know
+// the calling thread while a watch is open. A hybrid function's call (graph/hybrid.cpp) needs to know
 // whether fn retained an input it returns: a handle's reference count cannot tell, since other threads
 // (and braid's own handles: an autograd tape, a trace) retain and release the same tensor meanwhile.
 #pragma once
