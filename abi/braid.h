@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 10
+#define BRAID_ABI_MINOR 11
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -116,7 +116,7 @@ typedef struct braid_context_options {
   const char* profile_path;
   /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
   uint64_t seed;
-  /* ABI 1.2: compute queues per device (1 to 16). Independent ops then run side by side on one device:
+  /* Since 1.2: compute queues per device (1 to 16). Independent ops then run side by side on one device:
    * an op goes to the queue of its first input's producer (chains stay on one queue), otherwise to
    * the next queue in turn. 0 = BRAID_COMPUTE_QUEUES env, else 1. Collectives have a queue of their
    * own besides these (docs/PARALLEL.md). */
@@ -176,7 +176,7 @@ typedef struct braid_device_info {
   int32_t transfer_queues;
   uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
   uint32_t dtype_mask;                                     /* bit (1<<dtype) set for each dtype with compute kernels */
-  /* ABI 1.1: backend-specific properties as one JSON object text ("{}" when none); owned by the context */
+  /* Since 1.1: backend-specific properties as one JSON object text ("{}" when none); owned by the context */
   const char* properties_json;
 } braid_device_info;
 
@@ -452,7 +452,7 @@ BRAID_API braid_status braid_adam_update(braid_tensor w, braid_tensor g, braid_t
                                          const braid_adam_params* params);
 
 /* ---- data: datasets and mini-batch iterators -------------------------------------------------- */
-/* (ABI 1.1) Labelled image datasets read from IDX files (MNIST layout) into host memory, and a
+/* (Since 1.1) Labelled image datasets read from IDX files (MNIST layout) into host memory, and a
  * shuffling mini-batch iterator whose background thread prepares the next batches while the caller
  * computes. See docs/DATA.md. */
 typedef struct braid_dataset_t* braid_dataset;               /* ref-counted; thread-safe */
@@ -492,7 +492,7 @@ typedef struct braid_batch_iterator_options {
   int32_t drop_last;   /* 0: the last batch may be smaller */
   braid_device device; /* where the batches are placed */
   int32_t prefetch;    /* batches prepared ahead by the background thread; default 2 */
-  /* ABI 1.10: this iterator reads part part_index (0 <= part_index < num_parts) of each epoch, for
+  /* Since 1.10: this iterator reads part part_index (0 <= part_index < num_parts) of each epoch, for
    * data parallelism across processes (MXNet's num_parts and part_index; PyTorch's
    * DistributedSampler). Every part has the same number of examples, so every rank takes the same
    * number of steps: the epoch's order is cut to floor(count / num_parts) * num_parts examples
@@ -529,7 +529,7 @@ BRAID_API braid_status braid_batch_iterator_batches(braid_batch_iterator it, int
  * of a recorded op. braid_backward pushes the gradient ops to the engine like any op (asynchronous,
  * parallel where independent) and frees the tape unless asked to retain it. See docs/AUTOGRAD.md.
  * Not recorded: in-place ops (optimizer updates, copy_into onto a leaf), argmax, comparisons, creation
- * and random ops. braid_copy to another device is recorded (ABI 1.2): its gradient is copied back.
+ * and random ops. braid_copy to another device is recorded (Since 1.2): its gradient is copied back.
  * Recording and backward on separate graphs may run on separate threads; attach_grad or backward must
  * not race with ops using the same tensors. */
 typedef enum braid_grad_req {
@@ -575,7 +575,7 @@ BRAID_API braid_status braid_batch_norm_backward(braid_tensor dy, braid_tensor x
 BRAID_API braid_status braid_softmax_cross_entropy_backward(braid_tensor logits, braid_tensor labels,
                                                             braid_tensor dloss, braid_tensor* dlogits);
 
-/* ---- parallel: several devices (ABI 1.2) -------------------------------------------------------- *
+/* ---- parallel: several devices (Since 1.2) ------------------------------------------------------ *
  * Data parallelism over a list of devices, any mix of backends (see docs/PARALLEL.md). Everything
  * here is asynchronous like any op: copies run on the devices' transfer queues and reductions on
  * each device's comm queue (a second compute queue), ordered by the engine after the ops that wrote
@@ -612,7 +612,7 @@ typedef enum braid_allreduce_algorithm {
   BRAID_ALLREDUCE_TREE = 2,   /* binomial tree reduce to the first, binomial tree broadcast */
   BRAID_ALLREDUCE_RING = 3,   /* reduce-scatter then all-gather around a ring, in count chunks */
   BRAID_ALLREDUCE_BIRING = 4, /* two rings in opposite directions, each over half the elements */
-  /* ABI 1.3 */
+  /* Since 1.3 */
   BRAID_ALLREDUCE_DIRECT = 5, /* devices that share memory (the CPU backend's): each reduces its slice of
                                  every tensor in place and writes it to all, in one pass, all at once */
   BRAID_ALLREDUCE_ALGORITHM_COUNT
@@ -650,7 +650,7 @@ BRAID_API braid_status braid_all_gather(int32_t count, const braid_tensor* input
 BRAID_API braid_status braid_reduce_scatter(int32_t count, const braid_tensor* inputs,
                                             const braid_collective_options* options, braid_tensor* outs);
 
-/* ---- optimizers (ABI 1.2): the updaters of KVStore and Trainer ---------------------------------- */
+/* ---- optimizers (Since 1.2): the updaters of KVStore and Trainer -------------------------------- */
 typedef enum braid_optimizer_kind {
   BRAID_OPTIMIZER_SGD = 0,  /* momentum 0: braid_sgd_update, else braid_sgd_momentum_update */
   BRAID_OPTIMIZER_ADAM = 1, /* braid_adam_update */
@@ -675,7 +675,7 @@ typedef struct braid_optimizer_params {
 #define BRAID_OPTIMIZER_PARAMS_INIT \
   { sizeof(braid_optimizer_params), BRAID_OPTIMIZER_SGD, 0.01, 0.0, 0.0, 0.9, 0.999, 1e-8, 1.0 }
 
-/* ---- KVStore (ABI 1.2): MXNet's key-value store for data parallelism ---------------------------- *
+/* ---- KVStore (Since 1.2): MXNet's key-value store for data parallelism -------------------------- *
  * type "local": values are summed, and the updater runs, on the device of the value given to init
  * (put it on cpu:0 for MXNet's "local"). "device": pushed values are summed on their own devices
  * (a tree reduce onto the first value's device), then moved to the stored value's device.
@@ -708,7 +708,7 @@ BRAID_API braid_status braid_kvstore_pushpull(braid_kvstore kv, int64_t key, int
  * of another dtype than the key's is BRAID_ERR_DTYPE, of another shape BRAID_ERR_SHAPE. */
 BRAID_API braid_status braid_kvstore_set_optimizer(braid_kvstore kv, const braid_optimizer_params* params);
 
-/* ---- KVStore across processes (ABI 1.9): MXNet's dist_sync, dist_device_sync, dist_async --------- *
+/* ---- KVStore across processes (Since 1.9): MXNet's dist_sync, dist_device_sync, dist_async ------- *
  * A job has W workers (the application's processes, ranks 0..W-1 from the launcher's variables) and S
  * server processes, which hold the keys (a key on server key mod S; one of at least
  * BRAID_KVSTORE_BIGARRAY_BOUND elements, 1000000 by default, split evenly over every server) and run the
@@ -743,7 +743,7 @@ BRAID_API braid_status braid_kvstore_barrier(braid_kvstore kv);
  * instead. BRAID_ERR_INVALID_STATE in a process of no server or scheduler role. */
 BRAID_API braid_status braid_kvstore_run_server(braid_context ctx);
 
-/* ---- Trainer (ABI 1.2): data-parallel training over replicas ------------------------------------ *
+/* ---- Trainer (Since 1.2): data-parallel training over replicas ---------------------------------- *
  * Parameters replicated on several devices (replica r of parameter p at params[r * num_params + p];
  * the replicas of one parameter have one shape and dtype, sit on distinct devices (else
  * BRAID_ERR_INVALID_ARGUMENT), and each has a gradient attached; create broadcasts replica 0's values to
@@ -759,7 +759,7 @@ typedef struct braid_trainer_options {
   braid_optimizer_params optimizer;
   uint64_t bucket_bytes;               /* 0: 1 MiB */
   braid_allreduce_algorithm algorithm; /* for every bucket */
-  uint64_t flags;                      /* BRAID_TRAINER_* bits; since 1.6 */
+  uint64_t flags;                      /* BRAID_TRAINER_* bits; Since 1.6 */
 } braid_trainer_options;
 #define BRAID_TRAINER_OPTIONS_INIT \
   { sizeof(braid_trainer_options), BRAID_OPTIMIZER_PARAMS_INIT, 0, BRAID_ALLREDUCE_AUTO, 0 }
@@ -788,7 +788,7 @@ BRAID_API braid_status braid_trainer_update(braid_trainer tr, double batch_size)
 BRAID_API braid_status braid_trainer_set_learning_rate(braid_trainer tr, double learning_rate);
 BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out);
 
-/* ---- Trainer checkpoints (ABI 1.9): Gluon's Trainer.save_states and load_states ------------------ *
+/* ---- Trainer checkpoints (Since 1.9): Gluon's Trainer.save_states and load_states ---------------- *
  * save_states writes the optimizer's state, atomically (a temporary beside path, then a rename), as a
  * safetensors file: the optimizer kind, the learning rate, each parameter's step count and its
  * momentum (SGD) or moments (Adam) where they exist yet. With the parameters (braid_save_safetensors)
@@ -801,13 +801,13 @@ BRAID_API braid_status braid_trainer_learning_rate(braid_trainer tr, double* out
 BRAID_API braid_status braid_trainer_save_states(braid_trainer tr, const char* path);
 BRAID_API braid_status braid_trainer_load_states(braid_trainer tr, const char* path);
 
-/* ---- library version (ABI 1.3) ----------------------------------------------------------------- */
+/* ---- library version (Since 1.3) --------------------------------------------------------------- */
 /* The loaded library's release and ABI versions as text, "MAJOR.MINOR.PATCH (ABI MAJOR.MINOR)", e.g.
- * "0.1.0 (ABI 1.10)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
+ * "0.1.0 (ABI 1.11)": the BRAID_VERSION_* and BRAID_ABI_* macros it was built with. Static storage,
  * never NULL; thread-safe, never fails. For display: compare versions with braid_version(). */
 BRAID_API const char* braid_version_string(void);
 
-/* ---- what a device reaches (ABI 1.4) --------------------------------------------------------- */
+/* ---- what a device reaches (Since 1.4) ------------------------------------------------------- */
 /* Figures measured with braid's own ops on the device (docs/HARDWARE.md, "What a device reaches"):
  * the practical peak of its compute and memory, as the chapter's hardware section asks a program to
  * know. 0 where the device has no kernel for the op. */
@@ -827,7 +827,7 @@ typedef struct braid_device_perf {
  * on it. Thread-safe (concurrent first calls measure once). Since 1.4. */
 BRAID_API braid_status braid_device_measure(braid_context ctx, braid_device device, braid_device_perf* out);
 
-/* ---- checkpoints: safetensors files (ABI 1.4) ---------------------------------------------------- */
+/* ---- checkpoints: safetensors files (Since 1.4) -------------------------------------------------- */
 /* Tensors to and from files in the safetensors format (docs/CHECKPOINTS.md): an 8-byte little-endian
  * header length, a JSON header naming each tensor's dtype (F32, F64, I32, I64, U8, F16, BF16), shape
  * and byte range, then the raw little-endian data; files from other libraries that use these dtypes
@@ -851,7 +851,7 @@ BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, s
 BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device device, const char* path, int32_t count,
                                               const char* const* names, braid_tensor* outs);
 
-/* ---- log (ABI 1.5) ------------------------------------------------------------------------------ */
+/* ---- log (Since 1.5) ---------------------------------------------------------------------------- */
 /* What backends and the library report besides status codes (a device they skipped, a setting they
  * corrected, a queue's counts). Nothing is printed unless asked: BRAID_LOG=debug|info|warning|error
  * prints messages of that level and above on stderr ("off" or unset: nothing); a callback receives
@@ -874,7 +874,7 @@ BRAID_API braid_status braid_set_log_callback(braid_log_fn fn, void* user, braid
 /* The static name of a level: "debug", "info", "warning", "error"; "invalid" otherwise. Since 1.5. */
 BRAID_API const char* braid_log_level_name(braid_log_level level);
 
-/* ---- graph mode (ABI 1.5) ----------------------------------------------------------------------- */
+/* ---- graph mode (Since 1.5) --------------------------------------------------------------------- */
 /* Hybrid programming (docs/GRAPH.md): trace what a function runs into a graph, optimise it, run it
  * with one engine op per run instead of one per kernel, export it, and load it in another program.
  * A graph holds the kernels the traced code ran (every op, however composite, is kernels), on one
@@ -1008,7 +1008,7 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
  * a call with it: to inspect or export what was hybridized. Since 1.5. */
 BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* inputs, braid_graph* out);
 
-/* ---- processes and hosts (ABI 1.8) ------------------------------------------------------------ */
+/* ---- processes and hosts (Since 1.8) ---------------------------------------------------------- */
 /* A process group joins the processes of a job (its ranks, on one host or several) so that they
  * reduce tensors together, through a communication plugin (libbraid-comm-gloo.so: Gloo over TCP, for
  * tensors in host memory; tensors on other devices are staged through a host-memory device). See
@@ -1100,7 +1100,7 @@ BRAID_API braid_status braid_process_group_recv(braid_process_group pg, braid_te
  * process's replicas alone. A parameter must be stale (or fresh) on every rank alike: ranks that
  * differ make different collectives, which fail as mismatched (docs/DISTRIBUTED.md, "Trainer"). */
 BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_process_group pg);
-/* ABI 1.10: elastic jobs taking lost ranks back (braid-run --min-ranks M --rejoin S). *pending becomes
+/* Since 1.10: elastic jobs taking lost ranks back (braid-run --min-ranks M --rejoin S). *pending becomes
  * 1 on every rank alike when braid-run has ranks lost earlier ready to come back: the application then
  * finishes its checkpoint, releases its group and exits with BRAID_EXIT_REJOIN, and braid-run starts
  * every rank again with the larger world size, to resume from that checkpoint. 0 otherwise, and always
@@ -1109,6 +1109,22 @@ BRAID_API braid_status braid_trainer_set_process_group(braid_trainer tr, braid_p
  * the group's timeout when rank 0 does not answer). docs/DISTRIBUTED.md, "Elastic". */
 #define BRAID_EXIT_REJOIN 75
 BRAID_API braid_status braid_process_group_rejoin_pending(braid_process_group pg, int32_t* pending);
+
+/* ---- consistent names (Since 1.11) -------------------------------------------------------------- *
+ * The same functions under names of one pattern: noun first (braid_<object>_<verb>), and getters that
+ * fill an info struct spelled braid_<object>_get_<what>; creation of a tensor from nothing spelled as
+ * NumPy's (braid_empty beside braid_full and braid_arange). Each is the same exported code as the name
+ * it stands beside, which stays: the ABI keeps every name it ever had (error messages name the older
+ * spelling). docs/ABI.md, "Names". */
+BRAID_API braid_status braid_context_get_backend_info(braid_context ctx, int32_t index, braid_backend_info* out);
+BRAID_API braid_status braid_context_get_device_info(braid_context ctx, braid_device device, braid_device_info* out);
+BRAID_API braid_status braid_memory_get_stats(braid_context ctx, braid_device device, braid_memory_stats* out);
+BRAID_API braid_status braid_empty(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
+                                   const int64_t* shape, braid_tensor* out);
+BRAID_API braid_status braid_safetensors_save(const char* path, int32_t count, const char* const* names,
+                                              const braid_tensor* tensors);
+BRAID_API braid_status braid_safetensors_load(braid_context ctx, braid_device device, const char* path, int32_t count,
+                                              const char* const* names, braid_tensor* outs);
 
 #ifdef __cplusplus
 } /* extern "C" */

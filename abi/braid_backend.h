@@ -10,14 +10,14 @@
  * abi_major differs). Minor versions may differ either way: tables only grow at the end and each side
  * reads only the fields that the other's struct_size covers.
  *
- * Required and optional entries (ABI 1.4): each entry of braid_backend_api below says which it is. An
+ * Required and optional entries (Since 1.4): each entry of braid_backend_api below says which it is. An
  * optional entry may be NULL; the host then uses the default written next to it (implemented once, in
  * the host's loader), and never calls a NULL entry. A plugin that leaves an optional entry NULL must
  * declare abi_minor 4 or later: a table declaring an older minor is held to that minor's rule (every
  * 1.0 entry present), so an old plugin is read exactly as the host of its minor read it. A NULL
  * required entry makes the host refuse the plugin, naming the entry.
  *
- * Extensions (ABI 1.4): get_proc_address offers named functions beyond this table without an ABI bump.
+ * Extensions (Since 1.4): get_proc_address offers named functions beyond this table without an ABI bump.
  * Names are "braid_ext_<vendor>_<name>" (lower case, e.g. "braid_ext_acme_peer_copy"); the function's
  * type and meaning are the extension's own documentation's, and they never change under one name (a
  * new behaviour takes a new name, e.g. "..._v2").
@@ -86,7 +86,7 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *  SGD_MOMENTUM    in: w, g, mom; out: w, mom (same views as in[0], in[2])  f0 = lr, f1 = momentum, f2 = wd
  *  ADAM_UPDATE     in: w, g, m, v; out: w, m, v (same views)   f0..f4 = lr, beta1, beta2, eps, wd; i0 = step
  *
- * Backward kernels (ABI 1.1), for the gradients that are not compositions of other ops. Each writes
+ * Backward kernels (Since 1.1), for the gradients that are not compositions of other ops. Each writes
  * (never accumulates into) its outputs; float32 and float64.
  *  CONV2D_BWD_DATA   in[0] dy NKPQ, in[1] w KCRS -> out[0] dx NCHW      i0..i3 as CONV2D
  *  CONV2D_BWD_WEIGHT in[0] dy NKPQ, in[1] x NCHW -> out[0] dw KCRS      i0..i3 as CONV2D
@@ -101,7 +101,7 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *  SOFTMAX_CE_BWD    in[0] logits [N,K], in[1] labels [N], in[2] dloss [N] -> out[0] dlogits [N,K]
  *                    = (softmax(logits) - onehot(label)) * dloss[n]; a bad label fails as SOFTMAX_CE
  *
- * Collective kernel (ABI 1.2); optional: the host uses it only where supports() says so.
+ * Collective kernel (Since 1.2); optional: the host uses it only where supports() says so.
  *  COMBINE           in[0..k) -> out[0..m), all the same shape, dtype and element count, contiguous.
  *                    i0 = braid_binary_op (ADD, MUL, MAXIMUM, MINIMUM), i1 = average: with 1 the
  *                    result is divided by f0 (floats only). Every output receives
@@ -109,7 +109,7 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                    one of the inputs (in place): an element's inputs are all read before any output
  *                    is written. A collective reduces and broadcasts a slice in one pass with it.
  *
- * Fused elementwise kernel (ABI 1.3); optional: the host uses it only where supports() says so
+ * Fused elementwise kernel (Since 1.3); optional: the host uses it only where supports() says so
  * (graph mode fuses chains of elementwise kernels into one).
  *  FUSED_ELEMENTWISE in[0..k) -> out[0], all float32 or all float64; inputs carry out's shape (stride 0
  *                    on broadcast axes). i0 = n, the number of instructions (1..BRAID_FUSED_MAX_INSTRS);
@@ -121,7 +121,7 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                    computes as UNARY, BINARY or BINARY_SCALAR would in the dtype (transcendental ops
  *                    to the last bit), so the result is the chain's without its intermediates in memory.
  *
- * Select kernel (ABI 1.5); optional: the host uses it only where supports() says so.
+ * Select kernel (Since 1.5); optional: the host uses it only where supports() says so.
  *  WHERE             in[0] cond, in[1] a, in[2] b -> out[0], all of one dtype (the one supports() is
  *                    asked for), each carrying out's shape (stride 0 on broadcast axes):
  *                    out = cond != 0 ? a : b, element by element; a NaN cond is nonzero. a and b are
@@ -212,7 +212,7 @@ typedef struct braid_copy_desc {
   uint64_t bytes;
 } braid_copy_desc;
 
-/* KERNELS (ABI 1.3): a sequence of kernel calls run in order as one submission (a graph's segment).
+/* KERNELS (Since 1.3): a sequence of kernel calls run in order as one submission (a graph's segment).
  * Each call sees the writes of the calls before it (GPU backends put a barrier between calls that
  * need one). The submission waits, asks work_begin and signals once; if a call fails, the calls after
  * it are skipped and work_end reports that call's status, its message naming the call's index and op.
@@ -251,7 +251,7 @@ typedef struct braid_work {
 #define BRAID_WORK_PERSISTENT_DESCS 1u
 
 typedef enum braid_queue_kind { BRAID_QUEUE_COMPUTE = 0, BRAID_QUEUE_TRANSFER = 1 } braid_queue_kind;
-/* braid_log_level is in braid.h (since ABI 1.5 the application can receive the log too). */
+/* braid_log_level is in braid.h (Since 1.5, the application can receive the log too). */
 
 /* ---- what the host gives the plugin ----------------------------------------------------------- */
 typedef struct braid_host_api {
@@ -299,7 +299,7 @@ typedef struct braid_backend_api {
   /* Required. */
   braid_status (*buffer_alloc)(braid_backend_device device, uint64_t bytes, braid_backend_buffer* out);
   void (*buffer_free)(braid_backend_device device, braid_backend_buffer buffer); /* required */
-  /* Host address of a host-visible buffer, NULL otherwise. Optional (since 1.4): NULL = no buffer is
+  /* Host address of a host-visible buffer, NULL otherwise. Optional (Since 1.4): NULL = no buffer is
    * host visible (the host copies through queue_submit); props.host_visible must then be 0. */
   void* (*buffer_host_pointer)(braid_backend_buffer buffer);
 
@@ -309,7 +309,7 @@ typedef struct braid_backend_api {
   void (*queue_destroy)(braid_backend_queue queue); /* required */
   /* Enqueues work; returns at once (errors here are synchronous: the work was not enqueued). Required. */
   braid_status (*queue_submit)(braid_backend_queue queue, const braid_work* work);
-  /* Hint: start recorded work now (backends that batch submissions). Optional (since 1.4): NULL = the
+  /* Hint: start recorded work now (backends that batch submissions). Optional (Since 1.4): NULL = the
    * backend starts work as it is submitted, so there is nothing to flush (the host's default returns
    * BRAID_OK). */
   braid_status (*queue_flush)(braid_backend_queue queue);
@@ -337,7 +337,7 @@ typedef struct braid_backend_api {
    * Required. */
   int32_t (*supports)(braid_kernel_op op, braid_dtype dtype);
   /* Balances one query: the last one releases vendor libraries. All devices must be closed.
-   * Optional (since 1.4): NULL = the plugin holds nothing between queries. */
+   * Optional (Since 1.4): NULL = the plugin holds nothing between queries. */
   void (*shutdown)(void);
 
   /* ---- ABI 1.1 ---- */

@@ -115,7 +115,7 @@ typedef struct braid_comm_call {
  * their data, without an exchange before each call. */
 #define BRAID_COMM_CALL_KEYED 2u
 
-/* What a plugin can do beyond the 1.0 table (braid_comm_api.features, since 1.1). */
+/* What a plugin can do beyond the 1.0 table (braid_comm_api.features; Since 1.1). */
 #define BRAID_COMM_FEATURE_KEYED_CALLS 1u /* run honours BRAID_COMM_CALL_KEYED */
 
 /* Where a plugin's buffers live. */

@@ -166,6 +166,10 @@ BRAID_API braid_status braid_save_safetensors(const char* path, int32_t count, c
   });
 }
 
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_safetensors_save(const char*, int32_t, const char* const*, const braid_tensor*)
+    __attribute__((alias("braid_save_safetensors")));
+
 BRAID_API braid_status braid_safetensors_names(const char* path, char* buffer, size_t capacity, size_t* size) {
   return guard("braid_safetensors_names", [&] {
     if (!size) fail(BRAID_ERR_INVALID_ARGUMENT, "size is NULL");
@@ -201,5 +205,9 @@ BRAID_API braid_status braid_load_safetensors(braid_context ctx, braid_device de
     for (int32_t i = 0; i < count; ++i) outs[i] = loaded[static_cast<size_t>(i)].release();
   });
 }
+
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_safetensors_load(braid_context, braid_device, const char*, int32_t, const char* const*,
+                                              braid_tensor*) __attribute__((alias("braid_load_safetensors")));
 
 }  // extern "C"

@@ -81,6 +81,10 @@ BRAID_API braid_status braid_context_backend_info(braid_context ctx, int32_t ind
   });
 }
 
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_context_get_backend_info(braid_context, int32_t, braid_backend_info*)
+    __attribute__((alias("braid_context_backend_info")));
+
 BRAID_API braid_status braid_context_device_count(braid_context ctx, int32_t* out) {
   return guard("braid_context_device_count", [&] {
     const ContextRef c_use = use_context(ctx, "ctx");
@@ -131,6 +135,10 @@ BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device
   });
 }
 
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_context_get_device_info(braid_context, braid_device, braid_device_info*)
+    __attribute__((alias("braid_context_device_info")));
+
 BRAID_API braid_status braid_wait_all(braid_context ctx) {
   return guard("braid_wait_all", [&] {
     const ContextRef c_use = use_context(ctx, "ctx");
@@ -167,6 +175,10 @@ BRAID_API braid_status braid_memory_stats_get(braid_context ctx, braid_device de
     copy_out(out, m, "out");
   });
 }
+
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_memory_get_stats(braid_context, braid_device, braid_memory_stats*)
+    __attribute__((alias("braid_memory_stats_get")));
 
 BRAID_API braid_status braid_memory_empty_cache(braid_context ctx, braid_device device) {
   return guard("braid_memory_empty_cache", [&] {

@@ -81,9 +81,12 @@ BRAID_FIELDS(braid_process_group_options, BRAID_FIELD(braid_process_group_option
              BRAID_FIELD(braid_process_group_options, master_port), BRAID_FIELD(braid_process_group_options, backend),
              BRAID_FIELD(braid_process_group_options, timeout_seconds), BRAID_FIELD(braid_process_group_options, flags))
 #undef BRAID_FIELDS
-// Embedded by value in braid_trainer_options: its layout is frozen for ABI major 1 (abi/braid.h).
-static_assert(sizeof(braid_optimizer_params) == 64 && offsetof(braid_trainer_options, bucket_bytes) == 72,
-              "braid_optimizer_params is embedded in braid_trainer_options and must not grow (docs/ABI.md)");
+// braid_trainer_options embeds braid_optimizer_params by value; the Trainer reads the fields after it
+// from where the caller's optimizer ends (its own struct_size: read_trainer_options in
+// parallel/trainer.cpp), so braid_optimizer_params may grow at its end like any in-struct.
+static_assert(offsetof(braid_trainer_options, bucket_bytes) ==
+                  offsetof(braid_trainer_options, optimizer) + sizeof(braid_optimizer_params),
+              "bucket_bytes must follow the embedded optimizer directly (read_trainer_options relies on it)");
 
 // *in over defaults, up to the caller's struct_size (kept in the result); defaults when in is NULL.
 // `what` names the struct in errors ("params", "options").

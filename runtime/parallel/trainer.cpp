@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,53 @@ namespace {
 using TrainerPool = HandlePool<braid_trainer_t>;
 
 braid_trainer_t& checked_trainer(braid_trainer tr) { return TrainerPool::instance().checked(tr, "tr", "Trainer"); }
+
+// The caller's braid_trainer_options, read as the caller's compiler laid it out. The optimizer inside
+// it carries its own struct_size, and the fields after it (bucket_bytes, algorithm, flags) start
+// where the caller's optimizer ends: so braid_optimizer_params may grow at its end in a later ABI
+// without moving them for programs built before (docs/ABI.md, "Growing structs"). Every byte read is
+// inside the caller's struct_size; a size that ends inside a field is refused as read_in_struct does.
+// has_flags: whether the caller's struct has `flags` (ABI 1.6 and later).
+braid_trainer_options read_trainer_options(const braid_trainer_options* in, bool& has_flags) {
+  braid_trainer_options out = BRAID_TRAINER_OPTIONS_INIT;
+  has_flags = in == nullptr;
+  if (in == nullptr) return out;
+  const uint32_t size = in->struct_size;
+  constexpr size_t opt_at = offsetof(braid_trainer_options, optimizer);
+  if (size < sizeof(uint32_t) || size > 4096 || (size > opt_at && size < opt_at + sizeof(uint32_t)))
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", size,
+         " is not a valid size; set it to sizeof the struct (BRAID_TRAINER_OPTIONS_INIT does)");
+  if (size <= opt_at) return out;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(in);
+  const uint32_t inner = in->optimizer.struct_size;
+  if (inner < sizeof(uint32_t) || size < opt_at + inner)
+    fail(BRAID_ERR_INVALID_ARGUMENT, "options->optimizer.struct_size ", inner, " does not fit options->struct_size ",
+         size, "; set both with BRAID_TRAINER_OPTIONS_INIT");
+  out.optimizer = checked_optimizer(&in->optimizer, "options->optimizer");
+  // Where the caller's bucket_bytes is: right after its optimizer, aligned as a uint64_t.
+  constexpr size_t tail_at = offsetof(braid_trainer_options, bucket_bytes);
+  const size_t caller_tail_at = (opt_at + inner + alignof(uint64_t) - 1) / alignof(uint64_t) * alignof(uint64_t);
+  struct Tail {
+    size_t offset, size;
+    void* to;
+  };
+  const Tail tail[] = {
+      {offsetof(braid_trainer_options, bucket_bytes), sizeof out.bucket_bytes, &out.bucket_bytes},
+      {offsetof(braid_trainer_options, algorithm), sizeof out.algorithm, &out.algorithm},
+      {offsetof(braid_trainer_options, flags), sizeof out.flags, &out.flags},
+  };
+  for (const Tail& f : tail) {
+    const size_t at = caller_tail_at + (f.offset - tail_at);
+    if (size >= at + f.size)
+      std::memcpy(f.to, bytes + at, f.size);
+    else if (size > at)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "options->struct_size ", size,
+           " ends inside a field, so it is the size of no version of the struct; set it to sizeof the struct "
+           "(BRAID_TRAINER_OPTIONS_INIT does)");
+    if (f.to == &out.flags) has_flags = size >= at + f.size;
+  }
+  return out;
+}
 
 void check_batch_size(double batch_size) {
   if (!(batch_size > 0) || !std::isfinite(batch_size))
@@ -331,16 +379,15 @@ BRAID_API braid_status braid_trainer_create(int32_t num_replicas, int32_t num_pa
     if (num_replicas <= 0 || num_params <= 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: num_replicas and num_params must be positive");
     TrainerPool::Owned tr = TrainerPool::instance().make();
-    tr->options = read_params<braid_trainer_options>(options, BRAID_TRAINER_OPTIONS_INIT, "options");
-    tr->options.optimizer = checked_optimizer(&tr->options.optimizer, "options->optimizer");
+    bool has_flags = false;
+    tr->options = read_trainer_options(options, has_flags);
     if (int32_t a = enum_int(tr->options.algorithm); a < 0 || a >= BRAID_ALLREDUCE_ALGORITHM_COUNT)
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: invalid braid_allreduce_algorithm ", a);
     if (tr->options.bucket_bytes == 0) tr->options.bucket_bytes = uint64_t{1} << 20;
     // A program built before ABI 1.6 has no flags: it keeps running where a parameter no backward
     // reaches was updated with its unwritten gradient (now skipped). A gradient fresh on some
     // replicas only, which it silently applied again, is refused for it too.
-    if (options && options->struct_size < offsetof(braid_trainer_options, flags) + sizeof(uint64_t))
-      tr->options.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
+    if (!has_flags) tr->options.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
     if (tr->options.flags & ~uint64_t{BRAID_TRAINER_IGNORE_STALE_GRAD})
       fail(BRAID_ERR_INVALID_ARGUMENT, "trainer_create: unknown bits in options->flags (", tr->options.flags, ")");
     tr->replicas = num_replicas;

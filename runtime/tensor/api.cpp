@@ -44,6 +44,10 @@ BRAID_API braid_status braid_tensor_empty(braid_context ctx, braid_device device
   });
 }
 
+// The same function under the name of abi/braid.h's consistent names (since ABI 1.11).
+BRAID_API braid_status braid_empty(braid_context, braid_device, braid_dtype, int32_t, const int64_t*, braid_tensor*)
+    __attribute__((alias("braid_tensor_empty")));
+
 BRAID_API braid_status braid_tensor_from_host(braid_context ctx, braid_device device, braid_dtype dtype, int32_t ndim,
                                               const int64_t* shape, const void* data, size_t bytes, braid_tensor* out) {
   return guard("braid_tensor_from_host", [&] {

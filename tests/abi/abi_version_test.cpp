@@ -257,6 +257,13 @@ const char* const kApiFunctions[] = {
     "braid_trainer_load_states",
     // elastic jobs (ABI 1.10)
     "braid_process_group_rejoin_pending",
+    // consistent names (ABI 1.11)
+    "braid_context_get_backend_info",
+    "braid_context_get_device_info",
+    "braid_memory_get_stats",
+    "braid_empty",
+    "braid_safetensors_save",
+    "braid_safetensors_load",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -283,9 +290,10 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1);  // ABI 1.1 (+10: data, +10:
-  // autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where), 1.8 (+13:
-  // processes), 1.9 (+3: KVStore across processes, +2: trainer states), 1.10 (+1: rejoining)
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1 + 6);  // ABI 1.1 (+10: data,
+  // +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where), 1.8
+  // (+13: processes), 1.9 (+3: KVStore across processes, +2: trainer states), 1.10 (+1: rejoining), 1.11 (+6:
+  // consistent names)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {
@@ -297,6 +305,19 @@ TEST_CASE("libbraid.so exports every function of braid.h") {
     dlerror();
     void* sym = dlsym(lib, fn);
     CHECK_MESSAGE(sym != nullptr, str(fn) << " missing from " << str(BRAID_TEST_LIBBRAID) << ": " << str(dlerror()));
+  }
+  // The consistent names of ABI 1.11 are the very functions they stand beside.
+  const std::pair<const char*, const char*> same[] = {
+      {"braid_context_get_backend_info", "braid_context_backend_info"},
+      {"braid_context_get_device_info", "braid_context_device_info"},
+      {"braid_memory_get_stats", "braid_memory_stats_get"},
+      {"braid_empty", "braid_tensor_empty"},
+      {"braid_safetensors_save", "braid_save_safetensors"},
+      {"braid_safetensors_load", "braid_load_safetensors"},
+  };
+  for (const auto& [name, older] : same) {
+    CAPTURE(name);
+    CHECK(dlsym(lib, name) == dlsym(lib, older));
   }
   // The library this test is linked against is that same file.
   CHECK(dlsym(lib, "braid_version") == reinterpret_cast<void*>(&braid_version));

@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 
 #include <cmath>
+#include <cstddef>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -145,4 +147,61 @@ TEST_CASE("a bad handle in a list is named by its index") {
   braid_tensor outs[2] = {nullptr, nullptr};
   CHECK(braid_split_and_load(a.t, 2, devices, nullptr, outs) != BRAID_OK);
   CHECK(std::string(braid_last_error()).find("devices[1]") != std::string::npos);
+}
+
+// braid_trainer_options embeds braid_optimizer_params by value. A program built against a later braid.h
+// whose braid_optimizer_params has grown (here by two doubles) has its bucket_bytes, algorithm and flags
+// 16 bytes further on: the Trainer finds them after the caller's optimizer (its struct_size), so the
+// optimizer's struct can grow without moving the fields after it. Laid out here as that compiler would.
+TEST_CASE("Trainer options: the fields after the optimizer start where the caller's optimizer ends") {
+  struct LaterOptimizer {
+    braid_optimizer_params today;
+    double added[2];
+  };
+  struct LaterOptions {
+    uint32_t struct_size;
+    LaterOptimizer optimizer;
+    uint64_t bucket_bytes;
+    braid_allreduce_algorithm algorithm;
+    uint64_t flags;
+  };
+  test::Ctx c(1);
+  test::T w = test::full(c.ctx, 0, BRAID_FLOAT32, {4}, 1.0);
+  BRAID_CHECK_OK(braid_tensor_attach_grad(w.t, BRAID_GRAD_WRITE));
+  LaterOptions later{};
+  later.struct_size = sizeof later;
+  later.optimizer.today = BRAID_OPTIMIZER_PARAMS_INIT;
+  later.optimizer.today.struct_size = sizeof(LaterOptimizer);
+  later.optimizer.today.learning_rate = 0.5;
+  // Where today's layout has bucket_bytes and algorithm: an invalid algorithm (99), which a reader of
+  // today's layout would refuse; and today's flags would be read from later.bucket_bytes (0).
+  later.optimizer.added[0] = 1.0;
+  const int32_t bad_algorithm = 99;
+  std::memcpy(&later.optimizer.added[1], &bad_algorithm, sizeof bad_algorithm);
+  later.bucket_bytes = 0;
+  later.algorithm = BRAID_ALLREDUCE_AUTO;
+  later.flags = BRAID_TRAINER_IGNORE_STALE_GRAD;
+  const auto* options = reinterpret_cast<const braid_trainer_options*>(&later);
+
+  braid_trainer tr = nullptr;
+  BRAID_CHECK_OK(braid_trainer_create(1, 1, &w.t, options, &tr));
+  double lr = 0;
+  BRAID_CHECK_OK(braid_trainer_learning_rate(tr, &lr));
+  CHECK(lr == 0.5);
+  // The flags came from the caller's place: a gradient no backward wrote is skipped, not refused.
+  BRAID_CHECK_OK(braid_trainer_step(tr, 1.0));
+  BRAID_CHECK_OK(braid_trainer_release(tr));
+
+  // So did the algorithm: an invalid one there is refused.
+  later.algorithm = static_cast<braid_allreduce_algorithm>(99);
+  check_refused(braid_trainer_create(1, 1, &w.t, options, &tr), "braid_allreduce_algorithm");
+  // An optimizer that does not fit the options holding it is no layout at all.
+  later.algorithm = BRAID_ALLREDUCE_AUTO;
+  later.optimizer.today.struct_size = sizeof later;
+  check_refused(braid_trainer_create(1, 1, &w.t, options, &tr), "optimizer.struct_size");
+  // A struct_size that ends inside the caller's flags.
+  later.optimizer.today.struct_size = sizeof(LaterOptimizer);
+  later.struct_size = offsetof(LaterOptions, flags) + 4;
+  check_refused(braid_trainer_create(1, 1, &w.t, options, &tr), "ends inside a field");
+  CHECK(tr == nullptr);
 }
