@@ -103,7 +103,7 @@ typedef struct braid_context_options {
   const char* backend_path;
   braid_engine_mode engine_mode;
   /* Backpressure bounds per device: pushing waits while a device has this many ops, or this many
-   * bytes of op outputs, in flight. 0 = default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
+   * bytes of op outputs, in flight. 0: default (BRAID_MAX_INFLIGHT_OPS / _BYTES env, else 1024 ops, and
    * 128 MiB on a device whose memory is the host's (CPU, integrated or virtual GPU), 1 GiB on others).
    * UINT64_MAX disables the bound. The variables take a plain decimal number; anything else (-1, 128M,
    * an overflowing number) makes braid_context_create fail with BRAID_ERR_INVALID_ARGUMENT naming the
@@ -114,11 +114,11 @@ typedef struct braid_context_options {
    * braid_profiler_stop writes it; if it cannot be, the release that destroys the context returns
    * BRAID_ERR_IO. */
   const char* profile_path;
-  /* Seed of the counter-based RNG (random_*, dropout). 0 = BRAID_SEED env, else 0. */
+  /* Seed of the counter-based RNG (random_*, dropout). 0: BRAID_SEED env, else 0. */
   uint64_t seed;
   /* Since 1.2: compute queues per device (1 to 16). Independent ops then run side by side on one device:
    * an op goes to the queue of its first input's producer (chains stay on one queue), otherwise to
-   * the next queue in turn. 0 = BRAID_COMPUTE_QUEUES env, else 1. Collectives have a queue of their
+   * the next queue in turn. 0: BRAID_COMPUTE_QUEUES env, else 1. Collectives have a queue of their
    * own besides these (docs/PARALLEL.md). */
   int32_t compute_queues;
 } braid_context_options;
@@ -378,7 +378,7 @@ BRAID_API braid_status braid_copy_into(braid_tensor src, braid_tensor dst);
 /* ---- ops: neural network ---------------------------------------------------------------------- */
 typedef struct braid_conv2d_params {
   uint32_t struct_size;
-  int32_t stride[2];  /* h, w; 0 means 1 */
+  int32_t stride[2];  /* h, w; 0: 1 */
   int32_t padding[2]; /* h, w */
 } braid_conv2d_params;
 #define BRAID_CONV2D_PARAMS_INIT                  \
@@ -395,7 +395,7 @@ typedef struct braid_pool2d_params {
   uint32_t struct_size;
   braid_pool_kind kind;
   int32_t kernel[2];
-  int32_t stride[2];  /* 0 means equal to kernel */
+  int32_t stride[2];  /* 0: equal to kernel */
   int32_t padding[2]; /* padded cells are ignored by max and excluded from the average */
   int32_t global;     /* non-zero: pool the whole H,W (kernel/stride/padding ignored) */
 } braid_pool2d_params;
@@ -407,8 +407,8 @@ BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* p
 
 typedef struct braid_batch_norm_params {
   uint32_t struct_size;
-  double eps;       /* 0 means 1e-5 */
-  double momentum;  /* running = (1-momentum)*running + momentum*batch; 0 means 0.1 */
+  double eps;       /* 0: 1e-5 */
+  double momentum;  /* running = (1-momentum)*running + momentum*batch; 0: 0.1 */
   int32_t training; /* use batch statistics and update the running ones */
 } braid_batch_norm_params;
 #define BRAID_BATCH_NORM_PARAMS_INIT \
