@@ -6,6 +6,11 @@ ctypes; nothing is compiled). See docs/PYTHON.md.
     y = x + 1
     npx.waitall()
 """
+try:  # first, so that an interpreter without NumPy is told what it lacks rather than where it failed
+    import numpy as _numpy  # noqa: F401
+except ImportError as _e:
+    raise ImportError("braid needs NumPy (1.22 or later) in this interpreter: pip install numpy, or use one that "
+                      "has it (Debian: apt install python3-numpy)") from _e
 from . import _lib, autograd, data, distributed, gluon, initializer, kvstore, np, npx  # noqa: F401
 from ._lib import BraidError
 from .device import Device, cpu, devices, gpu, num_gpus, seed, vulkan, waitall  # noqa: F401

@@ -244,8 +244,9 @@ _PROTOTYPES = {
 def _open_library():
     """The libbraid to use: BRAID_LIBRARY (a path) if set; else the one this package was installed with
     (PREFIX/LIBDIR/libbraid.so.1 for a package in PREFIX/LIBDIR/python3/dist-packages); else the build
-    tree of the checkout the package sits in (build/lib); else libbraid.so.1 from the loader's search
-    path (LD_LIBRARY_PATH, ldconfig)."""
+    tree of the checkout the package sits in (build/lib); else, for a package pip installed, the
+    directories its build recorded (_build_hints.py, written by setup.py: the checkout's build/lib);
+    else libbraid.so.1 from the loader's search path (LD_LIBRARY_PATH, ldconfig)."""
     explicit = os.environ.get("BRAID_LIBRARY")
     if explicit:
         try:
@@ -254,7 +255,13 @@ def _open_library():
             raise ImportError(f"braid: BRAID_LIBRARY={explicit} does not load: {e}") from None
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = [os.path.join(here, "..", "..", "..", "libbraid.so.1"),
-                  os.path.join(here, "..", "..", "..", "build", "lib", "libbraid.so.1"), "libbraid.so.1"]
+                  os.path.join(here, "..", "..", "..", "build", "lib", "libbraid.so.1")]
+    try:
+        from ._build_hints import LIBRARY_DIRS
+        candidates += [os.path.join(d, "libbraid.so.1") for d in LIBRARY_DIRS]
+    except ImportError:  # a package used from the source tree or installed by CMake: not built by setup.py
+        pass
+    candidates.append("libbraid.so.1")
     for candidate in candidates:
         if os.sep in candidate and not os.path.exists(candidate):
             continue
