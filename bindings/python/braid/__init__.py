@@ -11,17 +11,20 @@ try:  # first, so that an interpreter without NumPy is told what it lacks rather
 except ImportError as _e:
     raise ImportError("braid needs NumPy (1.22 or later) in this interpreter: pip install numpy, or use one that "
                       "has it (Debian: apt install python3-numpy)") from _e
-from . import _lib, autograd, data, distributed, gluon, initializer, kvstore, np, npx  # noqa: F401
+from . import _lib, autograd, context, data, distributed, gluon, initializer, kvstore, metric  # noqa: F401
+from . import nd, np, npx, symbol  # noqa: F401
 from ._lib import BraidError
 from .device import Device, cpu, devices, gpu, num_gpus, seed, vulkan, waitall  # noqa: F401
 from .ndarray import NDArray, ndarray  # noqa: F401
 
 init = initializer  # MXNet's mx.init
 kv = kvstore  # MXNet's mx.kv
-nd = np  # braid's arrays have NumPy's semantics whichever name imports them
+Context = context.Context  # MXNet 1.x's mx.Context: a device
+sym = symbol  # MXNet 1.x's mx.sym
 random = np.random
 __all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
-           "NDArray", "BraidError", "Device", "cpu", "gpu", "vulkan", "devices", "num_gpus", "seed", "waitall"]
+           "NDArray", "BraidError", "Device", "Context", "context", "metric", "cpu", "gpu", "vulkan", "devices",
+           "num_gpus", "seed", "waitall", "sym", "symbol"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release
 
 

@@ -13,7 +13,7 @@ import operator
 import numpy
 
 from . import device as _device
-from ._lib import check, c_tensor, lib, shape_array
+from ._lib import BraidError, check, c_tensor, lib, shape_array
 
 # braid_dtype values and the NumPy dtype each reads back as. bfloat16 has no NumPy dtype: its arrays
 # read back as float32 (exactly: every bfloat16 is a float32).
@@ -175,6 +175,12 @@ class ndarray:
             raise ValueError(f"braid: item() of an array of {self.size} elements (only one-element arrays)")
         return self.asnumpy().reshape(()).item()
 
+    def asscalar(self):
+        """The value of a one-element array as a NumPy scalar (MXNet 1.x's NDArray.asscalar)."""
+        if self.size != 1:
+            raise ValueError(f"braid: asscalar() of an array of {self.size} elements (only one-element arrays)")
+        return self.asnumpy().reshape(())[()]
+
     def tolist(self):
         return self.asnumpy().tolist()
 
@@ -194,12 +200,29 @@ class ndarray:
             raise TypeError("braid: only integer arrays of one element can be used as an index")
         return int(self.item())
 
+    def _traced(self):
+        """What a value being traced into a graph prints (a hybridized block's forward): its values exist
+        only once the graph runs, as MXNet 1.x's Symbols print without values."""
+        return f"<traced ndarray {self.shape} {self.dtype} on {self.ctx!r}>"
+
+    def _host_for_printing(self):
+        try:
+            return self.asnumpy()
+        except BraidError as e:
+            if e.status == "BRAID_ERR_INVALID_STATE" and "traced" in str(e):
+                return None
+            raise
+
     def __repr__(self):
-        body = repr(self.asnumpy())
+        host = self._host_for_printing()
+        if host is None:
+            return self._traced()
+        body = repr(host)
         return f"{body[:-1]}, ctx={self.ctx!r})" if body.endswith(")") else body
 
     def __str__(self):
-        return str(self.asnumpy())
+        host = self._host_for_printing()
+        return self._traced() if host is None else str(host)
 
     def __iter__(self):
         for i in range(len(self)):
@@ -313,6 +336,7 @@ class ndarray:
     def max(self, axis=None, keepdims=False): return reduce("max", self, axis, keepdims)
     def min(self, axis=None, keepdims=False): return reduce("min", self, axis, keepdims)
     def argmax(self, axis=None): return argmax(self, axis)
+    def norm(self): return reduce("norm", self, None, False)  # MXNet 1.x: the L2 norm of every element
     def exp(self): return unary("exp", self)
     def log(self): return unary("log", self)
     def sqrt(self): return unary("sqrt", self)

@@ -2,10 +2,13 @@
 can be hybridized, run as braid graphs (braid_hybrid: traced on the first call with each input
 signature, then one engine op a call; docs/GRAPH.md)."""
 import collections
+import contextlib
 import ctypes
 
 from .. import autograd
 from .. import device as _device
+from .. import nd as _nd
+from .. import symbol as _sym
 from .._lib import HYBRID_FN, BraidError, c_tensor, check, lib
 from ..ndarray import ndarray
 from .parameter import Parameter, ParameterDict
@@ -48,8 +51,14 @@ class Block:
 
     @property
     def params(self):
-        """This block's own parameters by name ("weight", "bias"), MXNet 1's block.params."""
-        return ParameterDict(self._reg_params)
+        """This block's own parameters by name ("weight", "bias"), MXNet 1's block.params; its get()
+        makes and registers one (MXNet 1's self.params.get('weight', shape=...))."""
+        return _OwnParams(self)
+
+    def name_scope(self):
+        """MXNet 1's naming scope for the children made inside it: braid names parameters by their
+        attribute path (collect_params), so the scope changes nothing."""
+        return contextlib.nullcontext()
 
     def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
         self.collect_params().initialize(init, ctx, force_reinit)
@@ -84,6 +93,8 @@ class Block:
             p.set_data(value)
 
     def __call__(self, *args):
+        if any(isinstance(a, _sym.Symbol) for a in args):  # MXNet 1.x: net(sym.var('data')) gives a Symbol
+            return _sym.compose(self, args)
         return self.forward(*args)
 
     def forward(self, *args):
@@ -130,7 +141,23 @@ class HybridBlock(Block):
         except (AttributeError, TypeError):
             pass
 
+    def forward(self, *args):
+        """Without a forward of its own, the block's MXNet 1.x hybrid_forward(F, x, ..., **params) runs:
+        F is braid.nd, imperatively and when hybridized alike (a hybridized block traces those same nd
+        calls into its graph), and this block's own parameters come as keyword arguments by name, each
+        on the first input's device."""
+        if type(self).hybrid_forward is HybridBlock.hybrid_forward:
+            raise NotImplementedError(f"{type(self).__name__} has neither forward() nor hybrid_forward()")
+        ctx = next((a.ctx for a in args if isinstance(a, ndarray)), None)
+        params = {name: p.data(ctx) for name, p in self._reg_params.items() if p is not None}
+        return self.hybrid_forward(_nd, *args, **params)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no hybrid_forward()")
+
     def __call__(self, *args):
+        if any(isinstance(a, _sym.Symbol) for a in args):
+            return _sym.compose(self, args)
         arrays = all(isinstance(a, ndarray) for a in args)
         if not self._active or not arrays or len(args) not in self._outputs:
             out = self.forward(*args)  # imperative (and, while hybridized, a new input count's first call)
@@ -204,6 +231,22 @@ class HybridBlock(Block):
         except BaseException as e:  # noqa: B902 - handed back to the caller of braid_hybrid_call
             object.__setattr__(self, "_error", e)
             return e.code if isinstance(e, BraidError) and e.code else 13  # else BRAID_ERR_INTERNAL
+
+
+class _OwnParams(ParameterDict):
+    """A block's own parameters (Block.params), with MXNet 1's ParameterDict.get."""
+
+    def __init__(self, block):
+        super().__init__(block._reg_params)
+        self._block = block
+
+    def get(self, name, **kwargs):
+        """The block's parameter `name`; made with kwargs (shape, init, dtype, grad_req,
+        allow_deferred_init) and registered on the block when it has none by that name."""
+        if name not in self._block._reg_params:
+            self._block._reg_params[name] = Parameter(name, **kwargs)
+        self[name] = self._block._reg_params[name]
+        return self[name]
 
 
 class _GraphInfo(ctypes.Structure):

@@ -1,4 +1,4 @@
-"""gluon.utils: splitting a batch over devices."""
+"""gluon.utils: splitting a batch over devices, and clipping gradients by their global norm."""
 import ctypes
 
 from .._lib import c_tensor, check, lib
@@ -26,3 +26,21 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     outs = (c_tensor * len(devices))()
     check(lib.braid_split_and_load(data.handle, len(devices), indices, None, outs))
     return [ndarray(outs[i]) for i in range(len(devices))]
+
+
+def clip_global_norm(arrays, max_norm, check_isfinite=True):
+    """Scales every array in place by max_norm / their joint L2 norm when that norm exceeds max_norm
+    (gradient clipping); returns the norm before scaling, as a float. check_isfinite: a NaN or infinite
+    norm is returned as it is and nothing is scaled (MXNet warns; braid leaves the warning to the caller)."""
+    import math
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("braid: clip_global_norm needs at least one array")
+    total = math.sqrt(sum(float(a.norm().asscalar()) ** 2 for a in arrays))
+    if check_isfinite and not math.isfinite(total):
+        return total
+    scale = max_norm / (total + 1e-8)
+    if scale < 1.0:
+        for a in arrays:
+            a *= scale
+    return total
