@@ -40,14 +40,16 @@ class BatchIterator:
     every epoch (MXNet's names; PyTorch's DistributedSampler): every part has the same number of
     batches, padded by repeating the epoch's first examples (docs/DATA.md, "Parts")."""
 
-    def __init__(self, name, split, batch_size, shuffle, seed, device, data_dir, num_parts=1, part_index=0):
+    def __init__(self, name, split, batch_size, shuffle, seed, device, data_dir, num_parts=1, part_index=0,
+                 drop_last=False):
         options = _DatasetOptions(ctypes.sizeof(_DatasetOptions), name.encode(),
                                   None if data_dir is None else str(data_dir).encode(), split)
         dataset = ctypes.c_void_p()
         check(lib.braid_dataset_open(_device.context_handle(), ctypes.byref(options), ctypes.byref(dataset)))
         try:
             it_options = _IteratorOptions(ctypes.sizeof(_IteratorOptions), int(batch_size), int(bool(shuffle)),
-                                          int(seed), 0, device.index, 2, int(num_parts), int(part_index))
+                                          int(seed), int(bool(drop_last)), device.index, 2, int(num_parts),
+                                          int(part_index))
             self._it = ctypes.c_void_p()
             check(lib.braid_batch_iterator_create(dataset, ctypes.byref(it_options), ctypes.byref(self._it)))
         finally:
