@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -440,14 +441,30 @@ braid_status ProcessGroup::fail_group(const Call& call, braid_status status, con
   return status;
 }
 
-// Which ranks are to blame, as far as the store can tell: those that died (their store connection
-// closed without a goodbye), else those that left the group (released it: they made fewer calls, as
-// uneven batch counts do), else those whose own failed call differs from this one (a mismatch: keyed
-// calls that differ time out on both sides), else those that did not report a failure of their own
-// within a short grace (alive but stalled, or not making the call).
+// Which ranks are to blame, as far as the store can tell: a rank whose own failed call at this sequence
+// number differs from this one (a mismatch: keyed calls that differ time out on both sides; looked at
+// first, since that rank may have died or left since), else those that died (their store connection
+// closed without a goodbye), else those that left the group before making this call (released it
+// after fewer calls, as uneven batch counts do), else a mismatch recorded within a short grace, else
+// those that did not report a failure of their own by then (alive but stalled, or not making the call).
 std::string ProcessGroup::culprits(const Call& call, bool* mismatch) {
   const uint64_t seq = call.seq;
+  const std::string mine = describe(call);
+  // "<seq> <call>": a rank that failed in another call than this one at this sequence number made a
+  // different call here.
+  auto disagreement = [&](int32_t r, const std::string& record) -> std::string {
+    const size_t space = record.find(' ');
+    const std::string theirs = space == std::string::npos ? "" : record.substr(space + 1);
+    if (!collective_op(call.op) || theirs.empty() || theirs == mine || record.substr(0, space) != cat(seq)) return {};
+    *mismatch = true;
+    return cat("the ranks disagree: rank ", r, " called ", theirs, " where rank ", s_.rank, " called ", mine,
+               " (every rank must make the same collectives in the same order)");
+  };
   try {
+    for (int32_t r = 0; r < s_.world_size; ++r)
+      if (r != s_.rank)
+        if (auto record = store_->get(prefix_ + cat("failed/", r), std::chrono::milliseconds(0)))
+          if (std::string why = disagreement(r, *record); !why.empty()) return why;
     const std::vector<int32_t> dead = store_->dead_ranks();
     if (!dead.empty()) {
       std::string list;
@@ -459,13 +476,13 @@ std::string ProcessGroup::culprits(const Call& call, bool* mismatch) {
     for (int32_t r = 0; r < s_.world_size; ++r)
       if (r != s_.rank)
         if (auto calls = store_->get(prefix_ + cat("left/", r), std::chrono::milliseconds(0)))
-          left += cat(left.empty() ? "" : "; ", "rank ", r, " left the group after ", *calls, " call(s)");
+          if (std::strtoull(calls->c_str(), nullptr, 10) < seq)  // it left before making this call
+            left += cat(left.empty() ? "" : "; ", "rank ", r, " left the group after ", *calls, " call(s)");
     if (!left.empty())
       return cat(left, ": the ranks made different numbers of collectives (uneven batch counts? docs/DISTRIBUTED.md, ",
                  "\"Uneven batch counts\")");
     const auto grace = std::min<std::chrono::milliseconds>(s_.timeout, std::chrono::seconds(3));
     const auto deadline = std::chrono::steady_clock::now() + grace;
-    const std::string mine = describe(call);
     std::string silent;
     for (int32_t r = 0; r < s_.world_size; ++r) {
       if (r == s_.rank) continue;
@@ -476,14 +493,7 @@ std::string ProcessGroup::culprits(const Call& call, bool* mismatch) {
         silent += (silent.empty() ? "" : ", ") + std::to_string(r);
         continue;
       }
-      // "<seq> <call>": a rank that failed in another call than this one made a different call here.
-      const size_t space = record->find(' ');
-      const std::string theirs = space == std::string::npos ? "" : record->substr(space + 1);
-      if (collective_op(call.op) && !theirs.empty() && theirs != mine && record->substr(0, space) == cat(seq)) {
-        *mismatch = true;
-        return cat("the ranks disagree: rank ", r, " called ", theirs, " where rank ", s_.rank, " called ", mine,
-                   " (every rank must make the same collectives in the same order)");
-      }
+      if (std::string why = disagreement(r, *record); !why.empty()) return why;
     }
     if (!silent.empty())
       return cat("rank(s) ", silent, " did not fail with it: they are alive but did not make call #", seq,

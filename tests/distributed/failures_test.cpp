@@ -162,6 +162,40 @@ TEST_CASE("different collectives on two ranks are named, not run") {
   }
 }
 
+// Keyed calls that differ time out on both ranks; the rank that times out later may find the other one
+// already gone (it diagnosed, returned and released its group). Its recorded failed call still names
+// the mismatch: here rank 1's timeout is 4x rank 0's, so rank 0 has left when rank 1 looks (CI once
+// saw "rank 0 left the group after 1 call(s)" instead, as a timeout). Rank 0 is done after its timeout
+// and a grace as long, so rank 1 waits four times as long.
+TEST_CASE("a mismatch is named by the rank that times out after the other has left") {
+  const int port = free_port();
+  const auto codes = run_ranks(
+      2,
+      [port](int rank) {
+        ::setenv("BRAID_DIST_CHECK", "1", 1);
+        Rank r(rank, 2, port, rank == 0 ? 2.0 : 8.0);
+        RANK_EXPECT(r.joined == BRAID_OK, "%s", r.join_error.c_str());
+        braid_tensor t = r.full(16, rank + 1);
+        if (rank == 0)
+          (void)braid_process_group_broadcast(r.pg, t, 0);
+        else
+          (void)braid_process_group_allreduce(r.pg, t, BRAID_COLLECTIVE_MAX);
+        const braid_status st = braid_tensor_wait_to_read(t);
+        const std::string msg = braid_last_error();
+        RANK_EXPECT(st != BRAID_OK, "a mismatched collective failed");
+        if (rank == 1) {
+          RANK_EXPECT(st == BRAID_ERR_INVALID_STATE && has(msg, "disagree") &&
+                          has(msg, "broadcast #1 (float32, 16 elements, root 0)") &&
+                          has(msg, "allreduce #1 (float32, 16 elements, max)"),
+                      "%s: %s", braid_status_name(st), msg.c_str());
+        }
+        braid_tensor_release(t);
+        return 0;
+      },
+      std::chrono::seconds(60));
+  CHECK(codes == std::vector<int>{0, 0});
+}
+
 TEST_CASE("a rank killed mid-step makes every other rank fail soon, naming it") {
   const int port = free_port();
   const double timeout = 20;
