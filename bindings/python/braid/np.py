@@ -230,4 +230,79 @@ def _normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, device=None):
     return _random_draw(lib.braid_random_normal, loc, scale, size, dtype, ctx, device)
 
 
-random = types.SimpleNamespace(uniform=_uniform, normal=_normal, seed=_device.seed)
+def _randint(low, high=None, size=None, dtype=int64, ctx=None, device=None):
+    """Integers uniform in [low, high) ([0, low) without high), int64 by default: uniform float64 draws of
+    braid's generator scaled to the span and truncated, so every value of a span up to 2^53 is reachable
+    and equally likely."""
+    low, high = (0, int(low)) if high is None else (int(low), int(high))
+    if high <= low:
+        raise ValueError(f"braid: randint needs low < high, not [{low}, {high})")
+    span = high - low
+    if span > 2 ** 53:
+        raise ValueError(f"braid: randint spans up to 2^53 values, not {span}")
+    u = _uniform(0.0, 1.0, size, float64, ctx, device)
+    scaled = (u * float(span)).astype(int64)
+    return (minimum(scaled, span - 1) + low).astype(dtype)
+
+
+def _keys(n, ctx, device):
+    """n float64 keys from braid's generator, on the host: their argsort is a uniform permutation."""
+    return _uniform(0.0, 1.0, (int(n),), float64, ctx, device).asnumpy()
+
+
+def _permutation(x, ctx=None, device=None):
+    """A shuffled arange(x) for an int, else a shuffled copy of x along its first axis (on x's device)."""
+    if isinstance(x, (int, _numpy.integer)):
+        return array(_numpy.argsort(_keys(x, ctx, device), kind="stable"), dtype=int64, ctx=ctx, device=device)
+    if not isinstance(x, ndarray) or x.ndim == 0:
+        raise TypeError("braid: permutation takes an int or an array with a first axis")
+    order = _numpy.argsort(_keys(x.shape[0], x.ctx, None), kind="stable")
+    return array(x.asnumpy()[order], dtype=x.dtype, ctx=x.ctx)
+
+
+def _shuffle(x):
+    """Shuffles x in place along its first axis; returns None, as NumPy's does."""
+    x[:] = _permutation(x)
+
+
+def _choice(a, size=None, replace=True, p=None, ctx=None, device=None):
+    """Samples of arange(a) for an int, else of a 1-d array: with replacement by default, weighted by p
+    (non-negative, summing to 1) if given."""
+    pool = _numpy.arange(int(a)) if isinstance(a, (int, _numpy.integer)) else None
+    if pool is None:
+        if not isinstance(a, ndarray) or a.ndim != 1:
+            raise ValueError("braid: choice takes an int or a 1-d array")
+        pool, ctx, device = a.asnumpy(), a.ctx, None
+    n, shape = len(pool), _shape(size)
+    count = int(_numpy.prod(shape)) if shape else 1
+    if n == 0:
+        raise ValueError("braid: choice from an empty population")
+    if p is not None:
+        weights = _numpy.asarray(p.asnumpy() if isinstance(p, ndarray) else p, dtype=_numpy.float64)
+        if weights.shape != (n,) or (weights < 0).any() or not _numpy.isclose(weights.sum(), 1.0):
+            raise ValueError("braid: choice's p must be n non-negative weights summing to 1")
+    if not replace:
+        if count > n:
+            raise ValueError(f"braid: cannot take {count} samples without replacement from {n}")
+        keys = _keys(n, ctx, device)
+        if p is not None:  # weighted sampling without replacement: the largest u^(1/w) (Efraimidis-Spirakis)
+            with _numpy.errstate(divide="ignore"):
+                keys = _numpy.where(weights > 0, _numpy.log(keys) / weights, -_numpy.inf)
+            picked = _numpy.argsort(-keys, kind="stable")[:count]
+        else:
+            picked = _numpy.argsort(keys, kind="stable")[:count]
+    elif p is not None:
+        cdf = _numpy.cumsum(weights)
+        cdf /= cdf[-1]
+        picked = _numpy.minimum(_numpy.searchsorted(cdf, _keys(count, ctx, device), side="right"), n - 1)
+    else:
+        picked = _randint(0, n, (count,), int64, ctx, device).asnumpy()
+    values = pool[picked].reshape(shape)
+    dtype = int64 if isinstance(a, (int, _numpy.integer)) else a.dtype
+    if not shape and isinstance(a, (int, _numpy.integer)):
+        return values.item()
+    return array(values, dtype=dtype, ctx=ctx, device=device)
+
+
+random = types.SimpleNamespace(uniform=_uniform, normal=_normal, seed=_device.seed, randint=_randint,
+                               permutation=_permutation, shuffle=_shuffle, choice=_choice)

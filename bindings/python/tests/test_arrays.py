@@ -288,3 +288,50 @@ class Errors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RandomBeyondUniform(unittest.TestCase):
+    """np.random's randint, permutation, shuffle and choice: NumPy's signatures and dtypes, braid's seeded
+    generator (the same seed gives the same draws), and the frequencies their distributions give."""
+
+    def test_randint(self):
+        np.random.seed(3)
+        r = np.random.randint(-3, 4, size=(20000,))
+        self.assertEqual(r.dtype, numpy.int64)
+        counts = numpy.bincount(r.asnumpy() + 3, minlength=7) / 20000
+        self.assertEqual(len(counts), 7)
+        self.assertTrue((abs(counts - 1 / 7) < 0.02).all(), counts)
+        self.assertEqual(np.random.randint(2, 3, size=(2, 2), dtype="int32").asnumpy().tolist(), [[2, 2], [2, 2]])
+        self.assertTrue((np.random.randint(5, size=(50,)).asnumpy() < 5).all())
+        with self.assertRaises(ValueError):
+            np.random.randint(3, 3)
+
+    def test_permutation_and_shuffle(self):
+        np.random.seed(5)
+        p = np.random.permutation(10)
+        self.assertEqual((p.dtype, sorted(p.asnumpy().tolist())), (numpy.int64, list(range(10))))
+        np.random.seed(5)
+        self.assertEqual(np.random.permutation(10).asnumpy().tolist(), p.asnumpy().tolist())
+        x = np.array(numpy.arange(12).reshape(6, 2), dtype="int32")
+        self.assertIsNone(np.random.shuffle(x))
+        rows = x.asnumpy().tolist()
+        self.assertEqual(sorted(rows), numpy.arange(12).reshape(6, 2).tolist())
+        self.assertEqual(x.dtype, numpy.int32)
+        y = np.random.permutation(np.ones((4, 3)))
+        self.assertEqual(y.shape, (4, 3))
+
+    def test_choice(self):
+        np.random.seed(7)
+        picks = np.random.choice(3, size=30000, p=[0.2, 0.3, 0.5]).asnumpy()
+        self.assertEqual(picks.dtype, numpy.int64)
+        freq = numpy.bincount(picks, minlength=3) / 30000
+        self.assertTrue((abs(freq - [0.2, 0.3, 0.5]) < 0.02).all(), freq)
+        self.assertEqual(np.random.choice(numpy.int64(4), size=(2, 3)).shape, (2, 3))
+        self.assertIsInstance(np.random.choice(4), int)
+        unique = np.random.choice(5, 5, replace=False).asnumpy()
+        self.assertEqual(sorted(unique.tolist()), list(range(5)))
+        values = np.random.choice(np.array([10.0, 20.0, 30.0]), size=50, p=[0.5, 0.0, 0.5]).asnumpy()
+        self.assertTrue(set(values.tolist()) <= {10.0, 30.0})
+        for bad in (dict(p=[0.5, 0.6, 0.1]), dict(p=[1.0]), dict(size=6, replace=False)):
+            with self.assertRaises(ValueError):
+                np.random.choice(3 if "p" in bad else 5, **bad)
