@@ -22,7 +22,7 @@ struct Cache {
   std::string reason;             // backing store of probe.reason when it is not a literal
   std::vector<std::string> json;  // per device
 };
-Cache& cache() {
+Cache& probe_cache() {
   static Cache c;  // one per process: the devices do not change while it runs
   return c;
 }
@@ -66,7 +66,7 @@ void run_probe(Cache& c) {
 }  // namespace
 
 const Probe& probe() {
-  Cache& c = cache();
+  Cache& c = probe_cache();
   std::call_once(c.once, [&] { run_probe(c); });
   if (g_forked_after_init.load() && c.probe.count > 0) return kForked;
   return c.probe;
@@ -104,7 +104,7 @@ braid_status fill_props(int index, braid_backend_device_props* out) {
 }
 
 const char* props_json(int index) {
-  Cache& c = cache();
+  Cache& c = probe_cache();
   if (index < 0 || index >= probe().count) return nullptr;
   static std::mutex mu;
   std::lock_guard lock(mu);
