@@ -106,3 +106,9 @@ class FashionMNIST(unittest.TestCase):
             if k == 2:
                 break
         self.assertEqual(len(native), 20)
+        # A dataset with a transform of its own is batched here, so that the transform runs.
+        relabelled = gluon.data.vision.FashionMNIST(train=False, transform=lambda x, y: (x, y + 100))
+        loader = gluon.data.DataLoader(relabelled.transform_first(transforms.ToTensor()), 500)
+        self.assertIsNone(loader._native)
+        _, labels = next(iter(loader))
+        self.assertTrue((labels.asnumpy() >= 100).all())

@@ -53,7 +53,8 @@ class DataLoader:
         ds, to_tensor = self._dataset, False
         if getattr(ds, "first", None) is not None and isinstance(ds.first, _transforms.ToTensor):
             ds, to_tensor = ds.base, True
-        if not isinstance(ds, _vision._IdxDataset) or not to_tensor or self._last_batch == "rollover":
+        if (not isinstance(ds, _vision._IdxDataset) or ds._transform is not None or not to_tensor
+                or self._last_batch == "rollover"):
             return None
         return ds
 
