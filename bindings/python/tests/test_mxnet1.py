@@ -12,7 +12,7 @@ import numpy
 
 import braid
 import braid as mx
-from braid import autograd, gluon, init, nd, sym
+from braid import autograd, init, nd, sym
 from braid.gluon import loss as gloss, nn, utils as gutils
 
 from test_arrays import close

@@ -5,7 +5,7 @@ multi-device listings run on any machine."""
 import time
 
 import braid as mx
-from braid import autograd, data, nd
+from braid import data, nd
 from braid.gluon import nn
 
 __all__ = ["Benchmark", "try_gpu", "try_all_gpus", "load_data_fashion_mnist", "evaluate_accuracy", "sgd",

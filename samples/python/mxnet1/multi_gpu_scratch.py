@@ -11,7 +11,7 @@ import json
 import time
 
 import d2lzh as d2l
-import braid as mx
+import braid as mx  # noqa: F401 (the listing imports it)
 from braid import autograd, nd
 from braid.gluon import loss as gloss
 
