@@ -20,7 +20,7 @@ packages=(
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
   nlohmann-json3-dev                                   # braid-bench reads the samples' JSON results
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)
-  python3 python3-numpy                                # Python bindings and their tests
+  python3 python3-numpy python3-dev                    # Python bindings (python3-dev: their compiled path) and tests
   python3-venv python3-setuptools python3-wheel        # pip install ./bindings/python into a venv (its test)
   libvulkan-dev glslc                                  # Vulkan backend: headers + loader, GLSL -> SPIR-V
   libshaderc-dev glslang-dev spirv-tools               # Vulkan backend: shaderc, glslang, SPIRV-Tools (static:

@@ -93,6 +93,15 @@ void HostSemaphore::fail(braid_status status) {
 
 braid_status HostSemaphore::wait(uint64_t value, uint64_t timeout_ns) {
   value = clamp(value);
+  // A host thread waiting for the op it just pushed (a synchronous loop: y = x + 1; y.wait_to_read())
+  // usually needs a few microseconds: sleeping would add a futex wake-up of about as much, so spin for a
+  // short while first. The locked path below still decides (a failure is sticky even for values reached).
+  constexpr auto kSpin = std::chrono::microseconds(20);
+  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0; this->value() < value && timeout_ns != 0; ++i) {
+    __builtin_ia32_pause();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
+  }
   std::unique_lock lock(mu_);
   auto done = [&] { return status_ != BRAID_OK || this->value() >= value; };
   if (!done()) {

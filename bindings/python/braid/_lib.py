@@ -294,6 +294,40 @@ def _load():
 lib = _load()
 
 
+def _load_fast():
+    """braid._fast, the compiled per-op path (docs/PYTHON.md, "The compiled path"), or None for the ctypes
+    path. BRAID_PYTHON_FAST=0 asks for the ctypes path, =1 insists on the compiled one (ImportError when
+    it is missing). It is the package's own _fast (built by pip or installed by cmake beside these files),
+    else the one a CMake build tree made beside the libbraid that was loaded (<build>/python/braid/)."""
+    wanted = os.environ.get("BRAID_PYTHON_FAST", "")
+    if wanted == "0":
+        return None
+    try:
+        from . import _fast
+        return _fast
+    except ImportError:
+        pass
+    import importlib.machinery
+    import importlib.util
+    library_dir = os.path.dirname(os.path.realpath(lib._name)) if os.sep in lib._name else None
+    if library_dir:
+        folder = os.path.join(library_dir, os.pardir, "python", "braid")
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.normpath(os.path.join(folder, "_fast" + suffix))
+            if os.path.exists(path):
+                spec = importlib.util.spec_from_file_location(f"{__package__}._fast", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                return module
+    if wanted == "1":
+        raise ImportError("braid: BRAID_PYTHON_FAST=1 but the compiled path (braid._fast) is not built for this "
+                          "interpreter: build braid with this Python's headers, or pip install ./bindings/python")
+    return None
+
+
+fast = _load_fast()
+
+
 def check(status):
     """Raises BraidError for a failed status, with braid_last_error()'s message."""
     if status != 0:

@@ -13,7 +13,7 @@ import operator
 import numpy
 
 from . import device as _device
-from ._lib import BraidError, check, c_tensor, lib, shape_array
+from ._lib import BraidError, check, c_tensor, fast, lib, shape_array
 
 # braid_dtype values and the NumPy dtype each reads back as. bfloat16 has no NumPy dtype: its arrays
 # read back as float32 (exactly: every bfloat16 is a float32).
@@ -90,11 +90,11 @@ def is_scalar(value):
     return isinstance(value, (numbers.Number, numpy.generic)) and not isinstance(value, complex)
 
 
-class ndarray:
-    """An n-dimensional array on one braid device (MXNet's mxnet.numpy.ndarray)."""
+class _CtypesArray:
+    """The ctypes path's owner of an array's braid_tensor. The compiled path's is braid._fast.Array, which
+    also runs the arithmetic operators (docs/PYTHON.md, "The compiled path")."""
 
     __slots__ = ("_handle", "__weakref__")
-    __array_priority__ = 100.0  # numpy_array + braid_array goes to braid's __radd__
 
     def __init__(self, handle):
         self._handle = handle  # owns one reference
@@ -104,6 +104,16 @@ class ndarray:
             _release(self._handle)
         except (AttributeError, TypeError):  # a failed __init__, or the interpreter is shutting down
             pass
+
+
+COMPILED = fast is not None  # whether the operators run through braid._fast
+
+
+class ndarray(fast.Array if COMPILED else _CtypesArray):
+    """An n-dimensional array on one braid device (MXNet's mxnet.numpy.ndarray)."""
+
+    __slots__ = ()
+    __array_priority__ = 100.0  # numpy_array + braid_array goes to braid's __radd__
 
     # ---- what it is ----------------------------------------------------------------------------
     @property
@@ -304,9 +314,7 @@ class ndarray:
     # (the methods from _operator: add, subtract, multiply, divide, power, both ways round)
     def __matmul__(self, o): return _matmul(self, o)
     def __rmatmul__(self, o): return _matmul(o, self)
-    def __neg__(self): return unary("negative", self)
     def __pos__(self): return self.copy()
-    def __abs__(self): return unary("abs", self)
 
     def __iadd__(self, o): return self._inplace("add", o)
     def __isub__(self, o): return self._inplace("subtract", o)
@@ -323,10 +331,8 @@ class ndarray:
         check(lib.braid_copy_into(result._handle, self._handle))
         return self
 
-    # Comparisons give 1 or 0 in the compared dtype, as MXNet's do (==, <, > from _operator).
-    def __le__(self, o): return binary("less", self, o) + binary("equal", self, o)  # NaN: 0, not 1
-    def __ge__(self, o): return binary("greater", self, o) + binary("equal", self, o)
-    def __ne__(self, o): return 1 - binary("equal", self, o)
+    # Comparisons give 1 or 0 in the compared dtype, as MXNet's do (==, <, > from _operator; <=, >=, !=
+    # from compare()).
     __hash__ = None
 
     # ---- methods of MXNet's array --------------------------------------------------------------
@@ -382,11 +388,33 @@ def _operator(op, reflected):
     return method
 
 
-for _op, _names in (("add", ("add", "radd")), ("subtract", ("sub", "rsub")), ("multiply", ("mul", "rmul")),
-                    ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")), ("equal", ("eq",)),
-                    ("less", ("lt",)), ("greater", ("gt",))):
-    for _i, _name in enumerate(_names):
-        setattr(ndarray, f"__{_name}__", _operator(_op, _i == 1))
+def compare(op, a, b):
+    """a <= b, a >= b, a != b from the comparisons braid has (NaN compares 0 in all but !=)."""
+    if op == "less_equal":
+        return binary("less", a, b) + binary("equal", a, b)
+    if op == "greater_equal":
+        return binary("greater", a, b) + binary("equal", a, b)
+    if op == "not_equal":
+        return 1 - binary("equal", a, b)
+    raise ValueError(f"braid: no comparison {op!r}")
+
+
+def _comparison(op):
+    def method(self, other):
+        return compare(op, self, other)
+    return method
+
+
+if not COMPILED:  # braid._fast.Array has these operators in compiled code, with binary() for other operands
+    for _op, _names in (("add", ("add", "radd")), ("subtract", ("sub", "rsub")), ("multiply", ("mul", "rmul")),
+                        ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")), ("equal", ("eq",)),
+                        ("less", ("lt",)), ("greater", ("gt",))):
+        for _i, _name in enumerate(_names):
+            setattr(ndarray, f"__{_name}__", _operator(_op, _i == 1))
+    for _op, _name in (("less_equal", "le"), ("greater_equal", "ge"), ("not_equal", "ne")):
+        setattr(ndarray, f"__{_name}__", _comparison(_op))
+    ndarray.__neg__ = lambda self: unary("negative", self)
+    ndarray.__abs__ = lambda self: unary("abs", self)
 
 NDArray = ndarray
 
@@ -555,3 +583,10 @@ def _assign(x, key, value):
     if value.dtype_code != x.dtype_code:
         value = value.astype(x.dtype)
     check(lib.braid_copy_into(value._handle, x._handle))
+
+
+if COMPILED:
+    fast.bind(functions={name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+                         for name in ("braid_unary", "braid_binary", "braid_binary_scalar", "braid_tensor_release")},
+              ndarray=ndarray, check=check, binary=binary, compare=compare,
+              binary_names=tuple(sorted(BINARY, key=BINARY.get)))

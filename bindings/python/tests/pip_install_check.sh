@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # ctest braid-python-pip: the package installs with pip into a fresh venv of an interpreter that has NumPy
 # (--system-site-packages: NumPy from the system; --no-build-isolation --no-index: no package index is
-# needed), and works there from outside the source tree with no BRAID_LIBRARY set: it finds the libbraid
-# its build recorded, and a few steps of Gluon training lower the loss. An interpreter without NumPy (the
-# same one with -S: no site-packages) is told at import that NumPy is needed.
+# needed), with its compiled path (braid._fast) where the interpreter has its headers, and works there
+# from outside the source tree with no BRAID_LIBRARY set: it finds the libbraid its build recorded, and a
+# few steps of Gluon training lower the loss. An interpreter without NumPy (the same one with -S: no
+# site-packages) is told at import that NumPy is needed.
 #   pip_install_check.sh PYTHON LIBBRAID
 set -euo pipefail
 python="$1"
@@ -18,15 +19,26 @@ fi
 # Built from a copy, so the source tree gets no build/ or egg-info; BRAID_LIBRARY while building is
 # recorded as where libbraid is (setup.py).
 mkdir "$work/src"
-cp -r "$pkg/pyproject.toml" "$pkg/setup.py" "$pkg/README.md" "$pkg/braid" "$work/src/"
-BRAID_LIBRARY="$libbraid" "$work/venv/bin/python" -m pip install --quiet --no-build-isolation --no-index "$work/src"
+cp -r "$pkg/pyproject.toml" "$pkg/setup.py" "$pkg/README.md" "$pkg/braid" "$pkg/src" "$work/src/"
+BRAID_LIBRARY="$libbraid" BRAID_INCLUDE_DIR="$pkg/../../abi" \
+  "$work/venv/bin/python" -m pip install --quiet --no-build-isolation --no-index "$work/src"
+# Where the interpreter has its headers (and a compiler is here) pip built the compiled path too.
+expect_compiled="$("$python" -c 'import os, sysconfig; print(int(os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))))')"
 cd "$work"
-env -u BRAID_LIBRARY -u PYTHONPATH "$work/venv/bin/python" - <<'PY'
+env -u BRAID_LIBRARY -u PYTHONPATH -u BRAID_PYTHON_FAST EXPECT_COMPILED="$expect_compiled" "$work/venv/bin/python" - <<'PY'
+import os
+import sys
+
 import braid
 from braid import autograd, gluon, np
 from braid.gluon import nn
 
-assert braid.__file__.startswith(__import__("sys").prefix), braid.__file__  # the installed copy
+assert braid.__file__.startswith(sys.prefix), braid.__file__  # the installed copy
+compiled = sys.modules["braid.ndarray"].COMPILED
+assert compiled == (os.environ["EXPECT_COMPILED"] == "1"), f"compiled path: {compiled}"
+if compiled:
+    assert braid._fast.__file__.startswith(sys.prefix), braid._fast.__file__  # pip's build, not the tree's
+print(f"compiled path: {compiled}")
 np.random.seed(0)
 x = np.random.uniform(size=(64, 4))
 y = (x[:, 0] > 0.5).astype("int32")
