@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 11
+#define BRAID_ABI_MINOR 12
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -300,6 +300,12 @@ typedef enum braid_binary_op {
   BRAID_BINARY_EQUAL,
   BRAID_BINARY_LESS,
   BRAID_BINARY_GREATER,
+  /* Since 1.12. Python's // and % (NumPy's floor_divide and remainder, PyTorch's floor_divide and
+   * remainder): the quotient rounded toward -inf, and a - b * floor(a / b), which takes b's sign. On
+   * floats, x // 0 is x / 0 (inf or NaN) and x % 0 is NaN; on integers (int32, int64) a zero
+   * divisor fails the op (BRAID_ERR_KERNEL, as PyTorch raises), and INT_MIN // -1 wraps to INT_MIN. */
+  BRAID_BINARY_FLOOR_DIVIDE,
+  BRAID_BINARY_MOD,
   BRAID_BINARY_COUNT
 } braid_binary_op;
 

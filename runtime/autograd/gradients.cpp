@@ -154,7 +154,15 @@ void binary_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       if (n.needs[1]) gb = select_greater(dy, b, a, less);
       break;
     }
-    default: return;
+    case BRAID_BINARY_MOD:  // a - b * floor(a / b), as PyTorch's remainder: dy, and -dy * (a // b)
+      if (n.needs[0]) ga = op::retain(dy);
+      if (n.needs[1]) {
+        TensorRef q = op::binary(BRAID_BINARY_FLOOR_DIVIDE, a, b);
+        TensorRef t = op::mul(dy, h(q));
+        gb = op::unary(BRAID_UNARY_NEG, h(t));
+      }
+      break;
+    default: return;  // comparisons and FLOOR_DIVIDE: piecewise constant, a zero gradient
   }
   if (ga.get()) dx[0] = sum_to(std::move(ga), a->shape);
   if (gb.get()) dx[1] = sum_to(std::move(gb), b->shape);
@@ -209,6 +217,15 @@ void binary_scalar_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       dx[0] = select(h(lose), h(z), h(shared));
       break;
     }
+    case BRAID_BINARY_MOD:
+      if (!rev) {  // x % s: dy
+        dx[0] = op::retain(dy);
+      } else {  // s % x: -dy * (s // x)
+        TensorRef q = op::scalar(BRAID_BINARY_FLOOR_DIVIDE, x, s, true);
+        TensorRef t = op::mul(dy, h(q));
+        dx[0] = op::unary(BRAID_UNARY_NEG, h(t));
+      }
+      break;
     default: return;
   }
 }
@@ -400,6 +417,7 @@ uint32_t saved_values(const Node& n) {
         case BRAID_BINARY_POW: return a | b | (nb ? y : 0);
         case BRAID_BINARY_MAXIMUM:
         case BRAID_BINARY_MINIMUM: return a | b;
+        case BRAID_BINARY_MOD: return nb ? a | b : 0;
         default: return 0;  // add, sub
       }
     case BRAID_KOP_BINARY_SCALAR: {
@@ -407,6 +425,7 @@ uint32_t saved_values(const Node& n) {
       switch (static_cast<braid_binary_op>(n.i[0])) {
         case BRAID_BINARY_DIV: return rev ? a | y : 0;
         case BRAID_BINARY_POW: return rev ? a | y : a;
+        case BRAID_BINARY_MOD: return rev ? a : 0;
         case BRAID_BINARY_MAXIMUM:
         case BRAID_BINARY_MINIMUM: return a;
         default: return 0;  // add, sub, mul

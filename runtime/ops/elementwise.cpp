@@ -53,8 +53,8 @@ const char* unary_name(const braid_unary_op& op) {  // by reference: a C caller 
   return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
 }
 const char* binary_name(const braid_binary_op& op) {
-  static constexpr const char* kNames[] = {"add",     "sub",     "mul",   "div",  "pow",
-                                           "maximum", "minimum", "equal", "less", "greater"};
+  static constexpr const char* kNames[] = {"add",     "sub",   "mul",  "div",     "pow",          "maximum",
+                                           "minimum", "equal", "less", "greater", "floor_divide", "mod"};
   static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
   const int32_t v = enum_int(op);
   return v >= 0 && v < BRAID_BINARY_COUNT ? kNames[v] : "binary";

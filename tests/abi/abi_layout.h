@@ -29,7 +29,7 @@
 #define BRAID_PIN_VALUE(name, value) BRAID_PIN_ASSERT((int)(name) == (value), "ABI change: value of " #name)
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
-BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 11, "braid.h version changed: review abi_layout.h");
+BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 12, "braid.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 5,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
@@ -95,7 +95,9 @@ BRAID_PIN_VALUE(BRAID_BINARY_MINIMUM, 6);
 BRAID_PIN_VALUE(BRAID_BINARY_EQUAL, 7);
 BRAID_PIN_VALUE(BRAID_BINARY_LESS, 8);
 BRAID_PIN_VALUE(BRAID_BINARY_GREATER, 9);
-BRAID_PIN_VALUE(BRAID_BINARY_COUNT, 10);
+BRAID_PIN_VALUE(BRAID_BINARY_FLOOR_DIVIDE, 10);
+BRAID_PIN_VALUE(BRAID_BINARY_MOD, 11);
+BRAID_PIN_VALUE(BRAID_BINARY_COUNT, 12);
 BRAID_PIN_ASSERT(sizeof(braid_reduce_op) == 4, "ABI change: sizeof(braid_reduce_op)");
 BRAID_PIN_VALUE(BRAID_REDUCE_SUM, 0);
 BRAID_PIN_VALUE(BRAID_REDUCE_MEAN, 1);

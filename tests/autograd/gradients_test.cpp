@@ -57,6 +57,23 @@ TEST_CASE("gradients: binary ops with broadcasting") {
       }
 }
 
+// a % b is a - b * floor(a / b): piecewise linear, with jumps where a / b is an integer. Away from
+// them (a / b between 2.1 and 2.8 here) its gradients are 1 and -floor(a / b) = -2; floor division's
+// result is recorded as a constant.
+TEST_CASE("gradients: mod away from its jumps, with broadcasting and with a scalar; floor_divide is constant") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    check(dev.index, {{spread({2, 3}, 5.2, 5.8, 7)}, {spread({3}, 2.1, 2.4, 8)}},
+          [](const Xs& x) { return braid::binary(BRAID_BINARY_MOD, x[0], x[1]); });
+    check(dev.index, {{spread({2, 5}, 5.2, 5.8, 9)}},
+          [](const Xs& x) { return braid::binary(BRAID_BINARY_MOD, x[0], 2.3, false); });
+    check(dev.index, {{spread({2, 5}, 5.2, 5.8, 10)}},
+          [](const Xs& x) { return braid::binary(BRAID_BINARY_MOD, x[0], 12.5, true); });
+    check(dev.index, {{spread({2, 3}, 5.2, 5.8, 11)}},
+          [](const Xs& x) { return braid::binary(BRAID_BINARY_FLOOR_DIVIDE, x[0], 2.3, false) + x[0]; });
+  }
+}
+
 TEST_CASE("gradients: where, with broadcasting") {
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);

@@ -1,7 +1,9 @@
 // Conformance: unary ops, binary ops with NumPy broadcasting, and binary ops with a scalar, in float32
 // and float64 (and the integer dtypes braid.h allows).
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string>
 
 #include "harness.h"
 
@@ -15,7 +17,9 @@ std::string unary_name(braid_unary_op op) {
   return names[op];
 }
 std::string binary_name(braid_binary_op op) {
-  static const char* names[] = {"add", "sub", "mul", "div", "pow", "maximum", "minimum", "equal", "less", "greater"};
+  static const char* names[] = {"add",     "sub",   "mul",  "div",     "pow",          "maximum",
+                                "minimum", "equal", "less", "greater", "floor_divide", "mod"};
+  static_assert(std::size(names) == BRAID_BINARY_COUNT);
   return names[op];
 }
 
@@ -35,7 +39,8 @@ Kind binary_kind(braid_binary_op op) {
     case BRAID_BINARY_ADD:
     case BRAID_BINARY_SUB:
     case BRAID_BINARY_MUL:
-    case BRAID_BINARY_DIV: return Kind::rounded;
+    case BRAID_BINARY_DIV:
+    case BRAID_BINARY_MOD: return Kind::rounded;  // fmod is exact; adding b for its sign rounds
     default: return Kind::exact;
   }
 }
@@ -66,6 +71,14 @@ std::pair<ref::Array, ref::Array> binary_inputs(braid_binary_op op, const ref::S
     case BRAID_BINARY_EQUAL:
     case BRAID_BINARY_LESS:
     case BRAID_BINARY_GREATER: return {harness::random_ints(sa, -3, 4, 25), harness::random_ints(sb, -3, 4, 26)};
+    case BRAID_BINARY_FLOOR_DIVIDE:
+    case BRAID_BINARY_MOD: {  // divisors of either sign, 0.5 to 2.5 from zero
+      ref::Array b = harness::random_array(sb, 0.5, 2.5, dt, 29);
+      const ref::Array sign = harness::random_ints(sb, 0, 2, 30);
+      for (size_t k = 0; k < b.data.size(); ++k)
+        if (sign.data[k] == 0) b.data[k] = -b.data[k];
+      return {harness::random_array(sa, -6.0, 6.0, dt, 31), b};
+    }
     default: return {harness::random_array(sa, -3.0, 3.0, dt, 27), harness::random_array(sb, -3.0, 3.0, dt, 28)};
   }
 }
@@ -184,6 +197,55 @@ TEST_CASE("elementwise: integer binary ops where the device computes on integers
           CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), 0.0);
           const auto ys = braid::binary(op, harness::upload(dev.index, dt, a), 3.0, true);
           CHECK_CLOSE(harness::download(ys), ref::binary_scalar(op, a, 3.0, true), 0.0);
+        }
+      }
+    });
+  }
+}
+
+// Python's // and % on integers: toward -inf, the remainder with the divisor's sign; INT_MIN // -1
+// wraps; a zero divisor fails the op as PyTorch raises. The Vulkan backend has no integer kernels for
+// them (a shader cannot fail an op) and refuses them at the call.
+TEST_CASE("elementwise: integer floor_divide and mod follow Python's signs; a zero divisor fails the op") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : harness::kIntTypes) {
+        if ((context().device_info(dev.index).dtype_mask & (1u << dt)) == 0) continue;
+        for (braid_binary_op op : {BRAID_BINARY_FLOOR_DIVIDE, BRAID_BINARY_MOD}) {
+          INFO("device ", dev.id, ", ", harness::dtype_name(dt), ", ", binary_name(op));
+          ref::Array a = harness::random_ints({3, 7}, -20, 21, 47), b = harness::random_ints({7}, -6, 7, 48);
+          for (double& v : b.data)
+            if (v == 0) v = -1;  // -1 among the divisors: the wrapping case
+          const auto ta = harness::upload(dev.index, dt, a), tb = harness::upload(dev.index, dt, b);
+          braid_tensor out = nullptr;
+          const braid_status st = braid_binary(op, ta.get(), tb.get(), &out);
+          if (st == BRAID_ERR_UNSUPPORTED) {
+            MESSAGE("skipped: ", dev.id, " has no integer ", binary_name(op), " (", std::string(braid_last_error()),
+                    ")");
+            continue;
+          }
+          REQUIRE(st == BRAID_OK);
+          const auto y = braid::Tensor::adopt(out);
+          CHECK(y.dtype() == dt);
+          CHECK_CLOSE(harness::download(y), ref::binary(op, a, b), 0.0);
+          CHECK_CLOSE(harness::download(braid::binary(op, ta, -4.0)), ref::binary_scalar(op, a, -4.0, false), 0.0);
+          CHECK_CLOSE(harness::download(braid::binary(op, ta, 7.0, true)), ref::binary_scalar(op, a, 7.0, true), 0.0);
+          // The extremes: INT_MIN // -1 wraps to INT_MIN, INT_MIN % -1 is 0.
+          const double lowest = dt == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
+          const auto low = harness::upload(dev.index, dt, ref::Array({1}, {lowest}));
+          CHECK(harness::download(braid::binary(op, low, -1.0)).data[0] == (op == BRAID_BINARY_MOD ? 0.0 : lowest));
+          // A zero divisor fails the op, at the wait as every kernel error, and once at wait_all.
+          ref::Array zeros = b;
+          zeros.data[3] = 0;
+          const auto tz = harness::upload(dev.index, dt, zeros);
+          braid_tensor bad = nullptr;
+          REQUIRE(braid_binary(op, ta.get(), tz.get(), &bad) == BRAID_OK);
+          const auto failed = braid::Tensor::adopt(bad);
+          CHECK(braid_tensor_wait_to_read(failed.get()) == BRAID_ERR_KERNEL);
+          const std::string message = braid_last_error();
+          CHECK_MESSAGE(message.find("by zero") != std::string::npos, "message: ", message);
+          CHECK(braid_wait_all(context().get()) == BRAID_ERR_KERNEL);
+          CHECK(braid_wait_all(context().get()) == BRAID_OK);
         }
       }
     });

@@ -132,6 +132,14 @@ double binary(braid_binary_op op, double a, double b) {
     case BRAID_BINARY_EQUAL: return a == b ? 1.0 : 0.0;
     case BRAID_BINARY_LESS: return a < b ? 1.0 : 0.0;
     case BRAID_BINARY_GREATER: return a > b ? 1.0 : 0.0;
+    // Python's: the remainder takes b's sign, the quotient is what is left divided exactly (an integer)
+    case BRAID_BINARY_FLOOR_DIVIDE:
+    case BRAID_BINARY_MOD: {
+      if (b == 0) return op == BRAID_BINARY_MOD ? std::nan("") : a / b;
+      double r = std::fmod(a, b);
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return op == BRAID_BINARY_MOD ? r : std::round((a - r) / b);
+    }
     default: throw std::invalid_argument("ref::binary: bad op");
   }
 }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <sstream>
+#include <utility>
 #include <vector>
 
 #include "harness.h"
@@ -246,6 +247,77 @@ TEST_CASE("special values: pow follows C pow (negative bases, zeros, infinities,
     harness::on_device(dev, [&] {
       INFO("device ", dev.id, ", float64");
       check_pow<double>(dev);
+    });
+  }
+}
+
+namespace {
+
+// NumPy's divmod (npy_divmod), written from its definition: C's fmod, then the remainder moved to the
+// divisor's sign and the quotient rounded toward -inf from what is left.
+template <class T>
+std::pair<T, T> numpy_divmod(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (b == 0) return {a / b, mod};
+  T div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= 1;
+    }
+  } else {
+    mod = std::copysign(T(0), b);
+  }
+  if (div == 0) return {std::copysign(T(0), a / b), mod};
+  T floored = std::floor(div);
+  if (div - floored > T(0.5)) floored += 1;
+  return {floored, mod};
+}
+
+// FLOOR_DIVIDE and MOD on every pair of values, as tensors and with a scalar on either side, bit for
+// bit (-0 against +0 included) against NumPy's definition.
+template <class T>
+void check_divmod(const harness::DeviceRef& dev) {
+  const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
+  const T tiny = std::numeric_limits<T>::denorm_min() * 5, big = std::numeric_limits<T>::max() / 3;
+  const std::vector<T> values = {7, -7, 5.5, T(0.1), T(-0.1), 2, -2, T(1e30), T(16777217), big, tiny, 0, -T(0), inf,
+                                 -inf, nan};
+  std::vector<T> a, b;
+  for (T x : values)
+    for (T y : values) {
+      a.push_back(x);
+      b.push_back(y);
+    }
+  const auto ta = put(dev, a), tb = put(dev, b);
+  const auto q = braid::binary(BRAID_BINARY_FLOOR_DIVIDE, ta, tb).template to_vector<T>();
+  const auto r = braid::binary(BRAID_BINARY_MOD, ta, tb).template to_vector<T>();
+  REQUIRE(q.size() == a.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto [wq, wr] = numpy_divmod(a[i], b[i]);
+    CHECK_MESSAGE(same(q[i], wq), show(a[i]), " // ", show(b[i]), ": expected ", show(wq), ", got ", show(q[i]));
+    CHECK_MESSAGE(same(r[i], wr), show(a[i]), " % ", show(b[i]), ": expected ", show(wr), ", got ", show(r[i]));
+  }
+  for (T s : {T(7), T(-0.1), inf}) {  // a scalar divisor, and a scalar dividend (the reverse form)
+    const auto qs = braid::binary(BRAID_BINARY_FLOOR_DIVIDE, put(dev, values), double(s)).template to_vector<T>();
+    const auto rs = braid::binary(BRAID_BINARY_MOD, put(dev, values), double(s), true).template to_vector<T>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      CHECK_MESSAGE(same(qs[i], numpy_divmod(values[i], s).first), show(values[i]), " // scalar ", show(s));
+      CHECK_MESSAGE(same(rs[i], numpy_divmod(s, values[i]).second), "scalar ", show(s), " % ", show(values[i]));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("special values: floor_divide and mod are NumPy's divmod, signed zeros, infinities and NaN included") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float32");
+      check_divmod<float>(dev);
+    });
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id, ", float64");
+      check_divmod<double>(dev);
     });
   }
 }

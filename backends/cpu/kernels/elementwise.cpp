@@ -126,6 +126,28 @@ inline T int_div(T a, T b, bool& bad) {
   }
   return b == -1 ? wrap_sub(T(0), a) : T(a / b);
 }
+// Python's // and % on integers (the quotient toward -inf, the remainder with b's sign), as PyTorch's
+// floor_divide and remainder; a zero divisor sets bad, INT_MIN // -1 wraps.
+template <class T>
+inline T int_floor_divide(T a, T b, bool& bad) {
+  if (b == 0) {
+    bad = true;
+    return 0;
+  }
+  if (b == -1) return wrap_sub(T(0), a);
+  const T q = T(a / b);
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? T(q - 1) : q;
+}
+template <class T>
+inline T int_mod(T a, T b, bool& bad) {
+  if (b == 0) {
+    bad = true;
+    return 0;
+  }
+  if (b == -1) return 0;
+  const T r = T(a % b);
+  return (r != 0 && ((r < 0) != (b < 0))) ? T(r + b) : r;
+}
 template <class T>
 inline T int_pow(T a, T b, bool& bad) {
   if (b < 0) {
@@ -176,6 +198,14 @@ KernelResult binary_typed(Exec& ex, const Call& c, braid_binary_op op, const Lay
       case BRAID_BINARY_POW:
         if (!binary_checked<T>(ex, L, o, a, b, int_pow<T>))
           return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer zero to a negative power");
+        break;
+      case BRAID_BINARY_FLOOR_DIVIDE:
+        if (!binary_checked<T>(ex, L, o, a, b, int_floor_divide<T>))
+          return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer division by zero");
+        break;
+      case BRAID_BINARY_MOD:
+        if (!binary_checked<T>(ex, L, o, a, b, int_mod<T>))
+          return fail(BRAID_ERR_KERNEL, std::string(op_name(c.op)) + ": integer modulo by zero");
         break;
       case BRAID_BINARY_MAXIMUM: run([](T x, T y) { return max_nan(x, y); }); break;
       case BRAID_BINARY_MINIMUM: run([](T x, T y) { return min_nan(x, y); }); break;

@@ -27,6 +27,27 @@ inline T min_nan(T a, T b) {
     return (a != a || b != b) ? a + b : (b < a ? b : a);
 }
 
+// Python's // and % on floats, as NumPy's divmod computes them (and PyTorch's floor_divide and
+// remainder): from fmod's exact remainder, a quotient rounded toward -inf and a remainder with the
+// divisor's sign. A zero divisor gives a / 0 (inf or NaN) and fmod's NaN.
+template <class T>
+inline T floor_divide_float(T a, T b) {
+  if (b == T(0)) return a / b;
+  const T mod = std::fmod(a, b);
+  T div = (a - mod) / b;
+  if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div == T(0)) return std::copysign(T(0), a / b);
+  const T floored = std::floor(div);
+  return div - floored > T(0.5) ? floored + T(1) : floored;
+}
+template <class T>
+inline T mod_float(T a, T b) {
+  const T mod = std::fmod(a, b);
+  if (b == T(0)) return mod;
+  if (mod == T(0)) return std::copysign(T(0), b);
+  return (b < T(0)) != (mod < T(0)) ? mod + b : mod;
+}
+
 // Calls f(fn, heavy) with the element function of a float unary op (heavy: transcendental,
 // compute-bound); false for an op it does not know.
 template <class T, class F>
@@ -62,6 +83,8 @@ bool with_float_binary(braid_binary_op op, F&& f) {
     case BRAID_BINARY_EQUAL: f([](T x, T y) { return x == y ? T(1) : T(0); }); return true;
     case BRAID_BINARY_LESS: f([](T x, T y) { return x < y ? T(1) : T(0); }); return true;
     case BRAID_BINARY_GREATER: f([](T x, T y) { return x > y ? T(1) : T(0); }); return true;
+    case BRAID_BINARY_FLOOR_DIVIDE: f([](T x, T y) { return floor_divide_float(x, y); }); return true;
+    case BRAID_BINARY_MOD: f([](T x, T y) { return mod_float(x, y); }); return true;
     default: return false;
   }
 }

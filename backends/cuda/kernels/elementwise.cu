@@ -198,7 +198,7 @@ static_assert(BRAID_UNARY_NEG == 0 && BRAID_UNARY_ABS == 1 && BRAID_UNARY_EXP ==
 static_assert(BRAID_BINARY_ADD == 0 && BRAID_BINARY_SUB == 1 && BRAID_BINARY_MUL == 2 && BRAID_BINARY_DIV == 3 &&
               BRAID_BINARY_POW == 4 && BRAID_BINARY_MAXIMUM == 5 && BRAID_BINARY_MINIMUM == 6 &&
               BRAID_BINARY_EQUAL == 7 && BRAID_BINARY_LESS == 8 && BRAID_BINARY_GREATER == 9 &&
-              BRAID_BINARY_COUNT == 10);
+              BRAID_BINARY_FLOOR_DIVIDE == 10 && BRAID_BINARY_MOD == 11 && BRAID_BINARY_COUNT == 12);
 
 template <class T>
 __device__ __forceinline__ T unary_op(int op, T x) {
@@ -253,6 +253,17 @@ __device__ __forceinline__ T binary_op(int op, T x, T y, int* flag) {
       case BRAID_BINARY_MINIMUM: return x < y ? x : y;
       case BRAID_BINARY_EQUAL: return x == y ? T(1) : T(0);
       case BRAID_BINARY_LESS: return x < y ? T(1) : T(0);
+      case BRAID_BINARY_FLOOR_DIVIDE:
+      case BRAID_BINARY_MOD: {  // Python's: toward -inf, the remainder with y's sign
+        if (y == 0) {
+          if (flag) *flag = kErrIntDivZero;
+          return 0;
+        }
+        if (y == -1) return op == BRAID_BINARY_MOD ? T(0) : T(U(0) - U(x));
+        const T q = T(x / y), r = T(x % y);
+        const bool adjust = r != 0 && ((r < 0) != (y < 0));
+        return op == BRAID_BINARY_MOD ? (adjust ? T(r + y) : r) : (adjust ? T(q - 1) : q);
+      }
       default: return x > y ? T(1) : T(0);
     }
   } else {

@@ -21,6 +21,26 @@ __device__ __forceinline__ T braid_float_unary(int op, T x) {
   }
 }
 
+// Python's // and % as NumPy's divmod computes them (backends/cpu/kernels/elementwise_ops.h has the
+// same): from fmod's exact remainder, the quotient toward -inf and a remainder with y's sign.
+template <class T>
+__device__ __forceinline__ T braid_floor_divide(T x, T y) {
+  if (y == T(0)) return x / y;
+  const T mod = fmod(x, y);
+  T div = (x - mod) / y;
+  if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) div -= T(1);
+  if (div == T(0)) return copysign(T(0), x / y);
+  const T floored = floor(div);
+  return div - floored > T(0.5) ? floored + T(1) : floored;
+}
+template <class T>
+__device__ __forceinline__ T braid_mod(T x, T y) {
+  const T mod = fmod(x, y);
+  if (y == T(0)) return mod;
+  if (mod == T(0)) return copysign(T(0), y);
+  return (y < T(0)) != (mod < T(0)) ? mod + y : mod;
+}
+
 template <class T>
 __device__ __forceinline__ T braid_float_binary(int op, T x, T y) {
   switch (op) {
@@ -33,6 +53,8 @@ __device__ __forceinline__ T braid_float_binary(int op, T x, T y) {
     case 6: return (x != x || y != y) ? x + y : (y < x ? y : x);  // MINIMUM
     case 7: return x == y ? T(1) : T(0);                          // EQUAL
     case 8: return x < y ? T(1) : T(0);                           // LESS
-    default: return x > y ? T(1) : T(0);                          // GREATER
+    case 9: return x > y ? T(1) : T(0);                           // GREATER
+    case 10: return braid_floor_divide(x, y);                     // FLOOR_DIVIDE
+    default: return braid_mod(x, y);                              // MOD
   }
 }

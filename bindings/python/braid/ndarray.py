@@ -26,7 +26,8 @@ _CODE_OF = {dt: code for code, dt in _DTYPES}
 _DTYPE_OF = {code: dt for code, dt in _DTYPES}
 
 UNARY = dict(negative=0, abs=1, exp=2, log=3, sqrt=4, relu=5, sigmoid=6, tanh=7, square=8, sign=9)
-BINARY = dict(add=0, subtract=1, multiply=2, divide=3, power=4, maximum=5, minimum=6, equal=7, less=8, greater=9)
+BINARY = dict(add=0, subtract=1, multiply=2, divide=3, power=4, maximum=5, minimum=6, equal=7, less=8, greater=9,
+              floor_divide=10, mod=11)
 REDUCE = dict(sum=0, mean=1, max=2, min=3, norm=4)
 float32 = numpy.float32
 
@@ -311,7 +312,8 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
         _assign(self, key, value)
 
     # ---- arithmetic ----------------------------------------------------------------------------
-    # (the methods from _operator: add, subtract, multiply, divide, power, both ways round)
+    # (the methods from _operator: add, subtract, multiply, divide, power, //, %, both ways round; on the
+    # compiled path braid._fast.Array has them)
     def __matmul__(self, o): return _matmul(self, o)
     def __rmatmul__(self, o): return _matmul(o, self)
     def __pos__(self): return self.copy()
@@ -320,6 +322,13 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
     def __isub__(self, o): return self._inplace("subtract", o)
     def __imul__(self, o): return self._inplace("multiply", o)
     def __itruediv__(self, o): return self._inplace("divide", o)
+    def __ifloordiv__(self, o): return self._inplace("floor_divide", o)
+    def __imod__(self, o): return self._inplace("mod", o)
+    def __ipow__(self, o): return self._inplace("power", o)
+
+    # divmod(x, y): Python's pair (x // y, x % y)
+    def __divmod__(self, o): return binary("floor_divide", self, o), binary("mod", self, o)
+    def __rdivmod__(self, o): return binary("floor_divide", o, self), binary("mod", o, self)
 
     def _inplace(self, op, other):
         """x op= y writes the result into x's storage, as NumPy does (other references see it)."""
@@ -407,7 +416,8 @@ def _comparison(op):
 
 if not COMPILED:  # braid._fast.Array has these operators in compiled code, with binary() for other operands
     for _op, _names in (("add", ("add", "radd")), ("subtract", ("sub", "rsub")), ("multiply", ("mul", "rmul")),
-                        ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")), ("equal", ("eq",)),
+                        ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")),
+                        ("floor_divide", ("floordiv", "rfloordiv")), ("mod", ("mod", "rmod")), ("equal", ("eq",)),
                         ("less", ("lt",)), ("greater", ("gt",))):
         for _i, _name in enumerate(_names):
             setattr(ndarray, f"__{_name}__", _operator(_op, _i == 1))

@@ -19,9 +19,9 @@ pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "dot", "matmul", "negative", "abs", "absolute", "exp", "log", "sqrt", "sign", "square", "tanh",
            "add", "subtract", "multiply", "divide", "true_divide", "power", "maximum", "minimum", "equal", "less",
-           "greater", "where", "sum", "mean", "max", "min", "amax", "amin", "argmax", "reshape", "transpose",
-           "concatenate", "stack", "split", "linalg", "random", "float16", "float32", "float64", "int32", "int64",
-           "uint8", "pi", "e", "inf", "nan"]
+           "greater", "floor_divide", "mod", "remainder", "divmod", "where", "sum", "mean", "max", "min", "amax",
+           "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg", "random", "float16",
+           "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
 
 
 def _shape(shape):
@@ -107,10 +107,16 @@ def _binary_fn(name):
     return fn
 
 
-add, subtract, multiply, divide, power, maximum, minimum, equal, less, greater = (
+add, subtract, multiply, divide, power, maximum, minimum, equal, less, greater, floor_divide, mod = (
     _binary_fn(n) for n in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
-                            "less", "greater"))
+                            "less", "greater", "floor_divide", "mod"))
 true_divide = divide
+remainder = mod  # NumPy's other name: Python's %, whose result takes the divisor's sign
+
+
+def divmod(x1, x2):  # noqa: A001 (NumPy's name)
+    """(x1 // x2, x1 % x2), elementwise, as NumPy's divmod."""
+    return floor_divide(x1, x2), mod(x1, x2)
 
 
 def where(condition, x, y):

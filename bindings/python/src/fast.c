@@ -115,6 +115,8 @@ static PyObject* nb_add(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_A
 static PyObject* nb_subtract(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_SUB, a, b); }
 static PyObject* nb_multiply(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_MUL, a, b); }
 static PyObject* nb_true_divide(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_DIV, a, b); }
+static PyObject* nb_floor_divide(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_FLOOR_DIVIDE, a, b); }
+static PyObject* nb_remainder(PyObject* a, PyObject* b) { return binary(BRAID_BINARY_MOD, a, b); }
 static PyObject* nb_negative(PyObject* x) { return unary(BRAID_UNARY_NEG, x); }
 static PyObject* nb_absolute(PyObject* x) { return unary(BRAID_UNARY_ABS, x); }
 
@@ -179,6 +181,8 @@ static PyNumberMethods array_number = {
     .nb_subtract = nb_subtract,
     .nb_multiply = nb_multiply,
     .nb_true_divide = nb_true_divide,
+    .nb_floor_divide = nb_floor_divide,
+    .nb_remainder = nb_remainder,
     .nb_power = nb_power,
     .nb_negative = nb_negative,
     .nb_absolute = nb_absolute,

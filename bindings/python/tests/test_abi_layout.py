@@ -203,7 +203,7 @@ class AbiLayoutTest(unittest.TestCase):
         copies = {
             "UNARY": (ndarray.UNARY, "BRAID_UNARY_", dict(negative="NEG")),
             "BINARY": (ndarray.BINARY, "BRAID_BINARY_", dict(subtract="SUB", multiply="MUL", divide="DIV",
-                                                              power="POW")),
+                                                              power="POW", mod="MOD")),
             "REDUCE": (ndarray.REDUCE, "BRAID_REDUCE_", {}),
             "optimizer kinds": (optimizer._KINDS, "BRAID_OPTIMIZER_", {}),
             "collective ops": (distributed.OPS, "BRAID_COLLECTIVE_", dict(mean="AVG")),

@@ -155,6 +155,76 @@ class Arithmetic(unittest.TestCase):
             a += np.ones((2, 2))  # would change the shape
 
 
+class FloorDivisionAndRemainder(unittest.TestCase):
+    """// and % are Python's (NumPy's floor_divide and remainder): toward -inf, the remainder with the
+    divisor's sign, from an exact fmod."""
+
+    def setUp(self):
+        self.a = numpy.array([7.0, -7.0, 7.0, -7.0, 5.5, -0.0, 0.0, 1e30, 7.0, 3.0], numpy.float32)
+        self.b = numpy.array([2.0, 2.0, -2.0, -2.0, 0.1, 3.0, -3.0, 7.0, 0.1, numpy.inf], numpy.float32)
+
+    def test_floats_match_numpy_bit_for_bit(self):
+        a, b = np.array(self.a), np.array(self.b)
+        numpy.testing.assert_array_equal((a // b).asnumpy(), self.a // self.b)
+        got, want = (a % b).asnumpy(), self.a % self.b
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(numpy.signbit(got), numpy.signbit(want))  # the divisor's sign, zeros too
+        q, r = divmod(a, b)
+        numpy.testing.assert_array_equal(q.asnumpy(), self.a // self.b)
+        numpy.testing.assert_array_equal(r.asnumpy(), want)
+        for fn, ref in ((np.floor_divide, numpy.floor_divide), (np.mod, numpy.mod), (np.remainder, numpy.remainder)):
+            numpy.testing.assert_array_equal(fn(a, b).asnumpy(), ref(self.a, self.b))
+        self.assertEqual(np.divmod(a, b)[1].dtype, numpy.float32)
+
+    def test_scalars_on_either_side_and_zero_divisors(self):
+        a = np.array(self.a)
+        numpy.testing.assert_array_equal((a // 3).asnumpy(), self.a // numpy.float32(3))
+        numpy.testing.assert_array_equal((a % -2.5).asnumpy(), self.a % numpy.float32(-2.5))
+        x = np.array([0.5, -1.5, 2.5, 4.0])
+        xn = numpy.array([0.5, -1.5, 2.5, 4.0], numpy.float32)
+        numpy.testing.assert_array_equal((7 // x).asnumpy(), numpy.float32(7) // xn)
+        numpy.testing.assert_array_equal((7 % x).asnumpy(), numpy.float32(7) % xn)
+        with numpy.errstate(divide="ignore", invalid="ignore"):
+            zero = numpy.zeros(3, numpy.float32)
+            n = numpy.array([1.0, -1.0, 0.0], numpy.float32)
+            numpy.testing.assert_array_equal((np.array(n) // np.array(zero)).asnumpy(), n // zero)  # inf, -inf, nan
+            self.assertTrue(numpy.isnan((np.array(n) % 0).asnumpy()).all())
+
+    def test_integers_stay_integers_and_a_zero_divisor_raises(self):
+        a = numpy.array([[7, -7, 0, 13], [-13, 5, -1, 2]], numpy.int32)
+        b = numpy.array([2, -3, 4, -5], numpy.int32)
+        x, y = np.array(a, dtype="int32"), np.array(b, dtype="int32")
+        self.assertEqual((x // y).dtype, numpy.int32)
+        numpy.testing.assert_array_equal((x // y).asnumpy(), a // b)
+        numpy.testing.assert_array_equal((x % y).asnumpy(), a % b)
+        numpy.testing.assert_array_equal((x // -4).asnumpy(), a // -4)
+        numpy.testing.assert_array_equal((100 % y.astype("int64")).asnumpy(), 100 % b.astype(numpy.int64))
+        self.assertEqual((x // 2.5).dtype, numpy.float32)  # a non-integral scalar computes in float32
+        z = x.copy()
+        z //= 3
+        z %= 2
+        numpy.testing.assert_array_equal(z.asnumpy(), (a // 3) % 2)
+        low = np.array([-2 ** 31], dtype="int32")
+        numpy.testing.assert_array_equal((low // -1).asnumpy(), [-2 ** 31])  # wraps, as NumPy's
+        with self.assertRaisesRegex(braid.BraidError, "division by zero"):
+            (x // np.array([1, 0, 1, 1], dtype="int32")).asnumpy()
+        with self.assertRaises(braid.BraidError):
+            braid.waitall()  # the failure is reported once more there, then forgotten
+        braid.waitall()
+
+    def test_gradients_of_mod(self):
+        from braid import autograd
+        a = np.array([5.3, 5.6, 5.9])
+        b = np.array([2.2, 2.3, 2.4])
+        a.attach_grad()
+        b.attach_grad()
+        with autograd.record():
+            loss = (a % b).sum() + (a // 2.0).sum()
+        loss.backward()
+        numpy.testing.assert_allclose(a.grad.asnumpy(), [1.0, 1.0, 1.0])
+        numpy.testing.assert_allclose(b.grad.asnumpy(), -numpy.floor(a.asnumpy() / b.asnumpy()))
+
+
 class Reductions(unittest.TestCase):
     def test_axes_keepdims_and_whole(self):
         data = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4) - 7
