@@ -328,6 +328,13 @@ BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_te
  * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT (NumPy 2 raises; PyTorch wraps). */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
+/* numpy.take(x, indices, axis) and torch.index_select (Since 1.12): the slices of x along `axis` that
+ * `indices` (int32, int64 or uint8, any shape, read when the op runs) pick, so the result's shape is
+ * x.shape[:axis] + indices.shape + x.shape[axis+1:]. A negative index counts from the end, as in
+ * Python; one outside [-n, n) fails the op (BRAID_ERR_KERNEL at the wait: the values are not known at
+ * the call). Any dtype x has; differentiable in x (the gradient adds up the rows an index picked more
+ * than once). Python's x[[0, 2]], x[rows, cols] and x[mask] are built on it (docs/PYTHON.md). */
+BRAID_API braid_status braid_take(braid_tensor x, braid_tensor indices, int32_t axis, braid_tensor* out);
 /* out = cond ? a : b, element by element, with NumPy broadcasting of all three (torch.where,
  * numpy.where); all on one device. a and b are promoted as braid_binary promotes them (0-d rule included); cond may
  * have any dtype, and an element is true where it is nonzero (NaN is true, as bool(nan) in NumPy). An element of a or b

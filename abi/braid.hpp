@@ -355,6 +355,9 @@ inline Tensor greater(const Tensor& a, const Tensor& b) { return binary(BRAID_BI
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return detail::call(braid_where, cond.get(), a.get(), b.get());
 }
+inline Tensor take(const Tensor& x, const Tensor& indices, int32_t axis) {
+  return detail::call(braid_take, x.get(), indices.get(), axis);
+}
 
 inline Tensor operator-(const Tensor& x) { return neg(x); }
 inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

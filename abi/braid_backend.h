@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 5
+#define BRAID_BACKEND_ABI_MINOR 6
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -128,6 +128,17 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                    copied, never computed with, so an infinite or NaN element that is not selected
  *                    never reaches out (autograd's masked gradients rely on it).
  *
+ * Indexing kernels (Since 1.6); optional: the host uses them only where supports() says so (asked for
+ * x's dtype, or dy's). x, dy and out are contiguous, viewed as 3-D [outer, n or m, inner]; index is
+ * 1-D [m], int32 or int64; an index value i < 0 means i + n (Python's), and one outside [-n, n) fails
+ * the op (BRAID_ERR_KERNEL, "an index is out of range") instead of reading outside x.
+ *  TAKE              in[0] x [outer, n, inner], in[1] index [m] -> out[0] [outer, m, inner]:
+ *                    out[o, j, k] = x[o, index[j], k] (the bits copied: any dtype the plugin lists).
+ *  TAKE_BWD          in[0] dy [outer, m, inner], in[1] index [m] -> out[0] dx [outer, n, inner], floats:
+ *                    dx[o, r, k] = the sum over j in increasing order of dy[o, j, k] where index[j] is r
+ *                    (0 where none is): every element of dx is written, and the result is the same on
+ *                    every run (no atomics).
+ *
  * Counter-based RNG (every backend must produce the same bits): Philox-4x32-10 with key
  * (seed & 0xffffffff, seed >> 32) and counter (j & 0xffffffff, j >> 32, draw & 0xffffffff, draw >> 32)
  * gives four 32-bit words per block j. u(w) = (w + 0.5) * 2^-32 lies in (0, 1).
@@ -170,6 +181,9 @@ typedef enum braid_kernel_op {
   BRAID_KOP_FUSED_ELEMENTWISE,
   /* ABI 1.5 */
   BRAID_KOP_WHERE,
+  /* ABI 1.6 */
+  BRAID_KOP_TAKE,
+  BRAID_KOP_TAKE_BWD,
   BRAID_KOP_COUNT
 } braid_kernel_op;
 

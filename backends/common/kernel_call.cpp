@@ -32,7 +32,9 @@ const char* op_name(const braid_kernel_op& op) noexcept {
                                            "softmax_cross_entropy_bwd",
                                            "combine",
                                            "fused_elementwise",
-                                           "where"};
+                                           "where",
+                                           "take",
+                                           "take_bwd"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_KOP_COUNT, "one name per kernel op");
   return valid_op(op) ? kNames[op] : "invalid";
 }

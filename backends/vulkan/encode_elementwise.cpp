@@ -170,6 +170,40 @@ KernelResult where(const braid_kernel_call& c, Recorder& r) {
       r, wide ? (real ? ShaderId::where_f64 : ShaderId::where_64) : (real ? ShaderId::where_f32 : ShaderId::where_32));
 }
 
+// TAKE copies bits (one shader per element width and index width); TAKE_BWD sums in T. Both read the
+// index in the shader and report one out of range through the error word.
+KernelResult take(const braid_kernel_call& c, Recorder& r) {
+  const auto &x = c.inputs[0], &index = c.inputs[1], &y = c.outputs[0];
+  if (index.dtype != BRAID_INT32 && index.dtype != BRAID_INT64)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: take's indices must be int32 or int64");
+  if (x.ndim != 3 || y.ndim != 3 || index.ndim != 1)
+    return fail(BRAID_ERR_UNSUPPORTED, "vulkan: take needs [outer, n, inner] views and an index [m]");
+  const bool bwd = c.op == BRAID_KOP_TAKE_BWD, wide_index = index.dtype == BRAID_INT64;
+  Enc e;
+  e.operand(0, x);
+  e.operand(1, index);
+  e.operand(6, y);
+  if (wide_index) e.p.off[1] *= 2;  // the shader reads int64 indices as pairs of 32-bit words
+  const int64_t total = numel(y);
+  if (total > INT32_MAX || numel(x) > INT32_MAX) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: take over 2^31 elements");
+  e.p.n = static_cast<uint32_t>(total);
+  e.p.extra[0] = static_cast<uint32_t>(bwd ? x.shape[1] : y.shape[1]);  // m
+  e.p.extra[1] = static_cast<uint32_t>(bwd ? y.shape[1] : x.shape[1]);  // n
+  e.p.extra[2] = static_cast<uint32_t>(x.shape[2]);                     // inner
+  ShaderId id;
+  if (bwd) {
+    id = x.dtype == BRAID_FLOAT64 ? (wide_index ? ShaderId::take_bwd_f64_i64 : ShaderId::take_bwd_f64)
+                                  : (wide_index ? ShaderId::take_bwd_f32_i64 : ShaderId::take_bwd_f32);
+  } else {
+    const bool wide = dtype_size(x.dtype) == 8;
+    id = wide ? (wide_index ? ShaderId::take_64_i64 : ShaderId::take_64)
+              : (wide_index ? ShaderId::take_32_i64 : ShaderId::take_32);
+  }
+  const uint32_t groups = (e.p.n + kGroup - 1) / kGroup;
+  const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = gx ? (groups + gx - 1) / gx : 0;
+  return e.dispatch(r, id, gx, gy, 1, "an index is out of range");
+}
+
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.outputs[0]);

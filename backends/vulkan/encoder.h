@@ -139,6 +139,7 @@ KernelResult copy(const braid_kernel_call& c, Recorder& r);
 KernelResult unary(const braid_kernel_call& c, Recorder& r);
 KernelResult binary(const braid_kernel_call& c, Recorder& r);
 KernelResult where(const braid_kernel_call& c, Recorder& r);
+KernelResult take(const braid_kernel_call& c, Recorder& r);  // TAKE and TAKE_BWD
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r);
 KernelResult fused(const braid_kernel_call& c, Recorder& r);
 KernelResult random_uniform(const braid_kernel_call& c, Recorder& r);

@@ -42,7 +42,10 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
              (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64)) ||
              ((dtype == BRAID_FLOAT16 || dtype == BRAID_BFLOAT16) && all_devices_have(&PhysicalDevice::float16));
     case BRAID_KOP_WHERE:  // bits copied: no float64 or int64 arithmetic needed
+    case BRAID_KOP_TAKE:
       return dtype == BRAID_FLOAT32 || dtype == BRAID_FLOAT64 || dtype == BRAID_INT32 || dtype == BRAID_INT64;
+    case BRAID_KOP_TAKE_BWD:
+      return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_FUSED_ELEMENTWISE:  // float programs, each its own shader compiled with shaderc
       return dtype == BRAID_FLOAT32 || (dtype == BRAID_FLOAT64 && all_devices_have(&PhysicalDevice::float64));
     case BRAID_KOP_REDUCE:
@@ -136,9 +139,10 @@ KernelResult encode_kernel(const braid_kernel_call& call, Recorder& r) {
   if (!kernel_supports(c.op, dt)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op and dtype");
   if (!call_supports(c)) return fail(BRAID_ERR_UNSUPPORTED, "vulkan: no kernel for this op's sub-op and dtype");
   const bool any_f64 = dt == BRAID_FLOAT64 || (c.num_outputs > 0 && c.outputs[0].dtype == BRAID_FLOAT64);
-  if (any_f64 && c.op != BRAID_KOP_WHERE && !r.physical().float64)
+  const bool copies_bits = c.op == BRAID_KOP_WHERE || c.op == BRAID_KOP_TAKE;
+  if (any_f64 && !copies_bits && !r.physical().float64)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderFloat64");
-  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && c.op != BRAID_KOP_WHERE && !r.physical().int64)
+  if (dt == BRAID_INT64 && c.op != BRAID_KOP_COPY && !copies_bits && !r.physical().int64)
     return fail(BRAID_ERR_UNSUPPORTED, "vulkan: the device has no shaderInt64");
   switch (c.op) {
     case BRAID_KOP_FILL: return fill(c, r);
@@ -148,6 +152,8 @@ KernelResult encode_kernel(const braid_kernel_call& call, Recorder& r) {
     case BRAID_KOP_BINARY: return binary(c, r);
     case BRAID_KOP_BINARY_SCALAR: return binary_scalar(c, r);
     case BRAID_KOP_WHERE: return where(c, r);
+    case BRAID_KOP_TAKE:
+    case BRAID_KOP_TAKE_BWD: return take(c, r);
     case BRAID_KOP_FUSED_ELEMENTWISE: return fused(c, r);
     case BRAID_KOP_REDUCE: return reduce(c, r);
     case BRAID_KOP_ARGMAX: return argmax(c, r);

@@ -351,6 +351,11 @@ void softmax_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   }
 }
 
+void take_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
+  const Shape& xs = n.inputs[0]->shape;
+  dx[0] = op::run(entry::take_backward, dy, h(n.inputs[1]), xs.dims.data(), xs.ndim, int32_t(n.i[0]));
+}
+
 void softmax_ce_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   dx[0] = op::run(entry::softmax_cross_entropy_backward, h(n.inputs[0]), h(n.inputs[1]), dy);
 }
@@ -443,6 +448,7 @@ uint32_t saved_values(const Node& n) {
     case BRAID_KOP_SOFTMAX_CE: return a | b;  // logits, labels
     case BRAID_KOP_DROPOUT: return y << 1;    // the mask
     case BRAID_KOP_WHERE: return a;           // the condition
+    case BRAID_KOP_TAKE: return b;            // the indices
     default: return 0;                        // copies, reshape, device copies: views only
   }
 }
@@ -473,6 +479,7 @@ void gradient(Node& n, std::span<Tensor* const> dy, std::vector<TensorRef>& dx) 
     case BRAID_KOP_DROPOUT: dropout_grad(n, g, dx); break;
     case BRAID_KOP_COPY: copy_grad(n, g, dx); break;
     case BRAID_KOP_WHERE: where_grad(n, g, dx); break;
+    case BRAID_KOP_TAKE: take_grad(n, g, dx); break;
     default: fail(BRAID_ERR_INTERNAL, "autograd: ", n.name, " has no gradient");
   }
   for (size_t k = 0; k < dx.size(); ++k)

@@ -20,7 +20,8 @@ bool differentiable(const PushedOp& op) {
     case BRAID_KOP_BINARY:
     case BRAID_KOP_BINARY_SCALAR:  // comparisons and floor division are piecewise constant
       return op.call->i[0] < BRAID_BINARY_EQUAL || op.call->i[0] == BRAID_BINARY_MOD;
-    case BRAID_KOP_WHERE: return true;
+    case BRAID_KOP_WHERE:
+    case BRAID_KOP_TAKE: return true;
     default: return op.kop < BRAID_KOP_CONV2D_BWD_DATA;  // backward ops are not differentiated again
   }
 }

@@ -41,7 +41,9 @@ constexpr const char* kKernelNames[] = {"FILL",
                                         "SOFTMAX_CE_BWD",
                                         "COMBINE",
                                         "FUSED_ELEMENTWISE",
-                                        "WHERE"};
+                                        "WHERE",
+                                        "TAKE",
+                                        "TAKE_BWD"};
 static_assert(std::size(kKernelNames) == BRAID_KOP_COUNT);
 
 constexpr const char* kKinds[] = {"input", "param", "internal"};
@@ -244,10 +246,10 @@ void check_node(const Node& n, const std::string& where) {
   struct Arity {
     int min_in, max_in, out;
   };
-  static constexpr Arity kArity[] = {{0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1},
-                                     {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3},
-                                     {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1}, {3, 3, 2}, {4, 4, 3}, {2, 2, 1},
-                                     {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}, {3, 3, 1}};
+  static constexpr Arity kArity[] = {
+      {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {0, 0, 1}, {1, 1, 1}, {1, 1, 1}, {2, 2, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
+      {2, 2, 1}, {2, 3, 1}, {1, 1, 1}, {5, 5, 3}, {1, 1, 1}, {2, 2, 1}, {1, 1, 2}, {2, 2, 1}, {3, 3, 2}, {4, 4, 3},
+      {2, 2, 1}, {2, 2, 1}, {2, 2, 1}, {5, 5, 3}, {3, 3, 1}, {0, 0, 0}, {0, 0, 0}, {3, 3, 1}, {2, 2, 1}, {2, 2, 1}};
   static_assert(std::size(kArity) == BRAID_KOP_COUNT);
   const Check c{n, where};
   if (n.kop == BRAID_KOP_COMBINE) c.no("collective kernels cannot be loaded");
@@ -333,6 +335,18 @@ void check_node(const Node& n, const std::string& where) {
       break;
     case BRAID_KOP_DROPOUT: c.all_same_shape(), c.all_same_dtype(), c.float_dtype(); break;
     case BRAID_KOP_WHERE: c.all_same_shape(), c.all_same_dtype(); break;
+    case BRAID_KOP_TAKE:
+    case BRAID_KOP_TAKE_BWD: {  // x (or dy) [outer, n, inner], indices [m] -> [outer, m, inner] (or dx [outer, n,
+                                // inner])
+      const ViewRef &x = c.in(0), &indices = c.in(1), &y = c.out(0);
+      c.ndim(x, 3), c.ndim(indices, 1), c.ndim(y, 3);
+      if (!dtype_is_int(indices.dtype)) c.no("indices must be int32 or int64");
+      if (y.dtype != x.dtype) c.no("the result must have x's dtype");
+      if (n.kop == BRAID_KOP_TAKE_BWD && !dtype_is_float(x.dtype)) c.no("dy must be float32 or float64");
+      c.dim(y, 0, x.shape[0]), c.dim(y, 2, x.shape[2]);
+      c.dim(n.kop == BRAID_KOP_TAKE ? y : x, 1, indices.shape[0]);
+      break;
+    }
     case BRAID_KOP_SOFTMAX_CE:
     case BRAID_KOP_SOFTMAX_CE_BWD: {
       const ViewRef &logits = c.in(0), &labels = c.in(1);

@@ -19,6 +19,10 @@ void where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out)
 void binary_scalar(const braid_binary_op& bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out);
 void reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
 void slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out);
+void take(braid_tensor x, braid_tensor indices, int32_t axis, braid_tensor* out);
+// take's gradient (internal: autograd's): dx of x_shape, dy's rows summed into the rows they were taken from.
+void take_backward(braid_tensor dy, braid_tensor indices, const int64_t* x_shape, int32_t x_ndim, int32_t axis,
+                   braid_tensor* dx);
 void cast(braid_tensor x, const braid_dtype& dtype, braid_tensor* out);
 void copy(braid_tensor x, braid_device device, braid_tensor* out);
 void copy_into(braid_tensor src, braid_tensor dst);

@@ -74,6 +74,18 @@ TEST_CASE("gradients: mod away from its jumps, with broadcasting and with a scal
   }
 }
 
+// take's gradient adds up the rows an index picked: repeated and negative indices, each axis.
+TEST_CASE("gradients: take along each axis, with repeated and negative indices") {
+  for (const auto& dev : harness::each_device()) {
+    const braid::Tensor indices =
+        braid::Tensor::from_vector(harness::context(), dev.index, {2, 2}, std::vector<int64_t>{0, -1, 0, 1});
+    for (int32_t axis : {0, 1, -1}) {
+      INFO("device ", dev.id, ", axis ", axis);
+      check(dev.index, {{spread({2, 3, 2}, -2, 2, 12)}}, [&](const Xs& x) { return braid::take(x[0], indices, axis); });
+    }
+  }
+}
+
 TEST_CASE("gradients: where, with broadcasting") {
   for (const auto& dev : harness::each_device()) {
     INFO("device ", dev.id);

@@ -280,8 +280,8 @@ template <class T>
 void check_divmod(const harness::DeviceRef& dev) {
   const T inf = std::numeric_limits<T>::infinity(), nan = std::numeric_limits<T>::quiet_NaN();
   const T tiny = std::numeric_limits<T>::denorm_min() * 5, big = std::numeric_limits<T>::max() / 3;
-  const std::vector<T> values = {7, -7, 5.5, T(0.1), T(-0.1), 2, -2, T(1e30), T(16777217), big, tiny, 0, -T(0), inf,
-                                 -inf, nan};
+  const std::vector<T> values = {7,           -7,  5.5,  T(0.1), T(-0.1), 2,   -2,   T(1e30),
+                                 T(16777217), big, tiny, 0,      -T(0),   inf, -inf, nan};
   std::vector<T> a, b;
   for (T x : values)
     for (T y : values) {

@@ -453,5 +453,7 @@ KernelResult k_softmax_ce_bwd(const Call&, Exec&);
 KernelResult k_combine(const Call&, Exec&);            // elementwise.cpp
 KernelResult k_fused_elementwise(const Call&, Exec&);  // fused.cpp
 KernelResult k_where(const Call&, Exec&);              // elementwise.cpp
+KernelResult k_take(const Call&, Exec&);               // indexing.cpp
+KernelResult k_take_bwd(const Call&, Exec&);           // indexing.cpp
 
 }  // namespace braid::cpu::kern

@@ -52,6 +52,8 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* COMBINE */ kNumericTypes,
     /* FUSED_ELEMENTWISE */ kFloatTypes,
     /* WHERE */ kNumericTypes,
+    /* TAKE */ kAllTypes,
+    /* TAKE_BWD */ kFloatTypes,
 };
 
 using KernelFn = KernelResult (*)(const Call&, Exec&);
@@ -84,6 +86,8 @@ constexpr KernelFn kKernels[BRAID_KOP_COUNT] = {
     k_combine,
     k_fused_elementwise,
     k_where,
+    k_take,
+    k_take_bwd,
 };
 
 }  // namespace

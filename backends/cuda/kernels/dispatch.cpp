@@ -43,6 +43,8 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* COMBINE */ 0,
     /* FUSED_ELEMENTWISE */ kFloatTypes,  // where NVRTC loads (kernel_supports)
     /* WHERE */ kNumericTypes,
+    /* TAKE */ kAllTypes,
+    /* TAKE_BWD */ kFloatTypes,
 };
 
 constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
@@ -74,6 +76,8 @@ constexpr kern::Launcher kLaunchers[BRAID_KOP_COUNT] = {
     nullptr,  // COMBINE
     kern::fused_elementwise,
     kern::where,
+    kern::take,
+    kern::take,
 };
 
 }  // namespace
@@ -83,6 +87,7 @@ const char* kernel_error_text(int code) {
     case kErrLabel: return "a label is outside [0, K)";
     case kErrIntDivZero: return "integer division by zero";
     case kErrIntPowZero: return "integer zero to a negative power";
+    case kErrIndex: return "an index is out of range";
     default: return "kernel reported an unknown error";
   }
 }
@@ -98,10 +103,13 @@ bool call_supports(const braid_kernel_call& call) noexcept {
 }
 
 bool needs_error_flag(const braid_kernel_call& c) {
-  if (c.op == BRAID_KOP_SOFTMAX_CE || c.op == BRAID_KOP_SOFTMAX_CE_BWD) return true;
+  if (c.op == BRAID_KOP_SOFTMAX_CE || c.op == BRAID_KOP_SOFTMAX_CE_BWD || c.op == BRAID_KOP_TAKE ||
+      c.op == BRAID_KOP_TAKE_BWD)
+    return true;
   const bool integral = c.num_inputs > 0 && (c.inputs[0].dtype == BRAID_INT32 || c.inputs[0].dtype == BRAID_INT64);
   return integral && (c.op == BRAID_KOP_BINARY || c.op == BRAID_KOP_BINARY_SCALAR) &&
-         (c.i[0] == BRAID_BINARY_DIV || c.i[0] == BRAID_BINARY_POW);
+         (c.i[0] == BRAID_BINARY_DIV || c.i[0] == BRAID_BINARY_POW || c.i[0] == BRAID_BINARY_FLOOR_DIVIDE ||
+          c.i[0] == BRAID_BINARY_MOD);
 }
 
 braid_status launch_kernel(const braid_kernel_call& call, KernelEnv& env, std::string& message) {

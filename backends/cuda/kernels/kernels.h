@@ -16,7 +16,7 @@ struct braid_backend_device_t;
 namespace braid::cuda {
 
 // Codes a kernel writes to its error flag.
-enum KernelError : int { kErrNone = 0, kErrLabel = 1, kErrIntDivZero = 2, kErrIntPowZero = 3 };
+enum KernelError : int { kErrNone = 0, kErrLabel = 1, kErrIntDivZero = 2, kErrIntPowZero = 3, kErrIndex = 4 };
 const char* kernel_error_text(int code);
 
 struct KernelEnv {

@@ -35,6 +35,8 @@ braid_status batch_norm_bwd(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status softmax(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status softmax_ce(const braid_kernel_call&, KernelEnv&, std::string&);
 braid_status softmax_ce_bwd(const braid_kernel_call&, KernelEnv&, std::string&);
+// indexing.cu: TAKE and TAKE_BWD
+braid_status take(const braid_kernel_call&, KernelEnv&, std::string&);
 // matmul.cpp
 braid_status matmul(const braid_kernel_call&, KernelEnv&, std::string&);
 // fused.cpp

@@ -306,7 +306,7 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
         return self.transpose()
 
     def __getitem__(self, key):
-        return _index(self, key)
+        return _indexing.getitem(self, key)
 
     def __setitem__(self, key, value):
         _assign(self, key, value)
@@ -525,42 +525,6 @@ def dot(a, b):
 
 
 # ---- indexing ------------------------------------------------------------------------------------
-def _index(x, key):
-    shape = x.shape
-    if not isinstance(key, tuple):
-        key = (key,)
-    if any(k is Ellipsis for k in key):
-        at = [i for i, k in enumerate(key) if k is Ellipsis]
-        if len(at) > 1:
-            raise IndexError("braid: an index can only have a single ellipsis")
-        fill = len(shape) - (len(key) - 1)
-        key = key[:at[0]] + (slice(None),) * max(0, fill) + key[at[0] + 1:]
-    if len(key) > len(shape):
-        raise IndexError(f"braid: too many indices ({len(key)}) for an array of {len(shape)} dimensions")
-    begin, end, step, kept = [], [], [], []
-    for axis, dim in enumerate(shape):
-        k = key[axis] if axis < len(key) else slice(None)
-        if isinstance(k, (numbers.Integral, ndarray)) and not isinstance(k, bool) and \
-                (not isinstance(k, ndarray) or (k.ndim == 0 and k.dtype_code in (2, 3, 4))):
-            i = int(k)
-            if i < -dim or i >= dim:
-                raise IndexError(f"braid: index {i} is out of bounds for axis {axis} with size {dim}")
-            i = i + dim if i < 0 else i
-            begin.append(i), end.append(i + 1), step.append(1)
-        elif isinstance(k, slice):
-            start, stop, stride = k.indices(dim)
-            if stride < 0:
-                raise IndexError("braid: slices with a negative step are not supported")
-            begin.append(start), end.append(max(start, stop)), step.append(stride)
-            kept.append(len(range(start, stop, stride)))
-        else:
-            raise IndexError(f"braid: index {k!r} is not supported (ints, slices with a positive step, ...)")
-    if not shape:
-        return x.copy()
-    out = new(lib.braid_slice, x._handle, shape_array(begin), shape_array(end), shape_array(step))
-    return out.reshape(tuple(kept)) if len(kept) != len(shape) else out
-
-
 def _refuse_while_recording(what):
     """In-place writes are not recorded by autograd (braid_copy_into), so inside record() they would lose
     gradients silently; MXNet refuses them there too."""
@@ -570,13 +534,14 @@ def _refuse_while_recording(what):
 
 
 def _assign(x, key, value):
-    """x[...] = value or x[:] = value: the whole array, broadcast from value (MXNet's and the chapter's
-    `param[:] = ...`). Other targets are refused rather than half supported."""
+    """x[key] = value. The whole array (x[:] = value, x[...] = value: MXNet's and the chapter's
+    `param[:] = ...`) is one copy; any other key goes through indexing.setitem."""
     _refuse_while_recording("assignment to x[...]")
     whole = key is Ellipsis or (isinstance(key, slice) and key == slice(None)) or \
         (isinstance(key, tuple) and all(k == slice(None) or k is Ellipsis for k in key))
     if not whole:
-        raise IndexError("braid: only the whole array can be assigned (x[:] = value or x[...] = value)")
+        _indexing.setitem(x, key, value)
+        return
     shape = x.shape
     if is_scalar(value):
         filled = new(lib.braid_full, _device.context_handle(), x.ctx.index, x.dtype_code, len(shape),
@@ -594,6 +559,8 @@ def _assign(x, key, value):
         value = value.astype(x.dtype)
     check(lib.braid_copy_into(value._handle, x._handle))
 
+
+from . import indexing as _indexing  # noqa: E402 (it builds on this module's ndarray and new)
 
 if COMPILED:
     fast.bind(functions={name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value

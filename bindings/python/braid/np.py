@@ -19,9 +19,9 @@ pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "dot", "matmul", "negative", "abs", "absolute", "exp", "log", "sqrt", "sign", "square", "tanh",
            "add", "subtract", "multiply", "divide", "true_divide", "power", "maximum", "minimum", "equal", "less",
-           "greater", "floor_divide", "mod", "remainder", "divmod", "where", "sum", "mean", "max", "min", "amax",
-           "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg", "random", "float16",
-           "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
+           "greater", "floor_divide", "mod", "remainder", "divmod", "take", "where", "sum", "mean", "max", "min",
+           "amax", "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg", "random",
+           "float16", "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
 
 
 def _shape(shape):
@@ -117,6 +117,24 @@ remainder = mod  # NumPy's other name: Python's %, whose result takes the diviso
 def divmod(x1, x2):  # noqa: A001 (NumPy's name)
     """(x1 // x2, x1 % x2), elementwise, as NumPy's divmod."""
     return floor_divide(x1, x2), mod(x1, x2)
+
+
+def take(a, indices, axis=None, mode="raise"):
+    """numpy.take: the elements (axis=None, of the flattened array) or slices along `axis` that `indices`
+    picks; negative indices count from the end. An index out of range raises BraidError when the
+    result is read (braid arrays as indices are read when the op runs; mode="raise" only)."""
+    if mode != "raise":
+        raise NotImplementedError(f"braid: np.take with mode={mode!r} (only 'raise')")
+    if not isinstance(a, ndarray):
+        raise TypeError(f"braid: take needs a braid array, not {type(a).__name__}")
+    if axis is None:
+        a, axis = a.reshape(-1), 0
+    if not isinstance(indices, ndarray):
+        data = _numpy.asarray(indices)
+        if data.dtype.kind not in "iu":
+            raise IndexError(f"braid: take's indices must be integers, not {data.dtype}")
+        indices = array(data.astype(_numpy.int64), dtype="int64", ctx=a.ctx)
+    return new(lib.braid_take, a.handle, indices.handle, int(axis))
 
 
 def where(condition, x, y):
