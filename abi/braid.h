@@ -246,6 +246,14 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
  * It does not read the old contents, so it clears an asynchronous error (poison) the tensor carried:
  * once it has run, waits on the tensor return BRAID_OK and read the new data. */
 BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);
+/* Since 1.12. The address of the tensor's first element (row-major, contiguous) where its device's
+ * memory is host memory (CPU devices); BRAID_ERR_UNSUPPORTED elsewhere (copy with
+ * braid_tensor_to_host). Waits first for the ops that write the tensor, as braid_tensor_wait_to_read
+ * (returning a failed writer's error). The memory stays valid while a handle to the tensor (or to a
+ * reshape of it) lives. It is shared, not copied: ops pushed on the tensor afterwards write it while
+ * the caller may be reading (wait for them first), and writes through the pointer are not ordered with
+ * braid's ops. *data is NULL for a tensor without elements. For zero-copy exchange (DLPack). */
+BRAID_API braid_status braid_tensor_host_data(braid_tensor t, void** data);
 
 /* ---- ops: creation ---------------------------------------------------------------------------- */
 /* A tensor with every element value, converted to dtype as torch.full converts it: a fractional value

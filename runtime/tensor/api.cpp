@@ -127,6 +127,24 @@ BRAID_API braid_status braid_tensor_wait_to_read(braid_tensor t) {
   });
 }
 
+BRAID_API braid_status braid_tensor_host_data(braid_tensor t, void** data) {
+  return guard("braid_tensor_host_data", [&] {
+    require(data, "data");
+    *data = nullptr;
+    Tensor& x = checked_tensor(t, "t");
+    require_computed(x, "host_data");
+    const ContextRef hold(*x.ctx);  // as wait_to_read: another thread may release t meanwhile
+    const std::shared_ptr<Storage> storage = x.storage;
+    wait_readable(*x.ctx, *storage, "host_data");
+    if (x.bytes() == 0) return;
+    std::byte* p = host_address(*storage);
+    if (!p)
+      fail(BRAID_ERR_UNSUPPORTED, "host_data: ", storage->device->id,
+           "'s memory is not host memory; copy it with braid_tensor_to_host");
+    *data = p;
+  });
+}
+
 BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t bytes) {
   return guard("braid_tensor_to_host", [&] {
     Tensor& x = checked_tensor(t, "t");

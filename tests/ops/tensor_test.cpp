@@ -140,3 +140,32 @@ TEST_CASE("tensor: a 0-d tensor has shape {} and one element") {
     });
   }
 }
+
+// braid_tensor_host_data: the memory itself on a device whose memory is host memory (after the
+// tensor's writers), BRAID_ERR_UNSUPPORTED elsewhere; shared both ways.
+TEST_CASE("tensor: host_data shares a CPU tensor's memory after its writers; other devices refuse it") {
+  for (const auto& dev : harness::each_device()) {
+    INFO("device ", dev.id);
+    const auto x = braid::Tensor::from_vector(context(), dev.index, {2, 2}, std::vector<float>{1, 2, 3, 4});
+    const auto y = x * 10.0;  // pushed: host_data waits for it
+    void* data = nullptr;
+    const braid_status st = braid_tensor_host_data(y.get(), &data);
+    if (dev.id.rfind("cpu:", 0) != 0) {
+      CHECK(st == BRAID_ERR_UNSUPPORTED);
+      CHECK(data == nullptr);
+      CHECK(std::string(braid_last_error()).find("braid_tensor_to_host") != std::string::npos);
+      continue;
+    }
+    REQUIRE(st == BRAID_OK);
+    REQUIRE(data != nullptr);
+    auto* p = static_cast<float*>(data);
+    CHECK(std::vector<float>(p, p + 4) == std::vector<float>{10, 20, 30, 40});
+    p[3] = -1;  // shared: braid reads what was written there
+    CHECK(y.to_vector<float>() == std::vector<float>{10, 20, 30, -1});
+    const auto empty = braid::Tensor::from_vector(context(), dev.index, {0}, std::vector<float>{});
+    CHECK(braid_tensor_host_data(empty.get(), &data) == BRAID_OK);
+    CHECK(data == nullptr);
+  }
+  void* data = nullptr;
+  CHECK(braid_tensor_host_data(nullptr, &data) == BRAID_ERR_INVALID_ARGUMENT);
+}

@@ -14,7 +14,7 @@ except ImportError as _e:
 from . import _lib, autograd, context, data, distributed, gluon, initializer, kvstore, metric  # noqa: F401
 from . import nd, np, npx, symbol  # noqa: F401
 from ._lib import BraidError
-from .device import Device, cpu, devices, gpu, num_gpus, seed, vulkan, waitall  # noqa: F401
+from .device import Device, cpu, devices, gpu, memory_stats, num_gpus, seed, vulkan, waitall  # noqa: F401
 from .ndarray import NDArray, ndarray  # noqa: F401
 
 init = initializer  # MXNet's mx.init
@@ -24,7 +24,7 @@ sym = symbol  # MXNet 1.x's mx.sym
 random = np.random
 __all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
            "NDArray", "BraidError", "Device", "Context", "context", "metric", "cpu", "gpu", "vulkan", "devices",
-           "num_gpus", "seed", "waitall", "sym", "symbol"]
+           "num_gpus", "seed", "waitall", "sym", "symbol", "memory_stats"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release
 
 

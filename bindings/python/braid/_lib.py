@@ -70,6 +70,13 @@ class DeviceInfo(ctypes.Structure):
     ]
 
 
+class MemoryStats(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("allocated_bytes", ctypes.c_uint64),
+                ("reserved_bytes", ctypes.c_uint64), ("peak_allocated_bytes", ctypes.c_uint64),
+                ("peak_reserved_bytes", ctypes.c_uint64), ("alloc_count", ctypes.c_uint64),
+                ("backend_alloc_count", ctypes.c_uint64)]
+
+
 class Conv2dParams(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("stride", ctypes.c_int32 * 2), ("padding", ctypes.c_int32 * 2)]
 
@@ -139,6 +146,7 @@ _PROTOTYPES = {
     "braid_context_device_info": (c_status, [c_context, c_device, ctypes.POINTER(DeviceInfo)]),
     "braid_context_set_seed": (c_status, [c_context, ctypes.c_uint64]),
     "braid_wait_all": (c_status, [c_context]),
+    "braid_memory_get_stats": (c_status, [c_context, c_device, ctypes.POINTER(MemoryStats)]),
     "braid_tensor_empty": (c_status, [c_context, c_device, ctypes.c_int, ctypes.c_int32, c_i64p, c_tensorp]),
     "braid_tensor_from_host": (c_status, [c_context, c_device, ctypes.c_int, ctypes.c_int32, c_i64p,
                                           ctypes.c_void_p, ctypes.c_size_t, c_tensorp]),
@@ -151,6 +159,7 @@ _PROTOTYPES = {
     "braid_tensor_wait_to_read": (c_status, [c_tensor]),
     "braid_tensor_to_host": (c_status, [c_tensor, ctypes.c_void_p, ctypes.c_size_t]),
     "braid_tensor_write_host": (c_status, [c_tensor, ctypes.c_void_p, ctypes.c_size_t]),
+    "braid_tensor_host_data": (c_status, [c_tensor, ctypes.POINTER(ctypes.c_void_p)]),
     "braid_full": (c_status, [c_context, c_device, ctypes.c_int, ctypes.c_int32, c_i64p, ctypes.c_double, c_tensorp]),
     "braid_arange": (c_status, [c_context, c_device, ctypes.c_int, ctypes.c_double, ctypes.c_double, ctypes.c_double,
                                 c_tensorp]),

@@ -8,7 +8,7 @@ import atexit
 import ctypes
 import threading
 
-from ._lib import DeviceInfo, c_context, c_device, check, lib
+from ._lib import DeviceInfo, MemoryStats, c_context, c_device, check, lib
 
 _lock = threading.Lock()
 _context = None
@@ -123,6 +123,18 @@ def devices():
 def num_gpus():
     """How many CUDA devices braid found (MXNet's mx.context.num_gpus())."""
     return sum(1 for d in devices() if d.device_type == "gpu")
+
+
+def memory_stats(device=None):
+    """braid's memory accounting of a device (cpu(0) by default), as a dict of braid_memory_stats:
+    allocated_bytes (in live blocks), reserved_bytes (obtained from the backend, cached included), their
+    peaks, alloc_count and backend_alloc_count (torch.cuda.memory_stats's role). Counts what braid's own
+    tensors hold, freed once their last array and op let go."""
+    index = (device if device is not None else cpu()).index
+    stats = MemoryStats()
+    stats.struct_size = ctypes.sizeof(MemoryStats)
+    check(lib.braid_memory_get_stats(context_handle(), index, ctypes.byref(stats)))
+    return {name: getattr(stats, name) for name, _ in MemoryStats._fields_[1:]}
 
 
 def waitall():

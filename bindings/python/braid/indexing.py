@@ -30,10 +30,10 @@ def _as_index_array(k):
         return None
     if isinstance(k, ndarray):
         data = k.asnumpy()
-        # braid's comparisons give 1 or 0 in the compared dtype (MXNet's rule): a float braid array of
-        # only 0s and 1s is the mask it stands for (x[x > 0]); NumPy refuses float indices, so no
-        # valid index means anything else.
-        if data.dtype.kind == "f" and numpy.isin(data, (0.0, 1.0)).all():
+        # braid's comparisons give 1 or 0 in the compared dtype (MXNet's rule): a float braid array
+        # (with dimensions) of only 0s and 1s is the mask it stands for (x[x > 0]); NumPy refuses
+        # float indices, so no valid index means anything else.
+        if data.dtype.kind == "f" and data.ndim > 0 and numpy.isin(data, (0.0, 1.0)).all():
             return data.astype(numpy.bool_)
         k = data
     data = numpy.asarray(k)

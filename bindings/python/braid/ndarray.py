@@ -177,6 +177,15 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
         check(lib.braid_tensor_to_host(source._handle, out.ctypes.data, out.nbytes))
         return out
 
+    def __dlpack__(self, stream=None, **kwargs):
+        """A DLPack capsule over this CPU array's memory, shared (braid/dlpack.py)."""
+        from . import dlpack
+        return dlpack.export(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        from . import dlpack
+        return dlpack.device_of(self)
+
     def __array__(self, dtype=None):
         a = self.asnumpy()
         return a if dtype is None else a.astype(dtype)

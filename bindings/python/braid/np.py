@@ -19,9 +19,9 @@ pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "dot", "matmul", "negative", "abs", "absolute", "exp", "log", "sqrt", "sign", "square", "tanh",
            "add", "subtract", "multiply", "divide", "true_divide", "power", "maximum", "minimum", "equal", "less",
-           "greater", "floor_divide", "mod", "remainder", "divmod", "take", "where", "sum", "mean", "max", "min",
-           "amax", "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg", "random",
-           "float16", "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
+           "greater", "floor_divide", "mod", "remainder", "divmod", "take", "from_dlpack", "where", "sum", "mean",
+           "max", "min", "amax", "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg",
+           "random", "float16", "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
 
 
 def _shape(shape):
@@ -117,6 +117,14 @@ remainder = mod  # NumPy's other name: Python's %, whose result takes the diviso
 def divmod(x1, x2):  # noqa: A001 (NumPy's name)
     """(x1 // x2, x1 % x2), elementwise, as NumPy's divmod."""
     return floor_divide(x1, x2), mod(x1, x2)
+
+
+def from_dlpack(x):
+    """A braid array on cpu(0) with the values of a DLPack producer in host memory (a NumPy array, a
+    PyTorch CPU tensor), copied; the other way, NumPy's and PyTorch's from_dlpack share a braid array's
+    memory (braid/dlpack.py)."""
+    from . import dlpack
+    return dlpack.from_dlpack(x)
 
 
 def take(a, indices, axis=None, mode="raise"):

@@ -121,6 +121,7 @@ class Header:
 STRUCTS = {
     _lib._ContextOptions: "braid_context_options",
     _lib.DeviceInfo: "braid_device_info",
+    _lib.MemoryStats: "braid_memory_stats",
     _lib.Conv2dParams: "braid_conv2d_params",
     _lib.Pool2dParams: "braid_pool2d_params",
     _lib.BatchNormParams: "braid_batch_norm_params",

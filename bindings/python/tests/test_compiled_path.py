@@ -17,20 +17,9 @@ from braid._lib import lib
 ndarray_module = sys.modules["braid.ndarray"]
 
 
-class MemoryStats(ctypes.Structure):  # braid_memory_stats (abi/braid.h), the fields this test reads
-    _fields_ = [("struct_size", ctypes.c_uint32), ("allocated_bytes", ctypes.c_uint64),
-                ("reserved_bytes", ctypes.c_uint64), ("peak_allocated_bytes", ctypes.c_uint64),
-                ("peak_reserved_bytes", ctypes.c_uint64), ("alloc_count", ctypes.c_uint64),
-                ("backend_alloc_count", ctypes.c_uint64)]
-
-
 def allocated_bytes():
     braid.waitall()
-    stats = MemoryStats(struct_size=ctypes.sizeof(MemoryStats))
-    ctx = braid.device.context_handle()
-    status = lib.braid_memory_get_stats(ctypes.c_void_p(getattr(ctx, "value", ctx)), 0, ctypes.byref(stats))
-    assert status == 0, status
-    return stats.allocated_bytes
+    return braid.memory_stats()["allocated_bytes"]
 
 
 class WhichPath(unittest.TestCase):
