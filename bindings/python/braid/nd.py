@@ -20,7 +20,7 @@ from .checkpoint import load, save  # noqa: F401
 from .device import waitall  # noqa: F401
 from .ndarray import NDArray, ndarray, resolve_device
 
-__all__ = ["NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like", "random",
+__all__ = ["take", "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like", "random",
            "dot", "batch_dot", "relu", "sigmoid", "tanh", "exp", "log", "sqrt", "square", "abs", "sign", "softmax",
            "log_softmax", "sum", "mean", "max", "min", "argmax", "argmin", "norm", "one_hot", "pick", "clip",
            "concat", "stack", "split", "reshape", "transpose", "expand_dims", "flatten", "Flatten", "add",
@@ -169,6 +169,25 @@ def one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype=_FLOAT32):
     if on_value == 1.0 and off_value == 0.0:
         return hit
     return hit * (on_value - off_value) + off_value
+
+
+def take(a, indices, axis=0, mode="clip"):
+    """MXNet 1.x's nd.take: the slices along axis that indices picks (float indices are truncated, as
+    MXNet reads them), with MXNet's default mode "clip" (an index below 0 or past the end takes the
+    first or last slice); "wrap" counts modulo the axis, "raise" fails the op on one out of range.
+    Differentiable in a."""
+    if mode not in ("clip", "wrap", "raise"):
+        raise ValueError(f"braid: nd.take mode {mode!r} is none of 'clip', 'wrap', 'raise'")
+    if not isinstance(indices, ndarray):
+        indices = _np.array(indices, dtype="int64", ctx=a.ctx)
+    if indices.dtype.kind == "f":
+        indices = indices.astype("int64")
+    n = a.shape[axis]
+    if mode == "clip":
+        indices = _np.minimum(_np.maximum(indices, 0), n - 1)
+    elif mode == "wrap":
+        indices = indices % n
+    return _np.take(a, indices, axis=axis)
 
 
 def pick(data, index, axis=-1, keepdims=False):

@@ -94,6 +94,24 @@ class Operators(unittest.TestCase):
         close(self, x.grad, want)
         close(self, nd.clip(nd.array([-2.0, 0.5, 3.0]), -1, 1), [-1, 0.5, 1])
 
+    def test_take_clips_by_default_as_mxnet(self):
+        x = nd.array(self.a)  # 3 x 4
+        close(self, nd.take(x, nd.array([0, 2, 5, -1])), self.a[[0, 2, 2, 0]])  # float indices, clipped
+        close(self, nd.take(x, [1, -1, 6], axis=1, mode="wrap"), self.a[:, [1, 3, 2]])
+        close(self, nd.take(x, [[2], [0]], mode="raise"), self.a[[[2], [0]]])
+        with self.assertRaises(braid.BraidError):
+            nd.take(x, [3], mode="raise").asnumpy()
+        with self.assertRaises(braid.BraidError):
+            nd.waitall()
+        x.attach_grad()
+        with autograd.record():
+            y = nd.take(x, nd.array([1, 1, 9])).sum()
+        y.backward()
+        want = numpy.zeros_like(self.a)
+        want[1] = 2
+        want[2] = 1
+        close(self, x.grad, want)
+
     def test_shapes(self):
         a, b = nd.ones((2, 1)), nd.zeros((2, 3))
         self.assertEqual(nd.concat(a, b).shape, (2, 4))  # dim=1 by default
