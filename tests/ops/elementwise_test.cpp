@@ -232,7 +232,7 @@ TEST_CASE("elementwise: integer floor_divide and mod follow Python's signs; a ze
           CHECK_CLOSE(harness::download(braid::binary(op, ta, 7.0, true)), ref::binary_scalar(op, a, 7.0, true), 0.0);
           // The extremes: INT_MIN // -1 wraps to INT_MIN, INT_MIN % -1 is 0.
           const double lowest = dt == BRAID_INT32 ? -2147483648.0 : -9223372036854775808.0;
-          const auto low = harness::upload(dev.index, dt, ref::Array({1}, {lowest}));
+          const auto low = harness::upload(dev.index, dt, ref::Array({1}, std::vector<double>{lowest}));
           CHECK(harness::download(braid::binary(op, low, -1.0)).data[0] == (op == BRAID_BINARY_MOD ? 0.0 : lowest));
           // A zero divisor fails the op, at the wait as every kernel error, and once at wait_all.
           ref::Array zeros = b;

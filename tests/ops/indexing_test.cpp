@@ -39,8 +39,8 @@ bool holds(const harness::DeviceRef& dev, braid_dtype dt) {
 
 TEST_CASE("take: every axis, index shapes with negative and repeated indices, every dtype, as numpy.take") {
   const ref::Array x_values = harness::random_ints({3, 4, 5}, -50, 50, 71);
-  const ref::Array index_sets[] = {ref::Array({}, {-1.0}), ref::Array({4}, {0, -1, 2, 0}),
-                                   ref::Array({2, 3}, {1, 1, -2, 0, 2, -3}), ref::Array({0}, std::vector<double>{})};
+  const ref::Array index_sets[] = {ref::Array({}, std::vector<double>{-1.0}), ref::Array({4}, std::vector<double>{0, -1, 2, 0}),
+                                   ref::Array({2, 3}, std::vector<double>{1, 1, -2, 0, 2, -3}), ref::Array({0}, std::vector<double>{})};
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       for (braid_dtype dt : {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64, BRAID_UINT8})
@@ -79,7 +79,7 @@ TEST_CASE("take: an index out of range fails the op at the wait; bad axes, float
       INFO("device ", dev.id);
       const auto x = harness::upload(dev.index, BRAID_FLOAT32, harness::random_array({3, 4}, -1, 1, BRAID_FLOAT32, 72));
       for (double bad : {3.0, -4.0, 1e9}) {
-        const auto idx = harness::upload(dev.index, BRAID_INT64, ref::Array({2}, {0, bad}));
+        const auto idx = harness::upload(dev.index, BRAID_INT64, ref::Array({2}, std::vector<double>{0, bad}));
         braid_tensor out = nullptr;
         REQUIRE(braid_take(x.get(), idx.get(), 0, &out) == BRAID_OK);
         const auto y = braid::Tensor::adopt(out);
@@ -89,14 +89,14 @@ TEST_CASE("take: an index out of range fails the op at the wait; bad axes, float
         CHECK(braid_wait_all(context().get()) == BRAID_ERR_KERNEL);
         CHECK(braid_wait_all(context().get()) == BRAID_OK);
       }
-      const auto idx = harness::upload(dev.index, BRAID_INT32, ref::Array({1}, {0}));
+      const auto idx = harness::upload(dev.index, BRAID_INT32, ref::Array({1}, std::vector<double>{0}));
       braid_tensor out = nullptr;
       CHECK(braid_take(x.get(), idx.get(), 2, &out) == BRAID_ERR_INVALID_ARGUMENT);
       CHECK(braid_take(x.get(), idx.get(), -3, &out) == BRAID_ERR_INVALID_ARGUMENT);
       CHECK(braid_take(x.get(), x.get(), 0, &out) == BRAID_ERR_DTYPE);
       CHECK(braid_take(nullptr, idx.get(), 0, &out) == BRAID_ERR_INVALID_ARGUMENT);
       CHECK(braid_take(x.get(), idx.get(), 0, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
-      const auto scalar = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({}, {1.0}));
+      const auto scalar = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({}, std::vector<double>{1.0}));
       CHECK(braid_take(scalar.get(), idx.get(), 0, &out) == BRAID_ERR_SHAPE);
       CHECK(out == nullptr);
     });

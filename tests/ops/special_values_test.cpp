@@ -293,7 +293,8 @@ void check_divmod(const harness::DeviceRef& dev) {
   const auto r = braid::binary(BRAID_BINARY_MOD, ta, tb).template to_vector<T>();
   REQUIRE(q.size() == a.size());
   for (size_t i = 0; i < a.size(); ++i) {
-    const auto [wq, wr] = numpy_divmod(a[i], b[i]);
+    const std::pair<T, T> want = numpy_divmod(a[i], b[i]);  // (not a structured binding: clang 14 cannot
+    const T wq = want.first, wr = want.second;             // capture one in CHECK_MESSAGE's lambda)
     CHECK_MESSAGE(same(q[i], wq), show(a[i]), " // ", show(b[i]), ": expected ", show(wq), ", got ", show(q[i]));
     CHECK_MESSAGE(same(r[i], wr), show(a[i]), " % ", show(b[i]), ": expected ", show(wr), ", got ", show(r[i]));
   }
