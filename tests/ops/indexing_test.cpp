@@ -39,8 +39,9 @@ bool holds(const harness::DeviceRef& dev, braid_dtype dt) {
 
 TEST_CASE("take: every axis, index shapes with negative and repeated indices, every dtype, as numpy.take") {
   const ref::Array x_values = harness::random_ints({3, 4, 5}, -50, 50, 71);
-  const ref::Array index_sets[] = {ref::Array({}, std::vector<double>{-1.0}), ref::Array({4}, std::vector<double>{0, -1, 2, 0}),
-                                   ref::Array({2, 3}, std::vector<double>{1, 1, -2, 0, 2, -3}), ref::Array({0}, std::vector<double>{})};
+  const ref::Array index_sets[] = {
+      ref::Array({}, std::vector<double>{-1.0}), ref::Array({4}, std::vector<double>{0, -1, 2, 0}),
+      ref::Array({2, 3}, std::vector<double>{1, 1, -2, 0, 2, -3}), ref::Array({0}, std::vector<double>{})};
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
       for (braid_dtype dt : {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64, BRAID_UINT8})

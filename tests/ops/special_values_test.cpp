@@ -294,7 +294,7 @@ void check_divmod(const harness::DeviceRef& dev) {
   REQUIRE(q.size() == a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     const std::pair<T, T> want = numpy_divmod(a[i], b[i]);  // (not a structured binding: clang 14 cannot
-    const T wq = want.first, wr = want.second;             // capture one in CHECK_MESSAGE's lambda)
+    const T wq = want.first, wr = want.second;              // capture one in CHECK_MESSAGE's lambda)
     CHECK_MESSAGE(same(q[i], wq), show(a[i]), " // ", show(b[i]), ": expected ", show(wq), ", got ", show(q[i]));
     CHECK_MESSAGE(same(r[i], wr), show(a[i]), " % ", show(b[i]), ": expected ", show(wr), ", got ", show(r[i]));
   }
