@@ -146,6 +146,13 @@ KernelResult unary(const braid_kernel_call& c, Recorder& r) {
   return e.dispatch_flat(r, pick(dt, ShaderId::unary_f32, ShaderId::unary_f64));
 }
 
+namespace {
+// The error an integer binary kernel can report: floor_divide and mod by zero (int_elementwise.comp).
+const char* int_error(const braid_kernel_call& c) {
+  return c.i[0] == BRAID_BINARY_FLOOR_DIVIDE || c.i[0] == BRAID_BINARY_MOD ? "integer division by zero" : nullptr;
+}
+}  // namespace
+
 KernelResult binary(const braid_kernel_call& c, Recorder& r) {
   Enc e;
   e.shape(c.outputs[0]);
@@ -154,7 +161,8 @@ KernelResult binary(const braid_kernel_call& c, Recorder& r) {
   e.operand(6, c.outputs[0]);
   e.p.i[0] = static_cast<int32_t>(c.i[0]);
   const braid_dtype dt = c.inputs[0].dtype;
-  if (is_int(dt)) return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_i32 : ShaderId::binary_i64);
+  if (is_int(dt))
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_i32 : ShaderId::binary_i64, int_error(c));
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_f32, ShaderId::binary_f64));
 }
 
@@ -199,9 +207,7 @@ KernelResult take(const braid_kernel_call& c, Recorder& r) {
     id = wide ? (wide_index ? ShaderId::take_64_i64 : ShaderId::take_64)
               : (wide_index ? ShaderId::take_32_i64 : ShaderId::take_32);
   }
-  const uint32_t groups = (e.p.n + kGroup - 1) / kGroup;
-  const uint32_t gx = std::min<uint32_t>(groups, 65535), gy = gx ? (groups + gx - 1) / gx : 0;
-  return e.dispatch(r, id, gx, gy, 1, "an index is out of range");
+  return e.dispatch_flat(r, id, "an index is out of range");
 }
 
 KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
@@ -215,7 +221,8 @@ KernelResult binary_scalar(const braid_kernel_call& c, Recorder& r) {
   const braid_dtype dt = c.inputs[0].dtype;
   if (is_int(dt)) {
     int_scalar(e, dt, c.f[0]);
-    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_scalar_i32 : ShaderId::binary_scalar_i64);
+    return e.dispatch_flat(r, dt == BRAID_INT32 ? ShaderId::binary_scalar_i32 : ShaderId::binary_scalar_i64,
+                           int_error(c));
   }
   return e.dispatch_flat(r, pick(dt, ShaderId::binary_scalar_f32, ShaderId::binary_scalar_f64));
 }

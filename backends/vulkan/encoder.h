@@ -93,12 +93,13 @@ struct Enc {
     std::string e = r.dispatch(shader, p, b, gx, gy, gz, error_message);
     return e.empty() ? ok() : fail(BRAID_ERR_KERNEL, "vulkan: " + e);
   }
-  // One invocation per element of p.n, over a 2-D grid of workgroups.
+  // One invocation per element of p.n, over a 2-D grid of workgroups (with the error word when the
+  // shader can report one).
   template <class Shader>
-  KernelResult dispatch_flat(Recorder& r, Shader shader) {
+  KernelResult dispatch_flat(Recorder& r, Shader shader, const char* error_message = nullptr) {
     uint32_t groups = (p.n + kGroup - 1) / kGroup;
     uint32_t gx = std::min<uint32_t>(groups, 65535), gy = gx ? (groups + gx - 1) / gx : 0;
-    return dispatch(r, shader, gx, gy);
+    return dispatch(r, shader, gx, gy, 1, error_message);
   }
 };
 

@@ -84,11 +84,10 @@ bool kernel_supports(braid_kernel_op op, braid_dtype dtype) {
   }
 }
 
-// int_elementwise.comp has the shared integer ops but DIV, POW, FLOOR_DIVIDE and MOD: a zero divisor
-// must fail the op, and a shader has no way to say so.
-constexpr uint32_t kIntBinary = plugin::kIntegerBinaryOps & ~plugin::op_bit(BRAID_BINARY_DIV) &
-                                ~plugin::op_bit(BRAID_BINARY_POW) & ~plugin::op_bit(BRAID_BINARY_FLOOR_DIVIDE) &
-                                ~plugin::op_bit(BRAID_BINARY_MOD);
+// int_elementwise.comp has the shared integer ops but DIV and POW (the runtime refuses those for
+// integers anyway); FLOOR_DIVIDE and MOD report a zero divisor through the error word.
+constexpr uint32_t kIntBinary =
+    plugin::kIntegerBinaryOps & ~plugin::op_bit(BRAID_BINARY_DIV) & ~plugin::op_bit(BRAID_BINARY_POW);
 
 // The shaders index elements with 32-bit offsets and counts (common.glsl): a view whose elements lie
 // further apart is refused here, at the call, rather than when the kernel is recorded. A view

@@ -204,8 +204,8 @@ TEST_CASE("elementwise: integer binary ops where the device computes on integers
 }
 
 // Python's // and % on integers: toward -inf, the remainder with the divisor's sign; INT_MIN // -1
-// wraps; a zero divisor fails the op as PyTorch raises. The Vulkan backend has no integer kernels for
-// them (a shader cannot fail an op) and refuses them at the call.
+// wraps; a zero divisor fails the op as PyTorch raises (a backend without integer kernels for them
+// refuses them at the call, and the case says it skipped).
 TEST_CASE("elementwise: integer floor_divide and mod follow Python's signs; a zero divisor fails the op") {
   for (const auto& dev : harness::each_device()) {
     harness::on_device(dev, [&] {
