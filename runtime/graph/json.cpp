@@ -335,9 +335,9 @@ void check_node(const Node& n, const std::string& where) {
       break;
     case BRAID_KOP_DROPOUT: c.all_same_shape(), c.all_same_dtype(), c.float_dtype(); break;
     case BRAID_KOP_WHERE: c.all_same_shape(), c.all_same_dtype(); break;
+    // x [outer, n, inner], indices [m] -> [outer, m, inner]; dy [outer, m, inner], indices -> dx [outer, n, inner]
     case BRAID_KOP_TAKE:
-    case BRAID_KOP_TAKE_BWD: {  // x (or dy) [outer, n, inner], indices [m] -> [outer, m, inner] (or dx [outer, n,
-                                // inner])
+    case BRAID_KOP_TAKE_BWD: {
       const ViewRef &x = c.in(0), &indices = c.in(1), &y = c.out(0);
       c.ndim(x, 3), c.ndim(indices, 1), c.ndim(y, 3);
       if (!dtype_is_int(indices.dtype)) c.no("indices must be int32 or int64");

@@ -94,6 +94,36 @@ class Indexing(unittest.TestCase):
 
 
 
+class InGraphs(unittest.TestCase):
+    def test_a_hybridized_block_traces_exports_and_imports_indexing(self):
+        import os
+        import tempfile
+        from braid import gluon
+        from braid.gluon import nn
+
+        class Net(nn.HybridBlock):
+            def __init__(self):
+                super().__init__()
+                self.dense = nn.Dense(3, in_units=4)
+
+            def forward(self, x):
+                y = self.dense(x)
+                return y[:, [0, 2]] + y[::-1, 1:2] + (y[:, :2] % 0.5)
+
+        net = Net()
+        net.initialize()
+        x = np.array(numpy.random.RandomState(0).rand(5, 4).astype(numpy.float32))
+        want = net(x).asnumpy()
+        net.hybridize()
+        for _ in range(2):  # the trace, then the graph
+            numpy.testing.assert_array_equal(net(x).asnumpy(), want)
+        with tempfile.TemporaryDirectory() as d:
+            net.export(os.path.join(d, "net"))
+            back = gluon.SymbolBlock.imports(os.path.join(d, "net-symbol.json"), ["data"],
+                                             os.path.join(d, "net-0000.params"))
+            numpy.testing.assert_array_equal(back(x).asnumpy(), want)
+
+
 class Assignment(unittest.TestCase):
     def test_every_key_kind_writes_as_numpy(self):
         base = numpy.arange(24, dtype=numpy.float32).reshape(2, 3, 4)
