@@ -46,7 +46,9 @@ TEST_CASE("take: every axis, index shapes with negative and repeated indices, ev
     harness::on_device(dev, [&] {
       for (braid_dtype dt : {BRAID_FLOAT32, BRAID_FLOAT64, BRAID_INT32, BRAID_INT64, BRAID_UINT8})
         for (braid_dtype it : {BRAID_INT32, BRAID_INT64}) {
+          // Every element width with int64 indices, and int32 indices with one of each width.
           if (!holds(dev, dt) || !holds(dev, it)) continue;
+          if (it == BRAID_INT32 && dt != BRAID_FLOAT32 && dt != BRAID_INT64 && dt != BRAID_UINT8) continue;
           ref::Array xv = x_values;
           if (dt == BRAID_UINT8)
             for (double& v : xv.data) v += 50;
