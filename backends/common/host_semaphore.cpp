@@ -93,29 +93,35 @@ void HostSemaphore::fail(braid_status status) {
 
 braid_status HostSemaphore::wait(uint64_t value, uint64_t timeout_ns) {
   value = clamp(value);
-  // A host thread waiting for the op it just pushed (a synchronous loop: y = x + 1; y.wait_to_read())
-  // usually needs a few microseconds: sleeping would add a futex wake-up of about as much, so spin for a
-  // short while first. The locked path below still decides (a failure is sticky even for values reached).
-  constexpr auto kSpin = std::chrono::microseconds(20);
-  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
-  for (int i = 0; this->value() < value && timeout_ns != 0; ++i) {
-    __builtin_ia32_pause();
-    if ((i & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
-  }
   std::unique_lock lock(mu_);
   auto done = [&] { return status_ != BRAID_OK || this->value() >= value; };
   if (!done()) {
-    ++waiters_;
-    // Watched from here: a signal either landed before this (the predicate below sees it) or takes
-    // the locked path and wakes us.
-    word_.fetch_or(kWatched, std::memory_order_acq_rel);
+    ++waiters_;  // from here the destructor waits for this thread to leave, the spin below included
     // Timeouts beyond ~146 years are forever; this also keeps now() + timeout from overflowing.
     constexpr uint64_t kForever = uint64_t{1} << 62;
-    if (timeout_ns >= kForever) {
-      cv_.wait(lock, done);
-    } else {
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(timeout_ns));
-      cv_.wait_until(lock, deadline, done);
+    // A host thread waiting for the op it just pushed (a synchronous loop: y = x + 1; y.wait_to_read())
+    // usually needs a few microseconds: sleeping would add a futex wake-up of about as much, so spin
+    // for a short while first, without the lock (a signal takes no lock while nobody watches).
+    constexpr auto kSpin = std::chrono::microseconds(20);
+    if (timeout_ns >= uint64_t{1000000}) {
+      lock.unlock();
+      const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+      for (int i = 0; this->value() < value; ++i) {
+        __builtin_ia32_pause();
+        if ((i & 63) == 63 && std::chrono::steady_clock::now() > spin_until) break;
+      }
+      lock.lock();
+    }
+    if (!done()) {
+      // Watched from here: a signal either landed before this (the predicate below sees it) or takes
+      // the locked path and wakes us.
+      word_.fetch_or(kWatched, std::memory_order_acq_rel);
+      if (timeout_ns >= kForever) {
+        cv_.wait(lock, done);
+      } else {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(static_cast<int64_t>(timeout_ns));
+        cv_.wait_until(lock, deadline, done);
+      }
     }
     --waiters_;
     update_watched_locked();
