@@ -197,21 +197,20 @@ def setitem(x, key, value):
     key points (a position named twice gets the last value, as in NumPy). The positions are worked out
     on the host; the new values are gathered and selected on x's device, then written into x's storage."""
     from .ndarray import binary, from_numpy, is_scalar
+    from .np import where
     shape = x.shape
     try:
-        positions = numpy.arange(max(1, int(numpy.prod(shape, dtype=numpy.int64))), dtype=numpy.int64)
-        positions = positions[:int(numpy.prod(shape, dtype=numpy.int64))].reshape(shape)[_host_key(key)]
+        positions = numpy.arange(x.size, dtype=numpy.int64).reshape(shape)[_host_key(key)]
     except IndexError as e:
         raise IndexError(f"braid: {e}") from None
     positions = numpy.asarray(positions, numpy.int64)
     if positions.size == 0:
         return
-    source = numpy.full(int(numpy.prod(shape, dtype=numpy.int64)), -1, numpy.int64)
+    source = numpy.full(x.size, -1, numpy.int64)
     source[positions.ravel()] = numpy.arange(positions.size, dtype=numpy.int64)  # the last write wins
     chosen = (source >= 0).reshape(shape)
     mask = from_numpy(chosen.astype(numpy.uint8), x.ctx)
     if is_scalar(value) and not isinstance(value, (bool, numpy.bool_)):
-        from .np import where
         new_values = where(mask, value, x)
     else:
         if not isinstance(value, ndarray):
@@ -229,7 +228,6 @@ def setitem(x, key, value):
         if value.dtype_code != x.dtype_code:
             value = value.astype(x.dtype)
         gathered = _take(value.reshape(-1), numpy.where(source >= 0, source, 0).reshape(shape), 0)
-        from .np import where
         new_values = where(mask, gathered, x)
     if new_values.dtype_code != x.dtype_code:  # x[0] = 2.5 on integers stores 2, as NumPy's assignment
         new_values = new_values.astype(x.dtype)
