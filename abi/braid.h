@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define BRAID_ABI_MAJOR 1
-#define BRAID_ABI_MINOR 12
+#define BRAID_ABI_MINOR 13
 /* The library (release) version, independent of the ABI version above: it changes with every release,
  * the ABI only when the API grows (minor) or breaks (major). See docs/ABI.md, "Versioning". This is
  * the one place it is written: the top-level CMakeLists.txt reads it from here. */
@@ -66,7 +66,12 @@ typedef enum braid_dtype {
   BRAID_UINT8 = 4,
   BRAID_FLOAT16 = 5,  /* storage type: copy/cast only */
   BRAID_BFLOAT16 = 6, /* storage type: copy/cast only */
-  BRAID_DTYPE_COUNT = 7
+  /* Since 1.13. NumPy's and PyTorch's bool: one byte per element, 0 (false) or 1 (true). What
+   * braid_compare returns and a mask is; casts to it take nonzero (NaN included) as true, casts
+   * from it give 0 or 1. Beside another dtype it promotes to that one (bool + int32 is int32); two
+   * bools compute as logical operations (docs/OPS.md, "Booleans"). */
+  BRAID_BOOL = 7,
+  BRAID_DTYPE_COUNT = 8
 } braid_dtype;
 
 /* ---- handles ---------------------------------------------------------------------------------- */
@@ -175,7 +180,7 @@ typedef struct braid_device_info {
   int32_t compute_queues;
   int32_t transfer_queues;
   uint64_t l1_cache_bytes, l2_cache_bytes, l3_cache_bytes; /* 0 if unknown */
-  uint32_t dtype_mask;                                     /* bit (1<<dtype) set for each dtype with compute kernels */
+  uint32_t dtype_mask; /* bit (1<<dtype) set for each dtype with compute kernels (bool where it computes) */
   /* Since 1.1: backend-specific properties as one JSON object text ("{}" when none); owned by the context */
   const char* properties_json;
 } braid_device_info;
@@ -336,6 +341,26 @@ BRAID_API braid_status braid_binary(braid_binary_op op, braid_tensor a, braid_te
  * integer x's dtype (2^31 for int32) is BRAID_ERR_INVALID_ARGUMENT (NumPy 2 raises; PyTorch wraps). */
 BRAID_API braid_status braid_binary_scalar(braid_binary_op op, braid_tensor x, double scalar, int32_t reverse,
                                            braid_tensor* out);
+
+/* Since 1.13. Comparisons with bool results (BRAID_BOOL), as NumPy's and PyTorch's operators give them:
+ * a and b broadcast and promote as braid_binary does and compare in that dtype; NaN compares false
+ * except with NOT_EQUAL, where it is true; -0 equals +0. Not differentiable. braid_binary's EQUAL,
+ * LESS and GREATER, which give 1 or 0 in the compared dtype (MXNet 1.x's rule), stay as they were. */
+typedef enum braid_compare_op {
+  BRAID_COMPARE_EQUAL = 0,
+  BRAID_COMPARE_NOT_EQUAL,
+  BRAID_COMPARE_LESS,
+  BRAID_COMPARE_LESS_EQUAL,
+  BRAID_COMPARE_GREATER,
+  BRAID_COMPARE_GREATER_EQUAL,
+  BRAID_COMPARE_COUNT
+} braid_compare_op;
+BRAID_API braid_status braid_compare(braid_compare_op op, braid_tensor a, braid_tensor b, braid_tensor* out);
+/* x op scalar, with the scalar compared exactly: an integer x beside a scalar that is not a whole
+ * number compares in float32 (x < 2.5 holds at 2), and a whole number beyond x's dtype gives the
+ * answer every element has (int32 x < 2^31 is all true), as NumPy 2 compares Python ints. (To compare
+ * scalar op x, swap the op: 2 < x is x > 2.) */
+BRAID_API braid_status braid_compare_scalar(braid_compare_op op, braid_tensor x, double scalar, braid_tensor* out);
 /* numpy.take(x, indices, axis) and torch.index_select (Since 1.12): the slices of x along `axis` that
  * `indices` (int32, int64 or uint8, any shape, read when the op runs) pick, so the result's shape is
  * x.shape[:axis] + indices.shape + x.shape[axis+1:]. A negative index counts from the end, as in

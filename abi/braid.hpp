@@ -62,6 +62,9 @@ template <>
 struct dtype_of<int64_t> : std::integral_constant<braid_dtype, BRAID_INT64> {};
 template <>
 struct dtype_of<uint8_t> : std::integral_constant<braid_dtype, BRAID_UINT8> {};
+static_assert(sizeof(bool) == 1, "BRAID_BOOL is one byte per element");
+template <>
+struct dtype_of<bool> : std::integral_constant<braid_dtype, BRAID_BOOL> {};
 
 template <class T>
 inline constexpr braid_dtype dtype_v = dtype_of<T>::value;
@@ -351,6 +354,13 @@ inline Tensor minimum(const Tensor& a, double b) { return binary(BRAID_BINARY_MI
 inline Tensor equal(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_EQUAL, a, b); }
 inline Tensor less(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_LESS, a, b); }
 inline Tensor greater(const Tensor& a, const Tensor& b) { return binary(BRAID_BINARY_GREATER, a, b); }
+// Comparisons with bool results (braid_compare): a op b, and x op s.
+inline Tensor compare(braid_compare_op op, const Tensor& a, const Tensor& b) {
+  return detail::call(braid_compare, op, a.get(), b.get());
+}
+inline Tensor compare(braid_compare_op op, const Tensor& x, double s) {
+  return detail::call(braid_compare_scalar, op, x.get(), s);
+}
 // cond ? a : b, element by element (torch.where).
 inline Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return detail::call(braid_where, cond.get(), a.get(), b.get());

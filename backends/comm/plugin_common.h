@@ -20,7 +20,8 @@ inline size_t dtype_bytes(braid_dtype d) {
     case BRAID_INT32: return 4;
     case BRAID_FLOAT16:
     case BRAID_BFLOAT16: return 2;
-    case BRAID_UINT8: return 1;
+    case BRAID_UINT8:
+    case BRAID_BOOL: return 1;
     default: return 0;
   }
 }

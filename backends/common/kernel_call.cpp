@@ -40,13 +40,14 @@ const char* op_name(const braid_kernel_op& op) noexcept {
 }
 
 const char* dtype_name(const braid_dtype& dtype) noexcept {
-  static constexpr const char* kNames[] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bfloat16"};
+  static constexpr const char* kNames[] = {"float32", "float64", "int32",    "int64",
+                                           "uint8",   "float16", "bfloat16", "bool"};
   static_assert(sizeof kNames / sizeof kNames[0] == BRAID_DTYPE_COUNT, "one name per dtype");
   return valid_dtype(dtype) ? kNames[dtype] : "invalid";
 }
 
 uint32_t dtype_size(const braid_dtype& dtype) noexcept {
-  static constexpr uint32_t kSizes[] = {4, 8, 4, 8, 1, 2, 2};
+  static constexpr uint32_t kSizes[] = {4, 8, 4, 8, 1, 2, 2, 1};
   static_assert(sizeof kSizes / sizeof kSizes[0] == BRAID_DTYPE_COUNT, "one size per dtype");
   return valid_dtype(dtype) ? kSizes[dtype] : 0;
 }

@@ -17,8 +17,8 @@ namespace {
 constexpr struct {
   braid_dtype dtype;
   const char* tag;
-} kTags[] = {{BRAID_FLOAT32, "F32"}, {BRAID_FLOAT64, "F64"}, {BRAID_INT32, "I32"},    {BRAID_INT64, "I64"},
-             {BRAID_UINT8, "U8"},    {BRAID_FLOAT16, "F16"}, {BRAID_BFLOAT16, "BF16"}};
+} kTags[] = {{BRAID_FLOAT32, "F32"}, {BRAID_FLOAT64, "F64"}, {BRAID_INT32, "I32"},     {BRAID_INT64, "I64"},
+             {BRAID_UINT8, "U8"},    {BRAID_FLOAT16, "F16"}, {BRAID_BFLOAT16, "BF16"}, {BRAID_BOOL, "BOOL"}};
 
 [[noreturn]] void corrupt(const std::string& what) { fail(BRAID_ERR_IO, "not a valid safetensors file: ", what); }
 

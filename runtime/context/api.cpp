@@ -130,6 +130,11 @@ BRAID_API braid_status braid_context_device_info(braid_context ctx, braid_device
     info.l2_cache_bytes = d.props.l2_cache_bytes;
     info.l3_cache_bytes = d.props.l3_cache_bytes;
     info.dtype_mask = d.props.dtype_mask;
+    // bool is stored as uint8 and computes through int32 (core/dtype.h, kernel_dtype): a device has it
+    // where its backend copies, casts and fills uint8.
+    if (d.supports(BRAID_KOP_COPY, BRAID_UINT8) && d.supports(BRAID_KOP_FILL, BRAID_UINT8) &&
+        d.supports(BRAID_KOP_BINARY, BRAID_INT32))
+      info.dtype_mask |= 1u << BRAID_BOOL;
     info.properties_json = d.props_json.c_str();
     copy_out(out, info, "out");
   });

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "braid_backend.h"
+#include "core/dtype.h"
 #include "core/spin_lock.h"
 #include "engine/engine_device.h"
 #include "engine/storage.h"
@@ -46,6 +47,7 @@ struct Device : EngineDevice {
   // into the plugin cost more than the rest of the check. The answer is a fact about the loaded
   // backend; racing first askers store the same value.
   bool supports(braid_kernel_op op, braid_dtype dtype) noexcept {
+    dtype = kernel_dtype(dtype);  // a bool tensor's kernels are uint8 kernels
     const auto o = static_cast<size_t>(op), d = static_cast<size_t>(dtype);
     if (o >= BRAID_KOP_COUNT || d >= BRAID_DTYPE_COUNT) return api->supports(op, dtype) != 0;
     std::atomic<uint8_t>& known = supported_[o * BRAID_DTYPE_COUNT + d];

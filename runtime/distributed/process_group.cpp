@@ -285,6 +285,8 @@ void ProcessGroup::check_reduction(const Tensor& t, braid_collective_op op, cons
   const auto v = static_cast<int32_t>(op);
   if (v < 0 || v >= BRAID_COLLECTIVE_OP_COUNT)
     fail(BRAID_ERR_INVALID_ARGUMENT, what, ": op ", v, " is not a braid_collective_op");
+  if (t.dtype == BRAID_BOOL)  // its bytes would add up past 1: cast to uint8 or int32 to count, as torch.distributed
+    fail(BRAID_ERR_DTYPE, what, ": no reduction of bool tensors (cast to int32 first)");
   if (op == BRAID_COLLECTIVE_AVG && t.dtype != BRAID_FLOAT32 && t.dtype != BRAID_FLOAT64)
     fail(BRAID_ERR_DTYPE, what, ": AVG takes float32 or float64, not ", dtype_name(t.dtype));
 }
@@ -295,6 +297,7 @@ void ProcessGroup::push(const char* name, Call call, Tensor* in, Tensor* out) {
     if (t->ctx != &ctx_) fail(BRAID_ERR_INVALID_ARGUMENT, name, ": a tensor of another context than the group's");
     require_computed(*t, name);
   }
+  call.dtype = kernel_dtype(call.dtype);  // bool moves as its bytes (reductions refused it above)
   call.host_divides = call.average && !device_;
   const braid_collective_op plugin_reduce = call.average ? BRAID_COLLECTIVE_SUM : call.reduce;
   if (call.op != BRAID_COMM_BARRIER && !plugin_->api->supports(call.op, call.dtype, plugin_reduce))

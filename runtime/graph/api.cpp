@@ -308,7 +308,7 @@ BRAID_API braid_status braid_graph_load(braid_context ctx, braid_device device, 
     for (size_t k = 0; k < params.size(); ++k) {
       TensorRef t = std::move(loaded[k]);
       Value& v = *params[k];
-      if (t->dtype != v.dtype || t->storage->bytes != v.bytes)
+      if (kernel_dtype(t->dtype) != kernel_dtype(v.dtype) || t->storage->bytes != v.bytes)  // bool is uint8 there
         fail(BRAID_ERR_IO, params_path, ": \"", v.name, "\" is ", dtype_name(t->dtype), " ", t->shape.str(),
              ", the graph needs ", dtype_name(v.dtype), " ", v.shape.str());
       v.tensor = std::move(t);

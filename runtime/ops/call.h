@@ -41,6 +41,8 @@ inline TensorRef reshape(Tensor* x, const Shape& s) { return run(entry::reshape,
 inline TensorRef matmul(Tensor* a, Tensor* b, bool ta, bool tb) { return run(entry::matmul, a, b, ta, tb); }
 inline TensorRef cast(Tensor* x, braid_dtype d) { return run(entry::cast, x, d); }
 inline TensorRef where(Tensor* cond, Tensor* a, Tensor* b) { return run(entry::where, cond, a, b); }
+inline TensorRef compare(braid_compare_op o, Tensor* a, Tensor* b) { return run(entry::compare, o, a, b); }
+inline TensorRef compare(braid_compare_op o, Tensor* x, double s) { return run(entry::compare_scalar, o, x, s); }
 // A tensor of x's dtype and device, of shape s, filled with v. float16 and bfloat16 are storage types
 // (casts only, no fill kernel on every backend): filled in float32 and cast.
 inline TensorRef full_as(const Tensor& x, const Shape& s, double v) {

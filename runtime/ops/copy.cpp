@@ -56,6 +56,12 @@ void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& fr
     op.push();
 }
 
+TensorRef bool_from_zero_one(Tensor& x) {
+  TensorRef y = new_tensor(*x.ctx, x.device(), BRAID_BOOL, x.shape);
+  push_copy_kernel("to_bool", x, x.view(), *y, y->view());
+  return y;
+}
+
 braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noexcept {
   braid_buffer_view v = t.view();
   v.byte_offset += static_cast<uint64_t>(offset) * dtype_size(t.dtype);

@@ -20,6 +20,11 @@ bool casts_directly(const Device& dev, braid_dtype from, braid_dtype to);
 void push_copy_kernel(const char* name, Tensor& src, const braid_buffer_view& from, Tensor& dst,
                       const braid_buffer_view& to, Queue* queue = nullptr);
 
+// The bool tensor of x's values where x holds only 0 and 1 (a comparison's 1/0, a logical op's): one
+// cast kernel into the bool's uint8 storage, exact for 0 and 1 in every dtype. A general cast to bool
+// (nonzero is true) is braid_compare_scalar's x != 0.
+TensorRef bool_from_zero_one(Tensor& x);
+
 // A 1-D view of `count` elements of t starting at element `offset` (t is row-major contiguous).
 braid_buffer_view flat_view(const Tensor& t, int64_t offset, int64_t count) noexcept;
 

@@ -88,6 +88,7 @@ void entry::full(braid_context ctx, braid_device device, const braid_dtype& dtyp
   check_dtype(dtype, "dtype");
   Shape s = Shape::from(ndim, shape, "shape");
   check_fill_value(dtype, value);
+  if (dtype == BRAID_BOOL) value = value != 0.0 ? 1.0 : 0.0;  // NumPy's bool(x): nonzero (NaN too) is true
   // A 16-bit float dtype the device has no fill for (Vulkan's are copies and casts only): filled in
   // a wider float and cast, which rounds the value once, as a fill in it would. float32 (twice the
   // result's bytes) where it holds the value exactly, else float64 where the device has it (four

@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include "ops/call.h"
+#include "ops/copy.h"
 #include "ops/entry.h"
 #include "ops/op_builder.h"
 #include "ops/shapes.h"
@@ -10,6 +11,22 @@
 using namespace braid;
 
 namespace {
+
+// Each op under its own name (the profiler's events, graph nodes, error messages): "relu", "add".
+const char* unary_name(const braid_unary_op& op) {  // by reference: a C caller may pass any int
+  static constexpr const char* kNames[] = {"neg",  "abs",     "exp",  "log",    "sqrt",
+                                           "relu", "sigmoid", "tanh", "square", "sign"};
+  static_assert(std::size(kNames) == BRAID_UNARY_COUNT);
+  const int32_t v = enum_int(op);
+  return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
+}
+const char* binary_name(const braid_binary_op& op) {
+  static constexpr const char* kNames[] = {"add",     "sub",   "mul",  "div",     "pow",          "maximum",
+                                           "minimum", "equal", "less", "greater", "floor_divide", "mod"};
+  static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
+  const int32_t v = enum_int(op);
+  return v >= 0 && v < BRAID_BINARY_COUNT ? kNames[v] : "binary";
+}
 
 // Which elementwise ops the C API defines for integers: refused with BRAID_ERR_DTYPE before any
 // promotion cast, the same on every device. It stays here although the plugins now say per call which
@@ -37,27 +54,29 @@ void check_binary(const braid_binary_op& op, braid_dtype dtype, const char* name
 // type, and true division of integers in float32 as braid_binary_scalar divides them.
 braid_dtype binary_dtype(const braid_binary_op& op, const Tensor& a, const Tensor& b) {
   const braid_dtype common = result_type(a.dtype, a.shape.ndim == 0, b.dtype, b.shape.ndim == 0);
-  return dtype_is_integer(common) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
+  return (dtype_is_integer(common) || common == BRAID_BOOL) && op == BRAID_BINARY_DIV ? BRAID_FLOAT32 : common;
 }
 
-}  // namespace
-
-namespace {
-
-// Each op under its own name (the profiler's events, graph nodes, error messages): "relu", "add".
-const char* unary_name(const braid_unary_op& op) {  // by reference: a C caller may pass any int
-  static constexpr const char* kNames[] = {"neg",  "abs",     "exp",  "log",    "sqrt",
-                                           "relu", "sigmoid", "tanh", "square", "sign"};
-  static_assert(std::size(kNames) == BRAID_UNARY_COUNT);
-  const int32_t v = enum_int(op);
-  return v >= 0 && v < BRAID_UNARY_COUNT ? kNames[v] : "unary";
-}
-const char* binary_name(const braid_binary_op& op) {
-  static constexpr const char* kNames[] = {"add",     "sub",   "mul",  "div",     "pow",          "maximum",
-                                           "minimum", "equal", "less", "greater", "floor_divide", "mod"};
-  static_assert(std::size(kNames) == BRAID_BINARY_COUNT);
-  const int32_t v = enum_int(op);
-  return v >= 0 && v < BRAID_BINARY_COUNT ? kNames[v] : "binary";
+// Two bools, as PyTorch computes them: ADD and MAXIMUM are logical or, MUL and MINIMUM logical and, the
+// comparisons compare false < true; SUB, POW, FLOOR_DIVIDE and MOD are refused (PyTorch refuses bool
+// subtraction). Computed in int32, where each result is 0 or 1, and cast back exactly.
+TensorRef bool_binary(const braid_binary_op& bop, Tensor& a, Tensor& b) {
+  braid_binary_op as = bop;
+  switch (bop) {
+    case BRAID_BINARY_ADD: as = BRAID_BINARY_MAXIMUM; break;  // 1 + 1 is true, not 2
+    case BRAID_BINARY_MUL:
+    case BRAID_BINARY_MAXIMUM:
+    case BRAID_BINARY_MINIMUM:
+    case BRAID_BINARY_EQUAL:
+    case BRAID_BINARY_LESS:
+    case BRAID_BINARY_GREATER: break;
+    default:
+      fail(BRAID_ERR_DTYPE, "binary: no bool version of ", binary_name(bop),
+           " (cast to an integer dtype first; logical operations are add/maximum for or, mul/minimum for and)");
+  }
+  const TensorRef ia = braid::op::cast(&a, BRAID_INT32), ib = braid::op::cast(&b, BRAID_INT32);
+  const TensorRef r = braid::op::binary(as, ia.get(), ib.get());
+  return bool_from_zero_one(*r);
 }
 
 }  // namespace
@@ -90,6 +109,10 @@ void entry::binary(const braid_binary_op& bop, braid_tensor a, braid_tensor b, b
   Tensor& tb = op.operand(b, "b");
   check_op(bop, "binary");
   const braid_dtype dtype = binary_dtype(bop, ta, tb);
+  if (dtype == BRAID_BOOL) {
+    *out = bool_binary(bop, ta, tb).release();
+    return;
+  }
   check_binary(bop, dtype, "binary");
   Shape shape = broadcast_shapes(ta.shape, tb.shape, "binary");
   if (ta.dtype != dtype || tb.dtype != dtype) {
@@ -126,13 +149,13 @@ void entry::where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tenso
   // The kernel selects within one numeric dtype. Storage dtypes select in the dtype that holds them
   // exactly (float32 for float16/bfloat16, int32 for uint8), then cast back; these casts, as
   // promotion's, are ops autograd records, and this builder is dropped unpushed.
-  const braid_dtype exact = dtype == BRAID_UINT8                                 ? BRAID_INT32
+  const braid_dtype exact = dtype == BRAID_UINT8 || dtype == BRAID_BOOL          ? BRAID_INT32
                             : dtype_is_floating(dtype) && !dtype_is_float(dtype) ? BRAID_FLOAT32
                                                                                  : dtype;
   if (exact != dtype) {
     const TensorRef ca = braid::op::cast(&ta, exact), cb = braid::op::cast(&tb, exact);
     const TensorRef r = braid::op::run(entry::where, &tc, ca.get(), cb.get());
-    *out = braid::op::cast(r.get(), dtype).release();
+    *out = (dtype == BRAID_BOOL ? bool_from_zero_one(*r) : braid::op::cast(r.get(), dtype)).release();
     return;
   }
   if (ta.dtype != dtype || tb.dtype != dtype) {
@@ -144,6 +167,11 @@ void entry::where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tenso
   if (tc.dtype != dtype) {
     // A condition of another dtype becomes (cond == 0) in the result's dtype, 1 or 0 exactly, with
     // the operands swapped: truncating it instead would make 0.5 false, and 2^32 false in int32.
+    if (tc.dtype == BRAID_BOOL) {  // 1 or 0 already: cast exactly into the dtype the kernel selects in
+      const TensorRef mask = braid::op::cast(&tc, dtype);
+      *out = braid::op::run(entry::where, mask.get(), &ta, &tb).release();
+      return;
+    }
     TensorRef c = braid::op::retain(&tc);
     if (tc.dtype == BRAID_UINT8) c = braid::op::cast(&tc, BRAID_INT32);
     if (tc.dtype == BRAID_FLOAT16 || tc.dtype == BRAID_BFLOAT16) c = braid::op::cast(&tc, BRAID_FLOAT32);
@@ -176,6 +204,12 @@ void entry::binary_scalar(const braid_binary_op& bop, braid_tensor x, double sca
   Tensor& tx = checked_tensor(x, "x");
   // inf is no integer either (trunc(inf) == inf): x + inf is float32 inf, not a saturated integer.
   const bool whole = std::isfinite(scalar) && std::trunc(scalar) == scalar;
+  // A bool x computes as NumPy's and PyTorch's default integer, int64 (True + 1 is 2), or as above.
+  if (tx.dtype == BRAID_BOOL) {
+    const TensorRef promoted = braid::op::cast(&tx, bop == BRAID_BINARY_DIV || !whole ? BRAID_FLOAT32 : BRAID_INT64);
+    *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();
+    return;
+  }
   if (dtype_is_integer(tx.dtype) && (bop == BRAID_BINARY_DIV || !whole)) {
     const TensorRef promoted = braid::op::cast(&tx, BRAID_FLOAT32);
     *out = braid::op::scalar(bop, promoted.get(), scalar, reverse != 0).release();

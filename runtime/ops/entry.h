@@ -17,6 +17,8 @@ void unary(const braid_unary_op& uop, braid_tensor x, braid_tensor* out);
 void binary(const braid_binary_op& bop, braid_tensor a, braid_tensor b, braid_tensor* out);
 void where(braid_tensor cond, braid_tensor a, braid_tensor b, braid_tensor* out);
 void binary_scalar(const braid_binary_op& bop, braid_tensor x, double scalar, int32_t reverse, braid_tensor* out);
+void compare(const braid_compare_op& cop, braid_tensor a, braid_tensor b, braid_tensor* out);
+void compare_scalar(const braid_compare_op& cop, braid_tensor x, double scalar, braid_tensor* out);
 void reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
 void slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out);
 void take(braid_tensor x, braid_tensor indices, int32_t axis, braid_tensor* out);

@@ -1,6 +1,7 @@
 // Indexing: take (numpy.take / torch.index_select along one axis, any index shape) and its gradient,
 // the TAKE and TAKE_BWD kernels over x viewed as [outer, n, inner].
 #include "ops/call.h"
+#include "ops/copy.h"
 #include "ops/entry.h"
 #include "ops/op_builder.h"
 
@@ -41,6 +42,13 @@ void entry::take(braid_tensor x, braid_tensor indices, int32_t axis, braid_tenso
   }
   if (!dtype_is_int(idx.dtype))
     fail(BRAID_ERR_DTYPE, "take: indices must be integers (int32, int64 or uint8), not ", dtype_name(idx.dtype));
+  if ((a.dtype == BRAID_BOOL || a.dtype == BRAID_UINT8) && !a.device().supports(BRAID_KOP_TAKE, a.dtype)) {
+    // A backend whose TAKE copies 32- and 64-bit elements only (Vulkan): through int32, exactly.
+    const TensorRef wide = braid::op::cast(&a, BRAID_INT32);
+    const TensorRef r = braid::op::run(entry::take, static_cast<braid_tensor>(wide.get()), indices, axis);
+    *out = (a.dtype == BRAID_BOOL ? bool_from_zero_one(*r) : braid::op::cast(r.get(), a.dtype)).release();
+    return;
+  }
   const int32_t ax = normalize_axis(axis, a.shape.ndim, "take");
   Shape s;
   s.ndim = a.shape.ndim - 1 + idx.shape.ndim;

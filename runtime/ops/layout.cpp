@@ -177,6 +177,10 @@ void entry::cast(braid_tensor x, const braid_dtype& dtype, braid_tensor* out) {
   *out = nullptr;
   Tensor& a = checked_tensor(x, "x");
   check_dtype(dtype, "dtype");
+  if (dtype == BRAID_BOOL && a.dtype != BRAID_BOOL) {  // NumPy's bool(x): nonzero (NaN too) is true
+    entry::compare_scalar(BRAID_COMPARE_NOT_EQUAL, x, 0.0, out);
+    return;
+  }
   // A pair the backend has no kernel for (Vulkan's float16/bfloat16 <-> integers) goes through a
   // float, so that the result is the one rounding or truncation a direct cast makes: float32 holds
   // a 16-bit float and a uint8 exactly, and an integer rounds through it to float16 as it would

@@ -2,7 +2,9 @@
 // tensors' values (checkpoints, KVStore servers) without going back through the C API.
 #include "tensor/host_copy.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "context/context.h"
 #include "core/dtype.h"
@@ -12,12 +14,29 @@
 
 namespace braid {
 
+namespace {
+
+// A bool's bytes as braid stores them, 0 or 1: host bytes that are neither (C's nonzero true, a bool
+// view of arbitrary memory) are made 1 in `buf` first, so that a cast or a sum sees true as 1.
+const void* bool_bytes(const void* data, size_t bytes, std::vector<std::byte>& buf) {
+  const auto* p = static_cast<const std::byte*>(data);
+  if (std::all_of(p, p + bytes, [](std::byte b) { return b <= std::byte{1}; })) return data;
+  buf.resize(bytes);
+  std::transform(p, p + bytes, buf.begin(),
+                 [](std::byte b) { return b != std::byte{0} ? std::byte{1} : std::byte{0}; });
+  return buf.data();
+}
+
+}  // namespace
+
 // Pushes an upload of host bytes into t (ordered after earlier ops on t). The bytes are copied first.
 // The upload overwrites all of t's storage (bytes == t.bytes() == the storage's size) and reads none of
 // it, so the storage is only a write: as a write it is still ordered after the earlier readers and
 // writers, but it never inherits a failed last writer's error, which is how overwriting a poisoned
 // tensor makes it readable again (docs/ENGINE.md).
 void push_upload(Tensor& t, const void* data, size_t bytes) {
+  std::vector<std::byte> normalized;
+  if (t.dtype == BRAID_BOOL) data = bool_bytes(data, bytes, normalized);
   Context& ctx = *t.ctx;
   Storage* s = t.storage.get();
   if (s->recorded_only)  // no memory behind it (and, while traced, a value only the graph computes)
@@ -84,6 +103,8 @@ TensorRef tensor_from_host(Context& ctx, Device& dev, braid_dtype dtype, const S
   const uint64_t bytes = t->bytes();
   if (bytes > 0) {
     // A fresh storage has no readers or writers yet, so host memory can be filled directly.
+    std::vector<std::byte> normalized;
+    if (dtype == BRAID_BOOL) data = bool_bytes(data, bytes, normalized);
     if (std::byte* dst = host_address(*t))
       std::memcpy(dst, data, bytes);
     else

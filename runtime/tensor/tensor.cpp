@@ -237,7 +237,7 @@ braid_buffer_view braid_tensor_t::view() const noexcept {
 void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   v.buffer = storage->block.buffer;
   v.byte_offset = storage->block.offset;
-  v.dtype = dtype;
+  v.dtype = braid::kernel_dtype(dtype);
   v.ndim = shape.ndim;
   // The unused dimensions are zeroed, not left stale: whole fixed-size arrays first (a few vector
   // stores, where a loop from ndim was a branchy loop or a memset call per view), then the row-major

@@ -72,7 +72,7 @@ TEST_CASE("braid_dtype_name and braid_dtype_size cover every dtype") {
   const Expect all[] = {
       {BRAID_FLOAT32, "float32", 4},   {BRAID_FLOAT64, "float64", 8}, {BRAID_INT32, "int32", 4},
       {BRAID_INT64, "int64", 8},       {BRAID_UINT8, "uint8", 1},     {BRAID_FLOAT16, "float16", 2},
-      {BRAID_BFLOAT16, "bfloat16", 2},
+      {BRAID_BFLOAT16, "bfloat16", 2}, {BRAID_BOOL, "bool", 1},
   };
   static_assert(std::size(all) == BRAID_DTYPE_COUNT, "a dtype was added: extend this test");
   for (auto& e : all) {
@@ -267,6 +267,9 @@ const char* const kApiFunctions[] = {
     // indexing, host memory shared (ABI 1.12)
     "braid_take",
     "braid_tensor_host_data",
+    // bool results (ABI 1.13)
+    "braid_compare",
+    "braid_compare_scalar",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -293,10 +296,10 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1 + 6 + 2);  // ABI 1.1 (+10: data,
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1 + 6 + 2 + 2);  // ABI 1.1 (+10: data,
   // +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where), 1.8
   // (+13: processes), 1.9 (+3: KVStore across processes, +2: trainer states), 1.10 (+1: rejoining), 1.11 (+6:
-  // consistent names), 1.12 (+2: take, host_data)
+  // consistent names), 1.12 (+2: take, host_data), 1.13 (+2: compare, compare_scalar)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

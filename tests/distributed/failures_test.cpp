@@ -397,6 +397,15 @@ TEST_CASE("a group of one: every collective is the identity; bad arguments are r
         const int64_t n = 5;
         braid_full(r.ctx, r.cpu, BRAID_INT32, 1, &n, 1, &ints);
         RANK_EXPECT(braid_process_group_allreduce(r.pg, ints, BRAID_COLLECTIVE_AVG) == BRAID_ERR_DTYPE, "AVG of int32");
+        // bool moves as its bytes and is never reduced (its bytes would add up past 1).
+        braid_tensor mask = nullptr;
+        braid_full(r.ctx, r.cpu, BRAID_BOOL, 1, &n, 1, &mask);
+        RANK_EXPECT(braid_process_group_allreduce(r.pg, mask, BRAID_COLLECTIVE_MAX) == BRAID_ERR_DTYPE, "bool reduced");
+        RANK_EXPECT(braid_process_group_broadcast(r.pg, mask, 0) == BRAID_OK, "bool broadcast: %s", braid_last_error());
+        uint8_t bits[5] = {};
+        RANK_EXPECT(braid_tensor_to_host(mask, bits, sizeof bits) == BRAID_OK && bits[0] == 1 && bits[4] == 1,
+                    "bool broadcast: %d", bits[0]);
+        braid_tensor_release(mask);
         RANK_EXPECT(braid_process_group_barrier(r.pg) == BRAID_OK, "%s", braid_last_error());
         // Outside braid-run --rejoin nothing is pending; a NULL out-parameter is refused.
         int32_t pending = -1;

@@ -26,7 +26,8 @@ TEST_CASE("errors: version, status and dtype names never fail") {
   CHECK(std::string(braid_dtype_name(BRAID_FLOAT32)) == "float32");
   CHECK(std::string(braid_dtype_name(BRAID_BFLOAT16)) == "bfloat16");
   CHECK(std::string(braid_dtype_name(static_cast<braid_dtype>(99))) == "invalid");
-  const size_t sizes[] = {4, 8, 4, 8, 1, 2, 2};
+  const size_t sizes[] = {4, 8, 4, 8, 1, 2, 2, 1};
+  static_assert(std::size(sizes) == BRAID_DTYPE_COUNT);
   for (int d = 0; d < BRAID_DTYPE_COUNT; ++d) CHECK(braid_dtype_size(static_cast<braid_dtype>(d)) == sizes[d]);
   CHECK(braid_dtype_size(BRAID_DTYPE_COUNT) == 0);
   CHECK(braid_dtype_size(static_cast<braid_dtype>(-1)) == 0);

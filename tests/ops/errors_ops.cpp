@@ -64,6 +64,29 @@ TEST_CASE("errors: binary and binary_scalar") {
   CHECK_FAILS(braid_binary_scalar(BRAID_BINARY_ADD, h.get(), 1.0, 0, o.p()), BRAID_ERR_DTYPE, "braid_binary_scalar");
 }
 
+TEST_CASE("errors: compare and compare_scalar") {
+  Out o;
+  const auto a = tensor(0, BRAID_FLOAT32, {3, 4}), b = tensor(0, BRAID_FLOAT32, {5});
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_LESS, nullptr, a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_compare");
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_LESS, a.get(), nullptr, o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_compare");
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_LESS, a.get(), a.get(), nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_compare");
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_COUNT, a.get(), a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT, "braid_compare");
+  CHECK_FAILS(braid_compare(static_cast<braid_compare_op>(-1), a.get(), a.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_compare");
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_LESS_EQUAL, a.get(), b.get(), o.p()), BRAID_ERR_SHAPE, "braid_compare");
+  CHECK_FAILS(braid_compare_scalar(BRAID_COMPARE_EQUAL, nullptr, 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_compare_scalar");
+  CHECK_FAILS(braid_compare_scalar(BRAID_COMPARE_EQUAL, a.get(), 1.0, nullptr), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_compare_scalar");
+  CHECK_FAILS(braid_compare_scalar(static_cast<braid_compare_op>(6), a.get(), 1.0, o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "braid_compare_scalar");
+  braid::Context other;
+  const auto c = braid::Tensor::from_vector(other, 0, {5}, std::vector<float>{1, 2, 3, 4, 5});
+  CHECK_FAILS(braid_compare(BRAID_COMPARE_EQUAL, b.get(), c.get(), o.p()), BRAID_ERR_INVALID_ARGUMENT,
+              "different contexts");
+}
+
 // Tensors of two contexts: refused as every op refuses them (concat said "different devices").
 TEST_CASE("errors: operands of two contexts") {
   Out o;

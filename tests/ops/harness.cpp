@@ -46,6 +46,7 @@ ref::Array random_ints(const ref::Shape& shape, int lo, int hi, uint32_t seed) {
 ref::Array sample(const ref::Shape& shape, braid_dtype dtype, uint32_t seed) {
   switch (dtype) {
     case BRAID_UINT8: return random_ints(shape, 0, 255, seed);
+    case BRAID_BOOL: return random_ints(shape, 0, 2, seed);
     case BRAID_INT32:
     case BRAID_INT64: return random_ints(shape, -100, 100, seed);
     default: return random_array(shape, -100, 100, dtype, seed);
@@ -112,6 +113,7 @@ braid::Tensor upload(braid::Device d, braid_dtype dtype, const ref::Array& a) {
     case BRAID_UINT8: return put(convert<uint8_t>(a, [](double v) { return static_cast<uint8_t>(v); }));
     case BRAID_FLOAT16: return put(convert<uint16_t>(a, encode_half));
     case BRAID_BFLOAT16: return put(convert<uint16_t>(a, encode_bf16));
+    case BRAID_BOOL: return put(convert<uint8_t>(a, [](double v) { return static_cast<uint8_t>(v != 0.0); }));
     default: throw std::invalid_argument("upload: bad dtype");
   }
 }
@@ -135,6 +137,7 @@ ref::Array download(const braid::Tensor& t) {
     case BRAID_UINT8: return fetch<uint8_t>(t, same);
     case BRAID_FLOAT16: return fetch<uint16_t>(t, decode_half);
     case BRAID_BFLOAT16: return fetch<uint16_t>(t, decode_bf16);
+    case BRAID_BOOL: return fetch<uint8_t>(t, same);  // the bytes themselves: a test sees a 2 if one was stored
     default: throw std::invalid_argument("download: bad dtype");
   }
 }

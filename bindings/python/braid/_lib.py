@@ -8,7 +8,7 @@ import ctypes
 import os
 
 ABI_MAJOR = 1
-ABI_MINOR_NEEDED = 12  # braid_take and floor division (1.12) are the newest used
+ABI_MINOR_NEEDED = 13  # braid_compare and bool (1.13) are the newest used
 
 c_tensor = ctypes.c_void_p
 c_context = ctypes.c_void_p
@@ -172,6 +172,8 @@ _PROTOTYPES = {
     "braid_binary_scalar": (c_status, [ctypes.c_int, c_tensor, ctypes.c_double, ctypes.c_int32, c_tensorp]),
     "braid_where": (c_status, [c_tensor, c_tensor, c_tensor, c_tensorp]),
     "braid_take": (c_status, [c_tensor, c_tensor, ctypes.c_int32, c_tensorp]),
+    "braid_compare": (c_status, [ctypes.c_int, c_tensor, c_tensor, c_tensorp]),
+    "braid_compare_scalar": (c_status, [ctypes.c_int, c_tensor, ctypes.c_double, c_tensorp]),
     "braid_reduce": (c_status, [ctypes.c_int, c_tensor, ctypes.c_int32, c_i32p, ctypes.c_int32, c_tensorp]),
     "braid_argmax": (c_status, [c_tensor, ctypes.c_int32, ctypes.c_int32, c_tensorp]),
     "braid_matmul": (c_status, [c_tensor, c_tensor, ctypes.c_int32, ctypes.c_int32, c_tensorp]),

@@ -16,8 +16,8 @@ import numpy
 from ._lib import check, lib
 
 _CPU, _CUDA = 1, 2  # DLDeviceType
-# braid_dtype -> (DLDataTypeCode, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4
-_DL_DTYPES = {0: (2, 32), 1: (2, 64), 2: (0, 32), 3: (0, 64), 4: (1, 8), 5: (2, 16), 6: (4, 16)}
+# braid_dtype -> (DLDataTypeCode, bits): kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4, kDLBool 6
+_DL_DTYPES = {0: (2, 32), 1: (2, 64), 2: (0, 32), 3: (0, 64), 4: (1, 8), 5: (2, 16), 6: (4, 16), 7: (6, 8)}
 
 
 class _DLDevice(ctypes.Structure):
@@ -113,6 +113,8 @@ def from_dlpack(x):
     from .ndarray import from_numpy, ndarray
     if isinstance(x, ndarray):
         return x.copy()
+    if isinstance(x, numpy.ndarray):  # no DLPack needed (NumPy 1.24 exports no bool through it)
+        return from_numpy(x, _device.cpu())
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"braid: from_dlpack takes a DLPack producer (with __dlpack__), not {type(x).__name__}")
     try:

@@ -28,14 +28,8 @@ def _as_index_array(k):
     """An advanced index as a NumPy array (int64 or bool), or None when k is a basic index."""
     if isinstance(k, (slice, type(None))) or k is Ellipsis or _is_int(k):
         return None
-    if isinstance(k, ndarray):
-        data = k.asnumpy()
-        # braid's comparisons give 1 or 0 in the compared dtype (MXNet's rule): a float braid array
-        # (with dimensions) of only 0s and 1s is the mask it stands for (x[x > 0]); NumPy refuses
-        # float indices, so no valid index means anything else.
-        if data.dtype.kind == "f" and data.ndim > 0 and numpy.isin(data, (0.0, 1.0)).all():
-            return data.astype(numpy.bool_)
-        k = data
+    if isinstance(k, ndarray):  # a bool braid array (x[x > 0]) is a mask, an integer one indices
+        k = k.asnumpy()
     data = numpy.asarray(k)
     if data.dtype == numpy.bool_:
         return data

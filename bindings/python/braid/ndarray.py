@@ -20,8 +20,10 @@ from ._lib import BraidError, check, c_tensor, fast, lib, shape_array
 _DTYPES = [
     (0, numpy.dtype(numpy.float32)), (1, numpy.dtype(numpy.float64)), (2, numpy.dtype(numpy.int32)),
     (3, numpy.dtype(numpy.int64)), (4, numpy.dtype(numpy.uint8)), (5, numpy.dtype(numpy.float16)),
+    (7, numpy.dtype(numpy.bool_)),
 ]
 _BFLOAT16 = 6
+_BOOL = 7
 _CODE_OF = {dt: code for code, dt in _DTYPES}
 _DTYPE_OF = {code: dt for code, dt in _DTYPES}
 
@@ -29,6 +31,9 @@ UNARY = dict(negative=0, abs=1, exp=2, log=3, sqrt=4, relu=5, sigmoid=6, tanh=7,
 BINARY = dict(add=0, subtract=1, multiply=2, divide=3, power=4, maximum=5, minimum=6, equal=7, less=8, greater=9,
               floor_divide=10, mod=11)
 REDUCE = dict(sum=0, mean=1, max=2, min=3, norm=4)
+COMPARE = dict(equal=0, not_equal=1, less=2, less_equal=3, greater=4, greater_equal=5)
+_SWAPPED = dict(equal="equal", not_equal="not_equal", less="greater", less_equal="greater_equal", greater="less",
+                greater_equal="less_equal")
 float32 = numpy.float32
 
 
@@ -42,7 +47,7 @@ def dtype_code(dtype):
         code = None
     if code is None:
         raise TypeError(f"braid: dtype {dtype!r} is none of float32, float64, int32, int64, uint8, float16, "
-                        "bfloat16")
+                        "bfloat16, bool")
     return code
 
 
@@ -349,9 +354,22 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
         check(lib.braid_copy_into(result._handle, self._handle))
         return self
 
-    # Comparisons give 1 or 0 in the compared dtype, as MXNet's do (==, <, > from _operator; <=, >=, !=
-    # from compare()).
+    # Comparisons give bool arrays, as NumPy's do (compare(); on the compiled path braid._fast.Array has
+    # them). &, |, ^ and ~ are logical operations on bool arrays.
     __hash__ = None
+
+    def __and__(self, o): return logical("and", self, o)
+    def __rand__(self, o): return logical("and", o, self)
+    def __or__(self, o): return logical("or", self, o)
+    def __ror__(self, o): return logical("or", o, self)
+    def __xor__(self, o): return logical("xor", self, o)
+    def __rxor__(self, o): return logical("xor", o, self)
+
+    def __invert__(self):
+        if self.dtype_code != _BOOL:
+            raise TypeError(f"braid: ~ is logical not on bool arrays (braid has no bitwise operations on "
+                            f"{self.dtype}); use x == 0 for a mask")
+        return compare("equal", self, False)
 
     # ---- methods of MXNet's array --------------------------------------------------------------
     def dot(self, other): return dot(self, other)
@@ -360,6 +378,8 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
     def max(self, axis=None, keepdims=False): return reduce("max", self, axis, keepdims)
     def min(self, axis=None, keepdims=False): return reduce("min", self, axis, keepdims)
     def argmax(self, axis=None): return argmax(self, axis)
+    def any(self, axis=None, keepdims=False): return reduce("sum", self.astype(numpy.bool_), axis, keepdims) > 0
+    def all(self, axis=None, keepdims=False): return reduce("sum", self == 0, axis, keepdims) == 0
     def norm(self): return reduce("norm", self, None, False)  # MXNet 1.x: the L2 norm of every element
     def exp(self): return unary("exp", self)
     def log(self): return unary("log", self)
@@ -407,30 +427,47 @@ def _operator(op, reflected):
 
 
 def compare(op, a, b):
-    """a <= b, a >= b, a != b from the comparisons braid has (NaN compares 0 in all but !=)."""
-    if op == "less_equal":
-        return binary("less", a, b) + binary("equal", a, b)
-    if op == "greater_equal":
-        return binary("greater", a, b) + binary("equal", a, b)
-    if op == "not_equal":
-        return 1 - binary("equal", a, b)
-    raise ValueError(f"braid: no comparison {op!r}")
+    """a op b as a bool array (braid_compare): op is equal, not_equal, less, less_equal, greater or
+    greater_equal; NaN compares false except in not_equal. A number compares exactly (braid_compare_scalar)."""
+    code = COMPARE[op]
+    if isinstance(a, ndarray):
+        if isinstance(b, ndarray):
+            return new(lib.braid_compare, code, a._handle, b._handle)
+        if is_scalar(b):
+            return new(lib.braid_compare_scalar, code, a._handle, exact_scalar(b))
+        return compare(op, a, as_array(b, a))
+    if isinstance(b, ndarray):
+        return compare(_SWAPPED[op], b, a)
+    raise TypeError(f"braid: {op} needs a braid array among its operands")
+
+
+def logical(op, a, b):
+    """a & b, a | b, a ^ b between bool arrays (and Python or NumPy bools)."""
+    like = a if isinstance(a, ndarray) else b
+    a, b = (v if isinstance(v, ndarray) else as_array(v, like) for v in (a, b))
+    if a.dtype_code != _BOOL or b.dtype_code != _BOOL:
+        raise TypeError(f"braid: &, | and ^ are logical operations on bool arrays, not {a.dtype} and {b.dtype} "
+                        "(braid has no bitwise integer operations; np.logical_and takes any dtype)")
+    if op == "xor":
+        return compare("not_equal", a, b)
+    return binary("multiply" if op == "and" else "add", a, b)  # two bools: mul is and, add is or
 
 
 def _comparison(op):
     def method(self, other):
         return compare(op, self, other)
+    method.__name__ = f"__{op}__"
     return method
 
 
 if not COMPILED:  # braid._fast.Array has these operators in compiled code, with binary() for other operands
     for _op, _names in (("add", ("add", "radd")), ("subtract", ("sub", "rsub")), ("multiply", ("mul", "rmul")),
                         ("divide", ("truediv", "rtruediv")), ("power", ("pow", "rpow")),
-                        ("floor_divide", ("floordiv", "rfloordiv")), ("mod", ("mod", "rmod")), ("equal", ("eq",)),
-                        ("less", ("lt",)), ("greater", ("gt",))):
+                        ("floor_divide", ("floordiv", "rfloordiv")), ("mod", ("mod", "rmod"))):
         for _i, _name in enumerate(_names):
             setattr(ndarray, f"__{_name}__", _operator(_op, _i == 1))
-    for _op, _name in (("less_equal", "le"), ("greater_equal", "ge"), ("not_equal", "ne")):
+    for _op, _name in (("equal", "eq"), ("not_equal", "ne"), ("less", "lt"), ("less_equal", "le"),
+                       ("greater", "gt"), ("greater_equal", "ge")):
         setattr(ndarray, f"__{_name}__", _comparison(_op))
     ndarray.__neg__ = lambda self: unary("negative", self)
     ndarray.__abs__ = lambda self: unary("abs", self)
@@ -444,10 +481,7 @@ def as_array(value, like):
     (float64 data promotes a float32 array, as it does in PyTorch)."""
     if isinstance(value, ndarray):
         return value
-    data = numpy.asarray(value)
-    if data.dtype == numpy.bool_:
-        data = data.astype(numpy.uint8)
-    return from_numpy(data, like.ctx)
+    return from_numpy(numpy.asarray(value), like.ctx)
 
 
 def from_numpy(data, device):
@@ -492,8 +526,10 @@ def _axes(axis):
 
 def reduce(op, x, axis=None, keepdims=False):
     axes = _axes(axis)
+    if op == "mean" and x.dtype_code not in (0, 1, 5, _BFLOAT16):  # integers and bools: float32, as MXNet's np
+        x = x.astype(numpy.float32)
     if axes == ():  # NumPy: no axis reduced
-        return x.astype(numpy.int64) if op == "sum" and x.dtype_code in (2, 3, 4) else x.copy()
+        return x.astype(numpy.int64) if op == "sum" and x.dtype_code in (2, 3, 4, _BOOL) else x.copy()
     arr = (ctypes.c_int32 * max(1, len(axes or ())))(*(axes or ()))
     return new(lib.braid_reduce, REDUCE[op], x._handle, len(axes or ()), arr, int(bool(keepdims)))
 
@@ -573,6 +609,7 @@ from . import indexing as _indexing  # noqa: E402 (it builds on this module's nd
 
 if COMPILED:
     fast.bind(functions={name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-                         for name in ("braid_unary", "braid_binary", "braid_binary_scalar", "braid_tensor_release")},
+                         for name in ("braid_unary", "braid_binary", "braid_binary_scalar", "braid_compare",
+                                      "braid_compare_scalar", "braid_tensor_release")},
               ndarray=ndarray, check=check, binary=binary, compare=compare,
               binary_names=tuple(sorted(BINARY, key=BINARY.get)))

@@ -8,20 +8,22 @@ import numpy as _numpy
 
 from . import device as _device
 from ._lib import c_tensor, lib, shape_array
-from .ndarray import (NDArray, argmax, as_array, binary, dims, dot, dtype_code, exact_scalar, from_numpy, is_scalar,
-                      ndarray, new, reduce, resolve_device, unary)
+from .ndarray import (NDArray, argmax, as_array, binary, compare, dims, dot, dtype_code, exact_scalar, from_numpy,
+                      is_scalar, logical, ndarray, new, reduce, resolve_device, unary)
 from .ndarray import _matmul as matmul  # noqa: F401
 
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
-int32, int64, uint8 = _numpy.int32, _numpy.int64, _numpy.uint8
+int32, int64, uint8, bool_ = _numpy.int32, _numpy.int64, _numpy.uint8, _numpy.bool_
 pi, e, inf, nan = _numpy.pi, _numpy.e, _numpy.inf, _numpy.nan
 
 __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "arange", "zeros_like", "ones_like",
            "full_like", "dot", "matmul", "negative", "abs", "absolute", "exp", "log", "sqrt", "sign", "square", "tanh",
            "add", "subtract", "multiply", "divide", "true_divide", "power", "maximum", "minimum", "equal", "less",
-           "greater", "floor_divide", "mod", "remainder", "divmod", "take", "from_dlpack", "where", "sum", "mean",
-           "max", "min", "amax", "amin", "argmax", "reshape", "transpose", "concatenate", "stack", "split", "linalg",
-           "random", "float16", "float32", "float64", "int32", "int64", "uint8", "pi", "e", "inf", "nan"]
+           "greater", "not_equal", "less_equal", "greater_equal", "logical_and", "logical_or", "logical_xor",
+           "logical_not", "any", "all", "count_nonzero", "nonzero", "floor_divide", "mod", "remainder", "divmod",
+           "take", "from_dlpack", "where", "sum", "mean", "max", "min", "amax", "amin", "argmax", "reshape",
+           "transpose", "concatenate", "stack", "split", "linalg", "random", "float16", "float32", "float64",
+           "int32", "int64", "uint8", "bool_", "pi", "e", "inf", "nan"]
 
 
 def _shape(shape):
@@ -32,13 +34,15 @@ def _shape(shape):
 
 def array(obj, dtype=None, ctx=None, device=None):
     """An array holding obj's values (a list, NumPy array, number or braid array) on ctx (default
-    cpu(0)); float32 unless dtype says otherwise (a braid array keeps its dtype)."""
+    cpu(0)); float32 unless dtype says otherwise (a braid array keeps its dtype, and bools stay bool)."""
     dev = resolve_device(ctx, device)
     if isinstance(obj, ndarray):
         out = obj.as_in_ctx(dev)
         out = out.copy() if out is obj else out
         return out if dtype is None else out.astype(dtype, copy=False)
     data = _numpy.asarray(obj)
+    if dtype is None and data.dtype == bool_:
+        dtype = bool_
     data = data.astype(float32 if dtype is None else (float32 if dtype == "bfloat16" else dtype))
     out = from_numpy(data, dev)
     return out.astype("bfloat16") if dtype == "bfloat16" else out
@@ -99,17 +103,69 @@ negative, abs, exp, log, sqrt, sign, square, tanh = (
 absolute = abs
 
 
-def _binary_fn(name):
-    def fn(a, b):
-        return binary(name, a, b)
+def _binary_fn(name, run=binary, result=""):
+    def fn(x1, x2):
+        return run(name, x1, x2)
     fn.__name__ = name
-    fn.__doc__ = f"Elementwise {name} with NumPy broadcasting."
+    fn.__doc__ = f"Elementwise {name} with NumPy broadcasting{result}."
     return fn
 
 
-add, subtract, multiply, divide, power, maximum, minimum, equal, less, greater, floor_divide, mod = (
-    _binary_fn(n) for n in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal",
-                            "less", "greater", "floor_divide", "mod"))
+add, subtract, multiply, divide, power, maximum, minimum, floor_divide, mod = (
+    _binary_fn(n) for n in ("add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "floor_divide",
+                            "mod"))
+equal, not_equal, less, less_equal, greater, greater_equal = (
+    _binary_fn(n, compare, ": a bool array (NaN compares false but in not_equal)")
+    for n in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal"))
+
+
+def _truth(x, like=None):
+    """x as a bool array (nonzero is true), for the logical functions, which take any dtype."""
+    if not isinstance(x, ndarray):
+        if like is None:
+            raise TypeError("braid: a logical function needs a braid array among its operands")
+        x = as_array(x, like)
+    return x.astype(bool_, copy=False)
+
+
+def logical_and(x1, x2):
+    like = x1 if isinstance(x1, ndarray) else x2
+    return logical("and", _truth(x1, like), _truth(x2, like))
+
+
+def logical_or(x1, x2):
+    like = x1 if isinstance(x1, ndarray) else x2
+    return logical("or", _truth(x1, like), _truth(x2, like))
+
+
+def logical_xor(x1, x2):
+    like = x1 if isinstance(x1, ndarray) else x2
+    return logical("xor", _truth(x1, like), _truth(x2, like))
+
+
+def logical_not(x):
+    return compare("equal", _truth(x), False)
+
+
+def any(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Whether any element (along axis) is nonzero: a bool array."""
+    return a.any(axis, keepdims)
+
+
+def all(a, axis=None, keepdims=False):  # noqa: A001 (NumPy's name)
+    """Whether every element (along axis) is nonzero: a bool array."""
+    return a.all(axis, keepdims)
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """The number of nonzero elements (along axis), int64."""
+    return reduce("sum", _truth(a), axis, keepdims)
+
+
+def nonzero(a):
+    """The indices of the nonzero elements, one int64 array per axis (read on the host: the count decides
+    the shapes)."""
+    return tuple(from_numpy(i.astype(_numpy.int64), a.ctx) for i in _numpy.nonzero(a.asnumpy()))
 true_divide = divide
 remainder = mod  # NumPy's other name: Python's %, whose result takes the divisor's sign
 

@@ -2,8 +2,8 @@
  * path"). It holds an array's braid_tensor and runs the arithmetic operators (x + 1, a * b, -x, x < y)
  * through the same C ABI as the ctypes path: the package hands it the entry points of the libbraid that
  * ctypes loaded (bind()), so both paths share one library, one context and one set of results. What it
- * does not take itself (NumPy operands, lists, bools, integers beyond 2**53, <=, >=, !=) goes back to
- * the package's Python code, so the two paths cannot disagree. */
+ * does not take itself (NumPy operands, lists, bools, integers beyond 2**53) goes back to the package's
+ * Python code, so the two paths cannot disagree. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -13,12 +13,14 @@
 static __typeof__(braid_unary)* call_unary;
 static __typeof__(braid_binary)* call_binary;
 static __typeof__(braid_binary_scalar)* call_binary_scalar;
+static __typeof__(braid_compare)* call_compare;
+static __typeof__(braid_compare_scalar)* call_compare_scalar;
 static __typeof__(braid_tensor_release)* call_release;
 
 static PyTypeObject* result_type; /* braid.ndarray.ndarray: what every result is */
 static PyObject* raise_status;    /* braid._lib.check(status): raises BraidError with braid's message */
 static PyObject* python_binary;   /* braid.ndarray.binary(op_name, a, b): every other operand */
-static PyObject* python_compare;  /* braid.ndarray.compare(op_name, a, b): <=, >=, != */
+static PyObject* python_compare;  /* braid.ndarray.compare(op_name, a, b): every other operand */
 static PyObject* binary_names[BRAID_BINARY_COUNT];
 
 typedef struct {
@@ -128,16 +130,30 @@ static PyObject* nb_power(PyObject* a, PyObject* b, PyObject* modulo) {
   return binary(BRAID_BINARY_POW, a, b);
 }
 
+/* self op other with a bool result. Python calls this with self an Array: `2 < x` arrives as x > 2. */
 static PyObject* richcompare(PyObject* self, PyObject* other, int op) {
-  switch (op) {
-    case Py_EQ: return binary(BRAID_BINARY_EQUAL, self, other);
-    case Py_LT: return binary(BRAID_BINARY_LESS, self, other);
-    case Py_GT: return binary(BRAID_BINARY_GREATER, self, other);
-    default: break;
-  }
   if (!bound()) return NULL;
-  static const char* const names[] = {[Py_LE] = "less_equal", [Py_NE] = "not_equal", [Py_GE] = "greater_equal"};
-  return PyObject_CallFunction(python_compare, "sOO", names[op], self, other);
+  static const braid_compare_op ops[] = {
+      [Py_LT] = BRAID_COMPARE_LESS,      [Py_LE] = BRAID_COMPARE_LESS_EQUAL, [Py_EQ] = BRAID_COMPARE_EQUAL,
+      [Py_NE] = BRAID_COMPARE_NOT_EQUAL, [Py_GT] = BRAID_COMPARE_GREATER,    [Py_GE] = BRAID_COMPARE_GREATER_EQUAL};
+  static const char* const names[] = {[Py_LT] = "less",      [Py_LE] = "less_equal", [Py_EQ] = "equal",
+                                      [Py_NE] = "not_equal", [Py_GT] = "greater",    [Py_GE] = "greater_equal"};
+  braid_tensor ts = ((Array*)self)->handle, out = NULL;
+  braid_status status;
+  double number;
+  PyThreadState* saved;
+  if (PyObject_TypeCheck(other, &ArrayType)) {
+    braid_tensor to = ((Array*)other)->handle;
+    saved = PyEval_SaveThread();
+    status = call_compare(ops[op], ts, to, &out);
+  } else if (exact_number(other, &number)) {
+    saved = PyEval_SaveThread();
+    status = call_compare_scalar(ops[op], ts, number, &out);
+  } else {
+    return PyObject_CallFunction(python_compare, "sOO", names[op], self, other);
+  }
+  PyEval_RestoreThread(saved);
+  return wrap(status, out);
 }
 
 /* ---- the type ---------------------------------------------------------------------------------- */
@@ -233,9 +249,10 @@ static PyObject* bind(PyObject* module, PyObject* args, PyObject* kwargs) {
     PyErr_Format(PyExc_ValueError, "braid._fast.bind: %d binary op names expected", BRAID_BINARY_COUNT);
     return NULL;
   }
-  void *unary_fn, *binary_fn, *scalar_fn, *release_fn;
+  void *unary_fn, *binary_fn, *scalar_fn, *compare_fn, *compare_scalar_fn, *release_fn;
   if (!address(functions, "braid_unary", &unary_fn) || !address(functions, "braid_binary", &binary_fn) ||
-      !address(functions, "braid_binary_scalar", &scalar_fn) ||
+      !address(functions, "braid_binary_scalar", &scalar_fn) || !address(functions, "braid_compare", &compare_fn) ||
+      !address(functions, "braid_compare_scalar", &compare_scalar_fn) ||
       !address(functions, "braid_tensor_release", &release_fn))
     return NULL;
   for (int i = 0; i < BRAID_BINARY_COUNT; ++i) {
@@ -253,6 +270,8 @@ static PyObject* bind(PyObject* module, PyObject* args, PyObject* kwargs) {
   call_unary = (__typeof__(call_unary))unary_fn;
   call_binary = (__typeof__(call_binary))binary_fn;
   call_binary_scalar = (__typeof__(call_binary_scalar))scalar_fn;
+  call_compare = (__typeof__(call_compare))compare_fn;
+  call_compare_scalar = (__typeof__(call_compare_scalar))compare_scalar_fn;
   call_release = (__typeof__(call_release))release_fn;
   Py_RETURN_NONE;
 }

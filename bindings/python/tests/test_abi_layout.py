@@ -206,6 +206,7 @@ class AbiLayoutTest(unittest.TestCase):
             "BINARY": (ndarray.BINARY, "BRAID_BINARY_", dict(subtract="SUB", multiply="MUL", divide="DIV",
                                                               power="POW", mod="MOD")),
             "REDUCE": (ndarray.REDUCE, "BRAID_REDUCE_", {}),
+            "COMPARE": (ndarray.COMPARE, "BRAID_COMPARE_", {}),
             "optimizer kinds": (optimizer._KINDS, "BRAID_OPTIMIZER_", {}),
             "collective ops": (distributed.OPS, "BRAID_COLLECTIVE_", dict(mean="AVG")),
         }

@@ -99,9 +99,11 @@ class Arithmetic(unittest.TestCase):
         close(self, i / 2, [0.5, 1.0])
         self.assertEqual((f + np.array([1.0], dtype=numpy.float64)).dtype, numpy.float64)
 
-    def test_comparisons_give_one_or_zero_and_nan_compares_false(self):
+    def test_comparisons_give_bool_and_nan_compares_false(self):
         a = np.array([1.0, numpy.nan, 3.0])
         b = np.array([1.0, numpy.nan, 2.0])
+        for result in (a == b, a != b, a < b, a <= b, a > b, a >= b, a < 2, 2 < a, a == 1):
+            self.assertEqual(result.dtype, numpy.bool_)
         close(self, a == b, [1, 0, 0])
         close(self, a != b, [0, 1, 1])
         close(self, a < b, [0, 0, 0])

@@ -42,12 +42,16 @@ class Indexing(unittest.TestCase):
         self.check(mask[:, :, 0])
         self.check((slice(None), numpy.array([True, False, True, False])))
         self.check((numpy.array([True, False, True]), slice(None), 2))
-        # braid's comparisons give 1 or 0 in the compared dtype (MXNet's rule): such an array is a mask;
-        # any other float array is no index, as in NumPy.
+        # braid's comparisons give bool arrays: masks; a float array is no index, 0s and 1s included, as in NumPy.
+        self.assertEqual((self.x > 0).dtype, numpy.bool_)
         numpy.testing.assert_array_equal(self.x[self.x > 0].asnumpy(), self.data[mask])
         numpy.testing.assert_array_equal(self.x[:, self.x[0, :, 0] < -20].asnumpy(), self.data[:, self.data[0, :, 0] < -20])
-        with self.assertRaises(IndexError):
-            self.x[np.array([0.5, 1.0, 0.0])]
+        numpy.testing.assert_array_equal(self.x[(self.x > 0) & (self.x < 20)].asnumpy(),
+                                         self.data[(self.data > 0) & (self.data < 20)])
+        numpy.testing.assert_array_equal(self.x[~(self.x > 0)].asnumpy(), self.data[~mask])
+        for index in (np.array([0.5, 1.0, 0.0]), np.array([1.0, 0.0, 1.0])):
+            with self.assertRaises(IndexError):
+                self.x[index]
 
     def test_braid_arrays_as_indices_and_the_chapter_idiom(self):
         rows = np.array([0, 2, 1], dtype="int32")
