@@ -180,6 +180,16 @@ class Storage(unittest.TestCase):
             self.assertEqual(np.array(torch.tensor([True, False]).numpy()).dtype, numpy.bool_)
 
 
+class Autograd(unittest.TestCase):
+    def test_masks_carry_gradients_to_what_they_select(self):
+        x = np.array([-1.0, 2.0, 3.0])
+        x.attach_grad()
+        with braid.autograd.record():
+            y = ((x > 0) * x * x).sum() + np.where(x < 2.5, x, 0).sum() + x[x != 2].sum()
+        y.backward()
+        numpy.testing.assert_array_equal(x.grad.asnumpy(), [0 + 1 + 1, 4 + 1 + 0, 6 + 0 + 1])
+
+
 class GraphMode(unittest.TestCase):
     def test_a_hybridized_block_returns_bool(self):
         class Positive(gluon.HybridBlock):
