@@ -403,6 +403,14 @@ BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t tran
                                     braid_tensor* out);
 /* Same storage, new shape (one dimension may be -1). */
 BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
+/* Since 1.13. A view of a contiguous part of x (NumPy's view of x[i], x[a:b], x[i, a:b]): the elements
+ * offset .. offset + numel(shape) - 1 of x in row-major order, as a tensor of `shape` that shares x's
+ * storage, so a write through either one is seen through the other. The part must lie inside x
+ * (BRAID_ERR_SHAPE). Not recorded by autograd, so refused while the calling thread records or traces
+ * (BRAID_ERR_INVALID_STATE: braid_slice is the differentiable copy). A graph binds whole tensors:
+ * braid_hybrid_call runs on a copy of a view, braid_graph_run and braid_graph_trace_begin refuse one. */
+BRAID_API braid_status braid_view(braid_tensor x, int64_t offset, int32_t ndim, const int64_t* shape,
+                                  braid_tensor* out);
 /* x[begin:end:step] along each axis (ndim values each; step may be NULL for 1). Copies. Bounds follow
    Python/NumPy: a negative bound counts from the end, bounds past either end clamp (x[2:100],
    x[-100:5]), and end <= begin gives an empty axis, not an error. Steps must be positive. */

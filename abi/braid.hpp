@@ -416,6 +416,10 @@ inline Tensor matmul(const Tensor& a, const Tensor& b, bool transpose_a = false,
 inline Tensor reshape(const Tensor& x, List<int64_t> shape) {
   return detail::call(braid_reshape, x.get(), static_cast<int32_t>(shape.size()), shape.data());
 }
+// The elements offset .. offset + numel(shape) - 1 of x, sharing x's memory (braid_view).
+inline Tensor view(const Tensor& x, int64_t offset, List<int64_t> shape) {
+  return detail::call(braid_view, x.get(), offset, static_cast<int32_t>(shape.size()), shape.data());
+}
 // begin/end/step have one entry per axis; an empty step means 1 everywhere.
 inline Tensor slice(const Tensor& x, List<int64_t> begin, List<int64_t> end, List<int64_t> step = {}) {
   return detail::call(braid_slice, x.get(), begin.data(), end.data(), step.empty() ? nullptr : step.data());

@@ -369,7 +369,7 @@ void dropout_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
 
 // A view of a recorded view moved onto another tensor's storage (same layout, other buffer).
 braid_buffer_view rebase(braid_buffer_view v, const Tensor& from, const Tensor& onto) {
-  v.byte_offset = v.byte_offset - from.storage->block.offset + onto.storage->block.offset;
+  v.byte_offset = v.byte_offset - from.start() + onto.start();
   v.buffer = onto.storage->block.buffer;
   v.dtype = onto.dtype;
   return v;
@@ -384,7 +384,7 @@ void copy_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
   const braid_buffer_view& from = n.in_views[0];
   int64_t count = 1;
   for (int d = 0; d < from.ndim; ++d) count *= from.shape[d];
-  TensorRef g = count == x->shape.numel() && from.byte_offset == x->storage->block.offset
+  TensorRef g = count == x->shape.numel() && from.byte_offset == x->start()
                     ? new_tensor(*x->ctx, x->device(), x->dtype, x->shape)
                     : op::full_like(*x, 0.0);
   OpBuilder b("copy_backward", BRAID_KOP_COPY);

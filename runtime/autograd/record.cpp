@@ -29,7 +29,7 @@ bool differentiable(const PushedOp& op) {
 uint32_t version(const Tensor& t) { return t.storage->version.load(std::memory_order_relaxed); }
 
 bool covers_whole(const Tensor& t, const braid_buffer_view& v) {
-  if (v.byte_offset != t.storage->block.offset) return false;
+  if (v.byte_offset != t.start()) return false;
   int64_t n = 1;
   for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
   return n == t.shape.numel();

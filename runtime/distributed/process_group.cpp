@@ -353,7 +353,7 @@ std::byte* ProcessGroup::address(const Tensor& t, const char* what) const {
   if (t.storage->device != device_)
     fail(BRAID_ERR_DEVICE, what, ": the ", s_.backend, " group runs on ", device_->id, ", and the tensor is on ",
          t.device().id, " (copy it there first, or use a gloo group, which stages any device through the host)");
-  return static_cast<std::byte*>(device_pointer_(t.storage->block.buffer)) + t.storage->block.offset;
+  return static_cast<std::byte*>(device_pointer_(t.storage->block.buffer)) + t.start();
 }
 
 braid_status ProcessGroup::run(Call& call, std::string& message) {

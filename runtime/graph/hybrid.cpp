@@ -14,6 +14,7 @@
 #include "graph/handles.h"
 #include "graph/run.h"
 #include "graph/trace.h"
+#include "ops/call.h"
 #include "tensor/handle_watch.h"
 
 using namespace braid;
@@ -166,11 +167,21 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
   return guard("braid_hybrid_call", [&] {
     braid_hybrid_t& hy = checked_hybrid(h);
     require(outputs, "outputs");
-    const std::vector<Tensor*> ins = checked_tensors(hy.num_inputs, inputs, "inputs");
+    std::vector<Tensor*> ins = checked_tensors(hy.num_inputs, inputs, "inputs");
     for (Tensor* t : ins)
       if (t->ctx != hy.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_call: an input belongs to another context");
     // Inside another trace the function runs as it is, and its ops join that trace.
     if (tracing()) return call_fn(hy, inputs, outputs);
+    // A graph binds its inputs by storage, so a window (braid_view, Python's x[0]) goes in as a copy of
+    // its elements: a function that writes an input in place writes that copy (docs/GRAPH.md).
+    std::vector<TensorRef> copies;
+    std::vector<braid_tensor> handles(inputs, inputs + hy.num_inputs);
+    for (size_t k = 0; k < ins.size(); ++k)
+      if (ins[k]->window) {
+        copies.push_back(op::run(entry::copy, ins[k], ins[k]->storage->device->index));
+        handles[k] = ins[k] = copies.back().get();
+      }
+    inputs = handles.data();
     const std::vector<int64_t> key = signature(ins);
     {
       std::lock_guard lock(hy.mu);

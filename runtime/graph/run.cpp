@@ -75,6 +75,9 @@ void check_inputs(const Graph& g, std::span<Tensor* const> inputs) {
     const Value& v = g.values[at(g.inputs[k])];
     if (t.ctx != g.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", k, "] belongs to another context");
     require_computed(t, "graph_run");
+    if (t.window)  // bound by its storage, as the traced input was: a window's offset would be lost
+      fail(BRAID_ERR_INVALID_ARGUMENT, "graph_run: inputs[", k,
+           "] is a view into a larger tensor's memory (braid_view): pass a copy (braid_copy)");
     if (&t.device() != g.device)
       fail(BRAID_ERR_DEVICE, "graph_run: inputs[", k, "] is on ", t.device().id, ", the graph runs on ", g.device->id,
            "; copy it with braid_copy");

@@ -37,6 +37,10 @@ class Tracer final : public TraceHook {
   }
 
   void add_input(Tensor& t) {
+    if (t.window)  // the graph binds an input's storage; a window's offset would not hold for the next one
+      fail(
+          BRAID_ERR_INVALID_ARGUMENT,
+          "graph_trace_begin: an input is a view into a larger tensor's memory (braid_view): pass a copy (braid_copy)");
     if (seen(t.storage.get()) >= 0)
       fail(BRAID_ERR_INVALID_ARGUMENT, "graph_trace_begin: two inputs share a storage (pass each tensor once)");
     if (!device_) device_ = &t.device();
@@ -143,8 +147,8 @@ class Tracer final : public TraceHook {
              device_->id);
       int32_t v = seen(t.storage.get());
       const bool computed = v >= 0 && graph_values_[static_cast<size_t>(v)].kind == ValueKind::internal;
-      int32_t handle = -1;  // a copy made here is its value's own tensor
-      if (!computed || taken.count(v))
+      int32_t handle = -1;                          // a copy made here is its value's own tensor
+      if (!computed || taken.count(v) || t.window)  // a window of a value: its elements copied out
         v = copy_of(t, v);
       else
         handle = handle_of(t, v);
@@ -229,6 +233,7 @@ class Tracer final : public TraceHook {
   int32_t read_value(Tensor& t, const braid_buffer_view& view) {
     Storage* s = t.storage.get();
     if (const int32_t seen_before = seen(s); seen_before >= 0) return seen_before;
+    if (t.window) refuse_window_param();
     Value v;
     v.kind = ValueKind::param;
     describe(v, t, view);
@@ -245,6 +250,7 @@ class Tracer final : public TraceHook {
     if (made_here(s)) {
       v.kind = ValueKind::internal;
     } else {
+      if (t.window) refuse_window_param();
       v.kind = ValueKind::param;
       v.tensor = root_for(t);
     }
@@ -320,6 +326,14 @@ class Tracer final : public TraceHook {
 
   void error(std::string what) {
     if (error_.empty()) error_ = std::move(what);
+  }
+
+  // A parameter is a whole storage, exported and loaded as one: a window of one (braid_view) made before
+  // the trace cannot stand for it.
+  void refuse_window_param() {
+    error(
+        "a view (braid_view) made before the trace is used in it: a graph's parameters are whole tensors; use a "
+        "copy, or make the view inside the traced function (braid_slice)");
   }
 
   Context& ctx_;

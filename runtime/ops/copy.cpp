@@ -128,8 +128,8 @@ void push_range_copy(const char* name, Tensor& src, int64_t src_offset, Tensor& 
   dst.storage->bump_version();  // a byte copy, not a kernel: OpBuilder does not count it
   Context& ctx = *dst.ctx;
   const uint64_t esize = dtype_size(src.dtype);
-  const uint64_t src_at = src.storage->block.offset + static_cast<uint64_t>(src_offset) * esize;
-  const uint64_t dst_at = dst.storage->block.offset + static_cast<uint64_t>(dst_offset) * esize;
+  const uint64_t src_at = src.start() + static_cast<uint64_t>(src_offset) * esize;
+  const uint64_t dst_at = dst.start() + static_cast<uint64_t>(dst_offset) * esize;
   Device* runs_on = &to;
   void* src_host = nullptr;
   void* dst_host = nullptr;

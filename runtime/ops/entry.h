@@ -20,6 +20,7 @@ void binary_scalar(const braid_binary_op& bop, braid_tensor x, double scalar, in
 void compare(const braid_compare_op& cop, braid_tensor a, braid_tensor b, braid_tensor* out);
 void compare_scalar(const braid_compare_op& cop, braid_tensor x, double scalar, braid_tensor* out);
 void reshape(braid_tensor x, int32_t ndim, const int64_t* shape, braid_tensor* out);
+void view(braid_tensor x, int64_t offset, int32_t ndim, const int64_t* shape, braid_tensor* out);
 void slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out);
 void take(braid_tensor x, braid_tensor indices, int32_t axis, braid_tensor* out);
 // take's gradient (internal: autograd's): dx of x_shape, dy's rows summed into the rows they were taken from.

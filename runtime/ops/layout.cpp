@@ -54,6 +54,30 @@ BRAID_API braid_status braid_reshape(braid_tensor x, int32_t ndim, const int64_t
   return guard("braid_reshape", [&] { entry::reshape(x, ndim, shape, out); });
 }
 
+void entry::view(braid_tensor x, int64_t offset, int32_t ndim, const int64_t* shape, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  Tensor& a = checked_tensor(x, "x");
+  require_computed(a, "view");
+  const Shape s = Shape::from(ndim, shape, "shape");
+  const int64_t n = a.shape.numel();
+  if (offset < 0 || offset > n || s.numel() > n - offset)
+    fail(BRAID_ERR_SHAPE, "view: elements ", offset, " .. ", offset, " + ", s.numel(), " of ", a.shape.str(), " (", n,
+         " elements) are not all inside it");
+  // Neither autograd nor a trace sees a view's writes and reads as ops, so one made while they record
+  // would drop gradients or bind a part of a storage as a whole: the copy (braid_slice) is the op there.
+  if (t_trace_hook != nullptr || (a.ctx->recording.any() && a.ctx->recording.on()))
+    fail(BRAID_ERR_INVALID_STATE,
+         "view: refused while this thread records autograd or traces a graph (views are not "
+         "recorded); use braid_slice, a differentiable copy");
+  *out = window_tensor(a, offset, s).release();
+}
+
+BRAID_API braid_status braid_view(braid_tensor x, int64_t offset, int32_t ndim, const int64_t* shape,
+                                  braid_tensor* out) {
+  return guard("braid_view", [&] { entry::view(x, offset, ndim, shape, out); });
+}
+
 void entry::slice(braid_tensor x, const int64_t* begin, const int64_t* end, const int64_t* step, braid_tensor* out) {
   require(out, "out");
   *out = nullptr;

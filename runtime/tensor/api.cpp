@@ -135,13 +135,14 @@ BRAID_API braid_status braid_tensor_host_data(braid_tensor t, void** data) {
     require_computed(x, "host_data");
     const ContextRef hold(*x.ctx);  // as wait_to_read: another thread may release t meanwhile
     const std::shared_ptr<Storage> storage = x.storage;
+    const uint64_t offset = x.offset;
     wait_readable(*x.ctx, *storage, "host_data");
     if (x.bytes() == 0) return;
     std::byte* p = host_address(*storage);
     if (!p)
       fail(BRAID_ERR_UNSUPPORTED, "host_data: ", storage->device->id,
            "'s memory is not host memory; copy it with braid_tensor_to_host");
-    *data = p;
+    *data = p + offset;
   });
 }
 

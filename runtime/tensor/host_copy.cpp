@@ -52,7 +52,8 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   constexpr size_t kDirectMinBytes = size_t{64} << 10;
   std::byte* dst = host_address(t);
   const bool dst_visible = dst != nullptr;
-  if (dst_visible && bytes >= kDirectMinBytes && bytes == s->bytes && ctx.engine->claim_for_host_write(*s)) {
+  const bool whole = bytes == s->bytes && t.offset == 0;  // else a window: the rest of the storage stays
+  if (dst_visible && bytes >= kDirectMinBytes && whole && ctx.engine->claim_for_host_write(*s)) {
     std::memcpy(dst, data, bytes);  // an op another thread pushes on s meanwhile waits for this
     ctx.engine->end_host_write(*s);
     return;
@@ -63,7 +64,6 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
   // return at once, and faulting that buffer in made 64 MiB to vulkan:0 (lavapipe) go at 1.4 GB/s
   // instead of 11.5. Not from an engine thread (it cannot wait), nor while a trace records.
   constexpr size_t kWaitMinBytes = size_t{1} << 20;
-  const bool whole = bytes == s->bytes;
   Device& dev = t.device();
   const bool wait_here = !dst_visible && whole && bytes >= kWaitMinBytes && t_trace_hook == nullptr &&
                          Engine::may_wait() && ctx.engine->pending_only_on(*s, dev.transfer);
@@ -76,7 +76,7 @@ void push_upload(Tensor& t, const void* data, size_t bytes) {
     node->copy.src_host = node->host_data.data();
   }
   node->copy.dst_buffer = t.storage->block.buffer;
-  node->copy.dst_offset = t.storage->block.offset;
+  node->copy.dst_offset = t.start();
   node->copy.bytes = bytes;
   ctx.engine->throttle(dev);
   // A partial upload (never made today: every tensor view covers its whole storage) would keep the
@@ -126,6 +126,7 @@ void copy_to_host(Tensor& x, void* data, size_t bytes) {
   Context& ctx = *x.ctx;
   const ContextRef hold(ctx);
   const std::shared_ptr<Storage> storage = x.storage;
+  const uint64_t offset = x.offset;  // a window's first byte in the storage
   wait_readable(ctx, *storage, "to_host");
   // Host memory is copied right here, registered as a host read so that a write another thread
   // pushes meanwhile waits for the copy instead of tearing it. If another thread wrote since the
@@ -133,14 +134,14 @@ void copy_to_host(Tensor& x, void* data, size_t bytes) {
   // device memory: retrying could chase a writer that keeps pushing.
   const std::byte* src = host_address(*storage);
   if (src && ctx.engine->begin_host_read(*storage)) {
-    std::memcpy(data, src, bytes);
+    std::memcpy(data, src + offset, bytes);
     ctx.engine->end_host_read(*storage);
     return;
   }
   auto node = ctx.engine->make_node("to_host", *storage->device);
   node->work.kind = BRAID_WORK_COPY;
   node->copy.src_buffer = storage->block.buffer;
-  node->copy.src_offset = storage->block.offset;
+  node->copy.src_offset = storage->block.offset + offset;
   node->copy.dst_host = data;
   node->copy.bytes = bytes;
   Storage* s = storage.get();

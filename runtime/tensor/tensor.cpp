@@ -28,6 +28,8 @@ TensorRef acquire_tensor(Context& ctx, std::shared_ptr<Storage> storage, braid_d
   t->storage = std::move(storage);
   t->dtype = dtype;
   t->shape = shape;
+  t->offset = 0;
+  t->window = false;
   return TensorRef(t);
 }
 
@@ -110,7 +112,17 @@ void require_computed(const Tensor& t, const char* what) {
 }
 
 TensorRef view_tensor(const Tensor& base, const Shape& shape) {
-  return acquire_tensor(*base.ctx, base.storage, base.dtype, shape);
+  TensorRef t = acquire_tensor(*base.ctx, base.storage, base.dtype, shape);
+  t->offset = base.offset;
+  t->window = base.window;
+  return t;
+}
+
+TensorRef window_tensor(const Tensor& base, int64_t first, const Shape& shape) {
+  TensorRef t = acquire_tensor(*base.ctx, base.storage, base.dtype, shape);
+  t->offset = base.offset + static_cast<uint64_t>(first) * dtype_size(base.dtype);
+  t->window = true;
+  return t;
 }
 
 Tensor* TensorPool::acquire(std::atomic<int32_t>& context_refs) {
@@ -220,13 +232,18 @@ std::byte* host_address(const Storage& s) {
   auto* base = static_cast<std::byte*>(s.device->api->buffer_host_pointer(s.block.buffer));
   return base ? base + s.block.offset : nullptr;
 }
-std::byte* host_address(const Tensor& t) { return host_address(*t.storage); }
+std::byte* host_address(const Tensor& t) {
+  std::byte* p = host_address(*t.storage);
+  return p ? p + t.offset : nullptr;
+}
 
 }  // namespace braid
 
 uint64_t braid_tensor_t::bytes() const noexcept {
   return static_cast<uint64_t>(shape.numel()) * braid::dtype_size(dtype);
 }
+
+uint64_t braid_tensor_t::start() const noexcept { return storage->block.offset + offset; }
 
 braid_buffer_view braid_tensor_t::view() const noexcept {
   braid_buffer_view v;
@@ -236,7 +253,7 @@ braid_buffer_view braid_tensor_t::view() const noexcept {
 
 void braid_tensor_t::write_view(braid_buffer_view& v) const noexcept {
   v.buffer = storage->block.buffer;
-  v.byte_offset = storage->block.offset;
+  v.byte_offset = start();
   v.dtype = braid::kernel_dtype(dtype);
   v.ndim = shape.ndim;
   // The unused dimensions are zeroed, not left stale: whole fixed-size arrays first (a few vector

@@ -30,10 +30,16 @@ struct braid_tensor_t {
   std::shared_ptr<braid::Storage> storage;
   braid_dtype dtype = BRAID_FLOAT32;
   braid::Shape shape;
+  // A window (braid_view, or a reshape of one): the tensor's elements begin `offset` bytes into the
+  // storage and may cover only part of it. Every other tensor starts at the storage's start.
+  uint64_t offset = 0;
+  bool window = false;
   // Autograd state (gradient buffer, producing node); NULL for tensors autograd never saw.
   std::shared_ptr<braid::autograd::Meta> ag;
 
   braid::Device& device() const noexcept { return *storage->device; }
+  // Where the elements begin in the device buffer (a kernel view's byte_offset for the whole tensor).
+  uint64_t start() const noexcept;
   uint64_t bytes() const noexcept;
   // A view for a kernel call: the whole tensor, contiguous.
   braid_buffer_view view() const noexcept;
@@ -109,13 +115,18 @@ TensorRef new_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, 
 // application released while ops on that queue still use it (docs/ENGINE.md, "Reusing a released
 // storage"), ordered after them by the storage's engine variable.
 TensorRef new_output_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape);
-// A new tensor handle over an existing storage (reshape).
+// A new tensor handle over an existing storage (reshape): base's elements in another shape, a window
+// where base is one.
 TensorRef view_tensor(const Tensor& base, const Shape& shape);
+// A window of base: as many elements as `shape` holds, from element `first` of base's row-major
+// elements, sharing its storage (braid_view).
+TensorRef window_tensor(const Tensor& base, int64_t first, const Shape& shape);
 // Refuses (BRAID_ERR_INVALID_STATE, naming `what`) a tensor that a trace made without running its
 // kernel (Storage::recorded_only), unless that trace still records: it has no memory and no value.
 void require_computed(const Tensor& t, const char* what);
 
-// Host address of a storage's data when its device's memory is plain host memory, else NULL.
+// Host address of a storage's data (or a tensor's first element) when its device's memory is plain
+// host memory, else NULL.
 std::byte* host_address(const Storage& s);
 std::byte* host_address(const Tensor& t);
 

@@ -1,7 +1,9 @@
 """x[key] and x[key] = value with NumPy's rules: basic indexing (ints, slices with any step, None, ...)
 and advanced indexing (integer arrays and lists, boolean masks), over braid_slice, braid_take, transpose
-and reshape, so every result is differentiable in x. Results are copies (braid's arrays own their
-storage; NumPy's basic indexing would give a view). Assignment writes into x's storage.
+and reshape, so every result is differentiable in x. A basic index whose elements are contiguous in x
+(x[i], x[a:b], x[i, a:b], x[...]) gives a view sharing x's memory (braid_view), as MXNet's basic indexing
+does, except while autograd records or a graph is traced; every other result is a copy. Assignment
+writes into x's storage.
 
 Advanced indices are read on the host (a braid array index is waited for): their bounds are checked
 there and raise IndexError at once, as NumPy's do, and a boolean mask's True count decides the shape."""
@@ -9,7 +11,7 @@ import numbers
 
 import numpy
 
-from ._lib import lib, shape_array
+from ._lib import BraidError, lib, shape_array
 from .ndarray import ndarray, new
 
 
@@ -128,10 +130,14 @@ def getitem(x, key):
             i = i + dim if i < 0 else i
             begin.append(i), end.append(i + 1), step.append(1)
             dropped.append(axis)
+    if not advanced and not reversed_axes:
+        window = _view(x, shape, begin, end, step, dropped)
+        if window is not None:
+            return window
     if shape and (any(b != 0 for b in begin) or any(e != d for e, d in zip(end, shape)) or any(s != 1 for s in step)):
         x = new(lib.braid_slice, x._handle, shape_array(begin), shape_array(end), shape_array(step))
     elif not advanced and not dropped and not reversed_axes:
-        x = x.copy()  # a result never shares storage with the array indexed (braid has no views)
+        x = x.copy()  # while autograd records, a copy (differentiable), as MXNet's
     for axis in reversed_axes:
         n = x.shape[axis]
         x = _take(x, numpy.arange(n - 1, -1, -1, dtype=numpy.int64), axis)
@@ -140,6 +146,35 @@ def getitem(x, key):
             x = x.reshape(tuple(d for a, d in enumerate(x.shape) if a not in dropped))
         return x
     return _advanced(x, entries, advanced)
+
+
+def _view(x, shape, begin, end, step, dropped):
+    """The basic index's elements as a view of x's memory (braid_view) where they are contiguous in it,
+    as MXNet's views are: some leading axes picked at one position, then one axis sliced with step 1,
+    then whole axes (x[i], x[a:b], x[i, a:b], x[...]). None when they are not, or while autograd records
+    or a trace runs: then the result is a copy, which autograd and graphs see as an op."""
+    from . import autograd
+    if autograd.is_recording():
+        return None
+    counts = [len(range(b, e, s)) for b, e, s in zip(begin, end, step)]
+    axis = 0
+    while axis < len(shape) and counts[axis] == 1:  # picked at one position
+        axis += 1
+    if axis < len(shape) and step[axis] != 1 and counts[axis] > 1:
+        return None
+    if any(begin[a] != 0 or counts[a] != shape[a] for a in range(axis + 1, len(shape))):
+        return None
+    offset, stride = 0, 1
+    for a in reversed(range(len(shape))):
+        offset += begin[a] * stride
+        stride *= shape[a]
+    out_shape = tuple(c for a, c in enumerate(counts) if a not in dropped)
+    try:
+        return new(lib.braid_view, x._handle, offset if all(counts) else 0, len(out_shape), shape_array(out_shape))
+    except BraidError as e:
+        if e.status == "BRAID_ERR_INVALID_STATE":  # a trace runs: the copy is what it captures
+            return None
+        raise
 
 
 def _advanced(x, entries, advanced):

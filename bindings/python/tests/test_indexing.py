@@ -63,13 +63,37 @@ class Indexing(unittest.TestCase):
                                          numpy.take(self.data, [1, -1], axis=2))
         numpy.testing.assert_array_equal(np.take(self.x, 7).asnumpy(), numpy.take(self.data, 7))
 
-    def test_results_are_copies(self):
-        y = self.x[1]
+    def test_contiguous_basic_indices_are_views_and_the_rest_copies(self):
+        x, data = np.array(self.data), self.data.copy()
+        y = x[1]  # a view, as NumPy's and MXNet's
         y += 100
-        numpy.testing.assert_array_equal(self.x.asnumpy(), self.data)
-        z = self.x[...]
-        z += 1
-        numpy.testing.assert_array_equal(self.x.asnumpy(), self.data)
+        data[1] += 100
+        numpy.testing.assert_array_equal(x.asnumpy(), data)
+        z = x[...]
+        z[0, 1:3] = -1  # assignment through a view of the whole
+        data[0, 1:3] = -1
+        numpy.testing.assert_array_equal(x.asnumpy(), data)
+        rows = x[0:2]
+        x[0, 0, 0] = 42  # a write to the array is seen through its views
+        data[0, 0, 0] = 42
+        numpy.testing.assert_array_equal(rows.asnumpy(), data[0:2])
+        numpy.testing.assert_array_equal(x[1, 2:4].asnumpy(), data[1, 2:4])
+        for key in ((slice(None), 1), (slice(None, None, 2),), (0, slice(None), 0), ([0, 1],), (slice(None, None, -1),)):
+            with self.subTest(key=key):  # not contiguous in x, or advanced: copies
+                part = x[key]
+                part += 1000
+                numpy.testing.assert_array_equal(x.asnumpy(), data)
+
+    def test_inside_autograd_record_results_are_differentiable_copies(self):
+        x = np.array(self.data)
+        x.attach_grad()
+        with braid.autograd.record():
+            y = x[1]
+            loss = (y * y).sum()
+        loss.backward()
+        want = numpy.zeros_like(self.data)
+        want[1] = 2 * self.data[1]
+        numpy.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-6)
 
     def test_errors_are_index_errors(self):
         for key in (3, -4, (0, 4), [5], (slice(None), [0, 9]), (0, 0, 0, 0), (Ellipsis, Ellipsis), 1.5, "a",
