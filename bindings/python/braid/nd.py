@@ -26,7 +26,9 @@ __all__ = ["take", "NDArray", "array", "zeros", "ones", "full", "empty", "arange
            "concat", "stack", "split", "reshape", "transpose", "expand_dims", "flatten", "Flatten", "add",
            "subtract", "multiply", "divide", "power", "maximum", "minimum", "equal", "not_equal", "greater",
            "greater_equal", "lesser", "lesser_equal", "where", "FullyConnected", "Convolution", "Pooling",
-           "BatchNorm", "Dropout", "Activation", "waitall", "save", "load"]
+           "BatchNorm", "Dropout", "Activation", "waitall", "save", "load", "broadcast_add", "broadcast_sub",
+           "broadcast_mul", "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum",
+           "elemwise_add", "elemwise_sub", "elemwise_mul", "elemwise_div"]
 
 _FLOAT32 = "float32"
 

@@ -2,28 +2,45 @@
 Symbol of its output, which prints, lists its arguments, infers shapes and gives its graph as JSON.
 
 braid has no separate symbolic executor: its graphs are traced from the ops a block runs (docs/GRAPH.md).
-So a Symbol here is the blocks it went through and the variables it was given, and what needs the graph
-(infer_shape, tojson) runs those blocks on zeros of the variables' shapes, outside autograd, and reads
-the result or the traced graph. Arithmetic on Symbols, and F being sym inside hybrid_forward, are not
-supported (F is braid.nd there, imperatively and hybridized alike).
+So a Symbol here is the blocks and operators it went through and the variables it was given, and what
+needs the graph (infer_shape, tojson) runs them on zeros of the variables' shapes, outside autograd, and
+reads the result or the traced graph.
+
+Every function of braid.nd is here under its name too (sym.relu, sym.FullyConnected, sym.concat, ...),
+and Symbols have arithmetic (+, -, *, /, **, unary -, indexing): given a Symbol they give a Symbol, given
+arrays they compute as nd does. That is what makes `sym` MXNet 1.x's F of a hybridized hybrid_forward:
+while a block is traced into its graph, F is this module and its calls run on the traced arrays.
 """
+import functools
+import itertools
 import json
+import operator
 import os
 import tempfile
 
 from . import autograd
+from . import nd as _nd
 from . import np as _np
 
 __all__ = ["Symbol", "var", "Variable", "load"]
 
+_counter = itertools.count()
+
 
 class Symbol:
-    """A variable (sym.var) or a block's output over other Symbols."""
+    """A variable (sym.var), a block's output over other Symbols, or an operator's (sym.relu(s), s + 1)."""
 
-    def __init__(self, name, block=None, inputs=(), shape=None, dtype="float32"):
+    def __init__(self, name, block=None, inputs=(), shape=None, dtype="float32", op=None, kwargs=None):
         self._name, self._block, self._inputs = name, block, tuple(inputs)
         self._shape = tuple(shape) if shape is not None else None
         self._dtype = dtype
+        self._op, self._kwargs = op, dict(kwargs or {})
+
+    def _is_variable(self):
+        return self._block is None and self._op is None
+
+    def _symbol_inputs(self):
+        return [i for i in itertools.chain(self._inputs, self._kwargs.values()) if isinstance(i, Symbol)]
 
     @property
     def name(self):
@@ -33,10 +50,10 @@ class Symbol:
         return f"<Symbol {self._name}>"
 
     def _variables(self):
-        if self._block is None:
+        if self._is_variable():
             return [self]
         seen, out = set(), []
-        for inp in self._inputs:
+        for inp in self._symbol_inputs():
             for v in inp._variables():
                 if v._name not in seen:
                     seen.add(v._name)
@@ -44,12 +61,14 @@ class Symbol:
         return out
 
     def _blocks(self):
-        if self._block is None:
+        if self._is_variable():
             return []
         out = []
-        for inp in self._inputs:
+        for inp in self._symbol_inputs():
             out += [b for b in inp._blocks() if b not in out]
-        return out + ([self._block] if self._block not in out else [])
+        if self._block is None or self._block in out:
+            return out
+        return out + [self._block]
 
     def _parameters(self):
         """(name, Parameter) of every block the Symbol went through, in order."""
@@ -84,9 +103,29 @@ class Symbol:
         return {v._name: tuple(shapes[v._name]) for v in variables}
 
     def _evaluate(self, values):
-        if self._block is None:
+        if self._is_variable():
             return values[self._name]
-        return self._block(*[inp._evaluate(values) for inp in self._inputs])
+
+        def value(v):
+            return v._evaluate(values) if isinstance(v, Symbol) else v
+        args = [value(i) for i in self._inputs]
+        if self._op is not None:
+            return self._op(*args, **{k: value(v) for k, v in self._kwargs.items()})
+        return self._block(*args)
+
+    # MXNet 1.x's Symbol arithmetic: a Symbol of the operator over its operands.
+    def __add__(self, o): return _apply(operator.add, self, o)
+    def __radd__(self, o): return _apply(operator.add, o, self)
+    def __sub__(self, o): return _apply(operator.sub, self, o)
+    def __rsub__(self, o): return _apply(operator.sub, o, self)
+    def __mul__(self, o): return _apply(operator.mul, self, o)
+    def __rmul__(self, o): return _apply(operator.mul, o, self)
+    def __truediv__(self, o): return _apply(operator.truediv, self, o)
+    def __rtruediv__(self, o): return _apply(operator.truediv, o, self)
+    def __pow__(self, o): return _apply(operator.pow, self, o)
+    def __rpow__(self, o): return _apply(operator.pow, o, self)
+    def __neg__(self): return _apply(operator.neg, self)
+    def __getitem__(self, key): return _apply(operator.getitem, self, key)
 
     def _zeros(self, shapes):
         return {v._name: _np.zeros(shapes[v._name], dtype=v._dtype) for v in self._variables()}
@@ -142,6 +181,30 @@ def var(name, shape=None, dtype="float32", **kwargs):
 
 
 Variable = var
+
+
+def _apply(fn, *args, **kwargs):
+    """fn over its arguments: a new Symbol when one of them is a Symbol, else fn's result (arrays)."""
+    if not any(isinstance(a, Symbol) for a in itertools.chain(args, kwargs.values())):
+        return fn(*args, **kwargs)
+    name = getattr(fn, "__name__", "op").strip("_").lower()
+    return Symbol(f"{name}{next(_counter)}", inputs=args, op=fn, kwargs=kwargs)
+
+
+def _lift(fn):
+    @functools.wraps(fn)
+    def lifted(*args, **kwargs):
+        return _apply(fn, *args, **kwargs)
+    return lifted
+
+
+# braid.nd's functions, lifted: sym.relu(s) is a Symbol, sym.relu(array) an array (F while traced).
+for _name in _nd.__all__:
+    _fn = getattr(_nd, _name)
+    if callable(_fn) and not isinstance(_fn, type) and _name not in globals():
+        globals()[_name] = _lift(_fn)
+        __all__.append(_name)
+random = _nd.random  # creation only: no Symbol operands
 
 
 def compose(block, args):

@@ -303,6 +303,25 @@ class HybridForward(unittest.TestCase):
         self.assertTrue(any("traced ndarray (2,) float32" in s for s in seen), seen)
 
 
+class FIsSymWhileTraced(unittest.TestCase):
+    def test_f_is_nd_imperatively_and_sym_in_the_graph_with_the_same_results(self):
+        seen = []
+
+        class Net(nn.HybridBlock):
+            def hybrid_forward(self, F, x):
+                seen.append(F)
+                return F.broadcast_add(F.relu(x), F.ones_like(x)) * 2
+
+        net = Net()
+        x = nd.array([[-1.0, 2.0], [3.0, -4.0]])
+        imperative = net(x).asnumpy()
+        self.assertIs(seen[-1], nd)
+        net.hybridize()
+        for _ in range(2):
+            close(self, net(x), imperative)
+        self.assertIs(seen[-1], sym)  # the call that traced the graph
+
+
 class Symbols(unittest.TestCase):
     def mlp(self):
         net = nn.HybridSequential()
@@ -321,6 +340,23 @@ class Symbols(unittest.TestCase):
                                               "2.bias"])
         self.assertEqual(y.list_auxiliary_states(), ["1.running_mean", "1.running_var"])
         self.assertEqual(y.list_outputs(), [y.name + "_output"])
+
+    def test_symbol_arithmetic_and_sym_operators_compose(self):
+        data = sym.var("data")
+        net = nn.Dense(3, in_units=2)
+        net.initialize(init=init.Constant(0.5))
+        y = sym.relu(net(data) * 2 - 1) + sym.sum(data, axis=1, keepdims=True) / 4
+        self.assertIsInstance(y, sym.Symbol)
+        self.assertEqual(y.list_arguments(), ["data", "weight", "bias"])
+        self.assertEqual(y.infer_shape(data=(5, 2))[1], [(5, 3)])
+        x = numpy.array([[1.0, -2.0], [0.5, 0.5]], numpy.float32)
+        # weight 0.5 everywhere; the bias keeps its own initializer (zeros), as in MXNet
+        want = numpy.maximum(x.sum(axis=1, keepdims=True) * 0.5 * 2 - 1, 0) + x.sum(axis=1, keepdims=True) / 4
+        close(self, y._evaluate({"data": nd.array(x)}), numpy.broadcast_to(want, (2, 3)), rtol=1e-6)
+        self.assertEqual(json.loads(y.tojson(data=(2, 2)))["format"], "braid.graph")
+        self.assertIsInstance(-data, sym.Symbol)
+        self.assertIsInstance(sym.split(data, num_outputs=2)[0], sym.Symbol)
+        close(self, sym.relu(nd.array([-1.0, 1.0])), [0.0, 1.0])  # arrays in: computed as nd
 
     def test_infer_shape_and_tojson(self):
         net = self.mlp()

@@ -4,6 +4,7 @@ signature, then one engine op a call; docs/GRAPH.md)."""
 import collections
 import contextlib
 import ctypes
+import threading
 
 from .. import autograd
 from .. import device as _device
@@ -14,6 +15,7 @@ from ..ndarray import ndarray
 from .parameter import Parameter, ParameterDict
 
 _ALL_PASSES = 31  # BRAID_GRAPH_PASS_ALL
+_tracing = threading.local()  # depth: how many blocks this thread is tracing into graphs (F is sym there)
 
 
 class Block:
@@ -143,14 +145,15 @@ class HybridBlock(Block):
 
     def forward(self, *args):
         """Without a forward of its own, the block's MXNet 1.x hybrid_forward(F, x, ..., **params) runs:
-        F is braid.nd, imperatively and when hybridized alike (a hybridized block traces those same nd
-        calls into its graph), and this block's own parameters come as keyword arguments by name, each
-        on the first input's device."""
+        F is braid.nd when the block runs imperatively and braid.sym while it is traced into its graph
+        (as in MXNet 1.x; sym's functions compute as nd's on the traced arrays, so both give the same
+        graph), and this block's own parameters come as keyword arguments by name, each on the first
+        input's device."""
         if type(self).hybrid_forward is HybridBlock.hybrid_forward:
             raise NotImplementedError(f"{type(self).__name__} has neither forward() nor hybrid_forward()")
         ctx = next((a.ctx for a in args if isinstance(a, ndarray)), None)
         params = {name: p.data(ctx) for name, p in self._reg_params.items() if p is not None}
-        return self.hybrid_forward(_nd, *args, **params)
+        return self.hybrid_forward(_sym if getattr(_tracing, "depth", 0) else _nd, *args, **params)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no hybrid_forward()")
@@ -213,6 +216,7 @@ class HybridBlock(Block):
     def _trace_forward(self, user, num_inputs, inputs, num_outputs, outputs):
         """braid_hybrid_fn: runs forward on the traced inputs; Python errors go back as a status, and
         the exception is raised by the call that traced."""
+        _tracing.depth = getattr(_tracing, "depth", 0) + 1
         try:
             args = []
             for i in range(num_inputs):
@@ -231,6 +235,8 @@ class HybridBlock(Block):
         except BaseException as e:  # noqa: B902 - handed back to the caller of braid_hybrid_call
             object.__setattr__(self, "_error", e)
             return e.code if isinstance(e, BraidError) and e.code else 13  # else BRAID_ERR_INTERNAL
+        finally:
+            _tracing.depth -= 1
 
 
 class _OwnParams(ParameterDict):
