@@ -24,6 +24,32 @@ _DTYPES = [
 ]
 _BFLOAT16 = 6
 _BOOL = 7
+
+
+class BFloat16DType:
+    """The dtype of braid's bfloat16 arrays (`x.dtype`, `np.bfloat16`): NumPy has no bfloat16, so this
+    stands in for its dtype object, with NumPy's attributes (name, itemsize, kind) and equal to the name
+    "bfloat16". Arrays of it read back (asnumpy) as float32, which holds every bfloat16 exactly."""
+
+    name, str, kind, itemsize, char = "bfloat16", "bfloat16", "f", 2, "E"
+    type = None  # no NumPy scalar type
+
+    def __eq__(self, other):
+        return isinstance(other, BFloat16DType) or (isinstance(other, str) and other == "bfloat16")
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):
+        return hash("bfloat16")
+
+    def __repr__(self):
+        return "dtype('bfloat16')"
+
+    __str__ = lambda self: "bfloat16"  # noqa: E731
+
+
+bfloat16 = BFloat16DType()
 _CODE_OF = {dt: code for code, dt in _DTYPES}
 _DTYPE_OF = {code: dt for code, dt in _DTYPES}
 
@@ -38,8 +64,8 @@ float32 = numpy.float32
 
 
 def dtype_code(dtype):
-    """braid_dtype of a NumPy dtype (or its name); "bfloat16" names braid's bfloat16."""
-    if isinstance(dtype, str) and dtype == "bfloat16":
+    """braid_dtype of a NumPy dtype (or its name); "bfloat16" and np.bfloat16 name braid's bfloat16."""
+    if isinstance(dtype, BFloat16DType) or (isinstance(dtype, str) and dtype == "bfloat16"):
         return _BFLOAT16
     try:
         code = _CODE_OF.get(numpy.dtype(dtype))
@@ -157,9 +183,10 @@ class ndarray(fast.Array if COMPILED else _CtypesArray):
 
     @property
     def dtype(self):
-        """The NumPy dtype; "bfloat16" (a string) for braid's bfloat16, which NumPy lacks."""
+        """The NumPy dtype; for bfloat16, which NumPy lacks, braid's stand-in (np.bfloat16, equal to
+        "bfloat16")."""
         code = self.dtype_code
-        return "bfloat16" if code == _BFLOAT16 else _DTYPE_OF[code]
+        return bfloat16 if code == _BFLOAT16 else _DTYPE_OF[code]
 
     @property
     def ctx(self):

@@ -8,8 +8,8 @@ import numpy as _numpy
 
 from . import device as _device
 from ._lib import c_tensor, lib, shape_array
-from .ndarray import (NDArray, argmax, as_array, binary, compare, dims, dot, dtype_code, exact_scalar, from_numpy,
-                      is_scalar, logical, ndarray, new, reduce, resolve_device, unary)
+from .ndarray import (NDArray, argmax, as_array, binary, bfloat16, compare, dims, dot, dtype_code, exact_scalar,
+                      from_numpy, is_scalar, logical, ndarray, new, reduce, resolve_device, unary)
 from .ndarray import _matmul as matmul  # noqa: F401
 
 float16, float32, float64 = _numpy.float16, _numpy.float32, _numpy.float64
@@ -23,7 +23,7 @@ __all__ = ["ndarray", "NDArray", "array", "zeros", "ones", "full", "empty", "ara
            "logical_not", "any", "all", "count_nonzero", "nonzero", "floor_divide", "mod", "remainder", "divmod",
            "take", "from_dlpack", "where", "sum", "mean", "max", "min", "amax", "amin", "argmax", "reshape",
            "transpose", "concatenate", "stack", "split", "linalg", "random", "float16", "float32", "float64",
-           "int32", "int64", "uint8", "bool_", "pi", "e", "inf", "nan"]
+           "int32", "int64", "uint8", "bool_", "bfloat16", "pi", "e", "inf", "nan"]
 
 
 def _shape(shape):

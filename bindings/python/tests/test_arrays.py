@@ -33,6 +33,13 @@ class Creation(unittest.TestCase):
             numpy.testing.assert_array_equal(a.asnumpy(), data)
         b = np.array([1.5, -2.25], dtype="bfloat16")
         self.assertEqual(b.dtype, "bfloat16")
+        # NumPy has no bfloat16: braid's stand-in dtype object, with NumPy's attributes
+        self.assertEqual(b.dtype, np.bfloat16)
+        self.assertEqual((b.dtype.name, b.dtype.itemsize, b.dtype.kind), ("bfloat16", 2, "f"))
+        self.assertEqual(repr(b.dtype), "dtype('bfloat16')")
+        self.assertEqual(np.zeros((2,), dtype=np.bfloat16).dtype, np.bfloat16)
+        self.assertEqual(b.astype(np.float32).astype(np.bfloat16).dtype, "bfloat16")
+        self.assertNotEqual(b.dtype, numpy.float32)
         numpy.testing.assert_array_equal(b.asnumpy(), numpy.array([1.5, -2.25], numpy.float32))
 
     def test_zero_d_and_empty(self):
