@@ -251,6 +251,17 @@ BRAID_API braid_status braid_tensor_to_host(braid_tensor t, void* data, size_t b
  * It does not read the old contents, so it clears an asynchronous error (poison) the tensor carried:
  * once it has run, waits on the tensor return BRAID_OK and read the new data. */
 BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data, size_t bytes);
+/* Since 1.13. A tensor over another library's host memory, without a copy (DLPack's consumer side:
+ * numpy.from_dlpack's and torch.from_dlpack's counterpart). `managed` is a DLManagedTensor* (DLPack's
+ * unversioned struct, 0.5 and later) whose memory is host memory (kDLCPU), C-contiguous (strides NULL
+ * or row-major; a dimension of 1 may have any stride) and of one of braid's dtypes (float32/64/16,
+ * bfloat16, int32/64, uint8, bool); `device` is a device whose memory is host memory and whose backend
+ * imports it (the CPU backend's), else BRAID_ERR_UNSUPPORTED. On success braid owns `managed` and calls
+ * its deleter once, from any thread, after the last handle and the last op using the memory (the
+ * producer must keep the memory valid until then, as DLPack requires); on failure the caller still owns
+ * it. Writes through the tensor change the producer's array and the other way round. Thread-safe. */
+BRAID_API braid_status braid_tensor_from_dlpack(braid_context ctx, braid_device device, void* managed,
+                                                braid_tensor* out);
 /* Since 1.12. The address of the tensor's first element (row-major, contiguous) where its device's
  * memory is host memory (CPU devices); BRAID_ERR_UNSUPPORTED elsewhere (copy with
  * braid_tensor_to_host). Waits first for the ops that write the tensor, as braid_tensor_wait_to_read

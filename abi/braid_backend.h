@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 #define BRAID_BACKEND_ABI_MAJOR 1
-#define BRAID_BACKEND_ABI_MINOR 6
+#define BRAID_BACKEND_ABI_MINOR 7
 #define BRAID_BACKEND_QUERY_SYMBOL "braid_backend_query"
 
 typedef struct braid_backend_device_t* braid_backend_device;
@@ -373,6 +373,15 @@ typedef struct braid_backend_api {
    * file), or NULL when the plugin has none of that name. Thread-safe; the pointer stays valid until
    * shutdown. Optional: NULL = no extensions. */
   void* (*get_proc_address)(const char* name);
+
+  /* ---- ABI 1.7 ---- */
+  /* Since 1.7. A buffer over `bytes` of host memory at `data` that the backend does not own (a tensor
+   * another library made, imported through DLPack): kernels and copies use it as any buffer of the
+   * device; buffer_free releases the handle, never the memory. Only for host-visible devices; data may
+   * have any alignment. Optional: NULL = the backend cannot use memory it did not allocate (the host
+   * then refuses such an import with BRAID_ERR_UNSUPPORTED). */
+  braid_status (*buffer_import_host)(braid_backend_device device, void* data, uint64_t bytes,
+                                     braid_backend_buffer* out);
 } braid_backend_api;
 
 typedef braid_status (*braid_backend_query_fn)(uint32_t host_major, uint32_t host_minor, const braid_host_api* host,

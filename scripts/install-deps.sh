@@ -18,6 +18,7 @@ packages=(
   clang                                                # libFuzzer (tests/fuzz: the fuzzers CI runs)
   clang-format                                         # the format check (tools/check_format.sh)
   zlib1g-dev                                           # compressed data files (safetensors, IDX .gz)
+  libdlpack-dev                                        # DLPack's header: braid_tensor_from_dlpack (zero-copy import)
   nlohmann-json3-dev                                   # braid-bench reads the samples' JSON results
   dataset-fashion-mnist                                # the data tests and samples (IDX .gz files)
   python3 python3-numpy python3-dev                    # Python bindings (python3-dev: their compiled path) and tests

@@ -28,7 +28,8 @@ struct OwnEntries {
   decltype(braid_backend_api::queue_create) queue_create = nullptr;
   decltype(braid_backend_api::shutdown) shutdown = nullptr;
   decltype(braid_backend_api::device_props_json) device_props_json = nullptr;
-  decltype(braid_backend_api::get_proc_address) get_proc_address = nullptr;  // NULL: no extensions
+  decltype(braid_backend_api::get_proc_address) get_proc_address = nullptr;      // NULL: no extensions
+  decltype(braid_backend_api::buffer_import_host) buffer_import_host = nullptr;  // NULL: no foreign memory
 };
 
 // Every 1.0 entry is set, optional or not, so that hosts older than plugin ABI 1.4 (which require
@@ -65,6 +66,7 @@ constexpr braid_backend_api backend_api(const OwnEntries& own) {
       .device_props_json = own.device_props_json,
       .supports_call = supports_call<CallSupports>,
       .get_proc_address = own.get_proc_address,
+      .buffer_import_host = own.buffer_import_host,
   };
 }
 

@@ -13,7 +13,8 @@ struct FreeDeleter {
 };
 
 // buffer.h fixes the layout the kernels see (data, size); the owning handle extends it, so freeing is
-// a unique_ptr reset rather than a manual free.
+// a unique_ptr reset rather than a manual free. An imported buffer's storage is empty: its memory is
+// someone else's.
 struct OwnedBuffer : braid_backend_buffer_t {
   std::unique_ptr<std::byte, FreeDeleter> storage;
 };
@@ -41,8 +42,22 @@ braid_status allocate_buffer(uint64_t bytes, braid_backend_buffer* out) noexcept
   }
 }
 
+braid_status import_buffer(void* data, uint64_t bytes, braid_backend_buffer* out) noexcept {
+  if (out == nullptr || (data == nullptr && bytes > 0)) return BRAID_ERR_INVALID_ARGUMENT;
+  *out = nullptr;
+  try {
+    auto buffer = std::make_unique<OwnedBuffer>();
+    buffer->data = static_cast<std::byte*>(data);
+    buffer->size = bytes;
+    *out = buffer.release();
+    return BRAID_OK;
+  } catch (const std::bad_alloc&) {
+    return BRAID_ERR_OUT_OF_MEMORY;
+  }
+}
+
 void free_buffer(braid_backend_buffer buffer) noexcept {
-  // Every buffer handed out is an OwnedBuffer (allocate_buffer is the only source).
+  // Every buffer handed out is an OwnedBuffer (allocate_buffer and import_buffer are the only sources).
   std::unique_ptr<OwnedBuffer> owned(static_cast<OwnedBuffer*>(buffer));
 }
 

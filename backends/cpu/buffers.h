@@ -13,5 +13,8 @@ inline constexpr uint64_t kBufferAlignment = 64;
 // 0 bytes gives a valid buffer (size 0, data non-NULL). Never throws.
 braid_status allocate_buffer(uint64_t bytes, braid_backend_buffer* out) noexcept;
 void free_buffer(braid_backend_buffer buffer) noexcept;
+// A buffer over host memory the backend does not own (plugin ABI 1.7 buffer_import_host): free_buffer
+// releases the handle only.
+braid_status import_buffer(void* data, uint64_t bytes, braid_backend_buffer* out) noexcept;
 
 }  // namespace braid::cpu

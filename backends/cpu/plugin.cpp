@@ -100,6 +100,11 @@ braid_status buffer_alloc(braid_backend_device device, uint64_t bytes, braid_bac
 
 void buffer_free(braid_backend_device, braid_backend_buffer buffer) { free_buffer(buffer); }
 
+braid_status buffer_import_host(braid_backend_device device, void* data, uint64_t bytes, braid_backend_buffer* out) {
+  if (device == nullptr) return BRAID_ERR_INVALID_ARGUMENT;
+  return import_buffer(data, bytes, out);
+}
+
 void* buffer_host_pointer(braid_backend_buffer buffer) { return buffer != nullptr ? buffer->data : nullptr; }
 
 // ---- queues ----
@@ -161,6 +166,7 @@ constexpr braid_backend_api kApi = plugin::backend_api<Queue, Semaphore, kernel_
     .queue_create = queue_create,
     .shutdown = shutdown,
     .device_props_json = device_props_json,
+    .buffer_import_host = buffer_import_host,
 });
 
 }  // namespace

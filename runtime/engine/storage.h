@@ -17,6 +17,12 @@ struct Device;  // device/device.h, above: named here, never used
 // for reuse by the next op output of the same size (Context::new_output_tensor).
 inline constexpr uint64_t kRecycleMinBytes = uint64_t{256} << 10;
 
+// Memory a storage does not own (a tensor imported through DLPack): its destructor hands the memory
+// back to its owner, where an owned block goes back to the allocator.
+struct ForeignMemory {
+  virtual ~ForeignMemory() = default;
+};
+
 struct Storage : std::enable_shared_from_this<Storage> {
   Device* device;
   CachingAllocator* allocator;  // the device's, which outlives its storages
@@ -41,11 +47,20 @@ struct Storage : std::enable_shared_from_this<Storage> {
     version.store(version.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
 
+  // Set for memory the storage does not own (then allocator is NULL and block is not the allocator's);
+  // such a storage is never offered for reuse.
+  std::unique_ptr<ForeignMemory> foreign;
+
   Storage(Device* d, CachingAllocator* a, Block b, uint64_t n) : device(d), allocator(a), block(b), bytes(n) {}
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   // Runs when the last tensor and the last in-flight op using it let go: the deferred free.
-  ~Storage() { allocator->free(block); }
+  ~Storage() {
+    if (foreign)
+      foreign.reset();
+    else
+      allocator->free(block);
+  }
 };
 
 }  // namespace braid

@@ -63,6 +63,19 @@ TensorRef new_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& 
   return acquire_tensor(ctx, std::move(storage), dtype, shape);
 }
 
+TensorRef foreign_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape, braid_backend_buffer buffer,
+                         std::unique_ptr<ForeignMemory> owner) {
+  require_countable(shape);
+  const uint64_t bytes = static_cast<uint64_t>(shape.numel()) * dtype_size(dtype);
+  Block block;
+  block.buffer = buffer;
+  block.size = bytes;
+  auto storage = std::allocate_shared<Storage>(PoolAllocator<Storage>(&dev.storage_pool), &dev, nullptr, block, bytes);
+  storage->foreign = std::move(owner);
+  if (TraceHook* hook = t_trace_hook) hook->created(*storage);
+  return acquire_tensor(ctx, std::move(storage), dtype, shape);
+}
+
 TensorRef new_output_tensor(Context& ctx, Device& dev, braid_dtype dtype, const Shape& shape) {
   require_countable(shape);
   const auto numel = static_cast<uint64_t>(shape.numel());
@@ -209,7 +222,7 @@ std::string destroy_tensor(Tensor* t) noexcept {
   // output of its size (docs/ENGINE.md, "Reusing a released storage").
   if (std::shared_ptr<Storage> s = std::move(t->storage); s->bytes >= kRecycleMinBytes &&
                                                           s->handles.fetch_sub(1, std::memory_order_acq_rel) == 1 &&
-                                                          s.use_count() > 1 && !s->recorded_only) {
+                                                          s.use_count() > 1 && !s->recorded_only && !s->foreign) {
     Device& dev = *s->device;
     std::lock_guard lock(dev.recycled_mu);
     dev.recycled[dev.next_recycled++ % Device::kRecycleSlots] = s;

@@ -115,6 +115,10 @@ TensorRef new_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, 
 // application released while ops on that queue still use it (docs/ENGINE.md, "Reusing a released
 // storage"), ordered after them by the storage's engine variable.
 TensorRef new_output_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape);
+// A tensor over memory braid does not own (buffer: the device's handle over it), which `owner` hands
+// back to its owner when the storage is freed, after the last handle and the last op using it.
+TensorRef foreign_tensor(::braid_context_t& ctx, Device& device, braid_dtype dtype, const Shape& shape,
+                         braid_backend_buffer buffer, std::unique_ptr<ForeignMemory> owner);
 // A new tensor handle over an existing storage (reshape): base's elements in another shape, a window
 // where base is one.
 TensorRef view_tensor(const Tensor& base, const Shape& shape);

@@ -30,7 +30,7 @@
 
 /* Versions (this file pins ABI 1.0; a bump means reviewing the pins below). */
 BRAID_PIN_ASSERT(BRAID_ABI_MAJOR == 1 && BRAID_ABI_MINOR == 13, "braid.h version changed: review abi_layout.h");
-BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 6,
+BRAID_PIN_ASSERT(BRAID_BACKEND_ABI_MAJOR == 1 && BRAID_BACKEND_ABI_MINOR == 7,
                  "braid_backend.h version changed: review abi_layout.h");
 BRAID_PIN_ASSERT(BRAID_MAX_DIMS == 8, "ABI change: BRAID_MAX_DIMS");
 BRAID_PIN_ASSERT(BRAID_KERNEL_MAX_INPUTS == 6, "ABI change: BRAID_KERNEL_MAX_INPUTS");
@@ -382,7 +382,7 @@ BRAID_PIN_OFFSET(braid_backend_device_props, l3_cache_bytes, 192);
 BRAID_PIN_OFFSET(braid_backend_device_props, dtype_mask, 200);
 BRAID_PIN_OFFSET(braid_backend_device_props, host_visible, 204);
 
-BRAID_PIN_SIZE(braid_backend_api, 208);
+BRAID_PIN_SIZE(braid_backend_api, 216);
 BRAID_PIN_ALIGN(braid_backend_api, 8);
 BRAID_PIN_OFFSET(braid_backend_api, struct_size, 0);
 BRAID_PIN_OFFSET(braid_backend_api, abi_major, 4);
@@ -408,10 +408,11 @@ BRAID_PIN_OFFSET(braid_backend_api, semaphore_notify, 152);
 BRAID_PIN_OFFSET(braid_backend_api, semaphore_fail, 160);
 BRAID_PIN_OFFSET(braid_backend_api, supports, 168);
 BRAID_PIN_OFFSET(braid_backend_api, shutdown, 176);
-BRAID_PIN_OFFSET(braid_backend_api, device_props_json, 184); /* 1.1 */
-BRAID_PIN_OFFSET(braid_backend_api, supports_call, 192);     /* 1.4 */
-BRAID_PIN_OFFSET(braid_backend_api, get_proc_address, 200);  /* 1.4 */
-#endif                                                       /* x86-64 */
+BRAID_PIN_OFFSET(braid_backend_api, device_props_json, 184);  /* 1.1 */
+BRAID_PIN_OFFSET(braid_backend_api, supports_call, 192);      /* 1.4 */
+BRAID_PIN_OFFSET(braid_backend_api, get_proc_address, 200);   /* 1.4 */
+BRAID_PIN_OFFSET(braid_backend_api, buffer_import_host, 208); /* 1.7 */
+#endif                                                        /* x86-64 */
 
 /* data section (ABI 1.1): datasets and mini-batch iterators. */
 BRAID_PIN_ASSERT(sizeof(braid_dataset_split) == 4, "ABI change: sizeof(braid_dataset_split)");

@@ -71,7 +71,7 @@ TEST_CASE("the pinned layout matches this target") {
   CHECK(sizeof(braid_backend_info) == 48);
   CHECK(sizeof(braid_device_info) == 120);
   CHECK(sizeof(braid_memory_stats) == 56);
-  CHECK(sizeof(braid_backend_api) == 208);  // plugin ABI 1.4: supports_call, get_proc_address
+  CHECK(sizeof(braid_backend_api) == 216);  // plugin ABI 1.7: buffer_import_host
   CHECK(sizeof(braid_kernel_call) == 1664);
   CHECK(offsetof(braid_context_options, engine_mode) == 24);
 #else

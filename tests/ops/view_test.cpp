@@ -2,6 +2,7 @@
 // the window and nothing else, writes through either handle are seen through the other, host copies and
 // copies between devices take the window's elements, and the places that cannot take a window (a
 // graph's inputs, autograd and tracing) say so or copy it.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,11 @@ TEST_CASE("view: a window outside the tensor, or one made while autograd records
   CHECK(braid_view(x.get(), -1, 2, two_rows, &out) == BRAID_ERR_SHAPE);
   CHECK(braid_view(x.get(), 0, 1, all, &out) == BRAID_ERR_SHAPE);
   CHECK(braid_view(x.get(), 0, 2, nullptr, &out) == BRAID_ERR_INVALID_ARGUMENT);
+  const int64_t huge[] = {INT64_MAX, 2}, negative[] = {-1, 3};
+  CHECK(braid_view(x.get(), 0, 2, huge, &out) != BRAID_OK);
+  CHECK(braid_view(x.get(), INT64_MAX, 2, two_rows, &out) == BRAID_ERR_SHAPE);
+  CHECK(braid_view(x.get(), 0, 2, negative, &out) == BRAID_ERR_INVALID_ARGUMENT);
+  CHECK(braid_view(x.get(), 0, BRAID_MAX_DIMS + 1, two_rows, &out) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_view(nullptr, 0, 2, two_rows, &out) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(braid_view(x.get(), 0, 2, two_rows, nullptr) == BRAID_ERR_INVALID_ARGUMENT);
   CHECK(out == nullptr);

@@ -6,8 +6,10 @@ each other's writes. braid's ops are asynchronous, so an op pushed on the array 
 it while the consumer may be reading: wait for it (wait_to_read) before reading the view. The capsule
 holds a reference to the array's tensor, released when the consumer lets go of the memory.
 
-Import (np.from_dlpack) copies the producer's values into a new braid array on cpu(0) (braid's arrays
-own their storage), through NumPy's own from_dlpack.
+Import (np.from_dlpack) shares too: the producer's capsule goes to braid_tensor_from_dlpack, and the
+new array on cpu(0) is the producer's memory (writes show on both sides), kept valid until braid lets go
+of it and calls the producer's deleter. What braid cannot share (memory that is not C-contiguous, a dtype
+it lacks as a DLPack code, NumPy 1.24's bool, which it does not export through DLPack) is copied.
 """
 import ctypes
 
@@ -55,6 +57,14 @@ _capsule_is_valid.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
 _capsule_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_get_pointer.restype = ctypes.c_void_p
 _capsule_get_pointer.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+# The consumer's side: the producer's capsule as a Python object. A function object of its own (indexing
+# makes a new one; the attribute is shared with _capsule_get_pointer, whose argtypes differ).
+_consumed_pointer = ctypes.pythonapi["PyCapsule_GetPointer"]
+_consumed_pointer.restype = ctypes.c_void_p
+_consumed_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_set_name = ctypes.pythonapi["PyCapsule_SetName"]
+_capsule_set_name.restype = ctypes.c_int
+_capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 # Address of each exported DLManagedTensor -> what keeps it valid: the struct, its shape array and the
 # retained braid_tensor (released by the deleter).
@@ -106,17 +116,48 @@ def export(x, stream=None, **unused):
     return _capsule_new(address, _CAPSULE_NAME, _capsule_destructor)
 
 
+def _shared(x, device):
+    """A braid array over the producer's memory (braid_tensor_from_dlpack), or None where braid cannot
+    share it (then the caller copies)."""
+    from ._lib import BraidError, c_tensor
+    from .ndarray import ndarray
+    try:
+        capsule = x.__dlpack__()
+    except (BufferError, RuntimeError, TypeError, ValueError):  # NumPy 1.24's bool, a read-only array, ...
+        return None
+    managed = _consumed_pointer(capsule, _CAPSULE_NAME)
+    out = c_tensor()
+    from . import device as _device
+    status = lib.braid_tensor_from_dlpack(_device.context_handle(), device.index, managed, ctypes.byref(out))
+    if status != 0:  # still the producer's: the capsule's own destructor gives it back
+        try:
+            check(status)
+        except BraidError as e:
+            if e.status in ("BRAID_ERR_UNSUPPORTED", "BRAID_ERR_DTYPE", "BRAID_ERR_INVALID_ARGUMENT"):
+                return None
+            raise
+    _capsule_set_name(capsule, _USED_NAME)  # braid calls the deleter now (DLPack's consumer rule)
+    return ndarray(out)
+
+
 def from_dlpack(x):
-    """np.from_dlpack: a new braid array on cpu(0) with the values of any DLPack producer in host memory
-    (NumPy arrays, PyTorch CPU tensors, braid arrays), copied."""
+    """np.from_dlpack: a braid array on cpu(0) over the memory of any DLPack producer in host memory
+    (NumPy arrays, PyTorch CPU tensors), shared without a copy where braid can (C-contiguous, one of its
+    dtypes), else a copy. A braid array gives a view of itself (shared as well)."""
     from . import device as _device
     from .ndarray import from_numpy, ndarray
     if isinstance(x, ndarray):
-        return x.copy()
-    if isinstance(x, numpy.ndarray):  # no DLPack needed (NumPy 1.24 exports no bool through it)
-        return from_numpy(x, _device.cpu())
+        return x[...]
     if not hasattr(x, "__dlpack__"):
         raise TypeError(f"braid: from_dlpack takes a DLPack producer (with __dlpack__), not {type(x).__name__}")
+    if hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] != _CPU:
+        raise BufferError(f"braid: from_dlpack takes a DLPack producer in host memory, not one on DLPack device "
+                          f"{x.__dlpack_device__()}")
+    shared = _shared(x, _device.cpu())
+    if shared is not None:
+        return shared
+    if isinstance(x, numpy.ndarray):
+        return from_numpy(x, _device.cpu())
     try:
         view = numpy.from_dlpack(x)
     except (BufferError, RuntimeError, TypeError) as e:

@@ -67,15 +67,45 @@ class ToNumPy(unittest.TestCase):
 
 
 class FromDLPack(unittest.TestCase):
-    def test_numpy_arrays_are_copied_in(self):
+    def test_numpy_arrays_are_shared_without_a_copy(self):
         data = numpy.arange(6, dtype=numpy.int64).reshape(2, 3)
         x = np.from_dlpack(data)
         self.assertEqual(x.dtype, numpy.int64)
-        data[0, 0] = 100  # a copy: braid's arrays own their storage
-        numpy.testing.assert_array_equal(x.asnumpy(), numpy.arange(6).reshape(2, 3))
-        numpy.testing.assert_array_equal(np.from_dlpack(data[:, ::2]).asnumpy(), data[:, ::2])  # strided
+        data[0, 0] = 100  # the same memory: braid sees NumPy's write ...
+        numpy.testing.assert_array_equal(x.asnumpy(), data)
+        x += 1  # ... and NumPy braid's, once the op has run
+        x.wait_to_read()
+        self.assertEqual(data[1, 2], 6)
+        numpy.testing.assert_array_equal((x * 2).asnumpy(), data * 2)
+
+    def test_the_producer_lives_until_braid_lets_go(self):
+        data = numpy.full(100000, 2.0, numpy.float32)
+        x = np.from_dlpack(data)
+        del data  # braid holds NumPy's array through the capsule it consumed
+        gc.collect()
+        y = x * 3
+        del x
+        gc.collect()
+        self.assertEqual(float(y.sum()), 600000.0)
+
+    def test_what_cannot_be_shared_is_copied(self):
+        data = numpy.arange(12, dtype=numpy.float32).reshape(3, 4)
+        strided = np.from_dlpack(data[:, ::2])  # not C-contiguous
+        numpy.testing.assert_array_equal(strided.asnumpy(), data[:, ::2])
+        data[0, 0] = -1
+        self.assertEqual(strided.asnumpy()[0, 0], 0.0)
+        readonly = data.copy()
+        readonly.flags.writeable = False  # NumPy does not export it through DLPack
+        numpy.testing.assert_array_equal(np.from_dlpack(readonly).asnumpy(), readonly)
+        numpy.testing.assert_array_equal(np.from_dlpack(numpy.array([True, False])).asnumpy(), [True, False])
         with self.assertRaises(TypeError):
             np.from_dlpack([1, 2, 3])
+
+    def test_a_braid_array_gives_a_view_of_itself(self):
+        x = np.arange(4)
+        y = np.from_dlpack(x)
+        y += 1
+        numpy.testing.assert_array_equal(x.asnumpy(), [1, 2, 3, 4])
 
 
 @unittest.skipIf(torch is None, "python3-torch is not installed (scripts/install-deps.sh --bench installs it)")
@@ -90,9 +120,12 @@ class WithPyTorch(unittest.TestCase):
         tb = torch.from_dlpack(b)
         self.assertEqual(tb.dtype, torch.bfloat16)
         self.assertEqual(tb.float().tolist(), [1.5, -2.0])
-        back = np.from_dlpack(torch.arange(4, dtype=torch.int32))
+        source = torch.arange(4, dtype=torch.int32)
+        back = np.from_dlpack(source)
         self.assertEqual(back.dtype, numpy.int32)
         numpy.testing.assert_array_equal(back.asnumpy(), [0, 1, 2, 3])
+        source[0] = 9  # shared: no copy on the way in either
+        self.assertEqual(int(back[0]), 9)
 
 
 if __name__ == "__main__":
