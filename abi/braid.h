@@ -607,6 +607,16 @@ typedef enum braid_grad_req {
  * previous setting, to restore it after a no-grad section. Thread-safe. */
 BRAID_API braid_status braid_autograd_set_recording(braid_context ctx, int32_t on, int32_t* prev);
 BRAID_API braid_status braid_autograd_is_recording(braid_context ctx, int32_t* out);
+/* Since 1.13. Automatic mixed precision (PyTorch's autocast, MXNet's AMP) for the calling thread in ctx:
+ * dtype BRAID_BFLOAT16 or BRAID_FLOAT16 turns it on, BRAID_FLOAT32 turns it off (the default; any
+ * other dtype is BRAID_ERR_INVALID_ARGUMENT); *prev (may be NULL) receives the previous setting. While
+ * it is on, braid_matmul and braid_conv2d given float32 operands (x and w; a bias stays float32) round
+ * them to dtype and multiply with float32 accumulation, returning float32; autograd rounds the
+ * gradients reaching them the same way. Every other op, and float64 operands, are unchanged, and the
+ * weights stay float32 (the master copy an optimizer updates). A hybrid function keeps a graph per
+ * setting. float16 training needs loss scaling (docs/AMP.md). Thread-safe. */
+BRAID_API braid_status braid_autocast_set(braid_context ctx, braid_dtype dtype, braid_dtype* prev);
+BRAID_API braid_status braid_autocast_get(braid_context ctx, braid_dtype* out);
 /* Attaches a zero-filled gradient buffer of t's shape and dtype (float32/float64) and makes t a leaf
  * for the ops recorded after: they see no history. Ops recorded before keep theirs, so gradients
  * through them still reach t's inputs, and t's buffer gets only the later ops' gradients. Attaching

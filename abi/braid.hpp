@@ -683,6 +683,22 @@ inline bool is_recording(const Context& ctx) {
   return on != 0;
 }
 
+// Automatic mixed precision on the calling thread for its lifetime (restores the previous setting):
+// BRAID_BFLOAT16 or BRAID_FLOAT16, or BRAID_FLOAT32 for a full-precision section (braid_autocast_set).
+class Autocast {
+ public:
+  explicit Autocast(const Context& ctx, braid_dtype dtype = BRAID_BFLOAT16) : ctx_(ctx.get()) {
+    check(braid_autocast_set(ctx_, dtype, &prev_));
+  }
+  ~Autocast() { braid_autocast_set(ctx_, prev_, nullptr); }
+  Autocast(const Autocast&) = delete;
+  Autocast& operator=(const Autocast&) = delete;
+
+ private:
+  braid_context ctx_;
+  braid_dtype prev_ = BRAID_FLOAT32;
+};
+
 // ---- parallel (ABI 1.2): several devices -----------------------------------------------------------
 
 namespace detail {

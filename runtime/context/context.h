@@ -52,11 +52,18 @@ struct braid_context_t {
   std::atomic<uint64_t> seed{0};
   std::atomic<uint64_t> rng_draw{0};
   braid::autograd::Recording recording;  // autograd's per-thread switch
+  // Unique for the process's lifetime (a context made at a dead one's address has another): what
+  // per-thread settings kept outside the context (ops/amp.cpp, autocast) are keyed by.
+  const uint64_t serial = next_serial();
 
   explicit braid_context_t(const braid_context_options& options);
   ~braid_context_t();
   braid_context_t(const braid_context_t&) = delete;
   braid_context_t& operator=(const braid_context_t&) = delete;
+  static uint64_t next_serial() noexcept {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
+  }
 
   braid::Device& device(braid_device index, const char* what);
   // device_list and aux_devices: everything a wait for all work waits for.

@@ -14,6 +14,7 @@
 #include "graph/handles.h"
 #include "graph/run.h"
 #include "graph/trace.h"
+#include "ops/amp.h"
 #include "ops/call.h"
 #include "tensor/handle_watch.h"
 
@@ -28,7 +29,7 @@ struct braid_hybrid_t {
   int32_t num_inputs = 0, num_outputs = 0;
   uint32_t passes = 0;
   std::mutex mu;
-  // Graphs by input signature (device, dtypes, shapes); a handful, searched in order. Guarded by mu,
+  // Graphs by input signature (autocast, devices, dtypes, shapes); a handful, searched in order. Guarded by mu,
   // which a call holds while it runs a cached graph (runs of one graph are serialised anyway).
   std::vector<std::pair<std::vector<int64_t>, braid_graph>> cache;
 
@@ -46,9 +47,10 @@ using HybridPool = HandlePool<braid_hybrid_t>;
 braid_hybrid_t& checked_hybrid(braid_hybrid h) { return HybridPool::instance().checked(h, "h", "hybrid"); }
 
 // Device, dtype and shape of every input, as numbers: compared on every call, so nothing is formatted.
-std::vector<int64_t> signature(const std::vector<Tensor*>& ts) {
+std::vector<int64_t> signature(const Context& ctx, const std::vector<Tensor*>& ts) {
   std::vector<int64_t> key;
-  key.reserve(ts.size() * 4);
+  key.reserve(ts.size() * 4 + 1);
+  key.push_back(autocast_dtype(ctx));  // a graph keeps the precision it was traced in (docs/AMP.md)
   for (const Tensor* t : ts) {
     key.push_back(static_cast<int64_t>(reinterpret_cast<intptr_t>(&t->device())));
     key.push_back(t->dtype);
@@ -182,7 +184,7 @@ BRAID_API braid_status braid_hybrid_call(braid_hybrid h, const braid_tensor* inp
         handles[k] = ins[k] = copies.back().get();
       }
     inputs = handles.data();
-    const std::vector<int64_t> key = signature(ins);
+    const std::vector<int64_t> key = signature(*hy.ctx, ins);
     {
       std::lock_guard lock(hy.mu);
       if (braid_graph g = find_locked(hy, key)) {
@@ -246,7 +248,7 @@ BRAID_API braid_status braid_hybrid_graph(braid_hybrid h, const braid_tensor* in
     for (const Tensor* t : ins)
       if (t->ctx != hy.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "hybrid_graph: an input belongs to another context");
     std::lock_guard lock(hy.mu);
-    braid_graph g = find_locked(hy, signature(ins));
+    braid_graph g = find_locked(hy, signature(*hy.ctx, ins));
     if (!g) fail(BRAID_ERR_NOT_FOUND, "hybrid_graph: no call with this input signature has been made yet");
     // An application reference of its own, beside the cache's (which the application cannot release).
     g->refs.app_refs.fetch_add(1);

@@ -34,6 +34,7 @@ void full(braid_context ctx, braid_device device, const braid_dtype& dtype, int3
           double value, braid_tensor* out);
 void reduce(const braid_reduce_op& rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,
             braid_tensor* out);
+void conv2d(braid_tensor x, braid_tensor w, braid_tensor bias, const braid_conv2d_params* params, braid_tensor* out);
 void conv2d_backward_data(braid_tensor dy, braid_tensor w, const int64_t* x_shape, const braid_conv2d_params* params,
                           braid_tensor* dx);
 void conv2d_backward_weight(braid_tensor dy, braid_tensor x, const int64_t* w_shape, const braid_conv2d_params* params,

@@ -1,4 +1,6 @@
 // Matrix multiplication, 2-D or batched.
+#include "ops/amp.h"
+#include "ops/call.h"
 #include "ops/entry.h"
 #include "ops/op_builder.h"
 
@@ -37,6 +39,11 @@ void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t 
   OpBuilder op("matmul", BRAID_KOP_MATMUL);
   Tensor& ta = op.operand(a, "a");
   Tensor& tb = op.operand(b, "b");
+  // Autocast: float32 operands rounded to its dtype, multiplied in float32 (this builder is dropped).
+  if (autocast_op(ta, tb, out, [&](Tensor* ra, Tensor* rb) {
+        return braid::op::matmul(ra, rb, transpose_a != 0, transpose_b != 0);
+      }))
+    return;
   require_float(ta, "matmul", "a");
   require_same_dtype(ta, tb, "matmul");
   const Shape &sa = ta.shape, &sb = tb.shape;

@@ -2,6 +2,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "ops/amp.h"
+#include "ops/call.h"
+#include "ops/entry.h"
 #include "ops/op_builder.h"
 #include "ops/params.h"
 #include "ops/shapes.h"
@@ -16,27 +19,33 @@ void require_vector(const Tensor& t, int64_t c, braid_dtype dtype, const char* o
 }
 }  // namespace
 
+void entry::conv2d(braid_tensor x, braid_tensor w, braid_tensor bias, const braid_conv2d_params* params,
+                   braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  braid_conv2d_params p = conv2d_params(params);
+  OpBuilder op("conv2d", BRAID_KOP_CONV2D);
+  Tensor& tx = op.input(x, "x");
+  Tensor& tw = op.input(w, "w");
+  // Autocast: x and w rounded to its dtype, the convolution in float32 (the bias stays float32).
+  if (autocast_op(tx, tw, out, [&](Tensor* rx, Tensor* rw) { return braid::op::run(entry::conv2d, rx, rw, bias, &p); }))
+    return;
+  require_float(tx, "conv2d", "x");
+  require_same_dtype(tx, tw, "conv2d");
+  Conv2dGeometry g = conv2d_geometry(tx.shape, tw.shape, p);
+  if (bias) require_vector(op.input(bias, "bias"), g.k, tx.dtype, "conv2d", "bias");
+  op.require_kernel(tx.dtype);
+  op.output(tx.dtype, g.output());
+  put_conv2d_params(op.call(), p);
+  op.push();
+  *out = op.release_output(0);
+}
+
 extern "C" {
 
 BRAID_API braid_status braid_conv2d(braid_tensor x, braid_tensor w, braid_tensor bias,
                                     const braid_conv2d_params* params, braid_tensor* out) {
-  return guard("braid_conv2d", [&] {
-    require(out, "out");
-    *out = nullptr;
-    braid_conv2d_params p = conv2d_params(params);
-    OpBuilder op("conv2d", BRAID_KOP_CONV2D);
-    Tensor& tx = op.input(x, "x");
-    Tensor& tw = op.input(w, "w");
-    require_float(tx, "conv2d", "x");
-    require_same_dtype(tx, tw, "conv2d");
-    Conv2dGeometry g = conv2d_geometry(tx.shape, tw.shape, p);
-    if (bias) require_vector(op.input(bias, "bias"), g.k, tx.dtype, "conv2d", "bias");
-    op.require_kernel(tx.dtype);
-    op.output(tx.dtype, g.output());
-    put_conv2d_params(op.call(), p);
-    op.push();
-    *out = op.release_output(0);
-  });
+  return guard("braid_conv2d", [&] { entry::conv2d(x, w, bias, params, out); });
 }
 
 BRAID_API braid_status braid_pool2d(braid_tensor x, const braid_pool2d_params* params, braid_tensor* out) {

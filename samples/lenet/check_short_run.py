@@ -5,7 +5,7 @@ chapter's N(0, 0.01^2) initialisation sits on a loss plateau for about an epoch,
 from N(0, 0.1^2).
 
     check_short_run.py BRAID_LENET [--device ID | --devices ID,ID...] [--batches N] [--batch-size N] [--test-batches N]
-                       [--hybridize]
+                       [--hybridize] [--amp bf16]
 
 Defaults: the default device, 40 batches of the sample's default size, all test images. Exit 77
 (skipped) when the dataset is not installed or a named device does not exist. --devices trains data-parallel
@@ -23,6 +23,7 @@ parser.add_argument("--batches", type=int, default=40)
 parser.add_argument("--batch-size", type=int)
 parser.add_argument("--test-batches", type=int)
 parser.add_argument("--hybridize", action="store_true", help="train with braid-lenet --hybridize (graph mode)")
+parser.add_argument("--amp", help="train with braid-lenet --amp (mixed precision)")
 args = parser.parse_args()
 
 wanted = [args.device] if args.device else (args.devices.split(",") if args.devices else [])
@@ -45,6 +46,8 @@ if args.test_batches:
     cmd += ["--test-batches", str(args.test_batches)]
 if args.hybridize:
     cmd += ["--hybridize"]
+if args.amp:
+    cmd += ["--amp", args.amp]
 print(" ".join(cmd), flush=True)
 proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
 if proc.returncode == 77:
@@ -54,6 +57,10 @@ if proc.returncode != 0:
 epoch = json.loads(proc.stdout.strip().splitlines()[-1])["epochs"][0]
 print(f"{epoch['batches']} batches in {epoch['seconds']:.1f} s: loss of the first 5 batches {epoch['loss_first']:.4f}, "
       f"of the last 5 {epoch['loss_last']:.4f}, test accuracy {epoch['test_accuracy']:.4f}")
+run = json.loads(proc.stdout.strip().splitlines()[-1])
+if args.amp and run.get("amp") != args.amp:
+    print(f"braid-lenet reported amp {run.get('amp')!r}, not {args.amp!r}")
+    sys.exit(1)
 ok = (epoch["batches"] == args.batches and epoch["loss_last"] < 0.8 * epoch["loss_first"] and
       epoch["test_accuracy"] > 0.3)
 sys.exit(0 if ok else 1)

@@ -4,7 +4,7 @@
 //   braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]
 //               [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]
 //               [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX] [--dist]
-//               [--list-devices]
+//               [--amp bf16|off] [--list-devices]
 //
 // An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
 // reads the command line.
@@ -39,6 +39,8 @@
 //                   across the ranks, and the losses reported are the means over every rank's rows.
 //                   Every rank evaluates the whole test set with the same parameters and prints its
 //                   JSON (braid-run prefixes each line with the rank)
+//   --amp bf16      automatic mixed precision (docs/AMP.md): the convolutions and matrix products round
+//                   their float32 operands to bfloat16 and accumulate in float32; weights stay float32
 //   --list-devices  print the devices (id and name) and exit
 //
 // A progress bar runs on stderr during each epoch (plain lines at each quarter when stderr is not a
@@ -59,6 +61,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../common/amp.h"
 #include "../common/calibrate.h"
 #include "../common/progress.h"
 #include "../common/ranks.h"
@@ -88,13 +91,14 @@ struct Options {
   bool hybridize = false;
   std::string export_prefix;
   bool dist = false;
+  braid_dtype amp = BRAID_FLOAT32;  // --amp
 };
 
 constexpr const char* kUsage =
     "usage: braid-lenet [--device NAME] [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N]\n"
     "                   [--test-batches N] [--batch-size N] [--lr X] [--init-std X] [--seed N] [--data-dir DIR]\n"
     "                   [--json] [--save-init FILE] [--step-losses N] [--hybridize] [--export PREFIX]\n"
-    "                   [--dist] [--list-devices] [--help] [--version]\n";
+    "                   [--dist] [--amp bf16|off] [--list-devices] [--help] [--version]\n";
 
 Options parse(int argc, char** argv) {
   enum {
@@ -115,6 +119,7 @@ Options parse(int argc, char** argv) {
     kHybridize,
     kExport,
     kDist,
+    kAmp,
     kListDevices,
   };
   static const option options[] = {
@@ -135,6 +140,7 @@ Options parse(int argc, char** argv) {
       {"hybridize", no_argument, nullptr, kHybridize},
       {"export", required_argument, nullptr, kExport},
       {"dist", no_argument, nullptr, kDist},
+      {"amp", required_argument, nullptr, kAmp},
       {"list-devices", no_argument, nullptr, kListDevices},
       CLI_STANDARD_OPTIONS,
       {},
@@ -162,6 +168,7 @@ Options parse(int argc, char** argv) {
       case kHybridize: o.hybridize = true; break;
       case kExport: o.export_prefix = cli.value; break;
       case kDist: o.dist = true; break;
+      case kAmp: o.amp = samples::parse_amp(cli, cli.value); break;
       case kListDevices: o.list = true; break;
     }
   }
@@ -232,6 +239,7 @@ double mean_of(std::span<const double> values) {
 
 int run(const Options& opt) {
   braid::Context ctx;
+  const braid::Autocast amp(ctx, opt.amp);  // this thread's; each replica's thread sets its own
   if (opt.list) {
     for (braid::Device d : ctx.devices()) std::printf("%s\t%s\n", ctx.device_info(d).id, ctx.device_info(d).name);
     return 0;
@@ -297,6 +305,7 @@ int run(const Options& opt) {
     braid::Batch b = train.next();
     weights = samples::calibrate(ctx, devs, b.images, b.labels,
                                  [&](size_t r, const braid::Tensor& x, const braid::Tensor& y) {
+                                   const braid::Autocast replica_amp(ctx, opt.amp);
                                    lenet::shard_backward(ctx, replicas[r], x, y);
                                  });
     while (train.next()) {  // restart the epoch: the run sees the batches it would without calibration
@@ -324,6 +333,7 @@ int run(const Options& opt) {
     const std::vector<braid::Tensor> ys = braid::split_and_load(labels, devs, weights);
     std::vector<braid::Tensor> losses(devs.size());
     samples::for_each_replica(devs.size(), [&](size_t r) {
+      const braid::Autocast replica_amp(ctx, opt.amp);
       if (xs[r].numel() == 0) {  // a weight of 0, or a short last batch
         samples::zero_grads(ctx, replicas[r].params());
         return;
@@ -452,8 +462,9 @@ int run(const Options& opt) {
   }
   const std::vector<double> step_loss_means = rank_means(step_losses, group.get());  // a collective: every rank
   if (opt.json) {
-    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, ", ids.c_str(),
-                static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false");
+    std::printf("{\"device\": \"%s\", \"batch_size\": %lld, \"lr\": %g, \"hybridize\": %s, \"amp\": \"%s\", ",
+                ids.c_str(), static_cast<long long>(opt.batch_size), opt.lr, opt.hybridize ? "true" : "false",
+                samples::amp_name(opt.amp));
     if (group) std::printf("\"rank\": %d, \"ranks\": %d, ", rank, ranks);
     if (opt.hybridize)
       std::printf(

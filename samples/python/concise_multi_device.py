@@ -11,7 +11,7 @@ import sys
 import time
 
 import braid
-from braid import autograd, gluon, init, np, npx
+from braid import amp, autograd, gluon, init, np, npx
 from braid.gluon import nn
 
 npx.set_np()
@@ -92,6 +92,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--amp", choices=["off", "bf16", "f16"], default="off",
+                    help="mixed precision (docs/AMP.md): bf16, or f16 with dynamic loss scaling")
     args = ap.parse_args()
     try:
         devices = [braid.Device.parse(name) for name in args.devices.split(",")]
@@ -102,6 +104,9 @@ def main():
     train_iter, test_iter = braid.data.load_data_fashion_mnist(args.batch_size)
     net.initialize(init=init.Normal(sigma=0.01), ctx=devices, force_reinit=True)
     trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': args.lr})
+    if args.amp != "off":
+        amp.init(args.amp)  # autocast on this thread, which runs every device's forward and backward
+        amp.init_trainer(trainer)  # f16: dynamic loss scaling; bf16 needs none
     loss = gluon.loss.SoftmaxCrossEntropyLoss()
     for epoch in range(args.epochs):
         start, losses = time.perf_counter(), []
@@ -111,8 +116,9 @@ def main():
             X_shards, y_shards = split_batch(features, labels, devices)
             with autograd.record():
                 ls = [loss(net(X_shard), y_shard) for X_shard, y_shard in zip(X_shards, y_shards)]
-            for l in ls:
-                l.backward()
+                with amp.scale_loss(ls, trainer) as scaled:  # ls itself without a loss scaler
+                    for l in scaled:
+                        l.backward()
             trainer.step(args.batch_size)
             losses.append((ls, labels.shape[0]))
         npx.waitall()
@@ -125,7 +131,7 @@ def main():
         result = {"epoch": epoch + 1, "batches": len(losses), "seconds": seconds,
                   "samples_per_second": len(losses) * args.batch_size / seconds, "loss_first": losses[0],
                   "loss_last": losses[-1], "test_accuracy": accuracy, "replica_spread": float(spread),
-                  "devices": args.devices}
+                  "devices": args.devices, "amp": args.amp}
         if args.json:
             print(json.dumps(result))
         else:

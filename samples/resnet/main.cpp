@@ -4,7 +4,7 @@
 // accuracy.
 //
 //   braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]
-//                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist]
+//                [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist] [--amp bf16|off]
 //
 // An option's value may follow it (`--epochs 2`) or be joined to it (`--epochs=2`); tools/common/cli.h
 // reads the command line.
@@ -16,6 +16,8 @@
 //   --batch-size N  global batch (default 256); --lr X (default 0.1, SGD)
 //   --test-batches N  evaluate N test batches of 256 (0 = all; default 0)
 //   --json          one JSON object on stdout at the end
+//   --amp bf16      automatic mixed precision (docs/AMP.md): convolutions and the dense layer round their
+//                   float32 operands to bfloat16 and accumulate in float32; weights stay float32
 //   --dist          data parallelism across processes too (`braid-run -n 2 braid-resnet --dist`, mpirun,
 //                   srun; docs/DISTRIBUTED.md): --batch-size is the global batch, a multiple of the
 //                   ranks; each rank reads its part of every epoch, the Trainer sums the gradients over
@@ -36,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "../common/amp.h"
 #include "../common/calibrate.h"
 #include "../common/progress.h"
 #include "../common/ranks.h"
@@ -56,12 +59,13 @@ struct Options {
   std::string data_dir;
   bool json = false;
   bool dist = false;
+  braid_dtype amp = BRAID_FLOAT32;  // --amp
 };
 
 constexpr const char* kUsage =
     "usage: braid-resnet [--devices LIST] [--weights LIST|auto] [--epochs N] [--batches N] [--batch-size N]\n"
-    "                    [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist] [--help]\n"
-    "                    [--version]\n";
+    "                    [--lr X] [--seed N] [--test-batches N] [--data-dir DIR] [--json] [--dist]\n"
+    "                    [--amp bf16|off] [--help] [--version]\n";
 
 Options parse(int argc, char** argv) {
   enum {
@@ -75,7 +79,8 @@ Options parse(int argc, char** argv) {
     kLr,
     kDataDir,
     kJson,
-    kDist
+    kDist,
+    kAmp
   };
   static const option options[] = {
       {"devices", required_argument, nullptr, kDevices},
@@ -89,6 +94,7 @@ Options parse(int argc, char** argv) {
       {"data-dir", required_argument, nullptr, kDataDir},
       {"json", no_argument, nullptr, kJson},
       {"dist", no_argument, nullptr, kDist},
+      {"amp", required_argument, nullptr, kAmp},
       CLI_STANDARD_OPTIONS,
       {},
   };
@@ -109,6 +115,7 @@ Options parse(int argc, char** argv) {
       case kDataDir: o.data_dir = cli.value; break;
       case kJson: o.json = true; break;
       case kDist: o.dist = true; break;
+      case kAmp: o.amp = samples::parse_amp(cli, cli.value); break;
     }
   }
   if (optind < argc) cli_fail(&cli, "unexpected argument '%s'", argv[optind]);
@@ -123,6 +130,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int run(const Options& opt) {
   braid::Context ctx;
+  const braid::Autocast amp(ctx, opt.amp);  // this thread's; each replica's thread sets its own
   std::vector<braid::Device> devs;
   std::string ids;
   for (const std::string& name : opt.devices) {
@@ -174,7 +182,11 @@ int run(const Options& opt) {
     braid::Batch b = train.next();
     weights = samples::calibrate(
         ctx, devs, b.images, b.labels,
-        [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) { shard_backward(r, xs, ys); }, 1);
+        [&](size_t r, const braid::Tensor& xs, const braid::Tensor& ys) {
+          const braid::Autocast replica_amp(ctx, opt.amp);
+          shard_backward(r, xs, ys);
+        },
+        1);
     while (train.next()) {  // restart the epoch, so the run sees the same batches as without calibration
     }
     samples::drop_idle(devs, replicas, weights);
@@ -219,6 +231,7 @@ int run(const Options& opt) {
       const std::vector<braid::Tensor> ys = braid::split_and_load(b.labels, devs, weights);
       std::vector<braid::Tensor> losses(devs.size());
       samples::for_each_replica(devs.size(), [&](size_t r) {
+        const braid::Autocast replica_amp(ctx, opt.amp);
         if (xs[r].numel() > 0)
           losses[r] = braid::copy_to(shard_backward(r, xs[r], ys[r]), dev);
         else
@@ -269,8 +282,8 @@ int run(const Options& opt) {
                  results.back().samples_per_s, loss, acc);
   }
   if (opt.json) {
-    std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, ", ids.c_str(), split.c_str(),
-                static_cast<long long>(opt.batch_size));
+    std::printf("{\"devices\": \"%s\", \"split\": \"%s\", \"batch_size\": %lld, \"amp\": \"%s\", ", ids.c_str(),
+                split.c_str(), static_cast<long long>(opt.batch_size), samples::amp_name(opt.amp));
     if (group) std::printf("\"rank\": %d, \"ranks\": %d, ", rank, ranks);
     std::printf("\"epochs\": [");
     for (size_t i = 0; i < results.size(); ++i)

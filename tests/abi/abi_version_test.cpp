@@ -272,6 +272,8 @@ const char* const kApiFunctions[] = {
     "braid_compare_scalar",
     "braid_view",
     "braid_tensor_from_dlpack",
+    "braid_autocast_set",
+    "braid_autocast_get",
 };
 
 TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
@@ -298,10 +300,11 @@ TEST_CASE("the symbol list covers every BRAID_API function of braid.h") {
   CHECK(listed.size() == std::size(kApiFunctions));  // no duplicates
   for (auto& f : declared) CHECK_MESSAGE(listed.count(f) == 1, f << " is declared in braid.h but not listed here");
   for (auto& f : listed) CHECK_MESSAGE(declared.count(f) == 1, f << " is listed here but not declared in braid.h");
-  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1 + 6 + 2 + 4);  // ABI 1.1 (+10: data,
+  CHECK(declared.size() == 58 + 10 + 10 + 25 + 1 + 4 + 20 + 1 + 13 + 5 + 1 + 6 + 2 + 6);  // ABI 1.1 (+10: data,
   // +10: autograd), 1.2 (+25: parallel), 1.3 (+1), 1.4 (+4), 1.5 (+18: graph, +2: log), 1.7 (+1: where), 1.8
   // (+13: processes), 1.9 (+3: KVStore across processes, +2: trainer states), 1.10 (+1: rejoining), 1.11 (+6:
-  // consistent names), 1.12 (+2: take, host_data), 1.13 (+4: compare, compare_scalar, view, tensor_from_dlpack)
+  // consistent names), 1.12 (+2: take, host_data), 1.13 (+6: compare, compare_scalar, view, tensor_from_dlpack,
+  // autocast_set/get)
 }
 
 TEST_CASE("libbraid.so exports every function of braid.h") {

@@ -11,7 +11,7 @@ try:  # first, so that an interpreter without NumPy is told what it lacks rather
 except ImportError as _e:
     raise ImportError("braid needs NumPy (1.22 or later) in this interpreter: pip install numpy, or use one that "
                       "has it (Debian: apt install python3-numpy)") from _e
-from . import _lib, autograd, context, data, distributed, gluon, initializer, kvstore, metric  # noqa: F401
+from . import _lib, amp, autograd, context, data, distributed, gluon, initializer, kvstore, metric  # noqa: F401
 from . import nd, np, npx, symbol  # noqa: F401
 from ._lib import BraidError
 from .device import Device, cpu, devices, gpu, memory_stats, num_gpus, seed, vulkan, waitall  # noqa: F401
@@ -22,7 +22,7 @@ kv = kvstore  # MXNet's mx.kv
 Context = context.Context  # MXNet 1.x's mx.Context: a device
 sym = symbol  # MXNet 1.x's mx.sym
 random = np.random
-__all__ = ["np", "npx", "nd", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
+__all__ = ["np", "npx", "nd", "amp", "autograd", "gluon", "init", "kv", "kvstore", "data", "distributed", "random", "ndarray",
            "NDArray", "BraidError", "Device", "Context", "context", "metric", "cpu", "gpu", "vulkan", "devices",
            "num_gpus", "seed", "waitall", "sym", "symbol", "memory_stats"]
 __version__ = _lib.lib.braid_version_string().decode().split(" ")[0]  # the library's release

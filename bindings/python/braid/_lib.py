@@ -176,6 +176,8 @@ _PROTOTYPES = {
     "braid_compare_scalar": (c_status, [ctypes.c_int, c_tensor, ctypes.c_double, c_tensorp]),
     "braid_view": (c_status, [c_tensor, ctypes.c_int64, ctypes.c_int32, c_i64p, c_tensorp]),
     "braid_tensor_from_dlpack": (c_status, [c_context, ctypes.c_int32, ctypes.c_void_p, c_tensorp]),
+    "braid_autocast_set": (c_status, [c_context, ctypes.c_int, ctypes.POINTER(ctypes.c_int)]),
+    "braid_autocast_get": (c_status, [c_context, ctypes.POINTER(ctypes.c_int)]),
     "braid_reduce": (c_status, [ctypes.c_int, c_tensor, ctypes.c_int32, c_i32p, ctypes.c_int32, c_tensorp]),
     "braid_argmax": (c_status, [c_tensor, ctypes.c_int32, ctypes.c_int32, c_tensorp]),
     "braid_matmul": (c_status, [c_tensor, c_tensor, ctypes.c_int32, ctypes.c_int32, c_tensorp]),

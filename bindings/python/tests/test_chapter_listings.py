@@ -78,6 +78,19 @@ class MultiDeviceTraining(unittest.TestCase):
         self.assertEqual(epoch["replica_spread"], 0.0)
         self.assertTrue(0 < epoch["loss_first"] < 10 and 0 < epoch["loss_last"] < 10, epoch)
 
+    def test_concise_resnet18_with_mixed_precision(self):
+        # --amp f16: autocast plus dynamic loss scaling; the step must run (no overflow skips all of it) and the
+        # replicas stay equal.
+        for mode in ("bf16", "f16"):
+            with self.subTest(amp=mode):
+                proc = run_sample("concise_multi_device.py", "--devices", "cpu:0,cpu:1", "--batches", "2",
+                                  "--batch-size", "16", "--test-batches", "1", "--json", "--amp", mode,
+                                  env={"BRAID_CPU_DEVICES": "2"})
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                epoch = json.loads(proc.stdout.strip().splitlines()[-1])
+                self.assertEqual((epoch["amp"], epoch["replica_spread"]), (mode, 0.0))
+                self.assertTrue(0 < epoch["loss_first"] < 10 and 0 < epoch["loss_last"] < 10, epoch)
+
 
 if __name__ == "__main__":
     unittest.main()

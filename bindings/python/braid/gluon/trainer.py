@@ -237,13 +237,30 @@ class Trainer:
 
     def step(self, batch_size, ignore_stale_grad=False):
         """allreduce_grads() then update(batch_size). batch_size is this process's (see the module's
-        docstring for several processes)."""
+        docstring for several processes). With amp's loss scaling (amp.init_trainer), the gradients are
+        divided by the loss scale too, and a step whose gradients overflowed is skipped."""
+        if getattr(self, "_amp_scaler", None) is not None:
+            self._scaled_step(batch_size, ignore_stale_grad)
+            return
         if self._async is not None:
             self._async_step(batch_size)
             return
         total, sent = self._global_batch(batch_size)
         check(lib.braid_trainer_step(self._trainer(ignore_stale_grad), total))
         self._check_after(sent)
+
+    def _scaled_step(self, batch_size, ignore_stale_grad):
+        """step() under dynamic loss scaling: the summed gradients are checked once, after they are
+        reduced (so every device and process decides alike), then the update divides by the scale."""
+        if self._async is not None:
+            raise NotImplementedError("braid: amp's loss scaling needs a synchronous kvstore, not dist_async")
+        scaler = self._amp_scaler
+        self._trainer(ignore_stale_grad)
+        self.allreduce_grads()
+        overflow = scaler.has_overflow([p.grad(p.list_ctx()[0]) for p in self._params if p.grad_req != "null"])
+        if not overflow:  # the gradients are (sum of losses x scale)': divided by batch_size x scale
+            self.update(batch_size * scaler.loss_scale, ignore_stale_grad)
+        scaler.update(overflow)
 
     def allreduce_grads(self):
         if self._async is not None:
