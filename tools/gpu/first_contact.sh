@@ -10,7 +10,8 @@
 #   suites     braid-test-autograd, -graph, -parallel on cpu and cuda
 #   memcheck   compute-sanitizer memcheck, then racecheck, on the plugin's GPU cases
 #   bench      braid-bench gemm, hw and fusion on cuda:0; the chapter's MLP on cuda:0
-#   lenet      LeNet on cuda:0 one epoch, imperative then hybridized; on cuda:0 and cpu:0 together
+#   lenet      LeNet on cuda:0 one epoch, imperative then hybridized; on cuda:0 and cpu:0 together; with
+#              --amp bf16
 #   vulkan     the Vulkan backend on the GPU (NVIDIA's Vulkan driver, the bundled loader): braid-info,
 #              braid-test-vulkan, the op suite on cpu and vulkan, the graph suite on vulkan
 #   profile    a Chrome trace (BRAID_PROFILE) of 20 LeNet steps on cuda:0
@@ -150,6 +151,7 @@ stage_lenet() {
   run lenet-imperative 150 braid-lenet --device cuda:0 --epochs 1
   run lenet-hybridized 150 braid-lenet --device cuda:0 --epochs 1 --hybridize
   run lenet-cuda-cpu 150 braid-lenet --devices cuda:0,cpu:0 --weights auto --epochs 1
+  run lenet-amp-bf16 150 braid-lenet --device cuda:0 --epochs 1 --amp bf16  # docs/AMP.md: numerics, not speed yet
 }
 # A Chrome trace of 20 LeNet steps on cuda:0 (tools/trace_summary.py reads it): where a step's time goes.
 stage_profile() {
