@@ -254,7 +254,8 @@ BRAID_API braid_status braid_tensor_write_host(braid_tensor t, const void* data,
 /* Since 1.13. A tensor over another library's host memory, without a copy (DLPack's consumer side:
  * numpy.from_dlpack's and torch.from_dlpack's counterpart). `managed` is a DLManagedTensor* (DLPack's
  * unversioned struct, 0.5 and later) whose memory is host memory (kDLCPU), C-contiguous (strides NULL
- * or row-major; a dimension of 1 may have any stride) and of one of braid's dtypes (float32/64/16,
+ * or row-major; a dimension of 1 may have any stride), aligned to its elements (a bool's bytes 0 or 1;
+ * else BRAID_ERR_INVALID_ARGUMENT) and of one of braid's dtypes (float32/64/16,
  * bfloat16, int32/64, uint8, bool); `device` is a device whose memory is host memory and whose backend
  * imports it (the CPU backend's), else BRAID_ERR_UNSUPPORTED. On success braid owns `managed` and calls
  * its deleter once, from any thread, after the last handle and the last op using the memory (the

@@ -570,7 +570,7 @@ void from_json(std::string_view data, Graph& g) {
     if (!taken.insert(o.value).second) bad(where + " repeats another output's value");
     // An output is its value or a reshape of it: the same dtype, the same number of bytes (a bool output's
     // value is the uint8 its kernels wrote, core/dtype.h kernel_dtype).
-    if (kernel_dtype(o.dtype) != v.dtype) bad(where + ": its dtype is not its value's");
+    if (kernel_dtype(o.dtype) != kernel_dtype(v.dtype)) bad(where + ": its dtype is not its value's");
     if (byte_size(shape, o.dtype, where) != v.bytes) bad(where + ": its shape and dtype do not cover its value");
     g.outputs.push_back(std::move(o));
   }

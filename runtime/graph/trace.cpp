@@ -218,7 +218,9 @@ class Tracer final : public TraceHook {
 
   static void describe(Value& v, const Tensor& t, const braid_buffer_view& view) {
     v.bytes = t.storage->bytes;
-    v.dtype = view.dtype;
+    // The tensor's dtype where the view is its storage type (a bool seen as uint8), so that an
+    // interpreted run makes the value a bool again; else what the view reads.
+    v.dtype = kernel_dtype(t.dtype) == view.dtype ? t.dtype : view.dtype;
     ViewRef probe = view_ref(0, *t.storage, view, t);
     if (probe.covers_whole(v.bytes)) {
       v.shape = Shape::of(std::span<const int64_t>(view.shape, static_cast<size_t>(view.ndim)));
@@ -289,7 +291,7 @@ class Tracer final : public TraceHook {
   int32_t output_value(const Tensor& t) {
     Value nv;
     nv.kind = ValueKind::internal;
-    nv.bytes = t.storage->bytes;
+    nv.bytes = t.bytes();  // t's own elements: a window's, not its whole storage's
     nv.dtype = t.dtype;
     nv.shape = t.shape;
     graph_values_.push_back(std::move(nv));
@@ -308,6 +310,7 @@ class Tracer final : public TraceHook {
     ViewRef in = view_ref(v, *t.storage, t.view(), t);
     ViewRef out = in;
     out.value = id;
+    out.offset = 0;  // the new value holds only t's elements (in starts at a window's offset)
     n.in.push_back(in);
     n.out.push_back(out);
     nodes_.push_back(std::move(n));

@@ -48,8 +48,12 @@ void entry::compare(const braid_compare_op& cop, braid_tensor a, braid_tensor b,
   check_op(cop, "compare");
   Tensor& ta = checked_tensor(a, "a");
   Tensor& tb = checked_tensor(b, "b");
-  const braid_dtype dtype = compares_in(result_type(ta.dtype, ta.shape.ndim == 0, tb.dtype, tb.shape.ndim == 0));
-  const TensorRef ca = cast_to(ta, dtype), cb = cast_to(tb, dtype);
+  // Each operand in the promoted dtype first (a float64 0-d beside float16 rounds to float16, as in
+  // PyTorch), then in the dtype that compares it exactly.
+  const braid_dtype common = result_type(ta.dtype, ta.shape.ndim == 0, tb.dtype, tb.shape.ndim == 0);
+  const braid_dtype dtype = compares_in(common);
+  const TensorRef pa = cast_to(ta, common), pb = cast_to(tb, common);
+  const TensorRef ca = cast_to(*pa, dtype), cb = cast_to(*pb, dtype);
   const TensorRef r = zero_one(cop, [&](braid_binary_op bop) { return op::binary(bop, ca.get(), cb.get()); });
   *out = bool_from_zero_one(*r).release();
 }
@@ -63,6 +67,18 @@ void entry::compare_scalar(const braid_compare_op& cop, braid_tensor x, double s
   *out = nullptr;
   check_op(cop, "compare_scalar");
   Tensor& tx = checked_tensor(x, "x");
+  if (tx.dtype == BRAID_FLOAT16 || tx.dtype == BRAID_BFLOAT16) {
+    // The scalar in x's own dtype, as NumPy and PyTorch take it (float16(0.1) == 0.1 holds): filled in
+    // float64 where the device has it (one rounding) and cast, then compared as two tensors.
+    Device& dev = tx.device();
+    const braid_dtype wide = dev.supports(BRAID_KOP_FILL, BRAID_FLOAT64) && dev.supports(BRAID_KOP_COPY, BRAID_FLOAT64)
+                                 ? BRAID_FLOAT64
+                                 : BRAID_FLOAT32;
+    const TensorRef s = op::run(entry::full, tx.ctx, dev.index, wide, 0, nullptr, scalar);
+    const TensorRef same = op::cast(s.get(), tx.dtype);
+    *out = op::compare(cop, &tx, same.get()).release();
+    return;
+  }
   const TensorRef c = cast_to(tx, compares_in(tx.dtype));
   const int32_t o = enum_int(cop);
   if (dtype_is_int(c->dtype)) {

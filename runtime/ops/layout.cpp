@@ -258,8 +258,16 @@ void entry::copy_into(braid_tensor src, braid_tensor dst) {
   if (a.ctx != b.ctx) fail(BRAID_ERR_INVALID_ARGUMENT, "src and dst belong to different contexts");
   if (!(a.shape == b.shape)) fail(BRAID_ERR_SHAPE, "src shape ", a.shape.str(), " differs from dst ", b.shape.str());
   if (a.dtype != b.dtype) fail(BRAID_ERR_DTYPE, "src and dst dtypes differ; use braid_cast");
-  if (a.storage == b.storage) return;
   if (a.bytes() == 0) return;
+  if (a.storage == b.storage) {
+    if (a.offset == b.offset) return;  // the same elements (a reshape, or the tensor itself)
+    // Two windows of one storage (braid_view): apart, one kernel copies; overlapping, through a copy.
+    if (a.offset < b.offset + b.bytes() && b.offset < a.offset + a.bytes()) {
+      const TensorRef tmp = braid::op::run(entry::copy, &a, a.storage->device->index);
+      copy_into(tmp.get(), &b);
+      return;
+    }
+  }
   if (&a.device() == &b.device())
     push_copy_kernel("copy_into", a, a.view(), b, b.view());
   else {

@@ -2,6 +2,9 @@
 // consumer side; the producer side is braid_tensor_host_data, which the bindings wrap).
 #include <dlpack/dlpack.h>
 
+#include <algorithm>
+#include <cstdint>
+
 #include "context/context.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -95,6 +98,13 @@ BRAID_API braid_status braid_tensor_from_dlpack(braid_context ctx, braid_device 
     if (bytes > 0) require(t.data, "managed->dl_tensor.data");
     braid_backend_buffer buffer = nullptr;
     std::byte* data = static_cast<std::byte*>(t.data) + t.byte_offset;
+    // Kernels read elements at their own alignment, and a bool as 0 or 1: memory that is neither is
+    // refused (the caller copies it instead).
+    if (reinterpret_cast<uintptr_t>(data) % dtype_size(dtype) != 0)
+      fail(BRAID_ERR_INVALID_ARGUMENT, "tensor_from_dlpack: the data is not aligned to its ", dtype_size(dtype),
+           "-byte elements; copy it first");
+    if (dtype == BRAID_BOOL && !std::all_of(data, data + bytes, [](std::byte b) { return b <= std::byte{1}; }))
+      fail(BRAID_ERR_INVALID_ARGUMENT, "tensor_from_dlpack: a bool byte is neither 0 nor 1; copy it first");
     if (braid_status st = dev.api->buffer_import_host(dev.handle, data, bytes, &buffer); st != BRAID_OK)
       fail(st, "tensor_from_dlpack: ", dev.id, " refused the memory");
     std::unique_ptr<DlpackMemory> owner;

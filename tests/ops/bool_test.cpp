@@ -291,3 +291,53 @@ TEST_CASE("bool: host bytes other than 0 and 1 are stored as 1; full takes nonze
     });
   }
 }
+
+namespace {
+// (x > 0, x * 2) as a hybrid function.
+braid_status positive_and_double(void*, int32_t, const braid_tensor* inputs, int32_t, braid_tensor* outputs) {
+  braid_status st = braid_compare_scalar(BRAID_COMPARE_GREATER, inputs[0], 0.0, &outputs[0]);
+  return st != BRAID_OK ? st : braid_binary_scalar(BRAID_BINARY_MUL, inputs[0], 2.0, 0, &outputs[1]);
+}
+}  // namespace
+
+TEST_CASE("bool: a graph gives bool outputs run as one graph and run op by op while autograd records") {
+  auto& ctx = harness::context();
+  braid_hybrid h = nullptr;
+  REQUIRE(braid_hybrid_create(ctx.get(), positive_and_double, nullptr, 1, 2, BRAID_GRAPH_PASS_ALL, &h) == BRAID_OK);
+  const auto x = harness::upload(0, BRAID_FLOAT32, ref::Array({3}, std::vector<double>{-1, 2, 0}));
+  braid::attach_grad(x);
+  for (bool record : {false, true, false, true}) {  // traced, then the graph; recorded: interpreted
+    INFO("recording ", record);
+    const braid::AutogradScope scope(ctx, record);
+    const braid_tensor in = x.get();
+    braid_tensor out[2] = {nullptr, nullptr};
+    REQUIRE(braid_hybrid_call(h, &in, out) == BRAID_OK);
+    const auto mask = braid::Tensor::adopt(out[0]), twice = braid::Tensor::adopt(out[1]);
+    CHECK(mask.dtype() == BRAID_BOOL);
+    CHECK_CLOSE(harness::download(mask), ref::Array({3}, std::vector<double>{0, 1, 0}), 0.0);
+    if (record) braid::backward(braid::sum(twice));
+  }
+  CHECK_CLOSE(harness::download(braid::grad(x)), ref::Array({3}, std::vector<double>{2, 2, 2}), 0.0);
+  braid_hybrid_release(h);
+}
+
+TEST_CASE("bool: a 16-bit float compares with a number or float64 0-d tensor rounded to its own dtype") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      for (braid_dtype dt : {BRAID_FLOAT16, BRAID_BFLOAT16}) {
+        INFO("device ", dev.id, ", ", harness::dtype_name(dt));
+        const auto x =
+            braid::cast(harness::upload(dev.index, BRAID_FLOAT32, ref::Array({2}, std::vector<double>{0.1, 1})), dt);
+        CHECK_CLOSE(harness::download(braid::compare(BRAID_COMPARE_EQUAL, x, 0.1)),
+                    ref::Array({2}, std::vector<double>{1, 0}), 0.0);  // float16(0.1) == 0.1, as NumPy and PyTorch
+        CHECK_CLOSE(harness::download(braid::compare(BRAID_COMPARE_LESS, x, 1e6)),
+                    ref::Array({2}, std::vector<double>{1, 1}), 0.0);
+        if ((harness::context().device_info(dev.index).dtype_mask & (1u << BRAID_FLOAT64)) != 0) {
+          const auto s = harness::upload(dev.index, BRAID_FLOAT64, ref::Array({}, 0.1));
+          CHECK_CLOSE(harness::download(braid::compare(BRAID_COMPARE_EQUAL, x, s)),
+                      ref::Array({2}, std::vector<double>{1, 0}), 0.0);
+        }
+      }
+    });
+  }
+}

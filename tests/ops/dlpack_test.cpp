@@ -123,6 +123,13 @@ TEST_CASE("dlpack import: byte_offset, bool, size-1 strides; refusals leave the 
          s = {1, 2};  // column-major [2, 3]
          m.dl_tensor.strides = s.data();
        }},
+      {"unaligned floats", BRAID_ERR_INVALID_ARGUMENT,
+       [](DLManagedTensor& m, std::vector<int64_t>&) { m.dl_tensor.byte_offset = 2; }},
+      {"a bool byte of 2", BRAID_ERR_INVALID_ARGUMENT,
+       [](DLManagedTensor& m, std::vector<int64_t>&) {
+         m.dl_tensor.dtype = {6, 8, 1};  // the floats' bytes: 0x3f80... is no bool
+         m.dl_tensor.shape[1] = 3;
+       }},
       {"negative dimension", BRAID_ERR_INVALID_ARGUMENT,
        [](DLManagedTensor& m, std::vector<int64_t>&) { m.dl_tensor.shape[0] = -2; }},
   };

@@ -171,3 +171,36 @@ TEST_CASE("view: a hybrid function runs on a copy of a window; a graph's run and
   braid_graph_release(g);
   braid_hybrid_release(h);
 }
+
+TEST_CASE("view: copies between windows of one storage, apart or overlapping") {
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto x = harness::upload(dev.index, BRAID_FLOAT32, ref::Array({6}, std::vector<double>{0, 1, 2, 3, 4, 5}));
+      braid::copy_into(braid::view(x, 0, {2}), braid::view(x, 4, {2}));  // apart
+      CHECK_CLOSE(harness::download(x), ref::Array({6}, std::vector<double>{0, 1, 2, 3, 0, 1}), 0.0);
+      braid::copy_into(braid::view(x, 0, {4}), braid::view(x, 2, {4}));  // overlapping: as if through a copy
+      CHECK_CLOSE(harness::download(x), ref::Array({6}, std::vector<double>{0, 1, 0, 1, 2, 3}), 0.0);
+    });
+  }
+}
+
+TEST_CASE("view: a window made before a trace and returned by it comes out as its own elements") {
+  auto& ctx = harness::context();
+  const auto x = harness::upload(0, BRAID_FLOAT32, ref::Array({4}, std::vector<double>{1, 2, 3, 4}));
+  const auto p = harness::upload(0, BRAID_FLOAT32, ref::Array({4}, std::vector<double>{10, 20, 30, 40}));
+  const auto w = braid::view(p, 2, {2});
+  const braid_tensor in = x.get();
+  REQUIRE(braid_graph_trace_begin(ctx.get(), 1, &in) == BRAID_OK);
+  const auto y = braid::add(x, p);  // reads p whole: p is a parameter of the graph
+  const braid_tensor outs[2] = {y.get(), w.get()};
+  braid_graph g = nullptr;
+  REQUIRE(braid_graph_trace_end(ctx.get(), 2, outs, &g) == BRAID_OK);
+  braid_tensor got[2] = {nullptr, nullptr};
+  REQUIRE(braid_graph_run(g, 1, &in, 2, got) == BRAID_OK);
+  const auto sum = braid::Tensor::adopt(got[0]), part = braid::Tensor::adopt(got[1]);
+  CHECK_CLOSE(harness::download(sum), ref::Array({4}, std::vector<double>{11, 22, 33, 44}), 0.0);
+  CHECK(part.shape() == std::vector<int64_t>{2});
+  CHECK_CLOSE(harness::download(part), ref::Array({2}, std::vector<double>{30, 40}), 0.0);
+  braid_graph_release(g);
+}

@@ -125,7 +125,10 @@ def _shared(x, device):
         capsule = x.__dlpack__()
     except (BufferError, RuntimeError, TypeError, ValueError):  # NumPy 1.24's bool, a read-only array, ...
         return None
-    managed = _consumed_pointer(capsule, _CAPSULE_NAME)
+    try:
+        managed = _consumed_pointer(capsule, _CAPSULE_NAME)
+    except ValueError:  # not an unconsumed "dltensor" capsule
+        return None
     out = c_tensor()
     from . import device as _device
     status = lib.braid_tensor_from_dlpack(_device.context_handle(), device.index, managed, ctypes.byref(out))

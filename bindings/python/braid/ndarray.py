@@ -460,12 +460,26 @@ def compare(op, a, b):
     if isinstance(a, ndarray):
         if isinstance(b, ndarray):
             return new(lib.braid_compare, code, a._handle, b._handle)
+        if isinstance(b, (int, numpy.integer)) and not isinstance(b, bool) and abs(int(b)) > 2 ** 53:
+            return _compare_big(op, a, int(b))
         if is_scalar(b):
             return new(lib.braid_compare_scalar, code, a._handle, exact_scalar(b))
         return compare(op, a, as_array(b, a))
     if isinstance(b, ndarray):
         return compare(_SWAPPED[op], b, a)
     raise TypeError(f"braid: {op} needs a braid array among its operands")
+
+
+def _compare_big(op, a, b):
+    """a op b for a Python int beyond 2**53, which a double does not hold exactly, compared as NumPy 2
+    compares it: a float array with the int's nearest float; an integer array with the int itself (an
+    int64 0-d array where int64 holds it, else the constant answer braid_compare_scalar gives for a
+    number beyond the dtype)."""
+    code = COMPARE[op]
+    if a.dtype_code == 3 and -2 ** 63 <= b < 2 ** 63:
+        other = from_numpy(numpy.array(b, dtype=numpy.int64), a.ctx)
+        return new(lib.braid_compare, code, a._handle, other._handle)
+    return new(lib.braid_compare_scalar, code, a._handle, float(b))
 
 
 def logical(op, a, b):

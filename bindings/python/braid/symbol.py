@@ -127,6 +127,9 @@ class Symbol:
     def __neg__(self): return _apply(operator.neg, self)
     def __getitem__(self, key): return _apply(operator.getitem, self, key)
 
+    def __iter__(self):  # (indexing alone would make iteration endless: a Symbol has no length)
+        raise TypeError("braid: a Symbol is not iterable; index its outputs (s[0]) instead")
+
     def _zeros(self, shapes):
         return {v._name: _np.zeros(shapes[v._name], dtype=v._dtype) for v in self._variables()}
 

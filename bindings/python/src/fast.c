@@ -178,7 +178,14 @@ static PyObject* array_new(PyTypeObject* type, PyObject* args, PyObject* kwargs)
 
 static void array_dealloc(Array* self) {
   if (self->weakrefs) PyObject_ClearWeakRefs((PyObject*)self);
-  if (self->handle && call_release) call_release(self->handle);
+  if (self->handle && call_release) {
+    /* Without the GIL, as ctypes releases: the last release may free memory imported through DLPack,
+     * whose deleter (NumPy's) takes the GIL, possibly on an engine thread this release waits for. */
+    braid_tensor handle = self->handle;
+    PyThreadState* saved = PyEval_SaveThread();
+    call_release(handle);
+    PyEval_RestoreThread(saved);
+  }
   Py_TYPE(self)->tp_free((PyObject*)self);
 }
 

@@ -116,6 +116,7 @@ class LossScaling(unittest.TestCase):
         trainer.step(2)
         numpy.testing.assert_array_equal(net.weight.data().asnumpy(), before)
         self.assertEqual((trainer._amp_scaler.skipped_steps, trainer._amp_scaler.loss_scale), (1, 2.0 ** 15))
+        numpy.testing.assert_array_equal(net.weight.grad().asnumpy(), 0.0)  # nothing non-finite left behind
 
     def test_bfloat16_needs_no_scaler(self):
         _, trainer = self.make(5)

@@ -51,6 +51,17 @@ class Comparisons(unittest.TestCase):
                 with self.subTest(op=op, scalar=s):
                     self.check(apply(op, x, s), ref(data.astype(numpy.float64), s))
 
+    def test_python_ints_beyond_a_double_compare_exactly(self):
+        for dtype in ("int32", "int64", "float32", "uint8"):
+            data = numpy.array([1, 2 ** 40 if dtype == "int64" else 3], dtype=dtype)
+            x = np.array(data, dtype=dtype)
+            for b in (2 ** 60, -2 ** 60, 2 ** 63, 2 ** 70, 9007199254740993):
+                for op, ref in OPS.items():
+                    with self.subTest(dtype=dtype, b=b, op=op):
+                        self.check(apply(op, x, b), ref(data, b))
+        big = np.array([9007199254740993, 5], dtype="int64")  # 2**53 + 1: no double holds it
+        self.check(big == 9007199254740993, [True, False])
+
     def test_broadcasting_and_promotion(self):
         i = np.array([[1], [2], [3]], dtype="int32")
         f = np.array([0.5, 2.0, 2.5, 3.0])

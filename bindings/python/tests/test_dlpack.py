@@ -98,6 +98,10 @@ class FromDLPack(unittest.TestCase):
         readonly.flags.writeable = False  # NumPy does not export it through DLPack
         numpy.testing.assert_array_equal(np.from_dlpack(readonly).asnumpy(), readonly)
         numpy.testing.assert_array_equal(np.from_dlpack(numpy.array([True, False])).asnumpy(), [True, False])
+        raw = numpy.zeros(17, numpy.uint8)
+        unaligned = numpy.ndarray((4,), numpy.float32, buffer=raw, offset=1)  # floats one byte off
+        unaligned[:] = [1, 2, 3, 4]
+        numpy.testing.assert_array_equal(np.from_dlpack(unaligned).asnumpy(), [1, 2, 3, 4])
         with self.assertRaises(TypeError):
             np.from_dlpack([1, 2, 3])
 

@@ -356,6 +356,8 @@ class Symbols(unittest.TestCase):
         self.assertEqual(json.loads(y.tojson(data=(2, 2)))["format"], "braid.graph")
         self.assertIsInstance(-data, sym.Symbol)
         self.assertIsInstance(sym.split(data, num_outputs=2)[0], sym.Symbol)
+        with self.assertRaises(TypeError):
+            list(data)  # indexable, not iterable (no length)
         close(self, sym.relu(nd.array([-1.0, 1.0])), [0.0, 1.0])  # arrays in: computed as nd
 
     def test_infer_shape_and_tojson(self):

@@ -260,6 +260,10 @@ class Trainer:
         overflow = scaler.has_overflow([p.grad(p.list_ctx()[0]) for p in self._params if p.grad_req != "null"])
         if not overflow:  # the gradients are (sum of losses x scale)': divided by batch_size x scale
             self.update(batch_size * scaler.loss_scale, ignore_stale_grad)
+        else:  # skipped: no inf or NaN left behind (grad_req 'add', a parameter the next step leaves out)
+            for p in self._params:
+                if p.grad_req != "null":
+                    p.zero_grad()
         scaler.update(overflow)
 
     def allreduce_grads(self):
