@@ -69,7 +69,9 @@ typedef struct braid_backend_semaphore_t* braid_backend_semaphore;
  *                                    in's ndim with size 1 on reduced axes
  *  ARGMAX          in[0] -> out[0]   i0 = axis; out int64, in's ndim with size 1 on axis
  *  MATMUL          in[0] a [B,M,K] or [B,K,M] (trans), in[1] b [B,K,N] or [B,N,K] (trans)
- *                  -> out[0] [B,M,N] i0 = trans_a, i1 = trans_b; batch stride 0 = broadcast
+ *                  -> out[0] [B,M,N] i0 = trans_a, i1 = trans_b; batch stride 0 = broadcast. a, b
+ *                  and out of one float dtype, or (Since 1.7) a and b both bfloat16 or both float16
+ *                  with out float32, accumulated in float32 (autocast); the op's dtype is a's
  *  CONV2D          in[0] x NCHW, in[1] w KCRS, in[2] bias K (optional: num_inputs 2 or 3)
  *                  -> out[0] NKPQ    i0,i1 = stride h,w; i2,i3 = padding h,w
  *  POOL2D          in[0] NCHW -> out[0]  i0 = braid_pool_kind, i1,i2 = kernel, i3,i4 = stride,

@@ -55,6 +55,7 @@ void load(Loaded& l) {
     dlclose(h);
     return;
   }
+  (void)resolve(h, "cublasGemmStridedBatchedEx", b.gemm_strided_batched_ex);  // optional
   l.ok = true;
 }
 

@@ -15,6 +15,13 @@ struct CublasLib {
   decltype(&cublasSetMathMode) set_math_mode = nullptr;
   decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
   decltype(&cublasDgemmStridedBatched) dgemm_strided_batched = nullptr;
+  // bfloat16 and float16 products with float32 accumulation (autocast's MATMUL); NULL where the library
+  // lacks it (the plugin then refuses those calls). Typed by hand: cublas_api.h overloads the name in C++.
+  using GemmStridedBatchedEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                                  const void*, const void*, cudaDataType, int, long long, const void*,
+                                                  cudaDataType, int, long long, const void*, void*, cudaDataType, int,
+                                                  long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+  GemmStridedBatchedEx gemm_strided_batched_ex = nullptr;
 };
 
 // The library, or nullptr with *why set (static string). Thread-safe; loaded once per process and kept

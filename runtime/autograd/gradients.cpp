@@ -285,6 +285,15 @@ void matmul_grad(Node& n, Tensor* dy, std::vector<TensorRef>& dx) {
       g = op::reduce(BRAID_REDUCE_SUM, h(g), {0}, true);
     return g;
   };
+  if (const braid_dtype low = a->dtype; low == BRAID_BFLOAT16 || low == BRAID_FLOAT16) {
+    // Autocast's 16-bit product (ops/amp.h): the gradients are 16-bit products too, dy rounded to the
+    // operands' dtype, summed in float32 and rounded to it (each operand's gradient in its own dtype).
+    const TensorRef d = op::cast(dy, low);
+    const auto mm = [](Tensor* x, Tensor* y, bool tx, bool ty) { return op::run(entry::matmul_low, x, y, tx, ty); };
+    if (n.needs[0]) dx[0] = op::cast(fit(ta ? mm(b, h(d), tb, true) : mm(h(d), b, false, !tb), a->shape).get(), low);
+    if (n.needs[1]) dx[1] = op::cast(fit(tb ? mm(h(d), a, true, ta) : mm(a, h(d), !ta, false), b->shape).get(), low);
+    return;
+  }
   if (n.needs[0]) dx[0] = fit(ta ? op::matmul(b, dy, tb, true) : op::matmul(dy, b, false, !tb), a->shape);
   if (n.needs[1]) dx[1] = fit(tb ? op::matmul(dy, a, true, ta) : op::matmul(a, dy, !ta, false), b->shape);
 }

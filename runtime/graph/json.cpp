@@ -281,8 +281,12 @@ void check_node(const Node& n, const std::string& where) {
       break;
     }
     case BRAID_KOP_MATMUL: {
-      c.all_same_dtype(), c.float_dtype();
       const ViewRef &x = c.in(0), &w = c.in(1), &y = c.out(0);
+      if (x.dtype == BRAID_BFLOAT16 || x.dtype == BRAID_FLOAT16) {  // autocast's: a float32 product
+        if (w.dtype != x.dtype || y.dtype != BRAID_FLOAT32) c.no("16-bit operands of one dtype, a float32 result");
+      } else {
+        c.all_same_dtype(), c.float_dtype();
+      }
       c.ndim(x, 3), c.ndim(w, 3), c.ndim(y, 3);
       c.attr(0, 0, 1), c.attr(1, 0, 1);
       const int64_t m = n.i[0] ? x.shape[2] : x.shape[1], k = n.i[0] ? x.shape[1] : x.shape[2];

@@ -30,6 +30,9 @@ void cast(braid_tensor x, const braid_dtype& dtype, braid_tensor* out);
 void copy(braid_tensor x, braid_device device, braid_tensor* out);
 void copy_into(braid_tensor src, braid_tensor dst);
 void matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out);
+// Internal (autocast's, and its gradient's): two bfloat16 or two float16 operands, a float32 product
+// accumulated in float32, on a device whose backend has that MATMUL (plugin ABI 1.7).
+void matmul_low(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out);
 void full(braid_context ctx, braid_device device, const braid_dtype& dtype, int32_t ndim, const int64_t* shape,
           double value, braid_tensor* out);
 void reduce(const braid_reduce_op& rop, braid_tensor x, int32_t naxes, const int32_t* axes, int32_t keepdims,

@@ -33,19 +33,11 @@ int64_t broadcast_batch(const Shape& sa, const Shape& sb) {
 }
 }  // namespace
 
-void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out) {
-  require(out, "out");
-  *out = nullptr;
-  OpBuilder op("matmul", BRAID_KOP_MATMUL);
-  Tensor& ta = op.operand(a, "a");
-  Tensor& tb = op.operand(b, "b");
-  // Autocast: float32 operands rounded to its dtype, multiplied in float32 (this builder is dropped).
-  if (autocast_op(ta, tb, out, [&](Tensor* ra, Tensor* rb) {
-        return braid::op::matmul(ra, rb, transpose_a != 0, transpose_b != 0);
-      }))
-    return;
-  require_float(ta, "matmul", "a");
-  require_same_dtype(ta, tb, "matmul");
+namespace {
+
+// The MATMUL kernel on a and b, whose dtypes the caller checked: float32 or float64 operands give their
+// dtype; bfloat16 or float16 ones (autocast's, plugin ABI 1.7) give float32, accumulated in float32.
+void push_matmul(OpBuilder& op, Tensor& ta, Tensor& tb, int32_t transpose_a, int32_t transpose_b, braid_tensor* out) {
   const Shape &sa = ta.shape, &sb = tb.shape;
   if (sa.ndim < 2 || sa.ndim > 3 || sb.ndim < 2 || sb.ndim > 3)
     fail(BRAID_ERR_SHAPE, "matmul: operands must be 2-D or 3-D, got ", sa.str(), " and ", sb.str());
@@ -73,7 +65,7 @@ void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t 
   }
   // m and n come from different operands: both may be large when k is 0 (an empty product).
   if (!result.fits()) fail(BRAID_ERR_OUT_OF_MEMORY, "matmul: the result ", result.str(), " is too large");
-  Tensor& y = op.output(ta.dtype, result);
+  Tensor& y = op.output(dtype_is_float(ta.dtype) ? ta.dtype : BRAID_FLOAT32, result);
   braid_buffer_view yv = y.view();
   yv.ndim = 3;
   yv.shape[0] = batch, yv.shape[1] = m, yv.shape[2] = n;
@@ -83,6 +75,44 @@ void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t 
   op.call().i[1] = transpose_b != 0;
   op.push();
   *out = op.release_output(0);
+}
+
+}  // namespace
+
+void entry::matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("matmul", BRAID_KOP_MATMUL);
+  Tensor& ta = op.operand(a, "a");
+  Tensor& tb = op.operand(b, "b");
+  // Autocast (this builder is dropped): float32 operands cast to its dtype for a device with 16-bit
+  // float products (float32 accumulation); elsewhere rounded to it and multiplied in float32.
+  if (const braid_dtype low = autocast_dtype(*ta.ctx); low != BRAID_FLOAT32 && ta.dtype == BRAID_FLOAT32 &&
+                                                       tb.dtype == BRAID_FLOAT32 &&
+                                                       ta.device().supports(BRAID_KOP_MATMUL, low)) {
+    const TensorRef la = braid::op::cast(&ta, low), lb = braid::op::cast(&tb, low);
+    *out = braid::op::run(entry::matmul_low, la.get(), lb.get(), transpose_a, transpose_b).release();
+    return;
+  }
+  if (autocast_op(ta, tb, out, [&](Tensor* ra, Tensor* rb) {
+        return braid::op::matmul(ra, rb, transpose_a != 0, transpose_b != 0);
+      }))
+    return;
+  require_float(ta, "matmul", "a");
+  require_same_dtype(ta, tb, "matmul");
+  push_matmul(op, ta, tb, transpose_a, transpose_b, out);
+}
+
+void entry::matmul_low(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b, braid_tensor* out) {
+  require(out, "out");
+  *out = nullptr;
+  OpBuilder op("matmul", BRAID_KOP_MATMUL);
+  Tensor& ta = op.operand(a, "a");
+  Tensor& tb = op.operand(b, "b");
+  if (ta.dtype != BRAID_BFLOAT16 && ta.dtype != BRAID_FLOAT16)
+    fail(BRAID_ERR_DTYPE, "matmul_low: a is ", dtype_name(ta.dtype), ", not bfloat16 or float16");
+  require_same_dtype(ta, tb, "matmul_low");
+  push_matmul(op, ta, tb, transpose_a, transpose_b, out);
 }
 
 BRAID_API braid_status braid_matmul(braid_tensor a, braid_tensor b, int32_t transpose_a, int32_t transpose_b,

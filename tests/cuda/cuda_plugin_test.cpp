@@ -140,6 +140,8 @@ TEST_CASE("cuda plugin: kernel coverage matches the CPU backend's dtypes") {
   CHECK(s(BRAID_KOP_MATMUL, BRAID_FLOAT32) == 1);
   CHECK(s(BRAID_KOP_MATMUL, BRAID_FLOAT64) == 1);
   CHECK(s(BRAID_KOP_MATMUL, BRAID_INT32) == 0);
+  CHECK(s(BRAID_KOP_MATMUL, BRAID_BFLOAT16) == 1);  // autocast's 16-bit products (float32 result)
+  CHECK(s(BRAID_KOP_MATMUL, BRAID_FLOAT16) == 1);
   CHECK(s(BRAID_KOP_FILL, BRAID_FLOAT16) == 1);
   CHECK(s(BRAID_KOP_COPY, BRAID_BFLOAT16) == 1);
   CHECK(s(BRAID_KOP_BINARY, BRAID_INT64) == 1);

@@ -34,7 +34,7 @@ constexpr uint32_t kSupport[BRAID_KOP_COUNT] = {
     /* BINARY_SCALAR */ kNumericTypes,
     /* REDUCE */ kNumericTypes,
     /* ARGMAX */ kNumericTypes,
-    /* MATMUL */ kFloatTypes,
+    /* MATMUL */ kFloatTypes | plugin::dtype_bit(BRAID_BFLOAT16) | plugin::dtype_bit(BRAID_FLOAT16),  // float32 out
     /* CONV2D */ kFloatTypes,
     /* POOL2D */ kFloatTypes,
     /* BATCH_NORM */ kFloatTypes,

@@ -123,9 +123,36 @@ void matmul_typed(Exec& ex, const Call& c) {
   }
 }
 
+// bfloat16 or float16 operands with a float32 result (plugin ABI 1.7, autocast): both widened to
+// float32 (exactly) into dense scratch, then the float32 gemm, whose accumulation is float32. (oneDNN's
+// bfloat16 gemm, twice the float32 rate on CPUs with AVX512-BF16, is the faster way: not used yet.)
+void matmul_low(Exec& ex, const Call& c) {
+  Call wide = c;
+  std::vector<float> scratch[2];
+  braid_backend_buffer_t holders[2];
+  for (int k = 0; k < 2; ++k) {
+    const braid_buffer_view& v = c.inputs[k];
+    int64_t n = 1;
+    for (int d = 0; d < v.ndim; ++d) n *= v.shape[d];
+    scratch[k].resize(size_t(n));
+    braid_buffer_view& w = wide.inputs[k];
+    contiguous_strides(v.ndim, v.shape, w.strides);  // a broadcast batch (stride 0) is expanded
+    copy_nd(ex, v.ndim, v.shape, scratch[k].data(), BRAID_FLOAT32, w.strides, view_data(v), v.dtype, v.strides);
+    holders[k] = {reinterpret_cast<std::byte*>(scratch[k].data()), uint64_t(n) * sizeof(float)};
+    w.buffer = &holders[k];
+    w.byte_offset = 0;
+    w.dtype = BRAID_FLOAT32;
+  }
+  matmul_typed<float>(ex, wide);
+}
+
 }  // namespace
 
 KernelResult k_matmul(const Call& c, Exec& ex) {
+  if (c.inputs[0].dtype == BRAID_BFLOAT16 || c.inputs[0].dtype == BRAID_FLOAT16) {
+    matmul_low(ex, c);
+    return {};
+  }
   visit_dtype(FloatTypes{}, c.inputs[0].dtype, [&]<class T>(Tag<T>) { matmul_typed<T>(ex, c); });
   return {};
 }

@@ -88,12 +88,20 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
           " N=" + std::to_string(N) + " K=" + std::to_string(K) + " batch=" + std::to_string(B);
     return BRAID_ERR_UNSUPPORTED;
   }
-  const int64_t es = o.dtype == BRAID_FLOAT32 ? 4 : 8;
+  // Element sizes: the operands' (2 for autocast's bfloat16/float16, whose product is float32) and the
+  // result's.
+  const bool low = a.dtype == BRAID_BFLOAT16 || a.dtype == BRAID_FLOAT16;
+  const int64_t es_out = o.dtype == BRAID_FLOAT32 ? 4 : 8, es_in = low ? 2 : es_out;
+  if (low && env.blas->gemm_strided_batched_ex == nullptr) {
+    msg = "matmul: this cuBLAS has no cublasGemmStridedBatchedEx for bfloat16/float16 products";
+    return BRAID_ERR_UNSUPPORTED;
+  }
   // Operands cuBLAS cannot take as they are go through contiguous scratch (stream-ordered, freed after).
   braid_backend_buffer_t holders[3];
   void* scratch[3] = {nullptr, nullptr, nullptr};
   braid_status st = BRAID_OK;
   auto dense = [&](int k, const braid_buffer_view& v, bool copy_in) -> braid_buffer_view {
+    const int64_t es = k < 2 ? es_in : es_out;
     scratch[k] = env.device->scratch_alloc(size_t(numel(v) * es), env.stream);
     holders[k].ptr = scratch[k];
     holders[k].size = uint64_t(numel(v) * es);
@@ -106,19 +114,19 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
   };
   Mat ma{}, mb{}, mo{};
   braid_buffer_view va = a, vb = b, vo = o;
-  if (!as_blas(va, es, ma)) {
+  if (!as_blas(va, es_in, ma)) {
     va = dense(0, a, true);
-    if (st == BRAID_OK) as_blas(va, es, ma);
+    if (st == BRAID_OK) as_blas(va, es_in, ma);
   }
-  if (st == BRAID_OK && !as_blas(vb, es, mb)) {
+  if (st == BRAID_OK && !as_blas(vb, es_in, mb)) {
     vb = dense(1, b, true);
-    if (st == BRAID_OK) as_blas(vb, es, mb);
+    if (st == BRAID_OK) as_blas(vb, es_in, mb);
   }
   // The output must be row-major (C^T column-major) with a non-zero batch stride.
-  bool out_direct = as_blas(vo, es, mo) && mo.row_major && (B == 1 || mo.batch_stride != 0);
+  bool out_direct = as_blas(vo, es_out, mo) && mo.row_major && (B == 1 || mo.batch_stride != 0);
   if (st == BRAID_OK && !out_direct) {
     vo = dense(2, o, false);
-    if (st == BRAID_OK) as_blas(vo, es, mo);
+    if (st == BRAID_OK) as_blas(vo, es_out, mo);
   }
   // The rest of what cuBLAS takes as int: the leading dimensions (the batch strides are 64-bit in the
   // strided-batched API). as_blas sends a leading dimension that does not fit through scratch, so this
@@ -136,7 +144,14 @@ braid_status matmul(const braid_kernel_call& c, KernelEnv& env, std::string& msg
     const cublasOperation_t opy = (ma.row_major != ta) ? CUBLAS_OP_N : CUBLAS_OP_T;
     const int m = int(N), n = int(M), k = int(K);
     cublasStatus_t s;
-    if (o.dtype == BRAID_FLOAT32) {
+    if (low) {  // tensor cores: 16-bit operands, float32 accumulation and result
+      const float one = 1.0f, zero = 0.0f;
+      const cudaDataType t = a.dtype == BRAID_BFLOAT16 ? CUDA_R_16BF : CUDA_R_16F;
+      s = env.blas->gemm_strided_batched_ex(
+          env.blas_handle, opx, opy, m, n, k, &one, mb.base, t, int(mb.ld), mb.batch_stride, ma.base, t, int(ma.ld),
+          ma.batch_stride, &zero, const_cast<char*>(mo.base), CUDA_R_32F, int(mo.ld),
+          B > 1 ? mo.batch_stride : int64_t(M) * N, int(B), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    } else if (o.dtype == BRAID_FLOAT32) {
       const float one = 1.0f, zero = 0.0f;
       s = env.blas->sgemm_strided_batched(env.blas_handle, opx, opy, m, n, k, &one,
                                           reinterpret_cast<const float*>(mb.base), int(mb.ld), mb.batch_stride,
