@@ -2,6 +2,7 @@
 // float32 operands compute on them rounded to bfloat16 or float16, in float32, and return float32; their
 // gradients are rounded the same way; everything else, float64, other threads and the setting off are
 // untouched; a hybrid function keeps a graph per setting.
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -59,6 +60,35 @@ TEST_CASE("amp: matmul and conv2d round float32 operands to the autocast dtype a
         const auto da = harness::upload(dev.index, BRAID_FLOAT64, a), db = harness::upload(dev.index, BRAID_FLOAT64, b);
         const braid::Autocast amp(ctx, BRAID_BFLOAT16);
         CHECK_CLOSE(harness::download(braid::matmul(da, db)), ref::matmul(a, b, false, false), 1e-12);
+      }
+    });
+  }
+}
+
+TEST_CASE("amp: large, transposed and batched products (split over the cores where the backend splits them)") {
+  auto& ctx = harness::context();
+  const ref::Array a = harness::random_array({300, 100}, -1, 1, BRAID_FLOAT32, 51);
+  const ref::Array b = harness::random_array({100, 257}, -1, 1, BRAID_FLOAT32, 52);
+  const ref::Array batch = harness::random_array({3, 40, 100}, -1, 1, BRAID_FLOAT32, 53);
+  for (const auto& dev : harness::each_device()) {
+    harness::on_device(dev, [&] {
+      INFO("device ", dev.id);
+      const auto ta = harness::upload(dev.index, BRAID_FLOAT32, a), tb = harness::upload(dev.index, BRAID_FLOAT32, b);
+      const auto tbatch = harness::upload(dev.index, BRAID_FLOAT32, batch);
+      const braid::Autocast amp(ctx, BRAID_BFLOAT16);
+      const ref::Array ra = ref::round_to(BRAID_BFLOAT16, a), rb = ref::round_to(BRAID_BFLOAT16, b);
+      CHECK_CLOSE(harness::download(braid::matmul(ta, tb)), ref::matmul(ra, rb, false, false), 1e-5);
+      CHECK_CLOSE(harness::download(braid::matmul(tb, ta, true, true)), ref::matmul(rb, ra, true, true), 1e-5);
+      // [3, 40, 100] @ [100, 257]: the 2-D operand shared by every batch
+      const ref::Array got = harness::download(braid::matmul(tbatch, tb));
+      const ref::Array rbatch = ref::round_to(BRAID_BFLOAT16, batch);
+      for (int64_t i = 0; i < 3; ++i) {
+        INFO("batch ", i);
+        ref::Array one({40, 100});
+        std::copy(rbatch.data.begin() + i * 4000, rbatch.data.begin() + (i + 1) * 4000, one.data.begin());
+        ref::Array part({40, 257});
+        std::copy(got.data.begin() + i * 40 * 257, got.data.begin() + (i + 1) * 40 * 257, part.data.begin());
+        CHECK_CLOSE(part, ref::matmul(one, rb, false, false), 1e-5);
       }
     });
   }

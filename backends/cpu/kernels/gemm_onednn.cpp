@@ -6,6 +6,10 @@
 #ifdef BRAID_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
 
+#include <array>
+#include <map>
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -104,6 +108,44 @@ bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, in
                                      "); such calls run on OpenBLAS");
   });
   return false;
+}
+
+bool gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, const uint16_t* b,
+               int64_t ldb, float* c, int64_t ldc) {
+  if (!sgemm_in_use() || m <= 0 || n <= 0 || k <= 0) return false;
+  Call call;
+  if (!call.admitted()) return false;
+  single_threaded();
+  using dnnl::memory;
+  static const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  // One primitive per shape and layout (making one JIT-compiles it): a training run has a handful. Per
+  // thread: a primitive's scratchpad is its own, so one primitive must not run on two threads at once.
+  using Key = std::array<int64_t, 8>;
+  thread_local std::map<Key, dnnl::matmul> made;
+  const Key key{m, n, k, lda, ldb, ldc, ta ? 1 : 0, tb ? 1 : 0};
+  const memory::desc ad({m, k}, memory::data_type::bf16, ta ? memory::dims{1, lda} : memory::dims{lda, 1});
+  const memory::desc bd({k, n}, memory::data_type::bf16, tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
+  const memory::desc cd({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+  dnnl::matmul prim;
+  try {
+    auto it = made.find(key);
+    if (it == made.end())
+      it = made.emplace(key, dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(ad, bd, cd), eng))).first;
+    prim = it->second;
+  } catch (const dnnl::error& e) {  // a shape or CPU oneDNN has no bfloat16 matmul for: widened instead
+    static std::once_flag logged;
+    std::call_once(logged, [&] {
+      host::log(BRAID_LOG_WARNING, std::string("cpu backend: oneDNN has no bfloat16 matmul here (") + e.what() +
+                                       "); bfloat16 products are widened to float32");
+    });
+    return false;
+  }
+  dnnl::stream s(eng);
+  memory am(ad, eng, const_cast<uint16_t*>(a)), bm(bd, eng, const_cast<uint16_t*>(b)), cm(cd, eng, c);
+  prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  s.wait();
+  call.succeeded(Call::gemm);
+  return true;
 }
 
 }  // namespace braid::cpu::kern::onednn

@@ -44,11 +44,21 @@ bool sgemm_in_use();  // whether float32 gemms run here: BRAID_CPU_GEMM, read on
 void prepare();
 bool sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
            float beta, float* c, int64_t ldc);
+// Row-major C (float32) = op(A) op(B) with A and B bfloat16 (their bits as uint16_t), float32
+// accumulation, on the calling thread alone: oneDNN's matmul primitive, made once per shape. false
+// when it did not run (no oneDNN, BRAID_CPU_GEMM=openblas, a shape oneDNN refuses): the caller then
+// widens the operands to float32.
+bool gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const uint16_t* a, int64_t lda, const uint16_t* b,
+               int64_t ldb, float* c, int64_t ldc);
 #else
 inline void prepare() {}
 inline bool sgemm_in_use() { return false; }
 inline bool sgemm(bool, bool, int64_t, int64_t, int64_t, const float*, int64_t, const float*, int64_t, float, float*,
                   int64_t) {
+  return false;
+}
+inline bool gemm_bf16(bool, bool, int64_t, int64_t, int64_t, const uint16_t*, int64_t, const uint16_t*, int64_t, float*,
+                      int64_t) {
   return false;
 }
 #endif
